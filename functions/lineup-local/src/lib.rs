@@ -1,0 +1,147 @@
+//! The local stack: every lineup HTTP route on one address, plus the promoter and reaper on
+//! timers. Requests are converted to the same `lambda_http::Request` the Lambda runtime
+//! builds and passed to the same handlers; nothing here reimplements their behaviour.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{to_bytes, Body as AxumBody};
+use axum::extract::State;
+use axum::response::Response as AxumResponse;
+use axum::Router;
+use lambda_http::Body;
+use lambda_runtime::{Context, LambdaEvent};
+use lineup::http::MAX_BODY_BYTES;
+use lineup::queue::WaitingRoom;
+use lineup::token::TokenKey;
+use lineup::Error;
+use tokio::net::TcpListener;
+
+/// The dependencies of every function, built once.
+#[derive(Clone)]
+pub struct Stack {
+    pub queue_api: queue_api::Deps,
+    pub promoter: queue_promoter::Deps,
+    pub reaper: queue_reaper::Deps,
+}
+
+impl Stack {
+    pub fn new(room: WaitingRoom, token_key: TokenKey) -> Self {
+        Stack {
+            queue_api: queue_api::Deps {
+                room: room.clone(),
+                token_key,
+            },
+            promoter: queue_promoter::Deps { room: room.clone() },
+            reaper: queue_reaper::Deps { room },
+        }
+    }
+}
+
+/// The HTTP router: every path goes to the function that owns its first segment.
+pub fn router(stack: Stack) -> Router {
+    Router::new()
+        .fallback(dispatch)
+        .with_state(Arc::new(stack))
+}
+
+async fn dispatch(State(stack): State<Arc<Stack>>, request: axum::extract::Request) -> AxumResponse {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = match to_lambda_request(request).await {
+        Ok(request) => {
+            let response = match path.split('/').nth(1) {
+                _ => queue_api::handle(request, &stack.queue_api).await,
+            };
+            match response {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        }
+        Err(err) => lineup::http::problem(&err),
+    };
+    tracing::info!(
+        %method,
+        %path,
+        status = response.status().as_u16(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    from_lambda_response(response)
+}
+
+/// The request as API Gateway would hand it to the Lambda function.
+async fn to_lambda_request(request: axum::extract::Request) -> Result<lambda_http::Request, Error> {
+    let (parts, body) = request.into_parts();
+    let bytes = to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| Error::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        })?;
+    let body = if bytes.is_empty() {
+        Body::Empty
+    } else {
+        match String::from_utf8(bytes.to_vec()) {
+            Ok(text) => Body::Text(text),
+            Err(err) => Body::Binary(err.into_bytes()),
+        }
+    };
+    Ok(lambda_http::Request::from_parts(parts, body))
+}
+
+fn from_lambda_response(response: lambda_http::Response<Body>) -> AxumResponse {
+    let (parts, body) = response.into_parts();
+    let body = match body {
+        Body::Empty => AxumBody::empty(),
+        Body::Text(text) => AxumBody::from(text),
+        Body::Binary(bytes) => AxumBody::from(bytes),
+        _ => AxumBody::empty(),
+    };
+    AxumResponse::from_parts(parts, body)
+}
+
+/// Serves `stack` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    stack: Stack,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(stack))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Runs the promoter every `PROMOTE_TICK_SECONDS` and the reaper every
+/// `REAP_INTERVAL_SECONDS`, through their Lambda handlers, until the task is dropped.
+pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
+    let promoter = stack.promoter.clone();
+    let reaper = stack.reaper.clone();
+    let settings = promoter.room.settings().clone();
+    tokio::spawn(async move {
+        let mut promote = tokio::time::interval(settings.promote_tick);
+        let mut reap = tokio::time::interval(settings.reap_interval);
+        loop {
+            tokio::select! {
+                _ = promote.tick() => {
+                    // Budget 0 in the local loop: one tick per timer tick.
+                    let report = queue_promoter::tick(&promoter.room).await;
+                    if let Err(err) = report {
+                        tracing::warn!(error = %err, "promotion tick failed");
+                    }
+                }
+                _ = reap.tick() => {
+                    let _ = queue_reaper::handle(scheduled_event(), &reaper).await;
+                }
+            }
+        }
+    })
+}
+
+/// The input EventBridge gives a scheduled function.
+fn scheduled_event() -> LambdaEvent<serde_json::Value> {
+    LambdaEvent::new(
+        serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
+        Context::default(),
+    )
+}

@@ -1,0 +1,63 @@
+//! `cargo run --release --bin lineup-local`: the whole stack on http://127.0.0.1:3000.
+
+use lineup::config::{Config, SecretPolicy};
+use lineup::embedded_redis::EmbeddedRedis;
+use lineup::queue::WaitingRoom;
+use lineup_local::{serve, spawn_schedules, Stack};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    lineup::telemetry::init();
+    let config = Config::from_env(SecretPolicy::GenerateIfMissing)?;
+
+    // Kept alive for the life of the process; dropping it stops the server.
+    let mut embedded = None;
+    let url = match &config.redis.url {
+        Some(url) => url.clone(),
+        None => {
+            let server = EmbeddedRedis::start().await?;
+            tracing::info!(port = server.port(), "REDIS_URL unset: started a private redis-server");
+            let url = server.url();
+            embedded = Some(server);
+            url
+        }
+    };
+    let conn = lineup::store::connect(&config.redis, &url)?;
+    let room = WaitingRoom::new(conn, &config.key_prefix, config.queue.clone());
+    let stack = Stack::new(room, config.token_key.clone());
+
+    let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
+    let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
+    let listener = tokio::net::TcpListener::bind(format!("{host}:{port}"))
+        .await
+        .map_err(|err| format!("cannot listen on {host}:{port} ({err}); set HOST or PORT"))?;
+    let address = listener.local_addr()?;
+    println!("lineup-local listening on http://{address}");
+
+    let schedules = spawn_schedules(&stack);
+    serve(listener, stack, shutdown_signal()).await?;
+    schedules.abort();
+    if let Some(mut server) = embedded {
+        server.stop().await;
+    }
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM, so the private redis-server is stopped either way.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}

@@ -1,0 +1,16 @@
+use lambda_http::{run, service_fn, Error};
+use lineup::config::{Config, SecretPolicy};
+use lineup::queue::WaitingRoom;
+use queue_api::{handle, Deps};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lineup::telemetry::init();
+    let config = Config::from_env(SecretPolicy::Required)?;
+    let conn = lineup::store::connect(&config.redis, config.require_redis_url()?)?;
+    let deps = Deps {
+        room: WaitingRoom::new(conn, &config.key_prefix, config.queue.clone()),
+        token_key: config.token_key.clone(),
+    };
+    run(service_fn(|request| handle(request, &deps))).await
+}

@@ -1,0 +1,40 @@
+//! `queue-reaper`: removes expired sessions and abandoned waiters from every registered
+//! queue, in bounded chunks so no Redis call blocks for long even on a line of a million.
+//! Correctness never waits for it: expired and absent entries are already ignored by every
+//! other script; the reaper only gives the memory back.
+//!
+//! The input is ignored: a scheduled event, `{}` or anything else all mean "reap now".
+
+use lambda_runtime::LambdaEvent;
+use lineup::queue::{ReapReport, WaitingRoom};
+use serde_json::Value;
+
+/// What the handler needs, created once per container.
+#[derive(Clone)]
+pub struct Deps {
+    pub room: WaitingRoom,
+}
+
+/// Reaps every queue. A queue that fails is logged and left for the next run.
+pub async fn handle(_event: LambdaEvent<Value>, deps: &Deps) -> Result<ReapReport, lambda_runtime::Error> {
+    Ok(reap_all(&deps.room).await)
+}
+
+pub async fn reap_all(room: &WaitingRoom) -> ReapReport {
+    let mut total = ReapReport::default();
+    let queues = match room.registered_queues().await {
+        Ok(queues) => queues,
+        Err(err) => {
+            tracing::warn!(error = %err, "reaper could not read the queue registry");
+            return total;
+        }
+    };
+    for queue in &queues {
+        match room.reap(queue).await {
+            Ok(report) => total.add(&report),
+            Err(err) => tracing::warn!(%queue, error = %err, "reaping failed"),
+        }
+    }
+    tracing::info!(report = ?total, "reaped");
+    total
+}

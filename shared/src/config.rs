@@ -1,0 +1,246 @@
+//! Settings, read from the environment once at start-up. A bad value stops the process with
+//! a message that names the variable, instead of surfacing later as a wrong answer.
+
+use std::time::Duration;
+
+use crate::token::TokenKey;
+
+/// A setting that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration variable {variable}: {reason}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub reason: String,
+}
+
+fn bad(variable: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        variable,
+        reason: reason.into(),
+    }
+}
+
+/// Whether a missing `TOKEN_SECRET` is fatal. Lambda functions must share one secret, so they
+/// refuse to start without it; the local stack can make one up for its own lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretPolicy {
+    Required,
+    GenerateIfMissing,
+}
+
+/// How the waiting room behaves. The same for every queue.
+#[derive(Debug, Clone)]
+pub struct QueueSettings {
+    /// Most buyers active at once per queue.
+    pub capacity: u32,
+    /// How long an admitted buyer stays active.
+    pub session: Duration,
+    /// Most buyers one promotion tick admits per queue.
+    pub admit_per_tick: u32,
+    /// A waiter unseen this long is abandoned.
+    pub waiting_idle: Duration,
+    /// Pause between promotion ticks.
+    pub promote_tick: Duration,
+    /// How long one promoter invocation keeps ticking.
+    pub promote_budget: Duration,
+    /// Pause between reaper runs in the local stack.
+    pub reap_interval: Duration,
+}
+
+/// How to reach Redis.
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    /// `redis://` or `rediss://` URL; `None` lets the local stack start its own server.
+    pub url: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub connect_timeout: Duration,
+    pub response_timeout: Duration,
+}
+
+/// Everything a lineup function needs to know.
+#[derive(Clone)]
+pub struct Config {
+    pub redis: RedisSettings,
+    /// Every key lineup writes starts with this.
+    pub key_prefix: String,
+    pub queue: QueueSettings,
+    pub token_key: TokenKey,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("redis", &self.redis.url.as_deref().map(|_| "<set>"))
+            .field("key_prefix", &self.key_prefix)
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads variables through `lookup`, so tests can supply their own environment.
+struct Vars<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    fn string(&self, name: &'static str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    fn number(&self, name: &'static str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let Some(raw) = self.string(name) else {
+            return Ok(default);
+        };
+        let value: u64 = raw
+            .trim()
+            .parse()
+            .map_err(|_| bad(name, format!("{raw:?} is not a whole number")))?;
+        if !(min..=max).contains(&value) {
+            return Err(bad(name, format!("{value} is outside {min}..={max}")));
+        }
+        Ok(value)
+    }
+
+    fn seconds(&self, name: &'static str, default: u64, min: u64, max: u64) -> Result<Duration, ConfigError> {
+        self.number(name, default, min, max).map(Duration::from_secs)
+    }
+
+    fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
+        self.number(name, default, 10, 60_000).map(Duration::from_millis)
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env(secrets: SecretPolicy) -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok(), secrets)
+    }
+
+    /// Reads variables from `lookup`.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        secrets: SecretPolicy,
+    ) -> Result<Self, ConfigError> {
+        let vars = Vars(lookup);
+
+        let key_prefix = vars.string("KEY_PREFIX").unwrap_or_else(|| "lineup".into());
+        if key_prefix.len() > 64
+            || !key_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+        {
+            return Err(bad(
+                "KEY_PREFIX",
+                "must be up to 64 characters of letters, digits and . _ : - (no braces)",
+            ));
+        }
+
+        let capacity = vars.number("QUEUE_CAPACITY", 100, 1, 1_000_000)? as u32;
+        let admit_per_tick = vars.number("ADMIT_PER_TICK", capacity.into(), 1, 1_000_000)? as u32;
+        let queue = QueueSettings {
+            capacity,
+            session: vars.seconds("SESSION_SECONDS", 600, 1, 86_400)?,
+            admit_per_tick,
+            waiting_idle: vars.seconds("WAITING_IDLE_SECONDS", 120, 1, 86_400)?,
+            promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, 1, 3_600)?,
+            promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, 0, 890)?,
+            reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, 1, 86_400)?,
+        };
+
+        let redis = RedisSettings {
+            url: vars.string("REDIS_URL"),
+            username: vars.string("REDIS_USERNAME"),
+            password: vars.string("REDIS_PASSWORD"),
+            connect_timeout: vars.millis("REDIS_CONNECT_TIMEOUT_MS", 1_000)?,
+            response_timeout: vars.millis("REDIS_RESPONSE_TIMEOUT_MS", 1_000)?,
+        };
+        if let Some(url) = &redis.url {
+            if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+                return Err(bad("REDIS_URL", "must start with redis:// or rediss://"));
+            }
+        }
+
+        let token_key = match vars.string("TOKEN_SECRET") {
+            Some(secret) => TokenKey::new(secret.as_bytes())
+                .map_err(|reason| bad("TOKEN_SECRET", reason))?,
+            None if secrets == SecretPolicy::GenerateIfMissing => TokenKey::random(),
+            None => {
+                return Err(bad(
+                    "TOKEN_SECRET",
+                    "is required: tokens are signed with it (at least 32 bytes)",
+                ))
+            }
+        };
+
+        Ok(Config {
+            redis,
+            key_prefix,
+            queue,
+            token_key,
+        })
+    }
+
+    /// The Redis URL, or an error naming `REDIS_URL` when it is missing.
+    pub fn require_redis_url(&self) -> Result<&str, ConfigError> {
+        self.redis
+            .url
+            .as_deref()
+            .ok_or_else(|| bad("REDIS_URL", "is required"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let owned: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(
+            move |name| owned.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            SecretPolicy::Required,
+        )
+    }
+
+    const SECRET: (&str, &str) = ("TOKEN_SECRET", "0123456789abcdef0123456789abcdef");
+
+    #[test]
+    fn defaults_match_the_documentation() {
+        let c = config(&[SECRET]).unwrap();
+        assert_eq!(c.key_prefix, "lineup");
+        assert_eq!(c.queue.capacity, 100);
+        assert_eq!(c.queue.admit_per_tick, 100);
+        assert_eq!(c.queue.session, Duration::from_secs(600));
+        assert_eq!(c.queue.waiting_idle, Duration::from_secs(120));
+        assert_eq!(c.queue.promote_tick, Duration::from_secs(10));
+        assert_eq!(c.queue.promote_budget, Duration::from_secs(50));
+    }
+
+    #[test]
+    fn admit_per_tick_defaults_to_capacity() {
+        let c = config(&[SECRET, ("QUEUE_CAPACITY", "7")]).unwrap();
+        assert_eq!(c.queue.admit_per_tick, 7);
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let err = config(&[SECRET, ("SESSION_SECONDS", "ten")]).unwrap_err();
+        assert_eq!(err.variable, "SESSION_SECONDS");
+        let err = config(&[SECRET, ("QUEUE_CAPACITY", "0")]).unwrap_err();
+        assert_eq!(err.variable, "QUEUE_CAPACITY");
+        let err = config(&[SECRET, ("KEY_PREFIX", "a{b}")]).unwrap_err();
+        assert_eq!(err.variable, "KEY_PREFIX");
+        let err = config(&[SECRET, ("REDIS_URL", "http://x")]).unwrap_err();
+        assert_eq!(err.variable, "REDIS_URL");
+    }
+
+    #[test]
+    fn lambdas_refuse_to_start_without_a_strong_secret() {
+        assert_eq!(config(&[]).unwrap_err().variable, "TOKEN_SECRET");
+        assert_eq!(
+            config(&[("TOKEN_SECRET", "short")]).unwrap_err().variable,
+            "TOKEN_SECRET"
+        );
+    }
+}

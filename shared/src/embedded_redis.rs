@@ -1,0 +1,111 @@
+//! A private `redis-server` on a free loopback port, in a temporary directory, stopped when
+//! dropped. The local stack uses it when `REDIS_URL` is unset; the tests use one per run so
+//! they never touch a server someone else is using.
+
+use std::net::TcpListener;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+/// A running private server.
+pub struct EmbeddedRedis {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+/// Why a private server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedRedisError {
+    #[error(
+        "could not run `redis-server` ({0}). Install Redis (Debian/Ubuntu: `apt-get install redis-server`; \
+         macOS: `brew install redis`), or start one with `docker compose up -d` and set \
+         REDIS_URL=redis://127.0.0.1:6379"
+    )]
+    NotInstalled(std::io::Error),
+    #[error("redis-server did not start: {0}")]
+    DidNotStart(String),
+}
+
+impl EmbeddedRedis {
+    /// Starts a server and waits until it answers.
+    pub async fn start() -> Result<Self, EmbeddedRedisError> {
+        let mut last_error = String::new();
+        // A port found free can be taken before the server binds it; try a few.
+        for _ in 0..5 {
+            let port = free_port().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
+            match Self::start_on(port).await {
+                Ok(server) => return Ok(server),
+                Err(EmbeddedRedisError::DidNotStart(reason)) => last_error = reason,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(EmbeddedRedisError::DidNotStart(last_error))
+    }
+
+    async fn start_on(port: u16) -> Result<Self, EmbeddedRedisError> {
+        let dir = tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
+        let mut child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(EmbeddedRedisError::NotInstalled)?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(EmbeddedRedisError::DidNotStart(format!("exited with {status}")));
+            }
+            if ping(port).await {
+                return Ok(EmbeddedRedis { child, port, _dir: dir });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = child.start_kill();
+        Err(EmbeddedRedisError::DidNotStart("no answer within 5 s".into()))
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server and waits for it to exit.
+    pub async fn stop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+
+    /// Starts a fresh, empty server on the same port, as after a crash and restart.
+    pub async fn restart(&mut self) -> Result<(), EmbeddedRedisError> {
+        self.stop().await;
+        let fresh = Self::start_on(self.port).await?;
+        *self = fresh;
+        Ok(())
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+async fn ping(port: u16) -> bool {
+    let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}")) else {
+        return false;
+    };
+    let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+        return false;
+    };
+    redis::cmd("PING")
+        .query_async::<String>(&mut conn)
+        .await
+        .is_ok()
+}

@@ -1,0 +1,59 @@
+//! The one error type of lineup. Every handler returns it; [`crate::http::problem`] maps it
+//! to an HTTP status in exactly one place, and only `detail`s meant for clients leave it.
+
+use std::time::Duration;
+
+/// What went wrong, in terms a caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A field, parameter or body failed validation (400).
+    #[error("invalid {field}: {detail}")]
+    Invalid { field: &'static str, detail: String },
+    /// The caller is authenticated as someone else (403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The thing named does not exist, or is not the caller's to see (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The route exists but not with this method (405).
+    #[error("method not allowed; allowed: {allow}")]
+    MethodNotAllowed { allow: &'static str },
+    /// The request body is larger than the API accepts (413).
+    #[error("request body exceeds {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    /// Redis did not answer; the caller should retry after the given delay (503).
+    #[error("the queue store is unavailable")]
+    Unavailable {
+        retry_after: Duration,
+        #[source]
+        source: redis::RedisError,
+    },
+    /// A bug or an unexpected reply; details go to the log, never to the client (500).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn invalid(field: &'static str, detail: impl Into<String>) -> Self {
+        Error::Invalid {
+            field,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// How long a client should wait before retrying after Redis failed.
+pub const RETRY_AFTER_UNAVAILABLE: Duration = Duration::from_secs(2);
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Self {
+        if crate::store::is_outage(&err) {
+            Error::Unavailable {
+                retry_after: RETRY_AFTER_UNAVAILABLE,
+                source: err,
+            }
+        } else {
+            Error::Internal(format!("redis: {err}"))
+        }
+    }
+}

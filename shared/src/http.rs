@@ -1,0 +1,167 @@
+//! The HTTP edge shared by the API functions: JSON and RFC 9457 problem responses, request
+//! bodies, the caller's identity and path matching. [`problem`] is the one place an
+//! [`Error`] becomes a status code.
+
+use lambda_http::http::{header, HeaderValue, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 8 * 1024;
+
+const PROBLEM_JSON: &str = "application/problem+json";
+
+/// RFC 9457 problem details.
+#[derive(Debug, Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    title: &'a str,
+    status: u16,
+    detail: String,
+}
+
+/// The response for `err`. Internal details are logged, never sent.
+pub fn problem(err: &Error) -> Response<Body> {
+    let (status, title, kind) = match err {
+        Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "Invalid request", "invalid-request"),
+        Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
+        Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
+        Error::MethodNotAllowed { .. } => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed",
+            "method-not-allowed",
+        ),
+        Error::PayloadTooLarge { .. } => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body too large",
+            "payload-too-large",
+        ),
+        Error::Unavailable { .. } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service unavailable",
+            "service-unavailable",
+        ),
+        Error::Internal(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal error",
+            "internal-error",
+        ),
+    };
+    let detail = match err {
+        Error::Unavailable { source, .. } => {
+            tracing::warn!(error = %source, "redis unavailable");
+            "The service is briefly unavailable; retry after the delay in Retry-After.".into()
+        }
+        Error::Internal(detail) => {
+            tracing::error!(%detail, "internal error");
+            "Something went wrong on our side.".into()
+        }
+        other => other.to_string(),
+    };
+    let body = Problem {
+        kind: &format!("https://lineup.dev/problems/{kind}"),
+        title,
+        status: status.as_u16(),
+        detail,
+    };
+    let mut response = json_with_type(status, &body, PROBLEM_JSON);
+    let headers = response.headers_mut();
+    match err {
+        Error::Unavailable { retry_after, .. } => {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after.as_secs()));
+        }
+        Error::MethodNotAllowed { allow } => {
+            headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        _ => {}
+    }
+    response
+}
+
+/// A JSON response.
+pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
+    json_with_type(status, body, "application/json")
+}
+
+fn json_with_type(status: StatusCode, body: &impl Serialize, content_type: &'static str) -> Response<Body> {
+    let mut response = match serde_json::to_string(body) {
+        Ok(text) => Response::new(Body::Text(text)),
+        Err(err) => {
+            tracing::error!(%err, "response serialisation failed");
+            let mut r = Response::new(Body::Text(
+                r#"{"type":"about:blank","title":"Internal error","status":500,"detail":"Something went wrong on our side."}"#.into(),
+            ));
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+            return r;
+        }
+    };
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// An empty response.
+pub fn empty(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::Empty);
+    *response.status_mut() = status;
+    response
+}
+
+/// Turns a handler result into a response, whichever way it went.
+pub fn respond(result: Result<Response<Body>, Error>) -> Response<Body> {
+    result.unwrap_or_else(|err| problem(&err))
+}
+
+/// Parses the JSON body into `T`, naming the problem when it does not fit.
+pub fn json_body<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
+    let bytes: &[u8] = request.body().as_ref();
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(Error::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::invalid("body", "a JSON object is required"));
+    }
+    serde_json::from_slice(bytes).map_err(|err| Error::invalid("body", err.to_string()))
+}
+
+/// The `sub` claim of an API Gateway JWT authorizer, when one ran.
+pub fn jwt_subject(request: &Request) -> Option<String> {
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => context
+            .authorizer
+            .as_ref()?
+            .jwt
+            .as_ref()?
+            .claims
+            .get("sub")
+            .cloned(),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The path split into its non-empty segments.
+pub fn segments(request: &Request) -> Vec<&str> {
+    request
+        .uri()
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The 404 for a path no route matches.
+pub fn no_route(request: &Request) -> Error {
+    Error::NotFound(format!("no route for {}", request.uri().path()))
+}

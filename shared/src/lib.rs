@@ -1,0 +1,26 @@
+//! The shared core of lineup.
+//!
+//! A short tour:
+//! - [`ids`]: the validated identifiers (`QueueId`, `UserId`, …); `parse` is the only way in.
+//! - [`config`]: every setting, read from the environment and checked once at start-up.
+//! - [`error`]: the one error type every handler returns.
+//! - [`http`]: JSON and `application/problem+json` responses, request bodies and caller identity.
+//! - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
+//! - [`store`]: the Redis connection, key layout and script plumbing.
+//! - [`queue`]: the waiting room: issue, status, leave, summary, promotion and reaping, each
+//!   one Lua script beside the Rust function that calls it.
+//! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
+//! - [`telemetry`]: tracing set-up shared by every binary.
+
+pub mod config;
+pub mod embedded_redis;
+pub mod error;
+pub mod http;
+pub mod ids;
+pub mod queue;
+pub mod store;
+pub mod telemetry;
+pub mod token;
+
+pub use config::Config;
+pub use error::Error;

@@ -1,0 +1,10 @@
+-- Status: ARGV[4] user, ARGV[5] ticket. A waiter's status poll is its heartbeat.
+local user, ticket = ARGV[4], tonumber(ARGV[5])
+local state, _, until_ms = find(user, ticket)
+if state == 'waiting' then
+  heartbeat(ticket)
+  return waiting_reply(0, user, ticket)
+elseif state == 'active' then
+  return active_reply(0, ticket, until_ms)
+end
+return GONE

@@ -1,0 +1,131 @@
+//! Redis access: the connection every function creates once per container, how its
+//! failures are classified, and the key layout.
+//!
+//! Every key starts with `KEY_PREFIX`. The keys of one queue share the hash tag
+//! `{q:<queueId>}`, so each queue script runs on one shard of Redis Cluster or ElastiCache
+//! Serverless. The queue registry is the one key outside any queue's tag.
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, IntoConnectionInfo, RedisError, ServerErrorKind};
+
+use crate::config::RedisSettings;
+use crate::ids::QueueId;
+
+/// The shared connection. Cheap to clone; reconnects by itself after Redis comes back.
+pub type Conn = ConnectionManager;
+
+/// Creates the connection without waiting for Redis, so a process started during an outage
+/// still answers (with 503) and recovers once Redis is back.
+pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> {
+    let mut info = url.into_connection_info()?;
+    let mut redis_settings = info.redis_settings().clone();
+    if let Some(user) = &settings.username {
+        redis_settings = redis_settings.set_username(user);
+    }
+    if let Some(password) = &settings.password {
+        redis_settings = redis_settings.set_password(password);
+    }
+    info = info.set_redis_settings(redis_settings);
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(settings.connect_timeout))
+        .set_response_timeout(Some(settings.response_timeout))
+        // Fail fast: a request that cannot reach Redis answers 503 at once and the next
+        // request tries again, instead of one request waiting through a long backoff.
+        .set_number_of_retries(1)
+        .set_max_delay(std::time::Duration::from_millis(200));
+    ConnectionManager::new_lazy_with_config(Client::open(info)?, config)
+}
+
+/// Whether `err` means Redis is unreachable or not serving right now, as opposed to a bug.
+/// `READONLY` and friends come from a failover in progress; the connection manager
+/// reconnects on the next request.
+pub fn is_outage(err: &RedisError) -> bool {
+    if err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_cluster_error()
+    {
+        return true;
+    }
+    matches!(
+        err.kind(),
+        redis::ErrorKind::Server(
+            ServerErrorKind::BusyLoading
+                | ServerErrorKind::ReadOnly
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+        )
+    ) || matches!(err.code(), Some("LOADING" | "READONLY" | "MASTERDOWN" | "BUSY"))
+}
+
+/// Whether `err` says a script is not in the server's cache (after a restart or failover).
+pub fn is_noscript(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
+        || err.to_string().contains("NOSCRIPT")
+}
+
+/// Sends `pipe` in one round trip. If the server lost its script cache, loads `scripts`
+/// and sends the pipeline once more; every script in lineup is safe to re-run.
+pub async fn query_pipeline<T: redis::FromRedisValue>(
+    conn: &mut Conn,
+    pipe: &redis::Pipeline,
+    scripts: &[&redis::Script],
+) -> Result<T, RedisError> {
+    match pipe.query_async(conn).await {
+        Err(err) if is_noscript(&err) => {
+            for script in scripts {
+                script.load_async(conn).await?;
+            }
+            pipe.query_async(conn).await
+        }
+        other => other,
+    }
+}
+
+/// The names of one queue's keys.
+#[derive(Debug, Clone)]
+pub struct QueueKeys {
+    /// Sorted set: member user id, score ticket. One entry per waiter.
+    pub waiting: String,
+    /// Sorted set: member user id, score the millisecond the session ends.
+    pub active: String,
+    /// Hash: user id → ticket of each active buyer, so a token can be matched.
+    pub active_tickets: String,
+    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping.
+    pub meta: String,
+    /// Bitmaps of heartbeats by ticket, one per time window, reused in rotation.
+    pub seen: Vec<String>,
+}
+
+/// How many heartbeat bitmaps rotate per queue: one per window of the idle period plus
+/// the window being written.
+pub const SEEN_WINDOWS: usize = crate::queue::IDLE_WINDOWS as usize + 1;
+
+impl QueueKeys {
+    pub fn new(prefix: &str, queue: &QueueId) -> Self {
+        let base = format!("{prefix}:{{q:{queue}}}");
+        QueueKeys {
+            waiting: format!("{base}:waiting"),
+            active: format!("{base}:active"),
+            active_tickets: format!("{base}:active-tickets"),
+            meta: format!("{base}:meta"),
+            seen: (0..SEEN_WINDOWS).map(|i| format!("{base}:seen:{i}")).collect(),
+        }
+    }
+
+    /// All keys in the order every queue script expects them in `KEYS`.
+    pub fn all(&self) -> impl Iterator<Item = &str> {
+        [&self.waiting, &self.active, &self.active_tickets, &self.meta]
+            .into_iter()
+            .chain(self.seen.iter())
+            .map(String::as_str)
+    }
+}
+
+/// The set of queue ids that have ever had a buyer, so the promoter and reaper find queues
+/// without scanning the keyspace.
+pub fn queue_registry_key(prefix: &str) -> String {
+    format!("{prefix}:queues")
+}
