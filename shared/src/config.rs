@@ -86,7 +86,13 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         (self.0)(name).filter(|v| !v.trim().is_empty())
     }
 
-    fn number(&self, name: &'static str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+    fn number(
+        &self,
+        name: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, ConfigError> {
         let Some(raw) = self.string(name) else {
             return Ok(default);
         };
@@ -100,12 +106,20 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         Ok(value)
     }
 
-    fn seconds(&self, name: &'static str, default: u64, min: u64, max: u64) -> Result<Duration, ConfigError> {
-        self.number(name, default, min, max).map(Duration::from_secs)
+    fn seconds(
+        &self,
+        name: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<Duration, ConfigError> {
+        self.number(name, default, min, max)
+            .map(Duration::from_secs)
     }
 
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
-        self.number(name, default, 10, 60_000).map(Duration::from_millis)
+        self.number(name, default, 10, 60_000)
+            .map(Duration::from_millis)
     }
 }
 
@@ -160,8 +174,9 @@ impl Config {
         }
 
         let token_key = match vars.string("TOKEN_SECRET") {
-            Some(secret) => TokenKey::new(secret.as_bytes())
-                .map_err(|reason| bad("TOKEN_SECRET", reason))?,
+            Some(secret) => {
+                TokenKey::new(secret.as_bytes()).map_err(|reason| bad("TOKEN_SECRET", reason))?
+            }
             None if secrets == SecretPolicy::GenerateIfMissing => TokenKey::random(),
             None => {
                 return Err(bad(
@@ -198,7 +213,12 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_lookup(
-            move |name| owned.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            move |name| {
+                owned
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            },
             SecretPolicy::Required,
         )
     }

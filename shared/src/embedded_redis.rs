@@ -45,7 +45,8 @@ impl EmbeddedRedis {
     }
 
     async fn start_on(port: u16) -> Result<Self, EmbeddedRedisError> {
-        let dir = tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
+        let dir =
+            tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
         let mut child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -59,15 +60,23 @@ impl EmbeddedRedis {
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {
-                return Err(EmbeddedRedisError::DidNotStart(format!("exited with {status}")));
+                return Err(EmbeddedRedisError::DidNotStart(format!(
+                    "exited with {status}"
+                )));
             }
             if ping(port).await {
-                return Ok(EmbeddedRedis { child, port, _dir: dir });
+                return Ok(EmbeddedRedis {
+                    child,
+                    port,
+                    _dir: dir,
+                });
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let _ = child.start_kill();
-        Err(EmbeddedRedisError::DidNotStart("no answer within 5 s".into()))
+        Err(EmbeddedRedisError::DidNotStart(
+            "no answer within 5 s".into(),
+        ))
     }
 
     pub fn port(&self) -> u16 {

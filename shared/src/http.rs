@@ -28,7 +28,11 @@ struct Problem<'a> {
 /// The response for `err`. Internal details are logged, never sent.
 pub fn problem(err: &Error) -> Response<Body> {
     let (status, title, kind) = match err {
-        Error::Invalid { .. } => (StatusCode::BAD_REQUEST, "Invalid request", "invalid-request"),
+        Error::Invalid { .. } => (
+            StatusCode::BAD_REQUEST,
+            "Invalid request",
+            "invalid-request",
+        ),
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
         Error::MethodNotAllowed { .. } => (
@@ -73,7 +77,10 @@ pub fn problem(err: &Error) -> Response<Body> {
     let headers = response.headers_mut();
     match err {
         Error::Unavailable { retry_after, .. } => {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after.as_secs()));
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after.as_secs()),
+            );
         }
         Error::MethodNotAllowed { allow } => {
             headers.insert(header::ALLOW, HeaderValue::from_static(allow));
@@ -88,7 +95,11 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
     json_with_type(status, body, "application/json")
 }
 
-fn json_with_type(status: StatusCode, body: &impl Serialize, content_type: &'static str) -> Response<Body> {
+fn json_with_type(
+    status: StatusCode,
+    body: &impl Serialize,
+    content_type: &'static str,
+) -> Response<Body> {
     let mut response = match serde_json::to_string(body) {
         Ok(text) => Response::new(Body::Text(text)),
         Err(err) => {

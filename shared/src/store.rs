@@ -57,7 +57,10 @@ pub fn is_outage(err: &RedisError) -> bool {
                 | ServerErrorKind::TryAgain
                 | ServerErrorKind::ClusterDown
         )
-    ) || matches!(err.code(), Some("LOADING" | "READONLY" | "MASTERDOWN" | "BUSY"))
+    ) || matches!(
+        err.code(),
+        Some("LOADING" | "READONLY" | "MASTERDOWN" | "BUSY")
+    )
 }
 
 /// Whether `err` says a script is not in the server's cache (after a restart or failover).
@@ -111,16 +114,23 @@ impl QueueKeys {
             active: format!("{base}:active"),
             active_tickets: format!("{base}:active-tickets"),
             meta: format!("{base}:meta"),
-            seen: (0..SEEN_WINDOWS).map(|i| format!("{base}:seen:{i}")).collect(),
+            seen: (0..SEEN_WINDOWS)
+                .map(|i| format!("{base}:seen:{i}"))
+                .collect(),
         }
     }
 
     /// All keys in the order every queue script expects them in `KEYS`.
     pub fn all(&self) -> impl Iterator<Item = &str> {
-        [&self.waiting, &self.active, &self.active_tickets, &self.meta]
-            .into_iter()
-            .chain(self.seen.iter())
-            .map(String::as_str)
+        [
+            &self.waiting,
+            &self.active,
+            &self.active_tickets,
+            &self.meta,
+        ]
+        .into_iter()
+        .chain(self.seen.iter())
+        .map(String::as_str)
     }
 }
 

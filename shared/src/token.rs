@@ -143,7 +143,14 @@ mod tests {
     #[test]
     fn malformed_tokens_are_rejected_not_panicking() {
         let key = TokenKey::random();
-        for junk in ["", "x", "!!!!", "%7B%7D", &"A".repeat(300), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"] {
+        for junk in [
+            "",
+            "x",
+            "!!!!",
+            "%7B%7D",
+            &"A".repeat(300),
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        ] {
             assert_eq!(TokenClaims::verify(junk, &key), None);
         }
     }

@@ -1,1 +1,5 @@
+//! One test binary for every end-to-end test, so the workspace links it once.
 
+mod fixtures;
+mod local_stack;
+mod queue;

@@ -1,1 +1,246 @@
+//! Test support: a real Redis per test (a private `redis-server` on a free port, or
+//! `REDIS_URL` with a unique key prefix), the functions wired to it exactly as their
+//! `main.rs` wires them, and helpers to build the events AWS would send.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lambda_http::{Body, Response};
+use lineup::config::{Config, SecretPolicy};
+use lineup::embedded_redis::EmbeddedRedis;
+use lineup::queue::WaitingRoom;
+use lineup::store::Conn;
+use lineup_local::Stack;
+use serde_json::{json, Value};
+
+/// A running test environment.
+pub struct TestApp {
+    pub config: Config,
+    pub conn: Conn,
+    pub stack: Stack,
+    /// Present when the test started its own server.
+    pub redis: Option<EmbeddedRedis>,
+    /// A plain connection for inspecting Redis directly.
+    pub inspect: redis::aio::MultiplexedConnection,
+}
+
+static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
+
+impl TestApp {
+    /// Starts everything with the documented defaults (except a promoter budget of 0)
+    /// overridden by `vars`.
+    pub async fn spawn(vars: &[(&str, &str)]) -> TestApp {
+        let (redis, url) = match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() => (None, url),
+            _ => {
+                let server = EmbeddedRedis::start().await.expect("start redis-server");
+                let url = server.url();
+                (Some(server), url)
+            }
+        };
+        let prefix = format!(
+            "lineup-test-{}-{}",
+            std::process::id(),
+            NEXT_PREFIX.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut all: HashMap<String, String> = HashMap::from([
+            ("REDIS_URL".into(), url.clone()),
+            ("KEY_PREFIX".into(), prefix),
+            (
+                "TOKEN_SECRET".into(),
+                "test-secret-0123456789abcdef0123456789".into(),
+            ),
+            // One promotion tick per promoter invocation unless a test asks for more.
+            ("PROMOTE_BUDGET_SECONDS".into(), "0".into()),
+        ]);
+        for (k, v) in vars {
+            all.insert(k.to_string(), v.to_string());
+        }
+        let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
+            .expect("test config");
+        let conn = lineup::store::connect(&config.redis, &url).expect("connect");
+        let room = WaitingRoom::new(conn.clone(), &config.key_prefix, config.queue.clone());
+        let stack = Stack::new(room, config.token_key.clone());
+        let inspect = redis::Client::open(url)
+            .expect("url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("inspect connection");
+        TestApp {
+            config,
+            conn,
+            stack,
+            redis,
+            inspect,
+        }
+    }
+
+    pub fn room(&self) -> &WaitingRoom {
+        &self.stack.queue_api.room
+    }
+
+    /// Sends an HTTP API request through the queue API handler.
+    pub async fn queue_api(&self, request: lambda_http::Request) -> Reply {
+        let response = queue_api::handle(request, &self.stack.queue_api)
+            .await
+            .expect("infallible");
+        Reply::from(response)
+    }
+
+    /// Per-command call counts from `INFO commandstats`.
+    pub async fn command_calls(&self) -> HashMap<String, u64> {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.inspect.clone())
+            .await
+            .expect("INFO");
+        info.lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest
+                    .split(',')
+                    .next()?
+                    .strip_prefix("calls=")?
+                    .parse()
+                    .ok()?;
+                Some((name.to_owned(), calls))
+            })
+            .collect()
+    }
+
+    /// Counts of the commands a client sent during `op`: scripts and the few commands
+    /// lineup sends outside scripts. Commands run inside scripts are not round trips.
+    pub async fn client_commands_during<F, T>(&self, op: F) -> (T, HashMap<&'static str, u64>)
+    where
+        F: std::future::Future<Output = T>,
+    {
+        const CLIENT_SIDE: [&str; 5] = ["evalsha", "eval", "script|load", "sadd", "smembers"];
+        let before = self.command_calls().await;
+        let out = op.await;
+        let after = self.command_calls().await;
+        let counts = CLIENT_SIDE
+            .iter()
+            .map(|name| {
+                let delta = after.get(*name).copied().unwrap_or(0)
+                    - before.get(*name).copied().unwrap_or(0);
+                (*name, delta)
+            })
+            .filter(|(_, delta)| *delta > 0)
+            .collect();
+        (out, counts)
+    }
+}
+
+/// A handler's response, decoded.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub headers: lambda_http::http::HeaderMap,
+    pub body: Value,
+}
+
+impl From<Response<Body>> for Reply {
+    fn from(response: Response<Body>) -> Self {
+        let (parts, body) = response.into_parts();
+        let bytes: &[u8] = body.as_ref();
+        Reply {
+            status: parts.status.as_u16(),
+            content_type: parts
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned(),
+            body: if bytes.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(bytes).expect("JSON body")
+            },
+            headers: parts.headers,
+        }
+    }
+}
+
+impl Reply {
+    /// Asserts an RFC 9457 problem with `status`.
+    pub fn assert_problem(&self, status: u16) {
+        assert_eq!(self.status, status, "{:?}", self.body);
+        assert_eq!(self.content_type, "application/problem+json");
+        for field in ["type", "title", "detail"] {
+            assert!(
+                self.body[field].is_string(),
+                "problem lacks {field}: {}",
+                self.body
+            );
+        }
+        assert_eq!(self.body["status"], status);
+    }
+
+    pub fn token(&self) -> String {
+        self.body["token"].as_str().expect("token").to_owned()
+    }
+}
+
+/// An API Gateway HTTP API (payload 2.0) request, as AWS sends it.
+pub fn api_request(method: &str, path: &str, body: Option<&str>) -> lambda_http::Request {
+    api_request_with_claims(method, path, body, None)
+}
+
+/// The same, as if a JWT authorizer had verified a token with these claims.
+pub fn api_request_with_claims(
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    claims: Option<Value>,
+) -> lambda_http::Request {
+    let (raw_path, query) = path.split_once('?').unwrap_or((path, ""));
+    let mut context = json!({
+        "accountId": "123456789012",
+        "apiId": "api",
+        "domainName": "api.example.com",
+        "domainPrefix": "api",
+        "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "test"},
+        "requestId": "req",
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": "22/Nov/2026:02:00:00 +0000",
+        "timeEpoch": 1_795_312_800_000i64
+    });
+    if let Some(claims) = claims {
+        context["authorizer"] = json!({"jwt": {"claims": claims, "scopes": null}});
+    }
+    let event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": raw_path,
+        "rawQueryString": query,
+        "headers": {"content-type": "application/json", "host": "api.example.com"},
+        "requestContext": context,
+        "body": body,
+        "isBase64Encoded": false
+    });
+    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+}
+
+/// Every file in a directory of JSON events, by name.
+pub fn json_files(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            (path.extension()? == "json").then(|| {
+                let name = path.file_name()?.to_string_lossy().into_owned();
+                Some((name, std::fs::read_to_string(&path).ok()?))
+            })?
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Waits `d`; tests that cross a time edge sleep real time against the server's clock.
+pub async fn sleep(d: Duration) {
+    tokio::time::sleep(d).await;
+}

@@ -40,25 +40,21 @@ impl Stack {
 
 /// The HTTP router: every path goes to the function that owns its first segment.
 pub fn router(stack: Stack) -> Router {
-    Router::new()
-        .fallback(dispatch)
-        .with_state(Arc::new(stack))
+    Router::new().fallback(dispatch).with_state(Arc::new(stack))
 }
 
-async fn dispatch(State(stack): State<Arc<Stack>>, request: axum::extract::Request) -> AxumResponse {
+async fn dispatch(
+    State(stack): State<Arc<Stack>>,
+    request: axum::extract::Request,
+) -> AxumResponse {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let response = match to_lambda_request(request).await {
-        Ok(request) => {
-            let response = match path.split('/').nth(1) {
-                _ => queue_api::handle(request, &stack.queue_api).await,
-            };
-            match response {
-                Ok(response) => response,
-                Err(never) => match never {},
-            }
-        }
+        Ok(request) => match queue_api::handle(request, &stack.queue_api).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        },
         Err(err) => lineup::http::problem(&err),
     };
     tracing::info!(

@@ -16,7 +16,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(url) => url.clone(),
         None => {
             let server = EmbeddedRedis::start().await?;
-            tracing::info!(port = server.port(), "REDIS_URL unset: started a private redis-server");
+            tracing::info!(
+                port = server.port(),
+                "REDIS_URL unset: started a private redis-server"
+            );
             let url = server.url();
             embedded = Some(server);
             url

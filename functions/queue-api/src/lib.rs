@@ -25,7 +25,10 @@ pub struct Deps {
 }
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
-pub async fn handle(request: Request, deps: &Deps) -> Result<Response<Body>, std::convert::Infallible> {
+pub async fn handle(
+    request: Request,
+    deps: &Deps,
+) -> Result<Response<Body>, std::convert::Infallible> {
     Ok(respond(route(&request, deps).await))
 }
 
@@ -45,7 +48,9 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             match *method {
                 Method::GET => status(deps, &queue, token).await,
                 Method::DELETE => leave(deps, &queue, token).await,
-                _ => Err(Error::MethodNotAllowed { allow: "GET, DELETE" }),
+                _ => Err(Error::MethodNotAllowed {
+                    allow: "GET, DELETE",
+                }),
             }
         }
         _ => Err(no_route(request)),
@@ -85,7 +90,10 @@ async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Respons
     } else {
         StatusCode::OK
     };
-    Ok(json(status, &TokenStatus::new(&issued.claims, &issued.state, deps)))
+    Ok(json(
+        status,
+        &TokenStatus::new(&issued.claims, &issued.state, deps),
+    ))
 }
 
 /// The claims of a token shown on `queue`'s path. Malformed, forged and other queues'
@@ -102,8 +110,15 @@ fn token_not_found() -> Error {
 
 async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
     let claims = claims_on(queue, token, deps)?;
-    let state = deps.room.status(&claims).await?.ok_or_else(token_not_found)?;
-    Ok(json(StatusCode::OK, &TokenStatus::new(&claims, &state, deps)))
+    let state = deps
+        .room
+        .status(&claims)
+        .await?
+        .ok_or_else(token_not_found)?;
+    Ok(json(
+        StatusCode::OK,
+        &TokenStatus::new(&claims, &state, deps),
+    ))
 }
 
 async fn leave(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {

@@ -31,7 +31,10 @@ pub struct Output {
 
 /// Runs promotion ticks until the budget is spent. Redis failures are logged and retried
 /// on the next tick rather than failing the invocation.
-pub async fn handle(event: LambdaEvent<Value>, deps: &Deps) -> Result<Output, lambda_runtime::Error> {
+pub async fn handle(
+    event: LambdaEvent<Value>,
+    deps: &Deps,
+) -> Result<Output, lambda_runtime::Error> {
     let settings = deps.room.settings();
     let started = Instant::now();
     let deadline = remaining_time(&event).map(|left| started + left);

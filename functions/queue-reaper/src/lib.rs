@@ -16,7 +16,10 @@ pub struct Deps {
 }
 
 /// Reaps every queue. A queue that fails is logged and left for the next run.
-pub async fn handle(_event: LambdaEvent<Value>, deps: &Deps) -> Result<ReapReport, lambda_runtime::Error> {
+pub async fn handle(
+    _event: LambdaEvent<Value>,
+    deps: &Deps,
+) -> Result<ReapReport, lambda_runtime::Error> {
     Ok(reap_all(&deps.room).await)
 }
 

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use super::{decode_reply, parse_rate, ScriptReply, TokenState, WaitingRoom, ISSUE, LEAVE, STATUS, SUMMARY};
+use super::{
+    decode_reply, parse_rate, ScriptReply, TokenState, WaitingRoom, ISSUE, LEAVE, STATUS, SUMMARY,
+};
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
 use crate::store::{query_pipeline, queue_registry_key};
@@ -44,7 +46,8 @@ impl WaitingRoom {
         pipe.sadd(queue_registry_key(&self.prefix), queue.as_str())
             .ignore()
             .invoke_script(&invocation);
-        let (reply,): (ScriptReply,) = query_pipeline(&mut self.conn.clone(), &pipe, &[&ISSUE]).await?;
+        let (reply,): (ScriptReply,) =
+            query_pipeline(&mut self.conn.clone(), &pipe, &[&ISSUE]).await?;
         let (created, state) = decode_reply(reply)?
             .ok_or_else(|| Error::Internal("issue script found no entry".into()))?;
         Ok(Issued {

@@ -1,0 +1,53 @@
+//! Every real AWS event sample, given to every function, is handled normally: a 4xx problem,
+//! an ignored event or a reported failure, never an invocation error or a 5xx.
+
+use std::path::Path;
+
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{json_files, Reply, TestApp};
+use serde_json::Value;
+
+fn aws_samples() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/aws-lambda-events");
+    if !dir.exists() {
+        eprintln!("skipped: {} is not beside this checkout", dir.display());
+        return Vec::new();
+    }
+    json_files(&dir)
+}
+
+#[tokio::test]
+async fn http_functions_answer_every_sample_with_a_client_error() {
+    let app = TestApp::spawn(&[]).await;
+    for (name, text) in aws_samples() {
+        let Ok(request) = lambda_http::request::from_str(&text) else {
+            // Not an HTTP event: the Lambda runtime would not route it to an HTTP handler.
+            continue;
+        };
+        let reply = app.queue_api(request).await;
+        assert!(
+            (400..500).contains(&reply.status),
+            "{name}: {}",
+            reply.status
+        );
+        reply.assert_problem(reply.status);
+    }
+}
+
+#[tokio::test]
+async fn scheduled_functions_run_on_any_sample_without_failing() {
+    let app = TestApp::spawn(&[]).await;
+    for (name, text) in aws_samples() {
+        let payload: Value = serde_json::from_str(&text).unwrap();
+        let event = || LambdaEvent::new(payload.clone(), Context::default());
+        queue_promoter::handle(event(), &app.stack.promoter)
+            .await
+            .unwrap_or_else(|e| panic!("promoter on {name}: {e}"));
+        queue_reaper::handle(event(), &app.stack.reaper)
+            .await
+            .unwrap_or_else(|e| panic!("reaper on {name}: {e}"));
+    }
+}
+
+#[allow(dead_code)]
+fn _reply_is_used(_: Reply) {}

@@ -1,0 +1,84 @@
+//! The local stack over real HTTP: the same handlers behind a TCP listener on port 0.
+
+use lineup_tests::TestApp;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Sends one HTTP/1.1 request and returns the status, headers and body.
+async fn send(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let body = body.unwrap_or("");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_lowercase(), body.to_owned())
+}
+
+#[tokio::test]
+async fn the_local_stack_serves_the_queue_flow_over_http() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(lineup_local::serve(
+        listener,
+        app.stack.clone(),
+        std::future::pending(),
+    ));
+
+    let (status, _, first) = send(
+        addr,
+        "POST",
+        "/queues/live/tokens",
+        Some(r#"{"userId":"ana"}"#),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, _, second) = send(
+        addr,
+        "POST",
+        "/queues/live/tokens",
+        Some(r#"{"userId":"ben"}"#),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let first: Value = serde_json::from_str(&first).unwrap();
+    let second: Value = serde_json::from_str(&second).unwrap();
+    assert_eq!(second["status"], "waiting");
+
+    let token = first["token"].as_str().unwrap();
+    let (status, _, _) = send(
+        addr,
+        "DELETE",
+        &format!("/queues/live/tokens/{token}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let token = second["token"].as_str().unwrap();
+    let (status, _, body) = send(addr, "GET", &format!("/queues/live/tokens/{token}"), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["status"],
+        "active"
+    );
+
+    let (status, head, _) = send(addr, "GET", "/queues/bad%20id", None).await;
+    assert_eq!(status, 400);
+    assert!(head.contains("content-type: application/problem+json"));
+    let big = format!(r#"{{"userId":"{}"}}"#, "x".repeat(10_000));
+    let (status, _, _) = send(addr, "POST", "/queues/live/tokens", Some(&big)).await;
+    assert_eq!(status, 413);
+    server.abort();
+}

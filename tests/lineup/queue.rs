@@ -1,0 +1,524 @@
+//! The waiting room through the queue API handler, against a real Redis.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::future::join_all;
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{api_request, api_request_with_claims, sleep, Reply, TestApp};
+use serde_json::json;
+
+async fn join(app: &TestApp, queue: &str, user: &str) -> Reply {
+    let body = json!({ "userId": user }).to_string();
+    app.queue_api(api_request(
+        "POST",
+        &format!("/queues/{queue}/tokens"),
+        Some(&body),
+    ))
+    .await
+}
+
+async fn status(app: &TestApp, queue: &str, token: &str) -> Reply {
+    app.queue_api(api_request(
+        "GET",
+        &format!("/queues/{queue}/tokens/{token}"),
+        None,
+    ))
+    .await
+}
+
+async fn leave(app: &TestApp, queue: &str, token: &str) -> Reply {
+    app.queue_api(api_request(
+        "DELETE",
+        &format!("/queues/{queue}/tokens/{token}"),
+        None,
+    ))
+    .await
+}
+
+async fn summary(app: &TestApp, queue: &str) -> Reply {
+    app.queue_api(api_request("GET", &format!("/queues/{queue}"), None))
+        .await
+}
+
+async fn promote(app: &TestApp) -> queue_promoter::Output {
+    queue_promoter::handle(
+        LambdaEvent::new(json!({}), Context::default()),
+        &app.stack.promoter,
+    )
+    .await
+    .expect("promoter")
+}
+
+#[tokio::test]
+async fn first_arrivals_are_admitted_until_capacity_then_wait_in_ticket_order() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2")]).await;
+    let mut tickets = Vec::new();
+    for (i, user) in ["u1", "u2", "u3", "u4"].iter().enumerate() {
+        let reply = join(&app, "show", user).await;
+        assert_eq!(reply.status, 201);
+        let expected = if i < 2 { "active" } else { "waiting" };
+        assert_eq!(reply.body["status"], expected, "{user}: {}", reply.body);
+        tickets.push(reply.body["ticket"].as_u64().unwrap());
+        if i >= 2 {
+            assert_eq!(reply.body["position"], (i - 1) as u64);
+            assert!(reply.body["activeUntil"].is_null());
+            assert!(
+                reply.body["estimatedWaitSeconds"].is_null(),
+                "no rate measured yet"
+            );
+        } else {
+            assert!(reply.body["position"].is_null());
+            let until = reply.body["activeUntil"].as_str().unwrap();
+            chrono::DateTime::parse_from_rfc3339(until).expect("RFC 3339");
+            assert!(until.ends_with('Z'));
+        }
+    }
+    assert!(tickets.windows(2).all(|w| w[0] < w[1]), "{tickets:?}");
+    let s = summary(&app, "show").await;
+    assert_eq!(s.status, 200);
+    assert_eq!(s.body["waiting"], 2);
+    assert_eq!(s.body["active"], 2);
+    assert_eq!(s.body["capacity"], 2);
+    assert_eq!(s.body["sessionSeconds"], 600);
+    assert!(s.body["admissionRatePerMinute"].is_null());
+}
+
+#[tokio::test]
+async fn concurrent_requests_from_one_user_all_get_the_one_token() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    join(&app, "show", "someone-else").await;
+    let replies = join_all((0..25).map(|_| join(&app, "show", "clicker"))).await;
+    let tokens: HashSet<String> = replies.iter().map(Reply::token).collect();
+    assert_eq!(tokens.len(), 1, "one token for one user");
+    let created = replies.iter().filter(|r| r.status == 201).count();
+    let repeated = replies.iter().filter(|r| r.status == 200).count();
+    assert_eq!((created, repeated), (1, 24));
+    assert_eq!(summary(&app, "show").await.body["waiting"], 1);
+}
+
+#[tokio::test]
+async fn a_user_holds_one_place_per_queue_and_separate_queues_are_independent() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let a = join(&app, "show-a", "fan").await;
+    let b = join(&app, "show-b", "fan").await;
+    assert_eq!((a.status, b.status), (201, 201));
+    assert_ne!(a.token(), b.token());
+    // A token shown on another queue's path is not found there.
+    status(&app, "show-b", &a.token()).await.assert_problem(404);
+    leave(&app, "show-b", &a.token()).await.assert_problem(404);
+    assert_eq!(status(&app, "show-a", &a.token()).await.status, 200);
+}
+
+#[tokio::test]
+async fn promotion_admits_strictly_in_arrival_order() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("SESSION_SECONDS", "1")]).await;
+    let mut tokens = Vec::new();
+    for i in 0..6 {
+        tokens.push(join(&app, "show", &format!("buyer-{i}")).await.token());
+    }
+    for (i, token) in tokens.iter().enumerate().skip(1) {
+        // Keep everyone present while the line moves.
+        for t in &tokens[i..] {
+            status(&app, "show", t).await;
+        }
+        sleep(Duration::from_millis(1050)).await;
+        promote(&app).await;
+        let now = status(&app, "show", token).await;
+        assert_eq!(
+            now.body["status"], "active",
+            "buyer-{i} is next: {}",
+            now.body
+        );
+        for (j, later) in tokens.iter().enumerate().skip(i + 1) {
+            let reply = status(&app, "show", later).await;
+            assert_eq!(reply.body["status"], "waiting");
+            assert_eq!(reply.body["position"], (j - i) as u64);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_newcomer_waits_behind_the_line_even_when_a_place_is_free() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("SESSION_SECONDS", "1")]).await;
+    join(&app, "show", "first").await;
+    let second = join(&app, "show", "second").await;
+    assert_eq!(second.body["status"], "waiting");
+    sleep(Duration::from_millis(1100)).await;
+    // The first session has expired, so a place is free, but "second" is waiting.
+    let third = join(&app, "show", "third").await;
+    assert_eq!(third.body["status"], "waiting", "{}", third.body);
+    assert_eq!(third.body["position"], 2);
+    promote(&app).await;
+    assert_eq!(
+        status(&app, "show", &second.token()).await.body["status"],
+        "active"
+    );
+    assert_eq!(
+        status(&app, "show", &third.token()).await.body["position"],
+        1
+    );
+}
+
+#[tokio::test]
+async fn sessions_expire_per_token_before_any_reaper_runs() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2"), ("SESSION_SECONDS", "2")]).await;
+    let early = join(&app, "show", "early").await;
+    sleep(Duration::from_millis(1000)).await;
+    let late = join(&app, "show", "late").await;
+    assert_eq!(late.body["status"], "active");
+    sleep(Duration::from_millis(1100)).await;
+    // "early" was activated 2.1 s ago, "late" 1.1 s ago.
+    status(&app, "show", &early.token())
+        .await
+        .assert_problem(404);
+    assert_eq!(
+        status(&app, "show", &late.token()).await.body["status"],
+        "active"
+    );
+    assert_eq!(summary(&app, "show").await.body["active"], 1);
+    // The expired buyer can rejoin, with a new ticket.
+    let again = join(&app, "show", "early").await;
+    assert_eq!(again.status, 201);
+    assert_ne!(again.token(), early.token());
+}
+
+#[tokio::test]
+async fn racing_promoters_never_push_active_above_capacity() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "5"), ("ADMIT_PER_TICK", "3")]).await;
+    for i in 0..60 {
+        join(&app, "show", &format!("b{i}")).await;
+    }
+    for _ in 0..4 {
+        let outputs = join_all((0..8).map(|_| promote(&app))).await;
+        let admitted: u64 = outputs.iter().map(|o| o.admitted).sum();
+        assert_eq!(admitted, 0, "all places were already taken at arrival");
+    }
+    // Free all five places at once, then race eight promoters over them.
+    let actives: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("{}:{{q:show}}:active", app.config.key_prefix))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(actives.len(), 5);
+    redis::cmd("DEL")
+        .arg(format!("{}:{{q:show}}:active", app.config.key_prefix))
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    let outputs = join_all((0..8).map(|_| promote(&app))).await;
+    let admitted: u64 = outputs.iter().map(|o| o.admitted).sum();
+    assert_eq!(admitted, 5, "exactly the free places are filled");
+    assert!(
+        outputs.iter().all(|o| o.admitted <= 3),
+        "admitPerTick holds per tick"
+    );
+    assert_eq!(summary(&app, "show").await.body["active"], 5);
+}
+
+#[tokio::test]
+async fn waiters_who_stop_polling_are_never_promoted_and_get_reaped() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "2")]).await;
+    let active = join(&app, "show", "holder").await;
+    let gone = join(&app, "show", "walked-away").await;
+    let polling = join(&app, "show", "patient").await;
+    let also_gone = join(&app, "show", "also-walked").await;
+    for _ in 0..5 {
+        sleep(Duration::from_millis(500)).await;
+        assert_eq!(status(&app, "show", &polling.token()).await.status, 200);
+    }
+    // 2.5 s without a poll: the two walkers are absent. Leaving frees the place; the
+    // absent head of the line is skipped, not admitted.
+    leave(&app, "show", &active.token()).await;
+    assert_eq!(
+        status(&app, "show", &polling.token()).await.body["status"],
+        "active"
+    );
+    // The walker behind the admitted buyer is left for the reaper.
+    let report = queue_reaper::reap_all(app.room()).await;
+    assert_eq!(report.abandoned_waiters, 1, "{report:?}");
+    status(&app, "show", &gone.token())
+        .await
+        .assert_problem(404);
+    status(&app, "show", &also_gone.token())
+        .await
+        .assert_problem(404);
+    assert_eq!(summary(&app, "show").await.body["waiting"], 0);
+}
+
+#[tokio::test]
+async fn a_poll_within_the_idle_period_keeps_the_place() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "2")]).await;
+    join(&app, "show", "holder").await;
+    let waiter = join(&app, "show", "waiter").await;
+    for _ in 0..4 {
+        sleep(Duration::from_millis(900)).await;
+        let reply = status(&app, "show", &waiter.token()).await;
+        assert_eq!(reply.body["status"], "waiting");
+        assert!(reply.body["pollAfterSeconds"].as_u64().unwrap() <= 1);
+    }
+    let report = queue_reaper::reap_all(app.room()).await;
+    assert_eq!(report.abandoned_waiters, 0);
+}
+
+#[tokio::test]
+async fn leaving_frees_the_place_for_the_next_waiter_at_once() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "show", "first").await;
+    let second = join(&app, "show", "second").await;
+    let third = join(&app, "show", "third").await;
+    assert_eq!(second.body["status"], "waiting");
+
+    // A waiter leaving moves those behind up.
+    assert_eq!(leave(&app, "show", &second.token()).await.status, 204);
+    assert_eq!(
+        status(&app, "show", &third.token()).await.body["position"],
+        1
+    );
+    status(&app, "show", &second.token())
+        .await
+        .assert_problem(404);
+
+    // An active buyer leaving hands the place to the next waiter, without a promoter.
+    let reply = leave(&app, "show", &first.token()).await;
+    assert_eq!(reply.status, 204);
+    assert!(reply.body.is_null());
+    assert_eq!(
+        status(&app, "show", &third.token()).await.body["status"],
+        "active"
+    );
+    leave(&app, "show", &first.token())
+        .await
+        .assert_problem(404);
+}
+
+#[tokio::test]
+async fn wait_estimates_appear_once_an_admission_rate_is_measured() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "show", "first").await;
+    let mut waiters = Vec::new();
+    for i in 0..4 {
+        waiters.push(join(&app, "show", &format!("w{i}")).await.token());
+    }
+    promote(&app).await; // starts the measurement
+    sleep(Duration::from_millis(1100)).await;
+    leave(&app, "show", &first.token()).await; // one admission
+    promote(&app).await; // measures it
+    let rate = summary(&app, "show").await.body["admissionRatePerMinute"]
+        .as_f64()
+        .expect("rate measured");
+    assert!(rate > 0.0 && rate <= 60.0, "{rate}");
+    let last = status(&app, "show", &waiters[3]).await;
+    assert_eq!(last.body["position"], 3);
+    let estimate = last.body["estimatedWaitSeconds"]
+        .as_u64()
+        .expect("estimate");
+    assert_eq!(estimate, (3.0 * 60.0 / rate).ceil() as u64);
+    let nearer = status(&app, "show", &waiters[1]).await;
+    assert!(nearer.body["estimatedWaitSeconds"].as_u64().unwrap() < estimate);
+    assert!(
+        nearer.body["pollAfterSeconds"].as_u64().unwrap()
+            <= last.body["pollAfterSeconds"].as_u64().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn jwt_claims_name_the_user_and_a_different_body_user_is_forbidden() {
+    let app = TestApp::spawn(&[]).await;
+    let claims = json!({"sub": "jwt-user", "scope": "buy"});
+    let reply = app
+        .queue_api(api_request_with_claims(
+            "POST",
+            "/queues/show/tokens",
+            None,
+            Some(claims.clone()),
+        ))
+        .await;
+    assert_eq!(reply.status, 201);
+    assert_eq!(reply.body["userId"], "jwt-user");
+    let same = app
+        .queue_api(api_request_with_claims(
+            "POST",
+            "/queues/show/tokens",
+            Some(r#"{"userId":"jwt-user"}"#),
+            Some(claims.clone()),
+        ))
+        .await;
+    assert_eq!(same.status, 200);
+    app.queue_api(api_request_with_claims(
+        "POST",
+        "/queues/show/tokens",
+        Some(r#"{"userId":"someone-else"}"#),
+        Some(claims),
+    ))
+    .await
+    .assert_problem(403);
+}
+
+#[tokio::test]
+async fn bad_input_gets_problem_json_with_the_right_status() {
+    let app = TestApp::spawn(&[]).await;
+    let cases: Vec<(lambda_http::Request, u16)> = vec![
+        (
+            api_request(
+                "POST",
+                "/queues/bad%7Bid%7D/tokens",
+                Some(r#"{"userId":"u"}"#),
+            ),
+            400,
+        ),
+        (
+            api_request(
+                "POST",
+                &format!("/queues/{}/tokens", "q".repeat(65)),
+                Some(r#"{"userId":"u"}"#),
+            ),
+            400,
+        ),
+        (
+            api_request(
+                "POST",
+                "/queues/show/tokens",
+                Some(r#"{"userId":"white space"}"#),
+            ),
+            400,
+        ),
+        (
+            api_request("POST", "/queues/show/tokens", Some(r#"{"userId":""}"#)),
+            400,
+        ),
+        (
+            api_request("POST", "/queues/show/tokens", Some(r#"{"userId":7}"#)),
+            400,
+        ),
+        (api_request("POST", "/queues/show/tokens", Some("{}")), 400),
+        (
+            api_request("POST", "/queues/show/tokens", Some("not json")),
+            400,
+        ),
+        (api_request("POST", "/queues/show/tokens", None), 400),
+        (
+            api_request(
+                "POST",
+                "/queues/show/tokens",
+                Some(&format!(r#"{{"userId":"u","pad":"{}"}}"#, "x".repeat(9000))),
+            ),
+            413,
+        ),
+        (
+            api_request("GET", "/queues/show/tokens/not-a-token", None),
+            404,
+        ),
+        (
+            api_request(
+                "GET",
+                "/queues/show/tokens/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                None,
+            ),
+            404,
+        ),
+        (
+            api_request("DELETE", "/queues/show/tokens/%7B%7D", None),
+            404,
+        ),
+        (api_request("GET", "/nowhere", None), 404),
+        (api_request("PUT", "/queues/show/tokens", None), 405),
+    ];
+    for (request, expected) in cases {
+        let path = request.uri().path().to_owned();
+        let reply = app.queue_api(request).await;
+        reply.assert_problem(expected);
+        assert!(!reply.body["detail"].as_str().unwrap().is_empty(), "{path}");
+    }
+    let named = app
+        .queue_api(api_request(
+            "POST",
+            "/queues/show/tokens",
+            Some(r#"{"userId":"a/b"}"#),
+        ))
+        .await;
+    assert!(named.body["detail"].as_str().unwrap().contains("userId"));
+    // Nothing was written for any of them.
+    assert_eq!(summary(&app, "show").await.body["waiting"], 0);
+    assert_eq!(summary(&app, "show").await.body["active"], 0);
+}
+
+#[tokio::test]
+async fn every_operation_costs_one_round_trip() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    // Scripts are loaded once per server, on first use; use each once.
+    let warm = join(&app, "warm", "warm-up").await;
+    status(&app, "warm", &warm.token()).await;
+    summary(&app, "warm").await;
+    leave(&app, "warm", &warm.token()).await;
+    let (first, calls) = app.client_commands_during(join(&app, "show", "a")).await;
+    // The issue script and the registry update travel in one pipeline.
+    assert_eq!(calls, [("evalsha", 1), ("sadd", 1)].into());
+    let (second, calls) = app.client_commands_during(join(&app, "show", "b")).await;
+    assert_eq!(calls, [("evalsha", 1), ("sadd", 1)].into());
+    let (_, calls) = app
+        .client_commands_during(status(&app, "show", &second.token()))
+        .await;
+    assert_eq!(calls, [("evalsha", 1)].into());
+    let (_, calls) = app.client_commands_during(summary(&app, "show")).await;
+    assert_eq!(calls, [("evalsha", 1)].into());
+    let (_, calls) = app
+        .client_commands_during(leave(&app, "show", &first.token()))
+        .await;
+    assert_eq!(calls, [("evalsha", 1)].into());
+    // A promotion tick: one registry read, then every queue's step in one pipeline.
+    for i in 0..3 {
+        join(&app, &format!("other-{i}"), "x").await;
+    }
+    promote(&app).await; // loads the promotion script
+    let (_, calls) = app.client_commands_during(promote(&app)).await;
+    assert_eq!(calls, [("smembers", 1), ("evalsha", 5)].into());
+}
+
+#[tokio::test]
+async fn redis_going_away_answers_503_and_the_same_process_recovers() {
+    let mut app = TestApp::spawn(&[]).await;
+    if app.redis.is_none() {
+        eprintln!("skipped: REDIS_URL points at a shared server this test must not stop");
+        return;
+    }
+    let before = join(&app, "show", "early").await;
+    assert_eq!(before.status, 201);
+    app.redis.as_mut().unwrap().stop().await;
+    let started = std::time::Instant::now();
+    let down = join(&app, "show", "during").await;
+    down.assert_problem(503);
+    assert!(down.headers.get("retry-after").is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "503 comes quickly"
+    );
+    summary(&app, "show").await.assert_problem(503);
+    let tick = promote(&app).await;
+    assert_eq!(
+        tick.failed_ticks, 1,
+        "the promoter reports instead of failing"
+    );
+
+    app.redis
+        .as_mut()
+        .unwrap()
+        .restart()
+        .await
+        .expect("restart");
+    // A restarted Redis has no script cache and no data; the warm handler recovers.
+    let mut recovered = None;
+    for _ in 0..20 {
+        let reply = join(&app, "show", "after").await;
+        if reply.status == 201 {
+            recovered = Some(reply);
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    let recovered = recovered.expect("recovered without a restart of the process");
+    assert_eq!(recovered.body["status"], "active");
+    assert_eq!(status(&app, "show", &recovered.token()).await.status, 200);
+}
