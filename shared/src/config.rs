@@ -47,6 +47,20 @@ pub struct QueueSettings {
     pub reap_interval: Duration,
 }
 
+/// How the rankings behave.
+#[derive(Debug, Clone)]
+pub struct RankingSettings {
+    /// The EventBridge `source` of payment events; others are ignored.
+    pub event_source: String,
+    /// The zone whose calendar decides a payment's day, week and month.
+    pub time_zone: chrono_tz::Tz,
+    pub daily_retention_days: u32,
+    pub weekly_retention_weeks: u32,
+    pub monthly_retention_months: u32,
+    /// How long a payment's or refund's dedupe record lives.
+    pub dedupe: Duration,
+}
+
 /// How to reach Redis.
 #[derive(Debug, Clone)]
 pub struct RedisSettings {
@@ -65,6 +79,7 @@ pub struct Config {
     /// Every key lineup writes starts with this.
     pub key_prefix: String,
     pub queue: QueueSettings,
+    pub ranking: RankingSettings,
     pub token_key: TokenKey,
 }
 
@@ -160,6 +175,27 @@ impl Config {
             reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, 1, 86_400)?,
         };
 
+        let time_zone_name = vars
+            .string("RANKING_TIME_ZONE")
+            .unwrap_or_else(|| "UTC".into());
+        let ranking = RankingSettings {
+            event_source: vars
+                .string("PAYMENT_EVENT_SOURCE")
+                .unwrap_or_else(|| "lineup.payments".into()),
+            time_zone: time_zone_name.parse().map_err(|_| {
+                bad(
+                    "RANKING_TIME_ZONE",
+                    format!("{time_zone_name:?} is not an IANA time zone name"),
+                )
+            })?,
+            daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, 1, 3_660)? as u32,
+            weekly_retention_weeks: vars.number("RANKING_WEEKLY_RETENTION_WEEKS", 5, 1, 520)?
+                as u32,
+            monthly_retention_months: vars.number("RANKING_MONTHLY_RETENTION_MONTHS", 13, 1, 120)?
+                as u32,
+            dedupe: Duration::from_secs(86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, 1, 3_660)?),
+        };
+
         let redis = RedisSettings {
             url: vars.string("REDIS_URL"),
             username: vars.string("REDIS_USERNAME"),
@@ -190,6 +226,7 @@ impl Config {
             redis,
             key_prefix,
             queue,
+            ranking,
             token_key,
         })
     }
@@ -251,6 +288,8 @@ mod tests {
         assert_eq!(err.variable, "QUEUE_CAPACITY");
         let err = config(&[SECRET, ("KEY_PREFIX", "a{b}")]).unwrap_err();
         assert_eq!(err.variable, "KEY_PREFIX");
+        let err = config(&[SECRET, ("RANKING_TIME_ZONE", "Mars/Olympus")]).unwrap_err();
+        assert_eq!(err.variable, "RANKING_TIME_ZONE");
         let err = config(&[SECRET, ("REDIS_URL", "http://x")]).unwrap_err();
         assert_eq!(err.variable, "REDIS_URL");
     }

@@ -76,6 +76,27 @@ id_type!(
     "userId"
 );
 
+id_type!(
+    /// A concert on the rankings.
+    ConcertId,
+    "concertId"
+);
+id_type!(
+    /// A genre board's name.
+    Genre,
+    "genre"
+);
+id_type!(
+    /// A payment, the unit a sale is counted once by.
+    PaymentId,
+    "paymentId"
+);
+id_type!(
+    /// A refund, the unit a refund is counted once by.
+    RefundId,
+    "refundId"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

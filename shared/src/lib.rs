@@ -9,6 +9,7 @@
 //! - [`store`]: the Redis connection, key layout and script plumbing.
 //! - [`queue`]: the waiting room: issue, status, leave, summary, promotion and reaping, each
 //!   one Lua script beside the Rust function that calls it.
+//! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
 //! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
 //! - [`telemetry`]: tracing set-up shared by every binary.
 
@@ -18,6 +19,7 @@ pub mod error;
 pub mod http;
 pub mod ids;
 pub mod queue;
+pub mod ranking;
 pub mod store;
 pub mod telemetry;
 pub mod token;

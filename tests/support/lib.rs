@@ -10,6 +10,7 @@ use lambda_http::{Body, Response};
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::queue::WaitingRoom;
+use lineup::ranking::Rankings;
 use lineup::store::Conn;
 use lineup_local::Stack;
 use serde_json::{json, Value};
@@ -61,7 +62,8 @@ impl TestApp {
             .expect("test config");
         let conn = lineup::store::connect(&config.redis, &url).expect("connect");
         let room = WaitingRoom::new(conn.clone(), &config.key_prefix, config.queue.clone());
-        let stack = Stack::new(room, config.token_key.clone());
+        let rankings = Rankings::new(conn.clone(), &config.key_prefix, config.ranking.clone());
+        let stack = Stack::new(room, rankings, config.token_key.clone());
         let inspect = redis::Client::open(url)
             .expect("url")
             .get_multiplexed_async_connection()

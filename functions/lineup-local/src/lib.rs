@@ -9,12 +9,15 @@ use axum::body::{to_bytes, Body as AxumBody};
 use axum::extract::State;
 use axum::response::Response as AxumResponse;
 use axum::Router;
+use lambda_http::http::{Method, StatusCode};
 use lambda_http::Body;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::http::MAX_BODY_BYTES;
 use lineup::queue::WaitingRoom;
+use lineup::ranking::Rankings;
 use lineup::token::TokenKey;
 use lineup::Error;
+use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 /// The dependencies of every function, built once.
@@ -23,10 +26,12 @@ pub struct Stack {
     pub queue_api: queue_api::Deps,
     pub promoter: queue_promoter::Deps,
     pub reaper: queue_reaper::Deps,
+    pub ranking_api: ranking_api::Deps,
+    pub ranking_updater: ranking_updater::Deps,
 }
 
 impl Stack {
-    pub fn new(room: WaitingRoom, token_key: TokenKey) -> Self {
+    pub fn new(room: WaitingRoom, rankings: Rankings, token_key: TokenKey) -> Self {
         Stack {
             queue_api: queue_api::Deps {
                 room: room.clone(),
@@ -34,6 +39,10 @@ impl Stack {
             },
             promoter: queue_promoter::Deps { room: room.clone() },
             reaper: queue_reaper::Deps { room },
+            ranking_api: ranking_api::Deps {
+                rankings: rankings.clone(),
+            },
+            ranking_updater: ranking_updater::Deps { rankings },
         }
     }
 }
@@ -51,10 +60,17 @@ async fn dispatch(
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let response = match to_lambda_request(request).await {
-        Ok(request) => match queue_api::handle(request, &stack.queue_api).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        },
+        Ok(request) => {
+            let response = match path.split('/').nth(1) {
+                Some("rankings") => ranking_api::handle(request, &stack.ranking_api).await,
+                Some("events") => Ok(post_events(&request, &stack).await),
+                _ => queue_api::handle(request, &stack.queue_api).await,
+            };
+            match response {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        }
         Err(err) => lineup::http::problem(&err),
     };
     tracing::info!(
@@ -65,6 +81,32 @@ async fn dispatch(
         "request"
     );
     from_lambda_response(response)
+}
+
+/// `POST /events`: one EventBridge event or a JSON array of them, applied by the ranking
+/// updater's own code. Answers with one verdict per event.
+async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_http::Response<Body> {
+    if request.method() != Method::POST {
+        return lineup::http::problem(&Error::MethodNotAllowed { allow: "POST" });
+    }
+    let events = match lineup::http::json_body::<Value>(request) {
+        Ok(Value::Array(events)) => events,
+        Ok(event) => vec![event],
+        Err(err) => return lineup::http::problem(&err),
+    };
+    let verdicts = ranking_updater::apply_events(&events, &stack.ranking_updater).await;
+    let results: Vec<Value> = events
+        .iter()
+        .zip(verdicts)
+        .enumerate()
+        .map(|(index, (event, verdict))| {
+            let mut result = serde_json::to_value(&verdict).unwrap_or(Value::Null);
+            result["index"] = json!(index);
+            result["id"] = event.get("id").cloned().unwrap_or(Value::Null);
+            result
+        })
+        .collect();
+    lineup::http::json(StatusCode::OK, &json!({ "results": results }))
 }
 
 /// The request as API Gateway would hand it to the Lambda function.

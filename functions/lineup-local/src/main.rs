@@ -3,6 +3,7 @@
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::queue::WaitingRoom;
+use lineup::ranking::Rankings;
 use lineup_local::{serve, spawn_schedules, Stack};
 
 #[tokio::main]
@@ -26,8 +27,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let conn = lineup::store::connect(&config.redis, &url)?;
-    let room = WaitingRoom::new(conn, &config.key_prefix, config.queue.clone());
-    let stack = Stack::new(room, config.token_key.clone());
+    let room = WaitingRoom::new(conn.clone(), &config.key_prefix, config.queue.clone());
+    let rankings = Rankings::new(conn, &config.key_prefix, config.ranking.clone());
+    let stack = Stack::new(room, rankings, config.token_key.clone());
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());

@@ -1,1 +1,143 @@
+//! `ranking-api`: reads the sales boards over HTTP.
+//!
+//! | route | does |
+//! |---|---|
+//! | `GET /rankings/{period}?date&genre&limit&offset` | a page of a board |
+//! | `GET /rankings/{period}/concerts/{concertId}?date&genre` | one concert's rank and score |
 
+use std::collections::HashMap;
+
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::{Body, Request, Response};
+use lineup::http::{json, no_route, respond, segments};
+use lineup::ids::{ConcertId, Genre};
+use lineup::ranking::{parse_date, Board, Period, Ranked, Rankings};
+use lineup::Error;
+use serde::Serialize;
+
+/// What the handler needs, created once per container.
+#[derive(Clone)]
+pub struct Deps {
+    pub rankings: Rankings,
+}
+
+/// Handles one HTTP request. Never fails: every error becomes a problem response.
+pub async fn handle(
+    request: Request,
+    deps: &Deps,
+) -> Result<Response<Body>, std::convert::Infallible> {
+    Ok(respond(route(&request, deps).await))
+}
+
+async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
+    let segments = segments(request);
+    let (period, concert) = match segments.as_slice() {
+        ["rankings", period] => (*period, None),
+        ["rankings", period, "concerts", concert] => (*period, Some(*concert)),
+        _ => return Err(no_route(request)),
+    };
+    if request.method() != Method::GET {
+        return Err(Error::MethodNotAllowed { allow: "GET" });
+    }
+    let period = Period::parse(period)?;
+    let query = Query::parse(request.uri().query().unwrap_or(""))?;
+    let day = match query.get("date") {
+        Some(raw) => parse_date(raw)?,
+        None => deps.rankings.today(),
+    };
+    let genre = query.get("genre").map(Genre::parse).transpose()?;
+    let board = Board::on(period, day, genre);
+    match concert {
+        None => {
+            let limit = query.number("limit", 10, 1, 100)?;
+            let offset = query.number("offset", 0, 0, 1_000_000)?;
+            let (total, items) = deps.rankings.page(&board, offset, limit).await?;
+            Ok(json(
+                StatusCode::OK,
+                &Page {
+                    period: period.as_str(),
+                    bucket: &board.bucket,
+                    genre: board.genre.as_ref(),
+                    total,
+                    items,
+                },
+            ))
+        }
+        Some(concert) => {
+            let concert = ConcertId::parse(concert)?;
+            let (rank, score) =
+                deps.rankings
+                    .position(&board, &concert)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::NotFound(format!("concert {concert} is not on this board"))
+                    })?;
+            Ok(json(
+                StatusCode::OK,
+                &Position {
+                    period: period.as_str(),
+                    bucket: &board.bucket,
+                    genre: board.genre.as_ref(),
+                    concert_id: &concert,
+                    rank,
+                    score,
+                },
+            ))
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Page<'a> {
+    period: &'static str,
+    bucket: &'a str,
+    genre: Option<&'a Genre>,
+    total: u64,
+    items: Vec<Ranked>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Position<'a> {
+    period: &'static str,
+    bucket: &'a str,
+    genre: Option<&'a Genre>,
+    concert_id: &'a ConcertId,
+    rank: u64,
+    score: u64,
+}
+
+/// The query string's parameters. A parameter given twice is ambiguous and rejected.
+struct Query(HashMap<String, String>);
+
+impl Query {
+    fn parse(raw: &str) -> Result<Self, Error> {
+        let mut map = HashMap::new();
+        for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
+            if map.insert(name.to_string(), value.into_owned()).is_some() {
+                return Err(Error::invalid(
+                    "query",
+                    format!("{name} is given more than once"),
+                ));
+            }
+        }
+        Ok(Query(map))
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    fn number(&self, name: &'static str, default: u64, min: u64, max: u64) -> Result<u64, Error> {
+        let Some(raw) = self.get(name) else {
+            return Ok(default);
+        };
+        raw.parse::<u64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| {
+                Error::invalid(name, format!("must be a whole number from {min} to {max}"))
+            })
+    }
+}

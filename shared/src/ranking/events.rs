@@ -1,0 +1,252 @@
+//! Payment events: from an EventBridge envelope to a command the boards understand. A
+//! malformed detail is an error naming the field; another source or type is ignored.
+
+use aws_lambda_events::event::eventbridge::EventBridgeEvent;
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::ids::{ConcertId, Genre, PaymentId, RefundId};
+
+/// What an event asks the boards to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Count `seats` for `concert` on every board `completed_at` falls on.
+    Payment {
+        payment: PaymentId,
+        concert: ConcertId,
+        seats: u32,
+        genres: Vec<Genre>,
+        completed_at: DateTime<Utc>,
+    },
+    /// Take back up to `seats` of a payment from the boards it counted on.
+    Refund {
+        payment: PaymentId,
+        refund: Option<RefundId>,
+        concert: ConcertId,
+        seats: u32,
+    },
+    /// Remove the concert from every board.
+    Cancel { concert: ConcertId },
+}
+
+/// An event's meaning, or why it means nothing to the rankings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    Command(Command),
+    Ignored(String),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PaymentCompleted {
+    payment_id: String,
+    concert_id: String,
+    #[serde(default = "one")]
+    seats: i64,
+    #[serde(default)]
+    genres: Vec<String>,
+    #[serde(default)]
+    completed_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    queue_id: Option<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PaymentRefunded {
+    payment_id: String,
+    #[serde(default)]
+    refund_id: Option<String>,
+    concert_id: String,
+    #[serde(default = "one")]
+    seats: i64,
+    #[serde(default)]
+    genres: Vec<String>,
+    #[serde(default)]
+    completed_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConcertCancelled {
+    concert_id: String,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// Reads one EventBridge event (as JSON) for the rankings from `source`.
+pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
+    let envelope: EventBridgeEvent<Value> = match serde_json::from_value(raw.clone()) {
+        Ok(envelope) => envelope,
+        Err(err) => {
+            return Err(Error::invalid(
+                "event",
+                format!("not an EventBridge event: {err}"),
+            ))
+        }
+    };
+    if envelope.source != source {
+        return Ok(Parsed::Ignored(format!(
+            "source {:?} is not {source:?}",
+            envelope.source
+        )));
+    }
+    let command = match envelope.detail_type.as_str() {
+        "PaymentCompleted" => {
+            let d: PaymentCompleted = detail(envelope.detail)?;
+            // Optional context, still validated so a malformed id is caught at the edge.
+            if let Some(queue) = &d.queue_id {
+                crate::ids::QueueId::parse(queue)?;
+            }
+            if let Some(user) = &d.user_id {
+                crate::ids::UserId::parse(user)?;
+            }
+            Command::Payment {
+                payment: PaymentId::parse(&d.payment_id)?,
+                concert: ConcertId::parse(&d.concert_id)?,
+                seats: seats(d.seats)?,
+                genres: genres(&d.genres)?,
+                completed_at: d.completed_at.or(envelope.time).ok_or_else(|| {
+                    Error::invalid("completedAt", "missing, and the event has no time")
+                })?,
+            }
+        }
+        "PaymentRefunded" => {
+            let d: PaymentRefunded = detail(envelope.detail)?;
+            genres(&d.genres)?;
+            let _ = d.completed_at;
+            Command::Refund {
+                payment: PaymentId::parse(&d.payment_id)?,
+                refund: d.refund_id.as_deref().map(RefundId::parse).transpose()?,
+                concert: ConcertId::parse(&d.concert_id)?,
+                seats: seats(d.seats)?,
+            }
+        }
+        "ConcertCancelled" => {
+            let d: ConcertCancelled = detail(envelope.detail)?;
+            Command::Cancel {
+                concert: ConcertId::parse(&d.concert_id)?,
+            }
+        }
+        other => {
+            return Ok(Parsed::Ignored(format!(
+                "detail-type {other:?} is not handled"
+            )))
+        }
+    };
+    Ok(Parsed::Command(command))
+}
+
+fn detail<T: DeserializeOwned>(detail: Value) -> Result<T, Error> {
+    serde_json::from_value(detail).map_err(|err| Error::invalid("detail", err.to_string()))
+}
+
+fn seats(raw: i64) -> Result<u32, Error> {
+    u32::try_from(raw)
+        .ok()
+        .filter(|s| (1..=100_000).contains(s))
+        .ok_or_else(|| Error::invalid("seats", "must be a whole number from 1 to 100000"))
+}
+
+fn genres(raw: &[String]) -> Result<Vec<Genre>, Error> {
+    if raw.len() > 16 {
+        return Err(Error::invalid("genres", "at most 16 genres"));
+    }
+    let mut genres: Vec<Genre> = raw
+        .iter()
+        .map(|g| Genre::parse(g))
+        .collect::<Result<_, _>>()?;
+    genres.sort();
+    genres.dedup();
+    Ok(genres)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(detail_type: &str, detail: Value) -> Value {
+        json!({"version": "0", "id": "e1", "detail-type": detail_type, "source": "lineup.payments",
+               "account": "1", "time": "2026-11-22T01:00:00Z", "region": "us-east-1", "resources": [],
+               "detail": detail})
+    }
+
+    #[test]
+    fn payment_defaults_seats_and_time() {
+        let parsed = parse_event(
+            &event(
+                "PaymentCompleted",
+                json!({"paymentId": "p1", "concertId": "c1", "genres": ["rock", "rock"]}),
+            ),
+            "lineup.payments",
+        )
+        .unwrap();
+        let Parsed::Command(Command::Payment {
+            seats,
+            genres,
+            completed_at,
+            ..
+        }) = parsed
+        else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(seats, 1);
+        assert_eq!(genres.len(), 1);
+        assert_eq!(completed_at.to_rfc3339(), "2026-11-22T01:00:00+00:00");
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (json!({"concertId": "c1"}), "paymentId"),
+            (
+                json!({"paymentId": "p1", "concertId": "c1", "seats": 0}),
+                "seats",
+            ),
+            (
+                json!({"paymentId": "p1", "concertId": "c1", "seats": "2"}),
+                "detail",
+            ),
+            (json!({"paymentId": "p 1", "concertId": "c1"}), "paymentId"),
+            (
+                json!({"paymentId": "p1", "concertId": "c1", "genres": ["a{b}"]}),
+                "genre",
+            ),
+            (
+                json!({"paymentId": "p1", "concertId": "c1", "completedAt": "yesterday"}),
+                "completedAt",
+            ),
+        ];
+        for (detail, field) in cases {
+            let err = parse_event(
+                &event("PaymentCompleted", detail.clone()),
+                "lineup.payments",
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains(field), "{detail}: {err}");
+        }
+    }
+
+    #[test]
+    fn other_sources_and_types_are_ignored() {
+        let mut other = event("PaymentCompleted", json!({}));
+        other["source"] = json!("aws.ec2");
+        assert!(matches!(
+            parse_event(&other, "lineup.payments"),
+            Ok(Parsed::Ignored(_))
+        ));
+        let unknown = event("SeatReserved", json!({}));
+        assert!(matches!(
+            parse_event(&unknown, "lineup.payments"),
+            Ok(Parsed::Ignored(_))
+        ));
+    }
+}

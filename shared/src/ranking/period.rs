@@ -1,0 +1,172 @@
+//! Periods and buckets: which board a moment falls on, in the ranking time zone, and when
+//! that board expires. All calendar arithmetic is chrono's.
+
+use std::fmt;
+
+use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc};
+use chrono_tz::Tz;
+
+use crate::config::RankingSettings;
+use crate::error::Error;
+
+/// A board's period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Period {
+    Daily,
+    Weekly,
+    Monthly,
+    AllTime,
+}
+
+impl Period {
+    pub const ALL: [Period; 4] = [
+        Period::Daily,
+        Period::Weekly,
+        Period::Monthly,
+        Period::AllTime,
+    ];
+
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        match raw {
+            "daily" => Ok(Period::Daily),
+            "weekly" => Ok(Period::Weekly),
+            "monthly" => Ok(Period::Monthly),
+            "all-time" => Ok(Period::AllTime),
+            _ => Err(Error::invalid(
+                "period",
+                "must be one of daily, weekly, monthly, all-time",
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Period::Daily => "daily",
+            Period::Weekly => "weekly",
+            Period::Monthly => "monthly",
+            Period::AllTime => "all-time",
+        }
+    }
+
+    /// The bucket holding `day`: `YYYY-MM-DD`, ISO `YYYY-Www` (week-based year), `YYYY-MM`,
+    /// or `all`.
+    pub fn bucket(self, day: NaiveDate) -> String {
+        match self {
+            Period::Daily => day.format("%Y-%m-%d").to_string(),
+            Period::Weekly => {
+                let week = day.iso_week();
+                format!("{}-W{:02}", week.year(), week.week())
+            }
+            Period::Monthly => day.format("%Y-%m").to_string(),
+            Period::AllTime => "all".into(),
+        }
+    }
+
+    /// The first day of the bucket holding `day`.
+    fn bucket_start(self, day: NaiveDate) -> NaiveDate {
+        match self {
+            Period::Daily | Period::AllTime => day,
+            Period::Weekly => day - Days::new(u64::from(day.weekday().num_days_from_monday())),
+            Period::Monthly => day.with_day(1).unwrap_or(day),
+        }
+    }
+
+    /// When the board holding `day` expires: its first day's midnight in the ranking zone
+    /// plus the retention. `None` for the all-time board, which never expires.
+    pub fn expires_at(self, day: NaiveDate, settings: &RankingSettings) -> Option<DateTime<Utc>> {
+        let start = self.bucket_start(day);
+        let end = match self {
+            Period::AllTime => return None,
+            Period::Daily => {
+                start.checked_add_days(Days::new(settings.daily_retention_days.into()))
+            }
+            Period::Weekly => {
+                start.checked_add_days(Days::new(7 * u64::from(settings.weekly_retention_weeks)))
+            }
+            Period::Monthly => {
+                start.checked_add_months(Months::new(settings.monthly_retention_months))
+            }
+        }?;
+        Some(start_of_day(end, settings.time_zone))
+    }
+}
+
+impl fmt::Display for Period {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The calendar day `instant` falls on in `zone`.
+pub fn local_day(instant: DateTime<Utc>, zone: Tz) -> NaiveDate {
+    instant.with_timezone(&zone).date_naive()
+}
+
+/// The first instant of `day` in `zone` (days that start in a DST gap start at its end).
+fn start_of_day(day: NaiveDate, zone: Tz) -> DateTime<Utc> {
+    let midnight = day.and_hms_opt(0, 0, 0).unwrap_or_default();
+    zone.from_local_datetime(&midnight)
+        .earliest()
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(|| Utc.from_utc_datetime(&midnight))
+}
+
+/// Parses a `YYYY-MM-DD` query parameter.
+pub fn parse_date(raw: &str) -> Result<NaiveDate, Error> {
+    NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+        .ok()
+        .filter(|_| raw.len() == 10)
+        .ok_or_else(|| Error::invalid("date", "must be a calendar date YYYY-MM-DD"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        parse_date(s).unwrap()
+    }
+
+    #[test]
+    fn iso_weeks_use_the_week_based_year() {
+        let weeks: Vec<String> = [
+            "2026-12-28",
+            "2026-12-31",
+            "2027-01-01",
+            "2027-01-03",
+            "2027-01-04",
+        ]
+        .iter()
+        .map(|d| Period::Weekly.bucket(day(d)))
+        .collect();
+        assert_eq!(
+            weeks,
+            ["2026-W53", "2026-W53", "2026-W53", "2026-W53", "2027-W01"]
+        );
+        assert_eq!(Period::Monthly.bucket(day("2027-01-01")), "2027-01");
+        assert_eq!(Period::Daily.bucket(day("2027-01-01")), "2027-01-01");
+    }
+
+    #[test]
+    fn days_are_taken_in_the_ranking_zone() {
+        let instant: DateTime<Utc> = "2025-11-29T16:30:00Z".parse().unwrap();
+        assert_eq!(
+            local_day(instant, chrono_tz::Asia::Seoul),
+            day("2025-11-30")
+        );
+        assert_eq!(local_day(instant, chrono_tz::UTC), day("2025-11-29"));
+    }
+
+    #[test]
+    fn rejects_malformed_dates() {
+        for bad in [
+            "2026-02-30",
+            "2026-1-01",
+            "20260101",
+            "",
+            "2026-01-01T00:00:00Z",
+        ] {
+            assert!(parse_date(bad).is_err(), "{bad}");
+        }
+    }
+}
