@@ -3,3 +3,4 @@
 mod fixtures;
 mod local_stack;
 mod queue;
+mod rankings;

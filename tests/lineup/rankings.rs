@@ -1,0 +1,479 @@
+//! Rankings: payment events through the updater, boards through the ranking API.
+
+use chrono::{Duration as Days, Utc};
+use futures::future::join_all;
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{api_request, Reply, TestApp};
+use ranking_updater::Verdict;
+use serde_json::{json, Value};
+
+const LONG_RETENTION: [(&str, &str); 3] = [
+    ("RANKING_DAILY_RETENTION_DAYS", "3650"),
+    ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),
+    ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
+];
+
+fn envelope(detail_type: &str, detail: Value) -> Value {
+    json!({
+        "version": "0", "id": "evt", "detail-type": detail_type, "source": "lineup.payments",
+        "account": "123456789012", "time": Utc::now().to_rfc3339(), "region": "us-east-1",
+        "resources": [], "detail": detail
+    })
+}
+
+fn paid(payment: &str, concert: &str, seats: u32, genres: &[&str], at: &str) -> Value {
+    envelope(
+        "PaymentCompleted",
+        json!({"paymentId": payment, "concertId": concert, "seats": seats, "genres": genres, "completedAt": at}),
+    )
+}
+
+fn refunded(payment: &str, refund: Option<&str>, concert: &str, seats: u32, at: &str) -> Value {
+    let mut detail = json!({"paymentId": payment, "concertId": concert, "seats": seats, "genres": ["rock"], "completedAt": at});
+    if let Some(refund) = refund {
+        detail["refundId"] = json!(refund);
+    }
+    envelope("PaymentRefunded", detail)
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339()
+}
+
+async fn send(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
+    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
+}
+
+async fn read(app: &TestApp, path: &str) -> Reply {
+    Reply::from(
+        ranking_api::handle(api_request("GET", path, None), &app.stack.ranking_api)
+            .await
+            .expect("infallible"),
+    )
+}
+
+/// `(concertId, score, rank)` of a board page.
+fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["concertId"].as_str().unwrap().to_owned(),
+                i["score"].as_u64().unwrap(),
+                i["rank"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_payment_counts_once_however_often_and_concurrently_it_arrives() {
+    let app = TestApp::spawn(&[]).await;
+    let event = paid("pay-1", "concert-a", 3, &["rock", "indie"], &now());
+    let verdicts = join_all((0..12).map(|_| send(&app, std::slice::from_ref(&event)))).await;
+    let verdicts: Vec<Verdict> = verdicts.into_iter().flatten().collect();
+    assert_eq!(
+        verdicts.iter().filter(|v| **v == Verdict::Applied).count(),
+        1
+    );
+    assert_eq!(
+        verdicts
+            .iter()
+            .filter(|v| **v == Verdict::Duplicate)
+            .count(),
+        11
+    );
+    // The same event twice within one batch also counts once.
+    assert_eq!(
+        send(&app, &[event.clone(), event]).await,
+        [Verdict::Duplicate, Verdict::Duplicate]
+    );
+    for period in ["daily", "weekly", "monthly", "all-time"] {
+        for genre in ["", "&genre=rock", "&genre=indie"] {
+            let board = read(&app, &format!("/rankings/{period}?limit=5{genre}")).await;
+            assert_eq!(
+                items(&board),
+                [("concert-a".into(), 3, 1)],
+                "{period}{genre}"
+            );
+            assert_eq!(board.body["total"], 1);
+        }
+    }
+    let other_genre = read(&app, "/rankings/daily?genre=jazz").await;
+    assert_eq!(other_genre.body["total"], 0);
+}
+
+#[tokio::test]
+async fn refunds_subtract_once_partially_and_never_below_zero() {
+    let app = TestApp::spawn(&[]).await;
+    let at = now();
+    send(
+        &app,
+        &[
+            paid("p1", "c1", 4, &["rock"], &at),
+            paid("p2", "c1", 1, &["rock"], &at),
+        ],
+    )
+    .await;
+    let partial = refunded("p1", Some("r1"), "c1", 1, &at);
+    assert_eq!(
+        send(&app, std::slice::from_ref(&partial)).await,
+        [Verdict::Applied]
+    );
+    assert_eq!(send(&app, &[partial]).await, [Verdict::Duplicate]);
+    assert_eq!(
+        items(&read(&app, "/rankings/daily").await),
+        [("c1".into(), 4, 1)]
+    );
+    // A second partial refund with its own id, asking for more than is left: clamps to 3.
+    assert_eq!(
+        send(&app, &[refunded("p1", Some("r2"), "c1", 10, &at)]).await,
+        [Verdict::Applied]
+    );
+    assert_eq!(
+        items(&read(&app, "/rankings/weekly?genre=rock").await),
+        [("c1".into(), 1, 1)]
+    );
+    // A refund without a refundId is deduplicated on the paymentId.
+    let whole = refunded("p2", None, "c1", 1, &at);
+    assert_eq!(
+        send(&app, &[whole.clone(), whole]).await,
+        [Verdict::Applied, Verdict::Duplicate]
+    );
+    // Score reached zero: the concert leaves every board.
+    for path in ["/rankings/daily", "/rankings/all-time?genre=rock"] {
+        assert_eq!(read(&app, path).await.body["total"], 0, "{path}");
+    }
+    read(&app, "/rankings/daily/concerts/c1")
+        .await
+        .assert_problem(404);
+}
+
+#[tokio::test]
+async fn a_refund_of_an_unseen_payment_changes_nothing() {
+    let app = TestApp::spawn(&[]).await;
+    send(&app, &[paid("seen", "c1", 2, &[], &now())]).await;
+    let verdicts = send(&app, &[refunded("never-seen", Some("r9"), "c2", 5, &now())]).await;
+    assert!(matches!(&verdicts[0], Verdict::Ignored(reason) if reason.contains("not seen")));
+    // A refund naming the wrong concert for a real payment is refused too.
+    let wrong = send(&app, &[refunded("seen", Some("r10"), "c9", 1, &now())]).await;
+    assert!(matches!(&wrong[0], Verdict::Ignored(_)), "{wrong:?}");
+    let board = read(&app, "/rankings/all-time").await;
+    assert_eq!(items(&board), [("c1".into(), 2, 1)]);
+}
+
+#[tokio::test]
+async fn a_cancelled_concert_leaves_every_board_and_stays_off() {
+    let app = TestApp::spawn(&LONG_RETENTION).await;
+    send(
+        &app,
+        &[
+            paid("p1", "doomed", 5, &["rock"], "2026-01-10T10:00:00Z"),
+            paid("p2", "doomed", 5, &["pop"], &now()),
+            paid("p3", "fine", 1, &["rock"], &now()),
+        ],
+    )
+    .await;
+    let cancel = envelope("ConcertCancelled", json!({"concertId": "doomed"}));
+    assert_eq!(
+        send(&app, std::slice::from_ref(&cancel)).await,
+        [Verdict::Applied]
+    );
+    assert_eq!(send(&app, &[cancel]).await, [Verdict::Duplicate]);
+    for path in [
+        "/rankings/daily?date=2026-01-10",
+        "/rankings/monthly?date=2026-01-10&genre=rock",
+        "/rankings/all-time",
+        "/rankings/daily?genre=pop",
+    ] {
+        let board = read(&app, path).await;
+        assert!(
+            items(&board).iter().all(|(c, _, _)| c != "doomed"),
+            "{path}"
+        );
+    }
+    // A late payment for the cancelled concert does not bring it back.
+    let late = send(&app, &[paid("p4", "doomed", 1, &[], &now())]).await;
+    assert!(matches!(&late[0], Verdict::Ignored(_)));
+    assert_eq!(
+        items(&read(&app, "/rankings/all-time").await),
+        [("fine".into(), 1, 1)]
+    );
+}
+
+#[tokio::test]
+async fn iso_weeks_follow_the_week_based_year_across_new_year() {
+    let app = TestApp::spawn(&LONG_RETENTION).await;
+    let days = [
+        "2026-12-28",
+        "2026-12-29",
+        "2026-12-30",
+        "2026-12-31",
+        "2027-01-01",
+        "2027-01-02",
+        "2027-01-03",
+        "2027-01-04",
+    ];
+    let events: Vec<Value> = days
+        .iter()
+        .enumerate()
+        .map(|(i, d)| paid(&format!("p{i}"), "nye", 1, &[], &format!("{d}T12:00:00Z")))
+        .collect();
+    assert!(send(&app, &events)
+        .await
+        .iter()
+        .all(|v| *v == Verdict::Applied));
+    let w53 = read(&app, "/rankings/weekly?date=2027-01-01").await;
+    assert_eq!(w53.body["bucket"], "2026-W53");
+    assert_eq!(items(&w53), [("nye".into(), 7, 1)]);
+    let w01 = read(&app, "/rankings/weekly?date=2027-01-04").await;
+    assert_eq!(w01.body["bucket"], "2027-W01");
+    assert_eq!(items(&w01)[0].1, 1);
+    assert_eq!(
+        items(&read(&app, "/rankings/monthly?date=2026-12-15").await)[0].1,
+        4
+    );
+    assert_eq!(
+        items(&read(&app, "/rankings/monthly?date=2027-01-31").await)[0].1,
+        4
+    );
+    let day = read(&app, "/rankings/daily?date=2027-01-01").await;
+    assert_eq!(
+        (day.body["bucket"].as_str(), items(&day)[0].1),
+        (Some("2027-01-01"), 1)
+    );
+}
+
+#[tokio::test]
+async fn buckets_come_from_the_payment_time_in_the_ranking_zone() {
+    let mut vars = LONG_RETENTION.to_vec();
+    vars.push(("RANKING_TIME_ZONE", "Asia/Seoul"));
+    let app = TestApp::spawn(&vars).await;
+    send(&app, &[paid("p1", "seoul", 2, &[], "2025-11-29T16:30:00Z")]).await;
+    let day = read(&app, "/rankings/daily?date=2025-11-30").await;
+    assert_eq!(items(&day), [("seoul".into(), 2, 1)]);
+    assert_eq!(
+        read(&app, "/rankings/daily?date=2025-11-29").await.body["total"],
+        0
+    );
+    // 2025-11-30 is a Sunday: still ISO week 48, and November.
+    assert_eq!(
+        read(&app, "/rankings/weekly?date=2025-11-30").await.body["bucket"],
+        "2025-W48"
+    );
+    assert_eq!(
+        items(&read(&app, "/rankings/monthly?date=2025-11-01").await)[0].1,
+        2
+    );
+    // Without completedAt, the envelope's time is the payment's time.
+    let mut no_time = paid("p2", "seoul", 1, &[], "");
+    no_time["detail"]
+        .as_object_mut()
+        .unwrap()
+        .remove("completedAt");
+    no_time["time"] = json!("2025-11-29T15:00:00Z"); // 2025-11-30 00:00 in Seoul
+    assert_eq!(send(&app, &[no_time]).await, [Verdict::Applied]);
+    assert_eq!(
+        items(&read(&app, "/rankings/daily?date=2025-11-30").await)[0].1,
+        3
+    );
+}
+
+#[tokio::test]
+async fn late_events_past_retention_do_not_recreate_boards_but_count_on_open_ones() {
+    let app = TestApp::spawn(&[]).await; // daily 8 days, weekly 5 weeks, monthly 13 months
+    let ten_days_ago = Utc::now() - Days::days(10);
+    let date = ten_days_ago.format("%Y-%m-%d").to_string();
+    send(
+        &app,
+        &[paid("late", "old-show", 2, &[], &ten_days_ago.to_rfc3339())],
+    )
+    .await;
+    assert_eq!(
+        read(&app, &format!("/rankings/daily?date={date}"))
+            .await
+            .body["total"],
+        0
+    );
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(format!(
+            "{}:{{rk}}:board:daily:{date}",
+            app.config.key_prefix
+        ))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(!exists, "the expired daily board was not recreated");
+    for period in ["weekly", "monthly", "all-time"] {
+        let board = read(&app, &format!("/rankings/{period}?date={date}")).await;
+        assert_eq!(items(&board), [("old-show".into(), 2, 1)], "{period}");
+    }
+    // Written boards carry their expiry.
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(format!(
+            "{}:{{rk}}:board:weekly:{}",
+            app.config.key_prefix,
+            read(&app, &format!("/rankings/weekly?date={date}"))
+                .await
+                .body["bucket"]
+                .as_str()
+                .unwrap()
+        ))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 35 * 86_400, "{ttl}");
+}
+
+#[tokio::test]
+async fn ties_share_a_rank_and_pages_follow_concert_id_order() {
+    let app = TestApp::spawn(&[]).await;
+    let at = now();
+    let sales = [("e", 1), ("d", 3), ("b", 3), ("a", 5), ("c", 3)];
+    let events: Vec<Value> = sales
+        .iter()
+        .map(|(c, s)| paid(&format!("pay-{c}"), c, *s, &[], &at))
+        .collect();
+    send(&app, &events).await;
+    let all = items(&read(&app, "/rankings/daily?limit=100").await);
+    let expected = [
+        ("a", 5, 1),
+        ("b", 3, 2),
+        ("c", 3, 2),
+        ("d", 3, 2),
+        ("e", 1, 5),
+    ];
+    let expected: Vec<(String, u64, u64)> = expected
+        .iter()
+        .map(|(c, s, r)| (c.to_string(), *s, *r))
+        .collect();
+    assert_eq!(all, expected);
+    let mut pages = Vec::new();
+    for offset in [0, 2, 4] {
+        pages.extend(items(
+            &read(&app, &format!("/rankings/daily?limit=2&offset={offset}")).await,
+        ));
+    }
+    assert_eq!(pages, expected, "pages join up to the full list");
+    for (concert, score, rank) in &expected {
+        let one = read(&app, &format!("/rankings/daily/concerts/{concert}")).await;
+        assert_eq!(one.status, 200);
+        assert_eq!(
+            (
+                one.body["rank"].as_u64().unwrap(),
+                one.body["score"].as_u64().unwrap()
+            ),
+            (*rank, *score)
+        );
+        assert_eq!(one.body["concertId"], concert.as_str());
+        assert!(one.body["genre"].is_null());
+    }
+    let page = read(&app, "/rankings/daily?limit=2&offset=1").await;
+    assert_eq!(page.body["total"], 5);
+    assert_eq!(page.body["period"], "daily");
+}
+
+#[tokio::test]
+async fn ranking_reads_reject_bad_parameters_with_problem_json() {
+    let app = TestApp::spawn(&[]).await;
+    for path in [
+        "/rankings/yearly",
+        "/rankings/daily?date=2026-02-30",
+        "/rankings/daily?date=yesterday",
+        "/rankings/daily?limit=0",
+        "/rankings/daily?limit=101",
+        "/rankings/daily?offset=-1",
+        "/rankings/daily?genre=a%7Bb%7D",
+        "/rankings/daily?limit=1&limit=2",
+        "/rankings/daily/concerts/bad%20id",
+    ] {
+        read(&app, path).await.assert_problem(400);
+    }
+    read(&app, "/rankings/daily/concerts/nobody")
+        .await
+        .assert_problem(404);
+    read(&app, "/rankings").await.assert_problem(404);
+}
+
+#[tokio::test]
+async fn an_sqs_batch_reports_only_the_bad_message() {
+    let app = TestApp::spawn(&[]).await;
+    let record = |id: &str, body: String| json!({"messageId": id, "receiptHandle": "h", "body": body, "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"});
+    let batch = json!({"Records": [
+        record("m1", paid("p1", "c1", 2, &[], &now()).to_string()),
+        record("m2", envelope("PaymentCompleted", json!({"paymentId": "p2", "seats": 1})).to_string()),
+        record("m3", paid("p1", "c1", 2, &[], &now()).to_string()),
+        record("m4", "not json".into()),
+        record("m5", paid("p5", "c2", 1, &[], &now()).to_string()),
+    ]});
+    let response = ranking_updater::handle(
+        LambdaEvent::new(batch, Context::default()),
+        &app.stack.ranking_updater,
+    )
+    .await
+    .expect("a batch never fails as a whole");
+    let failed: Vec<&str> = response["batchItemFailures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["itemIdentifier"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["m2", "m4"]);
+    let board = items(&read(&app, "/rankings/daily").await);
+    assert_eq!(board, [("c1".into(), 2, 1), ("c2".into(), 1, 2)]);
+    // A malformed direct event names the field, as an invocation error so EventBridge retries
+    // it into the dead-letter queue.
+    let err = ranking_updater::handle(
+        LambdaEvent::new(
+            envelope(
+                "PaymentCompleted",
+                json!({"paymentId": "p9", "concertId": "c1", "seats": -1}),
+            ),
+            Context::default(),
+        ),
+        &app.stack.ranking_updater,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("seats"), "{err}");
+}
+
+#[tokio::test]
+async fn an_event_or_a_batch_costs_one_round_trip() {
+    let app = TestApp::spawn(&[]).await;
+    send(&app, &[paid("warm", "w", 1, &[], &now())]).await; // loads the script once
+    let (_, calls) = app
+        .client_commands_during(send(&app, &[paid("one", "c", 1, &["rock"], &now())]))
+        .await;
+    assert_eq!(script_calls(&calls), 1);
+    let batch: Vec<Value> = (0..40)
+        .map(|i| paid(&format!("b{i}"), "c", 1, &["rock", "pop"], &now()))
+        .collect();
+    let (_, calls) = app.client_commands_during(send(&app, &batch)).await;
+    assert_eq!(script_calls(&calls), 1);
+    // A very large batch: one script call per 100 events, all in one pipeline.
+    let big: Vec<Value> = (0..250)
+        .map(|i| paid(&format!("x{i}"), "c", 1, &[], &now()))
+        .collect();
+    let (verdicts, calls) = app.client_commands_during(send(&app, &big)).await;
+    assert_eq!(script_calls(&calls), 3);
+    assert!(verdicts.iter().all(|v| *v == Verdict::Applied));
+    read(&app, "/rankings/daily").await; // loads the read script once
+    let (_, calls) = app
+        .client_commands_during(read(&app, "/rankings/daily"))
+        .await;
+    assert_eq!(script_calls(&calls), 1);
+}
+
+/// Script calls a client sent. (The ranking script itself runs SADD, so only script calls
+/// are client round trips here.)
+fn script_calls(calls: &std::collections::HashMap<&str, u64>) -> u64 {
+    assert!(!calls.contains_key("smembers"), "{calls:?}");
+    ["evalsha", "eval", "script|load"]
+        .iter()
+        .map(|name| calls.get(name).copied().unwrap_or(0))
+        .sum()
+}
