@@ -4,3 +4,4 @@ mod fixtures;
 mod local_stack;
 mod queue;
 mod rankings;
+mod samples;

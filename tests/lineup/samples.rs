@@ -1,0 +1,103 @@
+//! Every sample in `events/` goes through its real handler, in a realistic order, with the
+//! secret and settings of `events/env.json`, so no sample can rot.
+
+use std::path::Path;
+
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{json_files, Reply, TestApp};
+use serde_json::Value;
+
+/// Each sample, in the order a buyer's and a payment's life would send them, with the
+/// status (HTTP) or result (events) it must produce.
+const EXPECTED: [(&str, &str); 13] = [
+    ("queue-api.issue.json", "201"),
+    ("queue-api.issue-jwt.json", "201"),
+    ("queue-api.status.json", "200"),
+    ("queue-api.summary.json", "200"),
+    ("queue-api.leave.json", "204"),
+    ("queue-promoter.schedule.json", "ticked"),
+    ("queue-reaper.schedule.json", "reaped"),
+    ("ranking-updater.payment-completed.json", "applied"),
+    ("ranking-updater.payment-refunded.json", "applied"),
+    ("ranking-updater.sqs-batch.json", "no failures"),
+    ("ranking-api.top.json", "200"),
+    ("ranking-api.concert.json", "200"),
+    ("ranking-updater.concert-cancelled.json", "applied"),
+];
+
+#[tokio::test]
+async fn every_sample_event_runs_through_its_handler() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events");
+    let env: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("env.json")).unwrap()).unwrap();
+    let sample_env = &env["QueueApiFunction"];
+    let app = TestApp::spawn(&[
+        ("TOKEN_SECRET", sample_env["TOKEN_SECRET"].as_str().unwrap()),
+        // The samples are dated; keep their boards open whenever the test runs.
+        ("RANKING_DAILY_RETENTION_DAYS", "3650"),
+        ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),
+        ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
+    ])
+    .await;
+    let files = json_files(&dir);
+    let names: Vec<&str> = files
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| *n != "env.json")
+        .collect();
+    let mut listed: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
+    listed.sort();
+    assert_eq!(
+        names, listed,
+        "every sample is listed here, and every listed sample exists"
+    );
+
+    for (name, expected) in EXPECTED {
+        let text = &files.iter().find(|(n, _)| n == name).unwrap().1;
+        let payload: Value = serde_json::from_str(text).unwrap();
+        let event = || LambdaEvent::new(payload.clone(), Context::default());
+        let got = match name.split('.').next().unwrap() {
+            "queue-api" => {
+                let request = lambda_http::request::from_str(text).unwrap();
+                app.queue_api(request).await.status.to_string()
+            }
+            "ranking-api" => {
+                let request = lambda_http::request::from_str(text).unwrap();
+                let reply = Reply::from(
+                    ranking_api::handle(request, &app.stack.ranking_api)
+                        .await
+                        .unwrap(),
+                );
+                if reply.status == 200 && name.contains("concert") {
+                    assert_eq!(reply.body["score"], 1, "2 seats paid, 1 refunded");
+                }
+                reply.status.to_string()
+            }
+            "queue-promoter" => {
+                let out = queue_promoter::handle(event(), &app.stack.promoter)
+                    .await
+                    .unwrap();
+                assert_eq!(out.failed_ticks, 0);
+                "ticked".into()
+            }
+            "queue-reaper" => {
+                queue_reaper::handle(event(), &app.stack.reaper)
+                    .await
+                    .unwrap();
+                "reaped".into()
+            }
+            "ranking-updater" => {
+                let out = ranking_updater::handle(event(), &app.stack.ranking_updater)
+                    .await
+                    .unwrap();
+                match out.get("batchItemFailures").and_then(Value::as_array) {
+                    Some(failures) if failures.is_empty() => "no failures".into(),
+                    Some(failures) => format!("{failures:?}"),
+                    None => out["result"].as_str().unwrap_or_default().to_owned(),
+                }
+            }
+            other => panic!("no handler for {other}"),
+        };
+        assert_eq!(got, expected, "{name}");
+    }
+}
