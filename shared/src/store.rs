@@ -5,14 +5,29 @@
 //! `{q:<queueId>}`, so each queue script runs on one shard of Redis Cluster or ElastiCache
 //! Serverless. The queue registry is the one key outside any queue's tag.
 
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, IntoConnectionInfo, RedisError, ServerErrorKind};
+use redis::{
+    Client, FromRedisValue, IntoConnectionInfo, RedisError, Script, ScriptInvocation,
+    ServerErrorKind,
+};
 
 use crate::config::RedisSettings;
 use crate::ids::QueueId;
 
-/// The shared connection. Cheap to clone; reconnects by itself after Redis comes back.
-pub type Conn = ConnectionManager;
+/// The shared connection. Cheap to clone. Reconnects by itself after Redis comes back, and
+/// replaces its connection when the server it reached has stopped being the primary
+/// (`READONLY` after a failover), so a warm container never sticks to a demoted node.
+#[derive(Clone)]
+pub struct Conn(Arc<Shared>);
+
+struct Shared {
+    client: Client,
+    config: ConnectionManagerConfig,
+    current: RwLock<ConnectionManager>,
+}
 
 /// Creates the connection without waiting for Redis, so a process started during an outage
 /// still answers (with 503) and recovers once Redis is back.
@@ -32,19 +47,113 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         // Fail fast: a request that cannot reach Redis answers 503 at once and the next
         // request tries again, instead of one request waiting through a long backoff.
         .set_number_of_retries(1)
-        .set_max_delay(std::time::Duration::from_millis(200));
-    ConnectionManager::new_lazy_with_config(Client::open(info)?, config)
+        .set_max_delay(Duration::from_millis(200));
+    let client = Client::open(info)?;
+    let current = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
+    Ok(Conn(Arc::new(Shared {
+        client,
+        config,
+        current: RwLock::new(current),
+    })))
+}
+
+impl Conn {
+    fn manager(&self) -> ConnectionManager {
+        self.0
+            .current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Passes `result` through, first replacing the connection if the error says the
+    /// server is no longer the primary.
+    fn observe<T>(&self, result: Result<T, RedisError>) -> Result<T, RedisError> {
+        if let Err(err) = &result {
+            if is_demoted(err) {
+                tracing::warn!("redis answered {err}; reconnecting to reach the new primary");
+                match ConnectionManager::new_lazy_with_config(
+                    self.0.client.clone(),
+                    self.0.config.clone(),
+                ) {
+                    Ok(fresh) => {
+                        *self
+                            .0
+                            .current
+                            .write()
+                            .unwrap_or_else(PoisonError::into_inner) = fresh
+                    }
+                    Err(err) => tracing::warn!(%err, "could not create a new redis connection"),
+                }
+            }
+        }
+        result
+    }
+
+    /// Runs one script invocation (EVALSHA; loads the script if the server lacks it).
+    pub async fn invoke<T: FromRedisValue>(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+    ) -> Result<T, RedisError> {
+        let result = invocation.invoke_async(&mut self.manager()).await;
+        self.observe(result)
+    }
+
+    /// Sends one command.
+    pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, RedisError> {
+        let result = cmd.query_async(&mut self.manager()).await;
+        self.observe(result)
+    }
+
+    /// Sends `pipe` in one round trip. If the server lost its script cache, loads `scripts`
+    /// and sends the pipeline once more; every script in lineup is safe to re-run.
+    pub async fn pipeline<T: FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        scripts: &[&Script],
+    ) -> Result<T, RedisError> {
+        let mut conn = self.manager();
+        let result = match pipe.query_async(&mut conn).await {
+            Err(err) if is_noscript(&err) => {
+                let mut reloaded = Ok(());
+                for script in scripts {
+                    if let Err(err) = script.load_async(&mut conn).await {
+                        reloaded = Err(err);
+                        break;
+                    }
+                }
+                match reloaded {
+                    Ok(()) => pipe.query_async(&mut conn).await,
+                    Err(err) => Err(err),
+                }
+            }
+            other => other,
+        };
+        self.observe(result)
+    }
+}
+
+/// Whether `err` says a script is not in the server's cache (after a restart or failover).
+fn is_noscript(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
+        || err.to_string().contains("NOSCRIPT")
+}
+
+/// Whether the server reached is no longer a writable primary.
+fn is_demoted(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Server(ServerErrorKind::ReadOnly)
+        || err.to_string().contains("READONLY")
 }
 
 /// Whether `err` means Redis is unreachable or not serving right now, as opposed to a bug.
-/// `READONLY` and friends come from a failover in progress; the connection manager
-/// reconnects on the next request.
+/// `READONLY` and friends come from a failover in progress; the connection is replaced.
 pub fn is_outage(err: &RedisError) -> bool {
     if err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
         || err.is_cluster_error()
+        || is_demoted(err)
     {
         return true;
     }
@@ -52,39 +161,11 @@ pub fn is_outage(err: &RedisError) -> bool {
         err.kind(),
         redis::ErrorKind::Server(
             ServerErrorKind::BusyLoading
-                | ServerErrorKind::ReadOnly
                 | ServerErrorKind::MasterDown
                 | ServerErrorKind::TryAgain
                 | ServerErrorKind::ClusterDown
         )
-    ) || matches!(
-        err.code(),
-        Some("LOADING" | "READONLY" | "MASTERDOWN" | "BUSY")
-    )
-}
-
-/// Whether `err` says a script is not in the server's cache (after a restart or failover).
-pub fn is_noscript(err: &RedisError) -> bool {
-    err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
-        || err.to_string().contains("NOSCRIPT")
-}
-
-/// Sends `pipe` in one round trip. If the server lost its script cache, loads `scripts`
-/// and sends the pipeline once more; every script in lineup is safe to re-run.
-pub async fn query_pipeline<T: redis::FromRedisValue>(
-    conn: &mut Conn,
-    pipe: &redis::Pipeline,
-    scripts: &[&redis::Script],
-) -> Result<T, RedisError> {
-    match pipe.query_async(conn).await {
-        Err(err) if is_noscript(&err) => {
-            for script in scripts {
-                script.load_async(conn).await?;
-            }
-            pipe.query_async(conn).await
-        }
-        other => other,
-    }
+    ) || matches!(err.code(), Some("LOADING" | "MASTERDOWN" | "BUSY"))
 }
 
 /// The names of one queue's keys.

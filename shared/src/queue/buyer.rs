@@ -7,7 +7,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::store::{query_pipeline, queue_registry_key};
+use crate::store::queue_registry_key;
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -46,8 +46,7 @@ impl WaitingRoom {
         pipe.sadd(queue_registry_key(&self.prefix), queue.as_str())
             .ignore()
             .invoke_script(&invocation);
-        let (reply,): (ScriptReply,) =
-            query_pipeline(&mut self.conn.clone(), &pipe, &[&ISSUE]).await?;
+        let (reply,): (ScriptReply,) = self.conn.pipeline(&pipe, &[&ISSUE]).await?;
         let (created, state) = decode_reply(reply)?
             .ok_or_else(|| Error::Internal("issue script found no entry".into()))?;
         Ok(Issued {
@@ -64,32 +63,26 @@ impl WaitingRoom {
     /// Where the token stands, or `None` when it is neither waiting nor active. Counts as the
     /// waiter's heartbeat.
     pub async fn status(&self, claims: &TokenClaims) -> Result<Option<TokenState>, Error> {
-        let reply: ScriptReply = self
-            .invocation(&STATUS, &claims.queue)
-            .arg(claims.user.as_str())
-            .arg(claims.ticket)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let mut invocation = self.invocation(&STATUS, &claims.queue);
+        invocation.arg(claims.user.as_str()).arg(claims.ticket);
+        let reply: ScriptReply = self.conn.invoke(&invocation).await?;
         Ok(decode_reply(reply)?.map(|(_, state)| state))
     }
 
     /// Gives up the token's place. Returns false when it held none.
     pub async fn leave(&self, claims: &TokenClaims) -> Result<bool, Error> {
-        let left: u8 = self
-            .invocation(&LEAVE, &claims.queue)
+        let mut invocation = self.invocation(&LEAVE, &claims.queue);
+        invocation
             .arg(claims.user.as_str())
             .arg(claims.ticket)
-            .arg(self.settings.admit_per_tick)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+            .arg(self.settings.admit_per_tick);
+        let left: u8 = self.conn.invoke(&invocation).await?;
         Ok(left == 1)
     }
 
     pub async fn summary(&self, queue: &QueueId) -> Result<QueueSummary, Error> {
-        let (waiting, active, rate): (u64, u64, String) = self
-            .invocation(&SUMMARY, queue)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let (waiting, active, rate): (u64, u64, String) =
+            self.conn.invoke(&self.invocation(&SUMMARY, queue)).await?;
         Ok(QueueSummary {
             queue_id: queue.clone(),
             waiting,

@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::{WaitingRoom, PROMOTE, REAP};
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::store::{query_pipeline, queue_registry_key};
+use crate::store::queue_registry_key;
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
 pub const REAP_CHUNK: u32 = 1000;
@@ -34,9 +34,9 @@ pub struct ReapReport {
 impl WaitingRoom {
     /// Every queue that ever had a buyer.
     pub async fn registered_queues(&self) -> Result<Vec<QueueId>, Error> {
-        let raw: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(queue_registry_key(&self.prefix))
-            .query_async(&mut self.conn.clone())
+        let raw: Vec<String> = self
+            .conn
+            .query(redis::cmd("SMEMBERS").arg(queue_registry_key(&self.prefix)))
             .await?;
         // Only ids that passed validation are ever registered; skip anything else.
         Ok(raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect())
@@ -55,8 +55,7 @@ impl WaitingRoom {
             inv.arg(self.settings.admit_per_tick);
             pipe.invoke_script(&inv);
         }
-        let replies: Vec<(u64, u64, u64, u64)> =
-            query_pipeline(&mut self.conn.clone(), &pipe, &[&PROMOTE]).await?;
+        let replies: Vec<(u64, u64, u64, u64)> = self.conn.pipeline(&pipe, &[&PROMOTE]).await?;
         for (admitted, dropped, waiting, _active) in replies {
             report.queues += 1;
             report.admitted += admitted;
@@ -75,12 +74,9 @@ impl WaitingRoom {
         };
         let mut cursor = 0u64;
         loop {
-            let (expired, dropped, next): (u64, u64, u64) = self
-                .invocation(&REAP, queue)
-                .arg(cursor)
-                .arg(REAP_CHUNK)
-                .invoke_async(&mut self.conn.clone())
-                .await?;
+            let mut invocation = self.invocation(&REAP, queue);
+            invocation.arg(cursor).arg(REAP_CHUNK);
+            let (expired, dropped, next): (u64, u64, u64) = self.conn.invoke(&invocation).await?;
             report.script_calls += 1;
             report.expired_sessions += expired;
             report.abandoned_waiters += dropped;

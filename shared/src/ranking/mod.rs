@@ -26,7 +26,7 @@ pub use period::{local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre};
-use crate::store::{query_pipeline, Conn};
+use crate::store::Conn;
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
 static TOP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("top.lua")));
@@ -135,8 +135,7 @@ impl Rankings {
             }
             pipe.invoke_script(&invocation);
         }
-        let replies: Vec<Vec<String>> =
-            query_pipeline(&mut self.conn.clone(), &pipe, &[&APPLY]).await?;
+        let replies: Vec<Vec<String>> = self.conn.pipeline(&pipe, &[&APPLY]).await?;
         Ok(replies
             .into_iter()
             .flatten()
@@ -236,12 +235,9 @@ impl Rankings {
         offset: u64,
         limit: u64,
     ) -> Result<(u64, Vec<Ranked>), Error> {
-        let (total, rows): (u64, Vec<(String, u64, u64)>) = TOP
-            .key(self.board_key(board))
-            .arg(offset)
-            .arg(limit)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let mut invocation = TOP.key(self.board_key(board));
+        invocation.arg(offset).arg(limit);
+        let (total, rows): (u64, Vec<(String, u64, u64)>) = self.conn.invoke(&invocation).await?;
         let items = rows
             .into_iter()
             .map(|(concert_id, score, rank)| Ranked {
@@ -259,11 +255,9 @@ impl Rankings {
         board: &Board,
         concert: &ConcertId,
     ) -> Result<Option<(u64, u64)>, Error> {
-        let reply: Vec<u64> = CONCERT
-            .key(self.board_key(board))
-            .arg(concert.as_str())
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let mut invocation = CONCERT.key(self.board_key(board));
+        invocation.arg(concert.as_str());
+        let reply: Vec<u64> = self.conn.invoke(&invocation).await?;
         Ok(match reply.as_slice() {
             [score, rank] => Some((*rank, *score)),
             _ => None,
