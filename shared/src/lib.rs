@@ -10,6 +10,7 @@
 //! - [`queue`]: the waiting room: issue, status, leave, summary, promotion and reaping, each
 //!   one Lua script beside the Rust function that calls it.
 //! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
+//! - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
 //! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
 //! - [`telemetry`]: tracing set-up shared by every binary.
 
@@ -20,6 +21,7 @@ pub mod http;
 pub mod ids;
 pub mod queue;
 pub mod ranking;
+pub mod secrets;
 pub mod store;
 pub mod telemetry;
 pub mod token;

@@ -5,3 +5,4 @@ mod local_stack;
 mod queue;
 mod rankings;
 mod samples;
+mod secrets;

@@ -246,3 +246,58 @@ pub fn json_files(dir: &std::path::Path) -> Vec<(String, String)> {
 pub async fn sleep(d: Duration) {
     tokio::time::sleep(d).await;
 }
+
+/// A moto server on a free loopback port: a real AWS-compatible endpoint for the SDK calls
+/// lineup makes (Secrets Manager). Stopped when dropped.
+pub struct Moto {
+    child: tokio::process::Child,
+    pub endpoint: String,
+}
+
+impl Moto {
+    /// Starts `moto_server`, or returns `None` when it is not installed (`pip install
+    /// "moto[server]"`; `.ci/run` installs it).
+    pub async fn start() -> Option<Moto> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let child = tokio::process::Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .ok()?;
+        let endpoint = format!("http://127.0.0.1:{port}");
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return Some(Moto { child, endpoint });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("moto_server did not start on port {port}");
+    }
+
+    /// A Secrets Manager client for this server.
+    pub fn secrets_manager(&self) -> aws_sdk_secretsmanager::Client {
+        use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
+        let config = aws_sdk_secretsmanager::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(&self.endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
+            .build();
+        aws_sdk_secretsmanager::Client::from_conf(config)
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}

@@ -1,12 +1,12 @@
 use lambda_runtime::{run, service_fn, Error};
-use lineup::config::{Config, SecretPolicy};
+use lineup::config::SecretPolicy;
 use lineup::queue::WaitingRoom;
 use queue_promoter::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lineup::telemetry::init();
-    let config = Config::from_env(SecretPolicy::GenerateIfMissing)?;
+    let config = lineup::secrets::load_config(SecretPolicy::GenerateIfMissing).await?;
     let conn = lineup::store::connect(&config.redis, config.require_redis_url()?)?;
     let deps = Deps {
         room: WaitingRoom::new(conn, &config.key_prefix, config.queue.clone()),
