@@ -45,6 +45,8 @@ pub struct QueueSettings {
     pub promote_budget: Duration,
     /// Pause between reaper runs in the local stack.
     pub reap_interval: Duration,
+    /// An empty queue without arrivals this long leaves the registry.
+    pub retire_after: Duration,
 }
 
 /// How the rankings behave.
@@ -173,6 +175,7 @@ impl Config {
             promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, 1, 3_600)?,
             promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, 0, 890)?,
             reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, 1, 86_400)?,
+            retire_after: vars.seconds("QUEUE_RETIRE_AFTER_SECONDS", 86_400, 1, 31_536_000)?,
         };
 
         let time_zone_name = vars

@@ -21,8 +21,9 @@ struct RedisSecret {
 /// Reads the process environment, fills in secrets from Secrets Manager, and checks it all.
 pub async fn load_config(policy: SecretPolicy) -> Result<Config, ConfigError> {
     // Empty values count as unset, so `sam local` can blank the ARNs in env.json.
-    let mut vars: HashMap<String, String> =
-        std::env::vars().filter(|(_, value)| !value.is_empty()).collect();
+    let mut vars: HashMap<String, String> = std::env::vars()
+        .filter(|(_, value)| !value.is_empty())
+        .collect();
     if vars.contains_key("TOKEN_SECRET_ARN") || vars.contains_key("REDIS_SECRET_ARN") {
         let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         fill(&mut vars, &Client::new(&aws)).await?;

@@ -461,7 +461,7 @@ async fn every_operation_costs_one_round_trip() {
     let (_, calls) = app
         .client_commands_during(status(&app, "show", &second.token()))
         .await;
-    assert_eq!(calls, [("evalsha", 1)].into());
+    assert_eq!(calls, [("evalsha", 1), ("sadd", 1)].into());
     let (_, calls) = app.client_commands_during(summary(&app, "show")).await;
     assert_eq!(calls, [("evalsha", 1)].into());
     let (_, calls) = app
@@ -572,4 +572,47 @@ async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
         after > before,
         "a new connection was opened: {before} -> {after}"
     );
+}
+
+#[tokio::test]
+async fn the_reaper_retires_idle_queues_and_a_live_queue_re_registers_itself() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("QUEUE_RETIRE_AFTER_SECONDS", "1")]).await;
+    let registry = format!("{}:queues", app.config.key_prefix);
+    let members = |app: &TestApp| {
+        let mut inspect = app.inspect.clone();
+        let registry = registry.clone();
+        async move {
+            let mut m: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(registry)
+                .query_async(&mut inspect)
+                .await
+                .unwrap();
+            m.sort();
+            m
+        }
+    };
+    let done = join(&app, "finished", "only").await;
+    leave(&app, "finished", &done.token()).await;
+    join(&app, "busy", "holder").await;
+    let waiter = join(&app, "busy", "waiter").await;
+    sleep(Duration::from_millis(1100)).await;
+    status(&app, "busy", &waiter.token()).await;
+    let report = queue_reaper::reap_all(app.room()).await;
+    assert_eq!(report.retired_queues, 1, "{report:?}");
+    assert_eq!(members(&app).await, ["busy"]);
+
+    // Even if a queue with people in it is taken off the registry (a reaper racing an
+    // arrival), the next status poll puts it back, so the promoter finds it again.
+    redis::cmd("SREM")
+        .arg(&registry)
+        .arg("busy")
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    status(&app, "busy", &waiter.token()).await;
+    assert_eq!(members(&app).await, ["busy"]);
+    // A retired queue comes back with its next arrival, and tickets keep increasing.
+    let again = join(&app, "finished", "later").await;
+    assert!(again.body["ticket"].as_u64().unwrap() > done.body["ticket"].as_u64().unwrap());
+    assert_eq!(members(&app).await, ["busy", "finished"]);
 }

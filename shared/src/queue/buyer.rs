@@ -42,11 +42,13 @@ impl WaitingRoom {
             inv.arg(user.as_str());
             inv
         };
-        let mut pipe = redis::pipe();
-        pipe.sadd(queue_registry_key(&self.prefix), queue.as_str())
-            .ignore()
-            .invoke_script(&invocation);
-        let (reply,): (ScriptReply,) = self.conn.pipeline(&pipe, &[&ISSUE]).await?;
+        let (reply,): (ScriptReply,) = self
+            .conn
+            .pipeline(
+                self.registered(queue).invoke_script(&invocation),
+                &[&ISSUE],
+            )
+            .await?;
         let (created, state) = decode_reply(reply)?
             .ok_or_else(|| Error::Internal("issue script found no entry".into()))?;
         Ok(Issued {
@@ -65,8 +67,24 @@ impl WaitingRoom {
     pub async fn status(&self, claims: &TokenClaims) -> Result<Option<TokenState>, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let reply: ScriptReply = self.conn.invoke(&invocation).await?;
+        let (reply,): (ScriptReply,) = self
+            .conn
+            .pipeline(
+                self.registered(&claims.queue).invoke_script(&invocation),
+                &[&STATUS],
+            )
+            .await?;
         Ok(decode_reply(reply)?.map(|(_, state)| state))
+    }
+
+    /// A pipeline that first (re-)registers `queue`, so the promoter finds it. Issue and
+    /// status both start with it: a queue the reaper retired while a buyer arrived is back
+    /// in the registry by that buyer's next poll.
+    fn registered(&self, queue: &QueueId) -> redis::Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.sadd(queue_registry_key(&self.prefix), queue.as_str())
+            .ignore();
+        pipe
     }
 
     /// Gives up the token's place. Returns false when it held none.

@@ -28,6 +28,8 @@ pub struct ReapReport {
     pub queues: u64,
     pub expired_sessions: u64,
     pub abandoned_waiters: u64,
+    /// Empty queues without arrivals for `QUEUE_RETIRE_AFTER_SECONDS`, taken off the registry.
+    pub retired_queues: u64,
     pub script_calls: u64,
 }
 
@@ -75,15 +77,32 @@ impl WaitingRoom {
         let mut cursor = 0u64;
         loop {
             let mut invocation = self.invocation(&REAP, queue);
-            invocation.arg(cursor).arg(REAP_CHUNK);
-            let (expired, dropped, next): (u64, u64, u64) = self.conn.invoke(&invocation).await?;
+            invocation
+                .arg(cursor)
+                .arg(REAP_CHUNK)
+                .arg(super::millis(self.settings.retire_after));
+            let (expired, dropped, next, idle): (u64, u64, u64, u8) =
+                self.conn.invoke(&invocation).await?;
             report.script_calls += 1;
             report.expired_sessions += expired;
             report.abandoned_waiters += dropped;
-            if next == 0 {
-                return Ok(report);
+            if next != 0 {
+                cursor = next;
+                continue;
             }
-            cursor = next;
+            if idle == 1 {
+                // Safe against a racing arrival: issue and status both re-register their
+                // queue in the same round trip, so a live queue is back at its next request.
+                self.conn
+                    .query::<()>(
+                        redis::cmd("SREM")
+                            .arg(queue_registry_key(&self.prefix))
+                            .arg(queue.as_str()),
+                    )
+                    .await?;
+                report.retired_queues += 1;
+            }
+            return Ok(report);
         }
     }
 }
@@ -93,6 +112,7 @@ impl ReapReport {
         self.queues += other.queues;
         self.expired_sessions += other.expired_sessions;
         self.abandoned_waiters += other.abandoned_waiters;
+        self.retired_queues += other.retired_queues;
         self.script_calls += other.script_calls;
     }
 }

@@ -10,6 +10,7 @@ elseif state == 'active' then
 end
 
 ticket = redis.call('HINCRBY', META, 'seq', 1)
+redis.call('HSET', META, 'last-issue', NOW)
 purge_expired(1000)
 if redis.call('ZCARD', WAITING) == 0 and live_active_count() < CAPACITY then
   activate(user, ticket)
