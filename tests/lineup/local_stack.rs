@@ -82,3 +82,87 @@ async fn the_local_stack_serves_the_queue_flow_over_http() {
     assert_eq!(status, 413);
     server.abort();
 }
+
+#[tokio::test]
+async fn the_local_stack_runs_the_schedules_and_takes_events() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CAPACITY", "1"),
+        ("SESSION_SECONDS", "1"),
+        ("PROMOTE_TICK_SECONDS", "1"),
+        ("REAP_INTERVAL_SECONDS", "1"),
+    ])
+    .await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(lineup_local::serve(
+        listener,
+        app.stack.clone(),
+        std::future::pending(),
+    ));
+    let schedules = lineup_local::spawn_schedules(&app.stack);
+
+    send(
+        addr,
+        "POST",
+        "/queues/timed/tokens",
+        Some(r#"{"userId":"first"}"#),
+    )
+    .await;
+    let (_, _, waiting) = send(
+        addr,
+        "POST",
+        "/queues/timed/tokens",
+        Some(r#"{"userId":"next"}"#),
+    )
+    .await;
+    let token = serde_json::from_str::<Value>(&waiting).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The first session ends after 1 s; the promoter timer admits the next buyer.
+    let mut admitted = false;
+    for _ in 0..30 {
+        let (_, _, body) = send(addr, "GET", &format!("/queues/timed/tokens/{token}"), None).await;
+        if serde_json::from_str::<Value>(&body).unwrap()["status"] == "active" {
+            admitted = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(admitted, "the local promoter admitted the waiter");
+
+    let event = |payment: &str| {
+        serde_json::json!({"id": payment, "detail-type": "PaymentCompleted", "source": "lineup.payments",
+            "time": "2026-11-22T10:00:00Z", "detail": {"paymentId": payment, "concertId": "local-show", "seats": 2}})
+    };
+    let batch = serde_json::json!([event("p1"), event("p1"), {"detail-type": "PaymentCompleted", "source": "lineup.payments", "detail": {}}]);
+    let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;
+    assert_eq!(status, 200);
+    let results: Value = serde_json::from_str(&body).unwrap();
+    let outcomes: Vec<&str> = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["applied", "duplicate", "rejected"]);
+    assert!(results["results"][2]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("paymentId"));
+    let (status, _, body) = send(addr, "POST", "/events", Some(&event("p2").to_string())).await;
+    assert_eq!(
+        (
+            status,
+            serde_json::from_str::<Value>(&body).unwrap()["results"][0]["result"].as_str()
+        ),
+        (200, Some("applied"))
+    );
+    let (status, _, body) = send(addr, "GET", "/rankings/all-time?limit=5", None).await;
+    assert_eq!(status, 200);
+    let board: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(board["items"][0]["concertId"], "local-show");
+    assert_eq!(board["items"][0]["score"], 4);
+    schedules.abort();
+    server.abort();
+}

@@ -616,3 +616,28 @@ async fn the_reaper_retires_idle_queues_and_a_live_queue_re_registers_itself() {
     assert!(again.body["ticket"].as_u64().unwrap() > done.body["ticket"].as_u64().unwrap());
     assert_eq!(members(&app).await, ["busy", "finished"]);
 }
+
+#[tokio::test]
+async fn one_promoter_invocation_ticks_until_its_budget_is_spent() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CAPACITY", "1"),
+        ("SESSION_SECONDS", "1"),
+        ("PROMOTE_TICK_SECONDS", "1"),
+        ("PROMOTE_BUDGET_SECONDS", "3"),
+    ])
+    .await;
+    join(&app, "show", "first").await;
+    let second = join(&app, "show", "second").await;
+    let third = join(&app, "show", "third").await;
+    // Ticks at 0, 1, 2 and 3 s; sessions last 1 s, so both waiters are admitted meanwhile.
+    let polling = async {
+        for _ in 0..8 {
+            status(&app, "show", &second.token()).await;
+            status(&app, "show", &third.token()).await;
+            sleep(Duration::from_millis(400)).await;
+        }
+    };
+    let (output, ()) = tokio::join!(promote(&app), polling);
+    assert_eq!(output.ticks, 4);
+    assert_eq!(output.admitted, 2, "{output:?}");
+}

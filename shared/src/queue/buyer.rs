@@ -44,10 +44,7 @@ impl WaitingRoom {
         };
         let (reply,): (ScriptReply,) = self
             .conn
-            .pipeline(
-                self.registered(queue).invoke_script(&invocation),
-                &[&ISSUE],
-            )
+            .pipeline(self.registered(queue).invoke_script(&invocation), &[&ISSUE])
             .await?;
         let (created, state) = decode_reply(reply)?
             .ok_or_else(|| Error::Internal("issue script found no entry".into()))?;
