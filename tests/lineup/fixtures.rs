@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{json_files, Reply, TestApp};
+use lineup::http::answer_lambda_event;
+use lineup_tests::{json_files, TestApp};
 use serde_json::Value;
 
 fn aws_samples() -> Vec<(String, String)> {
@@ -20,21 +21,23 @@ fn aws_samples() -> Vec<(String, String)> {
 async fn http_functions_answer_every_sample_with_a_client_error() {
     let app = TestApp::spawn(&[]).await;
     for (name, text) in aws_samples() {
-        if lambda_http::request::from_str(&text).is_err() {
-            // Not an HTTP event: the Lambda runtime would not route it to an HTTP handler.
-            continue;
-        }
-        let request = || lambda_http::request::from_str(&text).expect("parsed above");
-        let ranking = ranking_api::handle(request(), &app.stack.ranking_api)
-            .await
-            .expect("infallible");
-        for reply in [app.queue_api(request()).await, Reply::from(ranking)] {
-            assert!(
-                (400..500).contains(&reply.status),
-                "{name}: {}",
-                reply.status
+        let payload: Value = serde_json::from_str(&text).unwrap();
+        let event = || LambdaEvent::new(payload.clone(), Context::default());
+        // Through the same entry the Lambda runtime calls, so non-HTTP events are covered too.
+        let answers = [
+            answer_lambda_event(event(), |r| queue_api::handle(r, &app.stack.queue_api)).await,
+            answer_lambda_event(event(), |r| ranking_api::handle(r, &app.stack.ranking_api)).await,
+        ];
+        for answer in answers {
+            let answer = serde_json::to_value(answer.unwrap()).unwrap();
+            let status = answer["statusCode"].as_u64().unwrap();
+            assert!((400..500).contains(&status), "{name}: {answer}");
+            assert_eq!(
+                answer["headers"]["content-type"], "application/problem+json",
+                "{name}"
             );
-            reply.assert_problem(reply.status);
+            let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+            assert_eq!(body["status"], status, "{name}");
         }
     }
 }

@@ -1,4 +1,4 @@
-use lambda_http::{run, service_fn, Error};
+use lambda_runtime::{run, service_fn, Error};
 use lineup::config::SecretPolicy;
 use lineup::queue::WaitingRoom;
 use queue_api::{handle, Deps};
@@ -12,5 +12,8 @@ async fn main() -> Result<(), Error> {
         room: WaitingRoom::new(conn, &config.key_prefix, config.queue.clone()),
         token_key: config.token_key.clone(),
     };
-    run(service_fn(|request| handle(request, &deps))).await
+    run(service_fn(|event| {
+        lineup::http::answer_lambda_event(event, |request| handle(request, &deps))
+    }))
+    .await
 }

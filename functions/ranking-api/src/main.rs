@@ -1,4 +1,4 @@
-use lambda_http::{run, service_fn, Error};
+use lambda_runtime::{run, service_fn, Error};
 use lineup::config::SecretPolicy;
 use lineup::ranking::Rankings;
 use ranking_api::{handle, Deps};
@@ -11,5 +11,8 @@ async fn main() -> Result<(), Error> {
     let deps = Deps {
         rankings: Rankings::new(conn, &config.key_prefix, config.ranking.clone()),
     };
-    run(service_fn(|request| handle(request, &deps))).await
+    run(service_fn(|event| {
+        lineup::http::answer_lambda_event(event, |request| handle(request, &deps))
+    }))
+    .await
 }
