@@ -20,8 +20,9 @@ fn bad(variable: &'static str, reason: impl Into<String>) -> ConfigError {
     }
 }
 
-/// Whether a missing `TOKEN_SECRET` is fatal. Lambda functions must share one secret, so they
-/// refuse to start without it; the local stack can make one up for its own lifetime.
+/// Whether a missing `TOKEN_SECRET` is fatal. `queue-api` instances must share one secret, so
+/// they refuse to start without it; functions that never sign tokens, and the local stack
+/// (which checks only its own tokens), make one up for their lifetime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretPolicy {
     Required,

@@ -123,7 +123,7 @@ impl TokenState {
             }
             Standing::Active { until } => (until - now).num_seconds().max(0) as u64 / 4,
         };
-        wanted.clamp(1, ceiling.max(1))
+        wanted.clamp(1, ceiling)
     }
 }
 

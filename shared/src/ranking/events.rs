@@ -67,8 +67,8 @@ struct PaymentRefunded {
     seats: i64,
     #[serde(default)]
     genres: Vec<String>,
-    #[serde(default)]
-    completed_at: Option<DateTime<Utc>>,
+    #[serde(default, rename = "completedAt")]
+    _completed_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Deserialize)]
@@ -119,9 +119,10 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
             }
         }
         "PaymentRefunded" => {
+            // `genres` and `completedAt` are checked but not used: a refund subtracts from
+            // the boards the payment record says the payment counted on.
             let d: PaymentRefunded = detail(envelope.detail)?;
             genres(&d.genres)?;
-            let _ = d.completed_at;
             Command::Refund {
                 payment: PaymentId::parse(&d.payment_id)?,
                 refund: d.refund_id.as_deref().map(RefundId::parse).transpose()?,

@@ -36,8 +36,7 @@ static CONCERT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("co
 pub const EVENTS_PER_CALL: usize = 100;
 
 /// What applying one command did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "outcome", content = "reason")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Applied,
     Duplicate,
