@@ -3,7 +3,8 @@
 //!
 //! Every key starts with `KEY_PREFIX`. The keys of one queue share the hash tag
 //! `{q:<queueId>}`, so each queue script runs on one shard of Redis Cluster or ElastiCache
-//! Serverless. The queue registry is the one key outside any queue's tag.
+//! Serverless; the ranking keys share `{rk}` (see [`crate::ranking`]). The queue registry
+//! is the one key outside any tag, and no script touches it.
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
