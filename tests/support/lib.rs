@@ -256,20 +256,27 @@ pub struct Moto {
 
 impl Moto {
     /// Starts `moto_server`, or returns `None` when it is not installed (`pip install
-    /// "moto[server]"`; `.ci/run` installs it).
+    /// "moto[server]"`). `.ci/run` installs it and sets `LINEUP_REQUIRE_MOTO`, which turns a
+    /// missing server into a failure instead of a skip.
     pub async fn start() -> Option<Moto> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .ok()?
             .local_addr()
             .ok()?
             .port();
-        let child = tokio::process::Command::new("moto_server")
+        let spawned = tokio::process::Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
-            .spawn()
-            .ok()?;
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(err) if std::env::var_os("LINEUP_REQUIRE_MOTO").is_some() => {
+                panic!("LINEUP_REQUIRE_MOTO is set but moto_server cannot run: {err}")
+            }
+            Err(_) => return None,
+        };
         let endpoint = format!("http://127.0.0.1:{port}");
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
