@@ -75,12 +75,25 @@ async fn dispatch(
     };
     tracing::info!(
         %method,
-        %path,
+        path = %redact_tokens(&path),
         status = response.status().as_u16(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "request"
     );
     from_lambda_response(response)
+}
+
+/// The path with any queue token replaced, so tokens never reach the log.
+fn redact_tokens(path: &str) -> String {
+    let mut after_tokens = false;
+    path.split('/')
+        .map(|segment| {
+            let shown = if after_tokens { "<token>" } else { segment };
+            after_tokens = segment == "tokens";
+            shown
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// `POST /events`: one EventBridge event or a JSON array of them, applied by the ranking
@@ -182,4 +195,19 @@ fn scheduled_event() -> LambdaEvent<serde_json::Value> {
         serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
         Context::default(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_tokens;
+
+    #[test]
+    fn tokens_never_reach_the_request_log() {
+        assert_eq!(
+            redact_tokens("/queues/q1/tokens/AQAAAAAAAAAB"),
+            "/queues/q1/tokens/<token>"
+        );
+        assert_eq!(redact_tokens("/queues/q1/tokens"), "/queues/q1/tokens");
+        assert_eq!(redact_tokens("/rankings/daily"), "/rankings/daily");
+    }
 }
