@@ -2,6 +2,7 @@
 //!
 //! A short tour:
 //! - [`ids`]: the validated identifiers (`QueueId`, `UserId`, …); `parse` is the only way in.
+//! - [`cold_start`]: what every Lambda binary does before serving.
 //! - [`config`]: every setting, read from the environment and checked once at start-up.
 //! - [`error`]: the one error type every handler returns.
 //! - [`http`]: JSON and `application/problem+json` responses, request bodies and caller identity.
@@ -14,6 +15,7 @@
 //! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
 //! - [`telemetry`]: tracing set-up shared by every binary.
 
+pub mod cold_start;
 pub mod config;
 pub mod embedded_redis;
 pub mod error;
