@@ -15,7 +15,7 @@ async fn main() {
     room.issue(&queue, &lineup::ids::UserId::parse("holder-00000").unwrap())
         .await
         .unwrap();
-    let before = used_memory(&app).await;
+    let before = app.info_number("memory", "used_memory").await;
     let started = std::time::Instant::now();
     for batch in (0..WAITERS).collect::<Vec<_>>().chunks(IN_FLIGHT) {
         let calls = batch.iter().map(|i| {
@@ -27,7 +27,7 @@ async fn main() {
         futures::future::join_all(calls).await;
     }
     let elapsed = started.elapsed();
-    let after = used_memory(&app).await;
+    let after = app.info_number("memory", "used_memory").await;
     let per_waiter = (after - before) as f64 / WAITERS as f64;
     println!("waiters: {WAITERS}");
     println!("used_memory delta: {} bytes", after - before);
@@ -36,16 +36,4 @@ async fn main() {
         "issue throughput: {:.0} tokens/s ({IN_FLIGHT} in flight, one connection)",
         WAITERS as f64 / elapsed.as_secs_f64()
     );
-}
-
-async fn used_memory(app: &TestApp) -> i64 {
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut app.inspect.clone())
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap()
 }

@@ -5,6 +5,23 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// Serves the app's stack on a free loopback port, as `lineup-local` does.
+async fn serve(
+    app: &TestApp,
+) -> (
+    std::net::SocketAddr,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(lineup_local::serve(
+        listener,
+        app.stack.clone(),
+        std::future::pending(),
+    ));
+    (addr, server)
+}
+
 /// Sends one HTTP/1.1 request and returns the status, headers and body.
 async fn send(
     addr: std::net::SocketAddr,
@@ -29,13 +46,7 @@ async fn send(
 #[tokio::test]
 async fn the_local_stack_serves_the_queue_flow_over_http() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(lineup_local::serve(
-        listener,
-        app.stack.clone(),
-        std::future::pending(),
-    ));
+    let (addr, server) = serve(&app).await;
 
     let (status, _, first) = send(
         addr,
@@ -92,13 +103,7 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
         ("REAP_INTERVAL_SECONDS", "1"),
     ])
     .await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(lineup_local::serve(
-        listener,
-        app.stack.clone(),
-        std::future::pending(),
-    ));
+    let (addr, server) = serve(&app).await;
     let schedules = lineup_local::spawn_schedules(&app.stack);
 
     send(

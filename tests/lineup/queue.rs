@@ -534,20 +534,6 @@ async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
         .await
         .unwrap();
     assert_eq!(join(&app, "show", "before").await.status, 201);
-    let connections = |app: &TestApp| {
-        let mut inspect = app.inspect.clone();
-        async move {
-            let info: String = redis::cmd("INFO")
-                .arg("stats")
-                .query_async(&mut inspect)
-                .await
-                .unwrap();
-            info.lines()
-                .find_map(|l| l.strip_prefix("total_connections_received:"))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .unwrap()
-        }
-    };
     // A failover demotes the node this process is connected to.
     redis::cmd("REPLICAOF")
         .arg("127.0.0.1")
@@ -555,7 +541,7 @@ async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
         .query_async::<()>(&mut app.inspect.clone())
         .await
         .unwrap();
-    let before = connections(&app).await;
+    let before = app.info_number("stats", "total_connections_received").await;
     join(&app, "show", "during").await.assert_problem(503);
     // The READONLY answer made the process drop that connection; the next request opens a
     // new one (which, behind a real endpoint, reaches the new primary).
@@ -567,7 +553,7 @@ async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
         .unwrap();
     let after_failover = join(&app, "show", "after").await;
     assert_eq!(after_failover.status, 201, "{:?}", after_failover.body);
-    let after = connections(&app).await;
+    let after = app.info_number("stats", "total_connections_received").await;
     assert!(
         after > before,
         "a new connection was opened: {before} -> {after}"

@@ -11,14 +11,12 @@ use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::queue::WaitingRoom;
 use lineup::ranking::Rankings;
-use lineup::store::Conn;
 use lineup_local::Stack;
 use serde_json::{json, Value};
 
 /// A running test environment.
 pub struct TestApp {
     pub config: Config,
-    pub conn: Conn,
     pub stack: Stack,
     /// Present when the test started its own server.
     pub redis: Option<EmbeddedRedis>,
@@ -62,7 +60,7 @@ impl TestApp {
             .expect("test config");
         let conn = lineup::store::connect(&config.redis, &url).expect("connect");
         let room = WaitingRoom::new(conn.clone(), &config.key_prefix, config.queue.clone());
-        let rankings = Rankings::new(conn.clone(), &config.key_prefix, config.ranking.clone());
+        let rankings = Rankings::new(conn, &config.key_prefix, config.ranking.clone());
         let stack = Stack::new(room, rankings, config.token_key.clone());
         let inspect = redis::Client::open(url)
             .expect("url")
@@ -71,7 +69,6 @@ impl TestApp {
             .expect("inspect connection");
         TestApp {
             config,
-            conn,
             stack,
             redis,
             inspect,
@@ -88,6 +85,19 @@ impl TestApp {
             .await
             .expect("infallible");
         Reply::from(response)
+    }
+
+    /// One numeric field of an `INFO` section, read on the server.
+    pub async fn info_number(&self, section: &str, field: &str) -> i64 {
+        let info: String = redis::cmd("INFO")
+            .arg(section)
+            .query_async(&mut self.inspect.clone())
+            .await
+            .expect("INFO");
+        info.lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO {section} has no numeric {field}"))
     }
 
     /// Per-command call counts from `INFO commandstats`.
