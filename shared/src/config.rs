@@ -29,9 +29,10 @@ pub enum SecretPolicy {
     GenerateIfMissing,
 }
 
-/// How the waiting room behaves. The same for every queue.
+/// How the waiting room behaves: the defaults of every queue's own settings, and the
+/// timing of the scheduled work.
 #[derive(Debug, Clone)]
-pub struct QueueSettings {
+pub struct QueueConfig {
     /// Most buyers active at once per queue.
     pub capacity: u32,
     /// How long an admitted buyer stays active.
@@ -81,9 +82,14 @@ pub struct Config {
     pub redis: RedisSettings,
     /// Every key lineup writes starts with this.
     pub key_prefix: String,
-    pub queue: QueueSettings,
+    pub queue: QueueConfig,
     pub ranking: RankingSettings,
     pub token_key: TokenKey,
+    /// Where queue state events go; `None` turns publishing off.
+    pub event_bus: Option<String>,
+    /// The path parameter `queue-authorizer` reads the queue id from, when the
+    /// `x-queue-id` header is absent.
+    pub authorizer_queue_path_parameter: String,
 }
 
 impl std::fmt::Debug for Config {
@@ -108,8 +114,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         &self,
         name: &'static str,
         default: u64,
-        min: u64,
-        max: u64,
+        (min, max): (u64, u64),
     ) -> Result<u64, ConfigError> {
         let Some(raw) = self.string(name) else {
             return Ok(default);
@@ -128,15 +133,14 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         &self,
         name: &'static str,
         default: u64,
-        min: u64,
-        max: u64,
+        range: (u64, u64),
     ) -> Result<Duration, ConfigError> {
-        self.number(name, default, min, max)
+        self.number(name, default, range)
             .map(Duration::from_secs)
     }
 
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
-        self.number(name, default, 10, 60_000)
+        self.number(name, default, (10, 60_000))
             .map(Duration::from_millis)
     }
 }
@@ -166,17 +170,23 @@ impl Config {
             ));
         }
 
-        let capacity = vars.number("QUEUE_CAPACITY", 100, 1, 1_000_000)? as u32;
-        let admit_per_tick = vars.number("ADMIT_PER_TICK", capacity.into(), 1, 1_000_000)? as u32;
-        let queue = QueueSettings {
+        use crate::queue::settings as range;
+        let capacity = vars.number("QUEUE_CAPACITY", 100, range::CAPACITY_RANGE)? as u32;
+        let admit_per_tick =
+            vars.number("ADMIT_PER_TICK", capacity.into(), range::ADMIT_PER_TICK_RANGE)? as u32;
+        let queue = QueueConfig {
             capacity,
-            session: vars.seconds("SESSION_SECONDS", 600, 1, 86_400)?,
+            session: vars.seconds("SESSION_SECONDS", 600, range::SESSION_SECONDS_RANGE)?,
             admit_per_tick,
-            waiting_idle: vars.seconds("WAITING_IDLE_SECONDS", 120, 1, 86_400)?,
-            promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, 1, 3_600)?,
-            promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, 0, 890)?,
-            reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, 1, 86_400)?,
-            retire_after: vars.seconds("QUEUE_RETIRE_AFTER_SECONDS", 86_400, 1, 31_536_000)?,
+            waiting_idle: vars.seconds(
+                "WAITING_IDLE_SECONDS",
+                120,
+                range::WAITING_IDLE_SECONDS_RANGE,
+            )?,
+            promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, (1, 3_600))?,
+            promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, (0, 890))?,
+            reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, (1, 86_400))?,
+            retire_after: vars.seconds("QUEUE_RETIRE_AFTER_SECONDS", 86_400, (1, 31_536_000))?,
         };
 
         let time_zone_name = vars
@@ -192,12 +202,12 @@ impl Config {
                     format!("{time_zone_name:?} is not an IANA time zone name"),
                 )
             })?,
-            daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, 1, 3_660)? as u32,
-            weekly_retention_weeks: vars.number("RANKING_WEEKLY_RETENTION_WEEKS", 5, 1, 520)?
+            daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, (1, 3_660))? as u32,
+            weekly_retention_weeks: vars.number("RANKING_WEEKLY_RETENTION_WEEKS", 5, (1, 520))?
                 as u32,
-            monthly_retention_months: vars.number("RANKING_MONTHLY_RETENTION_MONTHS", 13, 1, 120)?
+            monthly_retention_months: vars.number("RANKING_MONTHLY_RETENTION_MONTHS", 13, (1, 120))?
                 as u32,
-            dedupe: Duration::from_secs(86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, 1, 3_660)?),
+            dedupe: Duration::from_secs(86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, (1, 3_660))?),
         };
 
         let redis = RedisSettings {
@@ -227,6 +237,10 @@ impl Config {
         };
 
         Ok(Config {
+            event_bus: vars.string("EVENT_BUS_NAME"),
+            authorizer_queue_path_parameter: vars
+                .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
+                .unwrap_or_else(|| "queueId".into()),
             redis,
             key_prefix,
             queue,

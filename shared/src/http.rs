@@ -166,6 +166,18 @@ pub fn jwt_subject(request: &Request) -> Option<String> {
     }
 }
 
+/// The context a Lambda authorizer (such as `queue-authorizer`) attached to the request.
+pub fn lambda_authorizer_context(request: &Request) -> Option<serde_json::Map<String, serde_json::Value>> {
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => {
+            let fields = &context.authorizer.as_ref()?.fields;
+            (!fields.is_empty()).then(|| fields.clone().into_iter().collect())
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
 /// The path split into its non-empty segments.
 pub fn segments(request: &Request) -> Vec<&str> {
     request

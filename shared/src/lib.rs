@@ -8,8 +8,11 @@
 //! - [`http`]: JSON and `application/problem+json` responses, request bodies and caller identity.
 //! - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
 //! - [`store`]: the Redis connection, key layout and script plumbing.
-//! - [`queue`]: the waiting room: issue, status, leave, summary, promotion and reaping, each
-//!   one Lua script beside the Rust function that calls it.
+//! - [`queue`]: the waiting room: issue, status, leave, the gatekeeper check, release after
+//!   payment, per-queue settings, summary, promotion and reaping, each one Lua script
+//!   beside the Rust function that calls it.
+//! - [`publish`]: queue state events to EventBridge.
+//! - [`metrics`]: CloudWatch Embedded Metric Format lines.
 //! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
 //! - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
 //! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
@@ -21,6 +24,8 @@ pub mod embedded_redis;
 pub mod error;
 pub mod http;
 pub mod ids;
+pub mod metrics;
+pub mod publish;
 pub mod queue;
 pub mod ranking;
 pub mod secrets;

@@ -134,6 +134,46 @@ impl Conn {
     }
 }
 
+/// Commands from several owners (the rankings and the waiting room, say) sent together in
+/// one round trip. Each owner stages its part and later reads its own replies back by the
+/// range [`Batch::stage`] gave it.
+#[derive(Default)]
+pub struct Batch {
+    pipe: redis::Pipeline,
+    scripts: Vec<&'static Script>,
+    len: usize,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Adds `invocation` of `script`; returns the index its reply will have.
+    pub fn stage(&mut self, script: &'static Script, invocation: &ScriptInvocation<'_>) -> usize {
+        self.pipe.invoke_script(invocation);
+        if !self.scripts.iter().any(|s| std::ptr::eq(*s, script)) {
+            self.scripts.push(script);
+        }
+        self.len += 1;
+        self.len - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Conn {
+    /// Sends `batch` in one round trip; one reply per staged call, in order.
+    pub async fn send(&self, batch: &Batch) -> Result<Vec<redis::Value>, RedisError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.pipeline(&batch.pipe, &batch.scripts).await
+    }
+}
+
 /// Whether `err` says a script is not in the server's cache (after a restart or failover).
 fn is_noscript(err: &RedisError) -> bool {
     err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
@@ -176,10 +216,13 @@ pub struct QueueKeys {
     pub waiting: String,
     /// Sorted set: member user id, score the millisecond the session ends.
     pub active: String,
-    /// Hash: user id → ticket of each active buyer, so a token can be matched.
+    /// Hash: user id → `ticket:since` of each active buyer, so a token can be matched and
+    /// a payment can tell whether it belongs to this session.
     pub active_tickets: String,
     /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping.
     pub meta: String,
+    /// Hash: the queue's own settings, where they differ from the environment's defaults.
+    pub settings: String,
     /// Bitmaps of heartbeats by ticket, one per time window, reused in rotation.
     pub seen: Vec<String>,
 }
@@ -196,6 +239,7 @@ impl QueueKeys {
             active: format!("{base}:active"),
             active_tickets: format!("{base}:active-tickets"),
             meta: format!("{base}:meta"),
+            settings: format!("{base}:settings"),
             seen: (0..SEEN_WINDOWS)
                 .map(|i| format!("{base}:seen:{i}"))
                 .collect(),
@@ -209,6 +253,7 @@ impl QueueKeys {
             &self.active,
             &self.active_tickets,
             &self.meta,
+            &self.settings,
         ]
         .into_iter()
         .chain(self.seen.iter())

@@ -79,9 +79,12 @@ async fn first_arrivals_are_admitted_until_capacity_then_wait_in_ticket_order() 
     assert_eq!(s.status, 200);
     assert_eq!(s.body["waiting"], 2);
     assert_eq!(s.body["active"], 2);
-    assert_eq!(s.body["capacity"], 2);
-    assert_eq!(s.body["sessionSeconds"], 600);
+    assert_eq!(s.body["admittedThrough"], 2);
+    assert_eq!(s.body["settings"]["capacity"], 2);
+    assert_eq!(s.body["settings"]["sessionSeconds"], 600);
+    assert_eq!(s.body["settings"]["paused"], false);
     assert!(s.body["admissionRatePerMinute"].is_null());
+    assert!(s.headers["cache-control"].to_str().unwrap().contains("max-age="));
 }
 
 #[tokio::test]
@@ -237,8 +240,8 @@ async fn waiters_who_stop_polling_are_never_promoted_and_get_reaped() {
         "active"
     );
     // The walker behind the admitted buyer is left for the reaper.
-    let report = queue_reaper::reap_all(app.room()).await;
-    assert_eq!(report.abandoned_waiters, 1, "{report:?}");
+    let report = queue_reaper::reap_all(&app.stack.reaper).await;
+    assert_eq!(report.abandoned(), 1, "{report:?}");
     status(&app, "show", &gone.token())
         .await
         .assert_problem(404);
@@ -259,8 +262,8 @@ async fn a_poll_within_the_idle_period_keeps_the_place() {
         assert_eq!(reply.body["status"], "waiting");
         assert!(reply.body["pollAfterSeconds"].as_u64().unwrap() <= 1);
     }
-    let report = queue_reaper::reap_all(app.room()).await;
-    assert_eq!(report.abandoned_waiters, 0);
+    let report = queue_reaper::reap_all(&app.stack.reaper).await;
+    assert_eq!(report.abandoned(), 0);
 }
 
 #[tokio::test]
@@ -583,8 +586,8 @@ async fn the_reaper_retires_idle_queues_and_a_live_queue_re_registers_itself() {
     let waiter = join(&app, "busy", "waiter").await;
     sleep(Duration::from_millis(1100)).await;
     status(&app, "busy", &waiter.token()).await;
-    let report = queue_reaper::reap_all(app.room()).await;
-    assert_eq!(report.retired_queues, 1, "{report:?}");
+    let report = queue_reaper::reap_all(&app.stack.reaper).await;
+    assert_eq!(report.retired(), 1, "{report:?}");
     assert_eq!(members(&app).await, ["busy"]);
 
     // Even if a queue with people in it is taken off the registry (a reaper racing an

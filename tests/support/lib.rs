@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lambda_http::{Body, Response};
+use lineup::cold_start::Started;
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
+use lineup::metrics::MetricsSink;
+use lineup::publish::Publisher;
 use lineup::queue::WaitingRoom;
-use lineup::ranking::Rankings;
 use lineup_local::Stack;
 use serde_json::{json, Value};
 
@@ -18,6 +20,8 @@ use serde_json::{json, Value};
 pub struct TestApp {
     pub config: Config,
     pub stack: Stack,
+    /// Every EMF line the functions wrote.
+    pub metrics: MetricsSink,
     /// Present when the test started its own server.
     pub redis: Option<EmbeddedRedis>,
     /// A plain connection for inspecting Redis directly.
@@ -30,6 +34,11 @@ impl TestApp {
     /// Starts everything with the documented defaults (except a promoter budget of 0)
     /// overridden by `vars`.
     pub async fn spawn(vars: &[(&str, &str)]) -> TestApp {
+        TestApp::spawn_publishing(vars, Publisher::disabled()).await
+    }
+
+    /// The same, with queue state events going to `publisher`.
+    pub async fn spawn_publishing(vars: &[(&str, &str)], publisher: Publisher) -> TestApp {
         let (redis, url) = match std::env::var("REDIS_URL") {
             Ok(url) if !url.is_empty() => (None, url),
             _ => {
@@ -59,9 +68,13 @@ impl TestApp {
         let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
             .expect("test config");
         let conn = lineup::store::connect(&config.redis, &url).expect("connect");
-        let room = WaitingRoom::new(conn.clone(), &config.key_prefix, config.queue.clone());
-        let rankings = Rankings::new(conn, &config.key_prefix, config.ranking.clone());
-        let stack = Stack::new(room, rankings, config.token_key.clone());
+        let metrics = MetricsSink::memory();
+        let started = Started {
+            config: config.clone(),
+            conn,
+            publisher,
+        };
+        let stack = Stack::new(&started, metrics.clone());
         let inspect = redis::Client::open(url)
             .expect("url")
             .get_multiplexed_async_connection()
@@ -70,6 +83,7 @@ impl TestApp {
         TestApp {
             config,
             stack,
+            metrics,
             redis,
             inspect,
         }

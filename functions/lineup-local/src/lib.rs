@@ -1,6 +1,8 @@
 //! The local stack: every lineup HTTP route on one address, plus the promoter and reaper on
 //! timers. Requests are converted to the same `lambda_http::Request` the Lambda runtime
 //! builds and passed to the same handlers; nothing here reimplements their behaviour.
+//! `GET /queues/{queueId}/admission` goes through `queue-authorizer` first, as the sample
+//! protected route does behind API Gateway.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,10 +14,11 @@ use axum::Router;
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::Body;
 use lambda_runtime::{Context, LambdaEvent};
+use lambda_http::request::RequestContext;
+use lambda_http::RequestExt;
+use lineup::cold_start::Started;
 use lineup::http::MAX_BODY_BYTES;
-use lineup::queue::WaitingRoom;
-use lineup::ranking::Rankings;
-use lineup::token::TokenKey;
+use lineup::metrics::MetricsSink;
 use lineup::Error;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -24,6 +27,7 @@ use tokio::net::TcpListener;
 #[derive(Clone)]
 pub struct Stack {
     pub queue_api: queue_api::Deps,
+    pub authorizer: queue_authorizer::Deps,
     pub promoter: queue_promoter::Deps,
     pub reaper: queue_reaper::Deps,
     pub ranking_api: ranking_api::Deps,
@@ -31,18 +35,41 @@ pub struct Stack {
 }
 
 impl Stack {
-    pub fn new(room: WaitingRoom, rankings: Rankings, token_key: TokenKey) -> Self {
+    /// Every function's dependencies, wired as each function's `main.rs` wires them.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
+        let room = started.room();
+        let publisher = started.publisher.clone();
         Stack {
             queue_api: queue_api::Deps {
                 room: room.clone(),
-                token_key,
+                token_key: started.config.token_key.clone(),
+                publisher: publisher.clone(),
             },
-            promoter: queue_promoter::Deps { room: room.clone() },
-            reaper: queue_reaper::Deps { room },
+            authorizer: queue_authorizer::Deps {
+                room: room.clone(),
+                token_key: started.config.token_key.clone(),
+                queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
+            },
+            promoter: queue_promoter::Deps {
+                room: room.clone(),
+                publisher: publisher.clone(),
+                metrics: metrics.clone(),
+            },
+            reaper: queue_reaper::Deps {
+                room: room.clone(),
+                publisher: publisher.clone(),
+                metrics: metrics.clone(),
+            },
             ranking_api: ranking_api::Deps {
-                rankings: rankings.clone(),
+                rankings: started.rankings(),
             },
-            ranking_updater: ranking_updater::Deps { rankings },
+            ranking_updater: ranking_updater::Deps {
+                conn: started.conn.clone(),
+                rankings: started.rankings(),
+                room,
+                publisher,
+                metrics,
+            },
         }
     }
 }
@@ -64,6 +91,10 @@ async fn dispatch(
             let response = match path.split('/').nth(1) {
                 Some("rankings") => ranking_api::handle(request, &stack.ranking_api).await,
                 Some("events") => Ok(post_events(&request, &stack).await),
+                _ if is_protected(&path) => match authorize(request, &stack).await {
+                    Ok(request) => queue_api::handle(request, &stack.queue_api).await,
+                    Err(err) => Ok(lineup::http::problem(&err)),
+                },
                 _ => queue_api::handle(request, &stack.queue_api).await,
             };
             match response {
@@ -81,6 +112,60 @@ async fn dispatch(
         "request"
     );
     from_lambda_response(response)
+}
+
+/// Whether `path` is the sample route the template puts behind `queue-authorizer`.
+fn is_protected(path: &str) -> bool {
+    matches!(
+        path.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().as_slice(),
+        ["queues", _, "admission"]
+    )
+}
+
+/// Runs `queue-authorizer` as API Gateway would: with the request's headers and path
+/// parameters, attaching its context to the request when it allows, 403 when it denies.
+async fn authorize(
+    request: lambda_http::Request,
+    stack: &Stack,
+) -> Result<lambda_http::Request, Error> {
+    let queue = request.uri().path().split('/').nth(2).unwrap_or_default().to_owned();
+    let headers: serde_json::Map<String, Value> = request
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), json!(value.to_str().ok()?))))
+        .collect();
+    let event = json!({
+        "version": "2.0",
+        "type": "REQUEST",
+        "routeArn": "arn:aws:execute-api:local:000000000000:local/$default/GET/queues/{queueId}/admission",
+        "routeKey": "GET /queues/{queueId}/admission",
+        "rawPath": request.uri().path(),
+        "rawQueryString": request.uri().query().unwrap_or_default(),
+        "headers": headers,
+        "pathParameters": {"queueId": queue},
+        "requestContext": {
+            "accountId": "000000000000", "apiId": "local", "domainName": "localhost",
+            "domainPrefix": "localhost", "requestId": "local", "routeKey": "GET /queues/{queueId}/admission",
+            "stage": "$default", "time": "", "timeEpoch": 0,
+            "http": {"method": "GET", "path": request.uri().path(), "protocol": "HTTP/1.1",
+                     "sourceIp": "127.0.0.1", "userAgent": ""}
+        }
+    });
+    let answer = match queue_authorizer::handle(LambdaEvent::new(event, Context::default()), &stack.authorizer).await {
+        Ok(answer) => answer,
+        Err(never) => match never {},
+    };
+    if !answer.is_authorized {
+        return Err(Error::Forbidden("the queue authorizer denied this request".into()));
+    }
+    let mut authorizer = aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizer::default();
+    authorizer.fields = match answer.context {
+        Value::Object(fields) => fields.into_iter().collect(),
+        _ => Default::default(),
+    };
+    let mut context = aws_lambda_events::event::apigw::ApiGatewayV2httpRequestContext::default();
+    context.authorizer = Some(authorizer);
+    Ok(request.with_request_context(RequestContext::ApiGatewayV2(context)))
 }
 
 /// The path with any queue token replaced, so tokens never reach the log.
@@ -168,7 +253,7 @@ pub async fn serve(
 pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
     let promoter = stack.promoter.clone();
     let reaper = stack.reaper.clone();
-    let settings = promoter.room.settings().clone();
+    let settings = promoter.room.config().clone();
     tokio::spawn(async move {
         let mut promote = tokio::time::interval(settings.promote_tick);
         let mut reap = tokio::time::interval(settings.reap_interval);
@@ -176,9 +261,11 @@ pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
             tokio::select! {
                 _ = promote.tick() => {
                     // Budget 0 in the local loop: one tick per timer tick.
-                    let report = queue_promoter::tick(&promoter.room).await;
-                    if let Err(err) = report {
-                        tracing::warn!(error = %err, "promotion tick failed");
+                    match queue_promoter::tick(&promoter).await {
+                        Ok(report) => {
+                            queue_promoter::publish_and_measure(&report, &promoter).await;
+                        }
+                        Err(err) => tracing::warn!(error = %err, "promotion tick failed"),
                     }
                 }
                 _ = reap.tick() => {

@@ -1,9 +1,10 @@
 //! `cargo run --release --bin lineup-local`: the whole stack on http://127.0.0.1:3000.
 
+use lineup::cold_start::Started;
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
-use lineup::queue::WaitingRoom;
-use lineup::ranking::Rankings;
+use lineup::metrics::MetricsSink;
+use lineup::publish::Publisher;
 use lineup_local::{serve, spawn_schedules, Stack};
 
 #[tokio::main]
@@ -27,9 +28,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let conn = lineup::store::connect(&config.redis, &url)?;
-    let room = WaitingRoom::new(conn.clone(), &config.key_prefix, config.queue.clone());
-    let rankings = Rankings::new(conn, &config.key_prefix, config.ranking.clone());
-    let stack = Stack::new(room, rankings, config.token_key.clone());
+    let publisher = Publisher::for_bus(config.event_bus.as_deref()).await;
+    let started = Started {
+        config,
+        conn,
+        publisher,
+    };
+    let stack = Stack::new(&started, MetricsSink::Stdout);
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());

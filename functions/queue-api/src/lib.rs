@@ -5,14 +5,20 @@
 //! | `POST /queues/{queueId}/tokens` | take a place (201), or get one's existing place (200) |
 //! | `GET /queues/{queueId}/tokens/{token}` | where the token stands; a waiter's heartbeat |
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
-//! | `GET /queues/{queueId}` | the queue's summary |
+//! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
+//! | `PUT /queues/{queueId}/settings` | change the queue's settings (IAM-protected in AWS) |
+//! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
+//!
+//! Leaving publishes `QueueTokenReleased`, and `QueueTokenActivated` for whoever took the
+//! freed place; an issue admitted at once publishes `QueueTokenActivated`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use lambda_http::http::{Method, StatusCode};
+use lambda_http::http::{header, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
-use lineup::http::{self, json, json_body, jwt_subject, no_route, respond, segments};
+use lineup::http::{self, json, json_body, jwt_subject, lambda_authorizer_context, no_route, respond, segments};
 use lineup::ids::{QueueId, UserId};
-use lineup::queue::{Standing, TokenState, WaitingRoom};
+use lineup::publish::Publisher;
+use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
 use serde::{Deserialize, Serialize};
@@ -22,7 +28,11 @@ use serde::{Deserialize, Serialize};
 pub struct Deps {
     pub room: WaitingRoom,
     pub token_key: TokenKey,
+    pub publisher: Publisher,
 }
+
+/// How long a CDN or browser may reuse a queue summary.
+pub const SUMMARY_MAX_AGE_SECONDS: u64 = 2;
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
 pub async fn handle(
@@ -37,6 +47,14 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     match segments(request).as_slice() {
         ["queues", queue] => match *method {
             Method::GET => summary(deps, QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
+        },
+        ["queues", queue, "settings"] => match *method {
+            Method::PUT => configure(request, deps, QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "PUT" }),
+        },
+        ["queues", queue, "admission"] => match *method {
+            Method::GET => admission(request, &QueueId::parse(queue)?),
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),
         },
         ["queues", queue, "tokens"] => match *method {
@@ -85,6 +103,7 @@ fn caller(request: &Request) -> Result<UserId, Error> {
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
     let user = caller(request)?;
     let issued = deps.room.issue(&queue, &user).await?;
+    deps.publisher.publish(&issued.events()).await;
     let status = if issued.created {
         StatusCode::CREATED
     } else {
@@ -123,15 +142,36 @@ async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Bo
 
 async fn leave(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
     let claims = claims_on(queue, token, deps)?;
-    if deps.room.leave(&claims).await? {
-        Ok(http::empty(StatusCode::NO_CONTENT))
-    } else {
-        Err(token_not_found())
-    }
+    let left = deps.room.leave(&claims).await?.ok_or_else(token_not_found)?;
+    deps.publisher.publish(&left.events).await;
+    Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
 async fn summary(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
-    Ok(json(StatusCode::OK, &deps.room.summary(&queue).await?))
+    let mut response = json(StatusCode::OK, &deps.room.summary(&queue).await?);
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_str(&format!("public, max-age={SUMMARY_MAX_AGE_SECONDS}"))
+            .map_err(|err| Error::Internal(err.to_string()))?,
+    );
+    Ok(response)
+}
+
+async fn configure(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
+    let change: SettingsChange = json_body(request)?;
+    let settings = deps.room.configure(&queue, &change).await?;
+    tracing::info!(%queue, ?settings, "queue settings changed");
+    Ok(json(StatusCode::OK, &settings))
+}
+
+/// What `queue-authorizer` let through: its context, which never holds the token.
+fn admission(request: &Request, queue: &QueueId) -> Result<Response<Body>, Error> {
+    let context = lambda_authorizer_context(request)
+        .ok_or_else(|| Error::Forbidden("no queue authorizer ran for this request".into()))?;
+    if context.get("queueId").and_then(|q| q.as_str()) != Some(queue.as_str()) {
+        return Err(Error::Forbidden("the authorizer admitted another queue".into()));
+    }
+    Ok(json(StatusCode::OK, &context))
 }
 
 /// The token status body.
@@ -147,6 +187,8 @@ struct TokenStatus<'a> {
     estimated_wait_seconds: Option<u64>,
     active_until: Option<String>,
     poll_after_seconds: u64,
+    /// Admissions are paused: the place holds, but no estimate is honest until they resume.
+    paused: bool,
 }
 
 impl<'a> TokenStatus<'a> {
@@ -169,7 +211,8 @@ impl<'a> TokenStatus<'a> {
             ticket: state.ticket,
             estimated_wait_seconds: state.estimated_wait_seconds(),
             active_until,
-            poll_after_seconds: state.poll_after_seconds(deps.room.settings(), now),
+            poll_after_seconds: state.poll_after_seconds(now),
+            paused: state.paused,
         }
     }
 }

@@ -8,6 +8,8 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_runtime::LambdaEvent;
+use lineup::metrics::{MetricsSink, Record, Unit};
+use lineup::publish::Publisher;
 use lineup::queue::{PromotionReport, WaitingRoom};
 use serde::Serialize;
 use serde_json::Value;
@@ -16,6 +18,8 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Deps {
     pub room: WaitingRoom,
+    pub publisher: Publisher,
+    pub metrics: MetricsSink,
 }
 
 /// What one invocation did.
@@ -26,7 +30,10 @@ pub struct Output {
     /// Ticks that could not reach Redis; the next tick or invocation tries again.
     pub failed_ticks: u64,
     pub admitted: u64,
-    pub dropped: u64,
+    pub abandoned: u64,
+    pub expired: u64,
+    /// Queue state events that could not be published after every retry.
+    pub unpublished_events: u64,
 }
 
 /// Runs promotion ticks until the budget is spent. Redis failures are logged and retried
@@ -35,16 +42,17 @@ pub async fn handle(
     event: LambdaEvent<Value>,
     deps: &Deps,
 ) -> Result<Output, lambda_runtime::Error> {
-    let settings = deps.room.settings();
+    let config = deps.room.config();
     let started = Instant::now();
     let deadline = remaining_time(&event).map(|left| started + left);
     let mut output = Output::default();
     loop {
-        match tick(&deps.room).await {
+        match tick(deps).await {
             Ok(report) => {
-                output.admitted += report.admitted;
-                output.dropped += report.dropped;
-                tracing::info!(?report, "promotion tick");
+                output.admitted += report.admitted();
+                output.abandoned += report.abandoned();
+                output.expired += report.expired();
+                output.unpublished_events += publish_and_measure(&report, deps).await;
             }
             Err(err) => {
                 output.failed_ticks += 1;
@@ -52,8 +60,8 @@ pub async fn handle(
             }
         }
         output.ticks += 1;
-        let next = started + settings.promote_tick * output.ticks as u32;
-        let budget_left = next.duration_since(started) <= settings.promote_budget;
+        let next = started + config.promote_tick * output.ticks as u32;
+        let budget_left = next.duration_since(started) <= config.promote_budget;
         // Leave two seconds for the last tick to finish before Lambda's deadline.
         let deadline_left = deadline.is_none_or(|d| next + Duration::from_secs(2) < d);
         if !(budget_left && deadline_left) {
@@ -64,9 +72,35 @@ pub async fn handle(
 }
 
 /// One promotion tick over every registered queue.
-pub async fn tick(room: &WaitingRoom) -> Result<PromotionReport, lineup::Error> {
-    let queues = room.registered_queues().await?;
-    room.promote(&queues).await
+pub async fn tick(deps: &Deps) -> Result<PromotionReport, lineup::Error> {
+    let queues = deps.room.registered_queues().await?;
+    deps.room.promote(&queues).await
+}
+
+/// Publishes the tick's events and writes its metrics; returns the events not published.
+pub async fn publish_and_measure(report: &PromotionReport, deps: &Deps) -> u64 {
+    tracing::info!(
+        queues = report.queues.len(),
+        admitted = report.admitted(),
+        abandoned = report.abandoned(),
+        expired = report.expired(),
+        waiting = report.still_waiting(),
+        "promotion tick"
+    );
+    for queue in &report.queues {
+        let mut record = Record::new()
+            .dimension("queueId", queue.queue_id.as_str())
+            .count("waiting", queue.waiting)
+            .count("active", queue.active)
+            .count("admitted", queue.admitted)
+            .count("expired", queue.expired)
+            .count("abandoned", queue.abandoned);
+        if let Some(rate) = queue.admission_rate_per_minute {
+            record = record.metric("admissionRatePerMinute", rate, Unit::CountPerMinute);
+        }
+        deps.metrics.emit(&record);
+    }
+    deps.publisher.publish(report.events()).await.failed
 }
 
 fn remaining_time(event: &LambdaEvent<Value>) -> Option<Duration> {

@@ -1,14 +1,16 @@
 use lambda_runtime::{run, service_fn, Error};
 use lineup::cold_start::cold_start;
 use lineup::config::SecretPolicy;
-use lineup::queue::WaitingRoom;
+use lineup::metrics::MetricsSink;
 use queue_promoter::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let (config, conn) = cold_start(SecretPolicy::GenerateIfMissing).await?;
+    let started = cold_start(SecretPolicy::GenerateIfMissing).await?;
     let deps = Deps {
-        room: WaitingRoom::new(conn, &config.key_prefix, config.queue.clone()),
+        room: started.room(),
+        publisher: started.publisher,
+        metrics: MetricsSink::Stdout,
     };
     run(service_fn(|event| handle(event, &deps))).await
 }

@@ -3,9 +3,14 @@
 //! Correctness never waits for it: expired and absent entries are already ignored by every
 //! other script; the reaper only gives the memory back.
 //!
+//! Publishes `QueueTokenExpired` and `QueueWaiterAbandoned` for what it removes, and writes
+//! one EMF metrics record per queue.
+//!
 //! The input is ignored: a scheduled event, `{}` or anything else all mean "reap now".
 
 use lambda_runtime::LambdaEvent;
+use lineup::metrics::{MetricsSink, Record};
+use lineup::publish::Publisher;
 use lineup::queue::{ReapReport, WaitingRoom};
 use serde_json::Value;
 
@@ -13,6 +18,8 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Deps {
     pub room: WaitingRoom,
+    pub publisher: Publisher,
+    pub metrics: MetricsSink,
 }
 
 /// Reaps every queue. A queue that fails is logged and left for the next run.
@@ -20,10 +27,11 @@ pub async fn handle(
     _event: LambdaEvent<Value>,
     deps: &Deps,
 ) -> Result<ReapReport, lambda_runtime::Error> {
-    Ok(reap_all(&deps.room).await)
+    Ok(reap_all(deps).await)
 }
 
-pub async fn reap_all(room: &WaitingRoom) -> ReapReport {
+pub async fn reap_all(deps: &Deps) -> ReapReport {
+    let room = &deps.room;
     let mut total = ReapReport::default();
     let queues = match room.registered_queues().await {
         Ok(queues) => queues,
@@ -34,10 +42,25 @@ pub async fn reap_all(room: &WaitingRoom) -> ReapReport {
     };
     for queue in &queues {
         match room.reap(queue).await {
-            Ok(report) => total.add(&report),
+            Ok(report) => total.queues.push(report),
             Err(err) => tracing::warn!(%queue, error = %err, "reaping failed"),
         }
     }
-    tracing::info!(report = ?total, "reaped");
+    tracing::info!(
+        queues = total.queues.len(),
+        expired = total.expired(),
+        abandoned = total.abandoned(),
+        retired = total.retired(),
+        "reaped"
+    );
+    for queue in &total.queues {
+        deps.metrics.emit(
+            &Record::new()
+                .dimension("queueId", queue.queue_id.as_str())
+                .count("expired", queue.expired)
+                .count("abandoned", queue.abandoned),
+        );
+    }
+    deps.publisher.publish(total.events()).await;
     total
 }

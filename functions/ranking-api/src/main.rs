@@ -1,14 +1,13 @@
 use lambda_runtime::{run, service_fn, Error};
 use lineup::cold_start::cold_start;
 use lineup::config::SecretPolicy;
-use lineup::ranking::Rankings;
 use ranking_api::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let (config, conn) = cold_start(SecretPolicy::GenerateIfMissing).await?;
+    let started = cold_start(SecretPolicy::GenerateIfMissing).await?;
     let deps = Deps {
-        rankings: Rankings::new(conn, &config.key_prefix, config.ranking.clone()),
+        rankings: started.rankings(),
     };
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))

@@ -1,4 +1,6 @@
-//! `ranking-updater`: applies payment events to the boards.
+//! `ranking-updater`: applies payment events to the boards, and ends the waiting-room
+//! session of a buyer whose `PaymentCompleted` names `queueId` and `userId`, so the next
+//! waiter is admitted on the next tick. Both happen in the same round trip.
 //!
 //! Invoked by an EventBridge rule with one event, or by SQS with a batch whose bodies are
 //! EventBridge events. A batch is applied in one round trip and answers with
@@ -8,14 +10,22 @@
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
-use lineup::ranking::{parse_event, Command, Outcome, Parsed, Rankings};
+use lineup::metrics::{MetricsSink, Record};
+use lineup::publish::Publisher;
+use lineup::queue::{QueueEvent, WaitingRoom};
+use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings};
+use lineup::store::{Batch, Conn};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
 pub struct Deps {
+    pub conn: Conn,
     pub rankings: Rankings,
+    pub room: WaitingRoom,
+    pub publisher: Publisher,
+    pub metrics: MetricsSink,
 }
 
 /// What became of one event.
@@ -121,19 +131,89 @@ pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
             }
         }
     }
-    let mut applied = match deps.rankings.apply(&commands).await {
-        Ok(outcomes) => outcomes.into_iter().map(Verdict::from).collect::<Vec<_>>(),
+
+    let (outcomes, released) = match apply_commands(&commands, deps).await {
+        Ok(done) => done,
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
-            vec![Verdict::Failed(err.to_string()); commands.len()]
+            (vec![Verdict::Failed(err.to_string()); commands.len()], Vec::new())
         }
-    }
-    .into_iter();
-    verdicts
+    };
+    let late = late_payments(&commands, &outcomes, deps);
+    deps.publisher.publish(&released).await;
+
+    let mut applied = outcomes.into_iter();
+    let verdicts: Vec<Verdict> = verdicts
         .into_iter()
         .map(|v| {
             v.or_else(|| applied.next())
                 .unwrap_or_else(|| Verdict::Failed("no outcome".into()))
         })
-        .collect()
+        .collect();
+    deps.metrics.emit(&metrics(&verdicts, late, released.len()));
+    verdicts
+}
+
+/// Applies the commands and releases the paying buyers' sessions, in one round trip.
+async fn apply_commands(
+    commands: &[Command],
+    deps: &Deps,
+) -> Result<(Vec<Verdict>, Vec<QueueEvent>), lineup::Error> {
+    let mut batch = Batch::new();
+    let releases: Vec<_> = commands
+        .iter()
+        .filter_map(|command| match command {
+            Command::Payment {
+                buyer: Some((queue, user)),
+                completed_at,
+                ..
+            } => Some((
+                queue,
+                user,
+                deps.room
+                    .stage_release(&mut batch, queue, user, *completed_at),
+            )),
+            _ => None,
+        })
+        .collect();
+    let staged = deps.rankings.stage_apply(&mut batch, commands);
+    let replies = deps.conn.send(&batch).await?;
+    let outcomes = Rankings::outcomes(&staged, &replies)?;
+    let mut released = Vec::new();
+    for (queue, user, index) in releases {
+        let reply = replies
+            .get(index)
+            .ok_or_else(|| lineup::Error::Internal("missing release reply".into()))?;
+        released.extend(WaitingRoom::released(queue, user, reply)?);
+    }
+    Ok((outcomes.into_iter().map(Verdict::from).collect(), released))
+}
+
+/// Applied payments whose day had already ended in the ranking zone when they arrived.
+fn late_payments(commands: &[Command], outcomes: &[Verdict], deps: &Deps) -> u64 {
+    let today = deps.rankings.today();
+    let zone = deps.rankings.settings().time_zone;
+    commands
+        .iter()
+        .zip(outcomes)
+        .filter(|(command, verdict)| {
+            matches!(verdict, Verdict::Applied)
+                && matches!(command, Command::Payment { completed_at, .. }
+                    if local_day(*completed_at, zone) < today)
+        })
+        .count() as u64
+}
+
+/// The invocation's EMF record.
+fn metrics(verdicts: &[Verdict], late: u64, released: usize) -> Record {
+    let count = |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|v| wanted(v)).count() as u64;
+    Record::new()
+        .dimension("service", "rankings")
+        .count("eventsApplied", count(|v| matches!(v, Verdict::Applied)))
+        .count("eventsDuplicate", count(|v| matches!(v, Verdict::Duplicate)))
+        .count("eventsLate", late)
+        .count("eventsIgnored", count(|v| matches!(v, Verdict::Ignored(_))))
+        .count("eventsRejected", count(|v| matches!(v, Verdict::Rejected(_))))
+        .count("eventsFailed", count(|v| matches!(v, Verdict::Failed(_))))
+        .count("sessionsReleased", released as u64)
 }

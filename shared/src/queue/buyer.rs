@@ -1,13 +1,18 @@
-//! What a buyer does: take a ticket, ask where they stand, leave. Plus the queue summary.
+//! What a buyer does: take a ticket, ask where they stand, leave; what a gatekeeper asks
+//! (is this token active right now?); the release after payment; and the queue summary.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
+use super::settings::{QueueSettings, SettingsReply};
 use super::{
-    decode_reply, parse_rate, ScriptReply, TokenState, WaitingRoom, ISSUE, LEAVE, STATUS, SUMMARY,
+    decode_reply, instant, parse_rate, QueueEvent, QueueEventKind, ScriptReply, TokenState,
+    WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::store::queue_registry_key;
+use crate::store::{queue_registry_key, Batch};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -19,18 +24,45 @@ pub struct Issued {
     pub state: TokenState,
 }
 
-/// A queue at a glance.
+impl Issued {
+    /// The admission to report when the new token was active at once.
+    pub fn events(&self) -> Vec<QueueEvent> {
+        match (&self.state.standing, self.created) {
+            (super::Standing::Active { until }, true) => vec![QueueEvent::activated(
+                &self.claims.queue,
+                self.claims.user.as_str(),
+                self.claims.ticket,
+                *until,
+            )],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The outcome of leaving: the release itself and whoever took the freed place.
+#[derive(Debug, Clone, Default)]
+pub struct Left {
+    pub events: Vec<QueueEvent>,
+}
+
+/// A gatekeeper's answer: the token is active until this instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub active_until: DateTime<Utc>,
+}
+
+/// A queue at a glance. Cacheable for a few seconds: a client that knows its own ticket
+/// estimates its place as `ticket − admittedThrough` without a call of its own.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueSummary {
     pub queue_id: QueueId,
     pub waiting: u64,
     pub active: u64,
-    pub capacity: u32,
-    pub session_seconds: u64,
-    pub admit_per_tick: u32,
-    pub waiting_idle_seconds: u64,
+    /// The highest ticket admitted so far (0 before the first admission).
+    pub admitted_through: u64,
     pub admission_rate_per_minute: Option<f64>,
+    pub settings: QueueSettings,
 }
 
 impl WaitingRoom {
@@ -84,29 +116,86 @@ impl WaitingRoom {
         pipe
     }
 
-    /// Gives up the token's place. Returns false when it held none.
-    pub async fn leave(&self, claims: &TokenClaims) -> Result<bool, Error> {
-        let mut invocation = self.invocation(&LEAVE, &claims.queue);
-        invocation
-            .arg(claims.user.as_str())
-            .arg(claims.ticket)
-            .arg(self.settings.admit_per_tick);
-        let left: u8 = self.conn.invoke(&invocation).await?;
-        Ok(left == 1)
+    /// Whether the token is active right now: the gatekeeper's question. Read-only; a
+    /// waiter's check is not a heartbeat.
+    pub async fn check(&self, claims: &TokenClaims) -> Result<Option<Gate>, Error> {
+        let mut invocation = self.invocation(&CHECK, &claims.queue);
+        invocation.arg(claims.user.as_str()).arg(claims.ticket);
+        let until_ms: i64 = self.conn.invoke(&invocation).await?;
+        Ok(match until_ms {
+            0 => None,
+            ms => Some(Gate {
+                active_until: instant(ms)?,
+            }),
+        })
     }
 
+    /// Gives up the token's place. Returns `None` when it held none.
+    pub async fn leave(&self, claims: &TokenClaims) -> Result<Option<Left>, Error> {
+        let mut invocation = self.invocation(&LEAVE, &claims.queue);
+        invocation.arg(claims.user.as_str()).arg(claims.ticket);
+        let (left, place, admitted, dropped): (u8, String, AdmittedReply, SeatsReply) =
+            self.conn.invoke(&invocation).await?;
+        if left == 0 {
+            return Ok(None);
+        }
+        let queue = &claims.queue;
+        let reason = if place == "active" { "left-session" } else { "left-line" };
+        let mut events = vec![QueueEvent::released(
+            queue,
+            claims.user.as_str(),
+            claims.ticket,
+            reason,
+        )];
+        events.extend(admitted_events(queue, admitted));
+        events.extend(seat_events(QueueEventKind::Abandoned, queue, dropped));
+        Ok(Some(Left { events }))
+    }
+
+    /// Stages the release of `user`'s session in `queue` after a payment at `paid_at`;
+    /// [`WaitingRoom::released`] reads the reply. Idempotent: a session that began after
+    /// the payment, or is already over, is left alone.
+    pub fn stage_release(
+        &self,
+        batch: &mut Batch,
+        queue: &QueueId,
+        user: &UserId,
+        paid_at: DateTime<Utc>,
+    ) -> usize {
+        let mut invocation = self.invocation(&RELEASE, queue);
+        invocation
+            .arg(user.as_str())
+            .arg(paid_at.timestamp_millis());
+        batch.stage(&RELEASE, &invocation)
+    }
+
+    /// The event for a staged release's reply, if it ended a session.
+    pub fn released(
+        queue: &QueueId,
+        user: &UserId,
+        reply: &redis::Value,
+    ) -> Result<Option<QueueEvent>, Error> {
+        let (released, ticket): (u8, u64) = redis::from_redis_value_ref(reply)
+            .map_err(|err| Error::Internal(format!("release reply: {err}")))?;
+        Ok((released == 1).then(|| QueueEvent::released(queue, user.as_str(), ticket, "paid")))
+    }
+
+    /// The queue's counts and the settings in force.
     pub async fn summary(&self, queue: &QueueId) -> Result<QueueSummary, Error> {
-        let (waiting, active, rate): (u64, u64, String) =
-            self.conn.invoke(&self.invocation(&SUMMARY, queue)).await?;
+        let (waiting, active, rate, admitted_through, settings): (
+            u64,
+            u64,
+            String,
+            u64,
+            SettingsReply,
+        ) = self.conn.invoke(&self.invocation(&SUMMARY, queue)).await?;
         Ok(QueueSummary {
             queue_id: queue.clone(),
             waiting,
             active,
-            capacity: self.settings.capacity,
-            session_seconds: self.settings.session.as_secs(),
-            admit_per_tick: self.settings.admit_per_tick,
-            waiting_idle_seconds: self.settings.waiting_idle.as_secs(),
+            admitted_through,
             admission_rate_per_minute: parse_rate(&rate),
+            settings: QueueSettings::from_reply(settings),
         })
     }
 }

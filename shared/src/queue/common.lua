@@ -1,12 +1,24 @@
 -- Shared prelude of every queue script; the script's own body follows it.
--- KEYS: waiting, active, active-tickets, meta, then the rotating heartbeat bitmaps.
--- ARGV: capacity, session ms, idle ms, then the script's own arguments.
+-- KEYS: waiting, active, active-tickets, meta, settings, then the rotating heartbeat bitmaps.
+-- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
+-- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
+-- override the defaults, so every script sees the settings in force at that moment.
 -- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
-local WAITING, ACTIVE, TICKETS, META = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local SEEN_SLOTS = #KEYS - 4
-local CAPACITY = tonumber(ARGV[1])
-local SESSION_MS = tonumber(ARGV[2])
-local IDLE_MS = tonumber(ARGV[3])
+local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local FIRST_SEEN = 6
+local SEEN_SLOTS = #KEYS - FIRST_SEEN + 1
+local ARG = 5
+
+local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
+  'admit-per-tick', 'paused', 'presence-grace-until')
+local CAPACITY = tonumber(stored[1] or ARGV[1])
+local SESSION_MS = tonumber(stored[2] or ARGV[2])
+local IDLE_MS = tonumber(stored[3] or ARGV[3])
+local ADMIT_PER_TICK = tonumber(stored[4] or ARGV[4])
+local PAUSED = stored[5] == '1'
+-- Until this instant every waiter counts as present: set when the idle period changes,
+-- because heartbeats recorded in windows of the old length cannot be read under the new.
+local PRESENCE_GRACE_UNTIL = tonumber(stored[6] or '0')
 -- The idle period spans SEEN_SLOTS - 1 windows; one more slot is being recycled.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
 
@@ -30,7 +42,7 @@ end
 -- Records that the holder of `ticket` was seen now.
 local function heartbeat(ticket)
   local slot = CURRENT_WINDOW % SEEN_SLOTS
-  local key = KEYS[5 + slot]
+  local key = KEYS[FIRST_SEEN + slot]
   if window_in_slot(slot) ~= CURRENT_WINDOW then
     redis.call('UNLINK', key)
     redis.call('HSET', META, 'seen-window:' .. slot, CURRENT_WINDOW)
@@ -42,9 +54,10 @@ end
 
 -- Whether the holder of `ticket` was seen within the idle period.
 local function is_present(ticket)
+  if NOW < PRESENCE_GRACE_UNTIL then return true end
   for window = CURRENT_WINDOW, FIRST_LIVE_WINDOW, -1 do
     local slot = window % SEEN_SLOTS
-    if window_in_slot(slot) == window and redis.call('GETBIT', KEYS[5 + slot], ticket) == 1 then
+    if window_in_slot(slot) == window and redis.call('GETBIT', KEYS[FIRST_SEEN + slot], ticket) == 1 then
       return true
     end
   end
@@ -55,32 +68,52 @@ local function live_active_count()
   return redis.call('ZCOUNT', ACTIVE, '(' .. NOW, '+inf')
 end
 
--- Drops up to `limit` expired sessions. Counting never depends on this: expired sessions
--- are excluded by score wherever actives are counted or checked.
+-- An active buyer's ticket and the instant the session began, stored as "ticket:since".
+local function active_entry(user)
+  local raw = redis.call('HGET', TICKETS, user)
+  if not raw then return nil end
+  local ticket, since = string.match(raw, '^(%d+):(%d+)$')
+  return tonumber(ticket), tonumber(since)
+end
+
+local function end_session(user)
+  redis.call('ZREM', ACTIVE, user)
+  redis.call('HDEL', TICKETS, user)
+end
+
+-- Removes up to `limit` expired sessions; returns them as {user, ticket} pairs. Counting
+-- never depends on this: expired sessions are excluded by score wherever actives are
+-- counted or checked. Only the promoter and reaper call it, so they can report each one.
 local function purge_expired(limit)
-  local expired = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', NOW, 'LIMIT', 0, limit)
-  if #expired > 0 then
-    redis.call('ZREM', ACTIVE, unpack(expired))
-    redis.call('HDEL', TICKETS, unpack(expired))
+  local users = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', NOW, 'LIMIT', 0, limit)
+  local expired = {}
+  for _, user in ipairs(users) do
+    local ticket = active_entry(user)
+    expired[#expired + 1] = {user, ticket or 0}
+    end_session(user)
   end
-  return #expired
+  return expired
 end
 
 local function activate(user, ticket)
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
-  redis.call('HSET', TICKETS, user, ticket)
+  redis.call('HSET', TICKETS, user, ticket .. ':' .. NOW)
+  if ticket > tonumber(redis.call('HGET', META, 'admitted-through') or '0') then
+    redis.call('HSET', META, 'admitted-through', ticket)
+  end
 end
 
 -- Moves the oldest present waiters to active, up to `limit` and the free capacity, and
--- drops absent waiters met on the way. Returns admitted, dropped.
+-- drops absent waiters met on the way. Nothing moves while the queue is paused.
+-- Returns the admitted as {user, ticket, active until} and the dropped as {user, ticket}.
 local function promote(limit)
-  purge_expired(1000)
+  local admitted, dropped = {}, {}
+  if PAUSED then return admitted, dropped end
   local free = math.min(CAPACITY - live_active_count(), limit)
-  local admitted, dropped = 0, 0
   -- Bounds the work one call spends skipping absent waiters.
   local budget = free + 1000
-  while admitted < free and admitted + dropped < budget do
-    local want = math.min(free - admitted, 500)
+  while #admitted < free and #admitted + #dropped < budget do
+    local want = math.min(free - #admitted, 500)
     local head = redis.call('ZRANGE', WAITING, 0, want - 1, 'WITHSCORES')
     if #head == 0 then break end
     for i = 1, #head, 2 do
@@ -88,13 +121,13 @@ local function promote(limit)
       redis.call('ZREM', WAITING, user)
       if is_present(ticket) then
         activate(user, ticket)
-        admitted = admitted + 1
+        admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
       else
-        dropped = dropped + 1
+        dropped[#dropped + 1] = {user, ticket}
       end
     end
   end
-  if admitted > 0 then redis.call('HINCRBY', META, 'admitted', admitted) end
+  if #admitted > 0 then redis.call('HINCRBY', META, 'admitted', #admitted) end
   return admitted, dropped
 end
 
@@ -102,36 +135,37 @@ local function rate()
   return redis.call('HGET', META, 'rate') or ''
 end
 
--- The reply every buyer-facing script gives for a token it found:
--- {created, status, ticket, position, active_until_ms, rate}.
+local PAUSED_FLAG = PAUSED and 1 or 0
+
+-- The reply every buyer-facing script gives for a token:
+-- {created, status, ticket, position, active_until_ms, rate, idle_ms, paused}.
 local function waiting_reply(created, user, ticket)
-  return {created, 'waiting', ticket, redis.call('ZRANK', WAITING, user) + 1, 0, rate()}
+  return {created, 'waiting', ticket, redis.call('ZRANK', WAITING, user) + 1, 0, rate(),
+    IDLE_MS, PAUSED_FLAG}
 end
 
 local function active_reply(created, ticket, until_ms)
-  return {created, 'active', ticket, 0, until_ms, rate()}
+  return {created, 'active', ticket, 0, until_ms, rate(), IDLE_MS, PAUSED_FLAG}
 end
 
-local GONE = {0, 'gone', 0, 0, 0, ''}
+local GONE = {0, 'gone', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG}
 
--- Finds the waiting or active entry for `user` holding `ticket` (any ticket when nil),
--- removing it when it lapsed. Returns 'waiting'|'active'|nil, ticket, session end.
+-- Finds the live waiting or active entry for `user` holding `ticket` (any ticket when
+-- nil). Returns 'waiting'|'active'|nil, ticket, session end. A lapsed entry is left for
+-- the promoter or reaper, which report what they remove.
 local function find(user, ticket)
   local waiting = redis.call('ZSCORE', WAITING, user)
   if waiting and (ticket == nil or tonumber(waiting) == ticket) then
     waiting = tonumber(waiting)
     if is_present(waiting) then return 'waiting', waiting end
-    redis.call('ZREM', WAITING, user)
     return nil
   end
   local until_ms = redis.call('ZSCORE', ACTIVE, user)
   if until_ms then
-    local held = tonumber(redis.call('HGET', TICKETS, user))
-    if ticket == nil or held == ticket then
-      until_ms = tonumber(until_ms)
-      if until_ms > NOW then return 'active', held, until_ms end
-      redis.call('ZREM', ACTIVE, user)
-      redis.call('HDEL', TICKETS, user)
+    local held = active_entry(user)
+    until_ms = tonumber(until_ms)
+    if (ticket == nil or held == ticket) and until_ms > NOW then
+      return 'active', held, until_ms
     end
   end
   return nil

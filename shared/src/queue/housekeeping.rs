@@ -1,8 +1,10 @@
-//! The scheduled work: promotion ticks and reaping, over every registered queue.
+//! The scheduled work: promotion ticks and reaping, over every registered queue. Both
+//! report, per queue, whom they admitted, expired and dropped, for events and metrics.
 
 use serde::Serialize;
 
-use super::{WaitingRoom, PROMOTE, REAP};
+use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
+use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE, REAP};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::store::queue_registry_key;
@@ -10,28 +12,98 @@ use crate::store::queue_registry_key;
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
 pub const REAP_CHUNK: u32 = 1000;
 
-/// What one promotion tick did, summed over queues.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// What one promotion tick did in one queue.
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PromotionReport {
-    pub queues: u64,
+pub struct QueuePromotion {
+    pub queue_id: QueueId,
     pub admitted: u64,
-    /// Absent waiters removed from the head of a line.
-    pub dropped: u64,
-    pub still_waiting: u64,
+    /// Absent waiters removed from the head of the line.
+    pub abandoned: u64,
+    /// Sessions that had run out, removed.
+    pub expired: u64,
+    pub waiting: u64,
+    pub active: u64,
+    pub admission_rate_per_minute: Option<f64>,
+    #[serde(skip)]
+    pub events: Vec<QueueEvent>,
 }
 
-/// What one reaper run did, summed over queues.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// What one promotion tick did, per queue.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionReport {
+    pub queues: Vec<QueuePromotion>,
+}
+
+impl PromotionReport {
+    pub fn admitted(&self) -> u64 {
+        self.queues.iter().map(|q| q.admitted).sum()
+    }
+
+    pub fn abandoned(&self) -> u64 {
+        self.queues.iter().map(|q| q.abandoned).sum()
+    }
+
+    pub fn expired(&self) -> u64 {
+        self.queues.iter().map(|q| q.expired).sum()
+    }
+
+    pub fn still_waiting(&self) -> u64 {
+        self.queues.iter().map(|q| q.waiting).sum()
+    }
+
+    /// Every event of the tick, queue by queue.
+    pub fn events(&self) -> impl Iterator<Item = &QueueEvent> {
+        self.queues.iter().flat_map(|q| q.events.iter())
+    }
+}
+
+/// What one reaper run did in one queue.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueReap {
+    pub queue_id: QueueId,
+    pub expired: u64,
+    pub abandoned: u64,
+    /// Empty, and without arrivals for `QUEUE_RETIRE_AFTER_SECONDS`: taken off the registry.
+    pub retired: bool,
+    pub script_calls: u64,
+    #[serde(skip)]
+    pub events: Vec<QueueEvent>,
+}
+
+/// What one reaper run did, per queue.
+#[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReapReport {
-    pub queues: u64,
-    pub expired_sessions: u64,
-    pub abandoned_waiters: u64,
-    /// Empty queues without arrivals for `QUEUE_RETIRE_AFTER_SECONDS`, taken off the registry.
-    pub retired_queues: u64,
-    pub script_calls: u64,
+    pub queues: Vec<QueueReap>,
 }
+
+impl ReapReport {
+    pub fn expired(&self) -> u64 {
+        self.queues.iter().map(|q| q.expired).sum()
+    }
+
+    pub fn abandoned(&self) -> u64 {
+        self.queues.iter().map(|q| q.abandoned).sum()
+    }
+
+    pub fn retired(&self) -> u64 {
+        self.queues.iter().filter(|q| q.retired).count() as u64
+    }
+
+    pub fn script_calls(&self) -> u64 {
+        self.queues.iter().map(|q| q.script_calls).sum()
+    }
+
+    pub fn events(&self) -> impl Iterator<Item = &QueueEvent> {
+        self.queues.iter().flat_map(|q| q.events.iter())
+    }
+}
+
+type PromoteReply = (AdmittedReply, SeatsReply, SeatsReply, u64, u64, String);
+type ReapReply = (SeatsReply, SeatsReply, u64, u8);
 
 impl WaitingRoom {
     /// Every queue that ever had a buyer.
@@ -47,32 +119,48 @@ impl WaitingRoom {
     /// One promotion tick for every queue in `queues`, all in one pipelined round trip.
     /// Each queue's step is atomic, so overlapping promoters never exceed capacity.
     pub async fn promote(&self, queues: &[QueueId]) -> Result<PromotionReport, Error> {
-        let mut report = PromotionReport::default();
         if queues.is_empty() {
-            return Ok(report);
+            return Ok(PromotionReport::default());
         }
         let mut pipe = redis::pipe();
         for queue in queues {
-            let mut inv = self.invocation(&PROMOTE, queue);
-            inv.arg(self.settings.admit_per_tick);
-            pipe.invoke_script(&inv);
+            pipe.invoke_script(&self.invocation(&PROMOTE, queue));
         }
-        let replies: Vec<(u64, u64, u64, u64)> = self.conn.pipeline(&pipe, &[&PROMOTE]).await?;
-        for (admitted, dropped, waiting, _active) in replies {
-            report.queues += 1;
-            report.admitted += admitted;
-            report.dropped += dropped;
-            report.still_waiting += waiting;
-        }
-        Ok(report)
+        let replies: Vec<PromoteReply> = self.conn.pipeline(&pipe, &[&PROMOTE]).await?;
+        let queues = queues
+            .iter()
+            .zip(replies)
+            .map(|(queue, (admitted, dropped, expired, waiting, active, rate))| {
+                let mut events = admitted_events(queue, admitted);
+                let admitted = events.len() as u64;
+                let (abandoned, expired_count) = (dropped.len() as u64, expired.len() as u64);
+                events.extend(seat_events(QueueEventKind::Abandoned, queue, dropped));
+                events.extend(seat_events(QueueEventKind::Expired, queue, expired));
+                QueuePromotion {
+                    queue_id: queue.clone(),
+                    admitted,
+                    abandoned,
+                    expired: expired_count,
+                    waiting,
+                    active,
+                    admission_rate_per_minute: parse_rate(&rate),
+                    events,
+                }
+            })
+            .collect();
+        Ok(PromotionReport { queues })
     }
 
     /// Removes expired sessions and abandoned waiters of one queue, `REAP_CHUNK` waiters per
     /// script call.
-    pub async fn reap(&self, queue: &QueueId) -> Result<ReapReport, Error> {
-        let mut report = ReapReport {
-            queues: 1,
-            ..ReapReport::default()
+    pub async fn reap(&self, queue: &QueueId) -> Result<QueueReap, Error> {
+        let mut report = QueueReap {
+            queue_id: queue.clone(),
+            expired: 0,
+            abandoned: 0,
+            retired: false,
+            script_calls: 0,
+            events: Vec::new(),
         };
         let mut cursor = 0u64;
         loop {
@@ -80,12 +168,17 @@ impl WaitingRoom {
             invocation
                 .arg(cursor)
                 .arg(REAP_CHUNK)
-                .arg(super::millis(self.settings.retire_after));
-            let (expired, dropped, next, idle): (u64, u64, u64, u8) =
-                self.conn.invoke(&invocation).await?;
+                .arg(super::millis(self.config.retire_after));
+            let (expired, abandoned, next, idle): ReapReply = self.conn.invoke(&invocation).await?;
             report.script_calls += 1;
-            report.expired_sessions += expired;
-            report.abandoned_waiters += dropped;
+            report.expired += expired.len() as u64;
+            report.abandoned += abandoned.len() as u64;
+            report
+                .events
+                .extend(seat_events(QueueEventKind::Expired, queue, expired));
+            report
+                .events
+                .extend(seat_events(QueueEventKind::Abandoned, queue, abandoned));
             if next != 0 {
                 cursor = next;
                 continue;
@@ -100,19 +193,9 @@ impl WaitingRoom {
                             .arg(queue.as_str()),
                     )
                     .await?;
-                report.retired_queues += 1;
+                report.retired = true;
             }
             return Ok(report);
         }
-    }
-}
-
-impl ReapReport {
-    pub fn add(&mut self, other: &ReapReport) {
-        self.queues += other.queues;
-        self.expired_sessions += other.expired_sessions;
-        self.abandoned_waiters += other.abandoned_waiters;
-        self.retired_queues += other.retired_queues;
-        self.script_calls += other.script_calls;
     }
 }

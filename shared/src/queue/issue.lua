@@ -1,6 +1,6 @@
--- Issue: ARGV[4] user. Returns the buyer's live entry, or a new ticket that is active at
--- once only when nobody waits and a place is free.
-local user = ARGV[4]
+-- Issue: ARGV[ARG] user. Returns the buyer's live entry, or a new ticket that is active at
+-- once only when the queue is not paused, nobody waits and a place is free.
+local user = ARGV[ARG]
 local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
   heartbeat(ticket)
@@ -11,8 +11,7 @@ end
 
 ticket = redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', META, 'last-issue', NOW)
-purge_expired(1000)
-if redis.call('ZCARD', WAITING) == 0 and live_active_count() < CAPACITY then
+if not PAUSED and redis.call('ZCARD', WAITING) == 0 and live_active_count() < CAPACITY then
   activate(user, ticket)
   return active_reply(1, ticket, NOW + SESSION_MS)
 end

@@ -1,14 +1,15 @@
--- Leave: ARGV[4] user, ARGV[5] ticket, ARGV[6] admit per tick. Frees the place at once;
--- a freed active place goes straight to the next present waiter. Returns 1 if left.
-local user, ticket = ARGV[4], tonumber(ARGV[5])
+-- Leave: ARGV[ARG] user, ARGV[ARG + 1] ticket. Frees the place at once; a freed active
+-- place goes straight to the next present waiters.
+-- Returns {left (0|1), status left ('waiting'|'active'|''), admitted, dropped} with the
+-- lists as promote() gives them.
+local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state = find(user, ticket)
 if state == 'waiting' then
   redis.call('ZREM', WAITING, user)
-  return 1
+  return {1, 'waiting', {}, {}}
 elseif state == 'active' then
-  redis.call('ZREM', ACTIVE, user)
-  redis.call('HDEL', TICKETS, user)
-  promote(tonumber(ARGV[6]))
-  return 1
+  end_session(user)
+  local admitted, dropped = promote(ADMIT_PER_TICK)
+  return {1, 'active', admitted, dropped}
 end
-return 0
+return {0, '', {}, {}}

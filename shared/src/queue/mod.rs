@@ -1,17 +1,19 @@
 //! The waiting room. Buyers take a ticket, wait in strict ticket order, and are admitted
-//! for a session of `SESSION_SECONDS` while fewer than `QUEUE_CAPACITY` are active.
+//! for a session while fewer than the queue's capacity are active.
 //!
 //! Each operation is one Lua script over one queue's keys (see [`crate::store::QueueKeys`]),
 //! sent with EVALSHA: one round trip, atomic, and safe on Redis Cluster. The scripts share
-//! the prelude in `common.lua`, which holds the rules: who is present, who is active, and
-//! how promotion picks the next buyers.
+//! the prelude in `common.lua`, which holds the rules: the settings in force, who is
+//! present, who is active, and how promotion picks the next buyers.
 //!
 //! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
-//! rotating time-window bitmaps. A waiter unseen for `WAITING_IDLE_SECONDS` is never
-//! promoted; whichever script meets it first removes it.
+//! rotating time-window bitmaps. A waiter unseen for the idle period is never promoted;
+//! the promoter or reaper removes it and reports it as abandoned.
 
 mod buyer;
+mod events;
 mod housekeeping;
+pub mod settings;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -19,14 +21,17 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use redis::Script;
 
-use crate::config::QueueSettings;
+use crate::config::QueueConfig;
+use crate::ids::QueueId;
 use crate::store::{Conn, QueueKeys};
 
-pub use buyer::{Issued, QueueSummary};
-pub use housekeeping::{PromotionReport, ReapReport};
+pub use buyer::{Gate, Issued, Left, QueueSummary};
+pub use events::{QueueEvent, QueueEventKind};
+pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport};
+pub use settings::{QueueSettings, SettingsChange};
 
-/// Heartbeat windows per idle period: a waiter is dropped between `WAITING_IDLE_SECONDS`
-/// and that plus a tenth of it after its last poll.
+/// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
+/// plus a tenth of it after its last poll.
 pub const IDLE_WINDOWS: u32 = 10;
 
 macro_rules! queue_script {
@@ -38,7 +43,10 @@ macro_rules! queue_script {
 static ISSUE: LazyLock<Script> = queue_script!("issue.lua");
 static STATUS: LazyLock<Script> = queue_script!("status.lua");
 static LEAVE: LazyLock<Script> = queue_script!("leave.lua");
+static CHECK: LazyLock<Script> = queue_script!("check.lua");
+static RELEASE: LazyLock<Script> = queue_script!("release.lua");
 static SUMMARY: LazyLock<Script> = queue_script!("summary.lua");
+static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 
@@ -47,37 +55,35 @@ static REAP: LazyLock<Script> = queue_script!("reap.lua");
 pub struct WaitingRoom {
     conn: Conn,
     prefix: String,
-    settings: QueueSettings,
+    config: QueueConfig,
 }
 
 impl WaitingRoom {
-    pub fn new(conn: Conn, prefix: impl Into<String>, settings: QueueSettings) -> Self {
+    pub fn new(conn: Conn, prefix: impl Into<String>, config: QueueConfig) -> Self {
         WaitingRoom {
             conn,
             prefix: prefix.into(),
-            settings,
+            config,
         }
     }
 
-    pub fn settings(&self) -> &QueueSettings {
-        &self.settings
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
     }
 
-    /// A script invocation with the keys and leading arguments every queue script expects.
-    fn invocation<'s>(
-        &self,
-        script: &'s Script,
-        queue: &crate::ids::QueueId,
-    ) -> redis::ScriptInvocation<'s> {
+    /// A script invocation with the keys and leading arguments every queue script expects:
+    /// the environment's defaults, which the queue's own settings override inside Redis.
+    fn invocation<'s>(&self, script: &'s Script, queue: &QueueId) -> redis::ScriptInvocation<'s> {
         let keys = QueueKeys::new(&self.prefix, queue);
         let mut invocation = script.prepare_invoke();
         for key in keys.all() {
             invocation.key(key);
         }
         invocation
-            .arg(self.settings.capacity)
-            .arg(millis(self.settings.session))
-            .arg(millis(self.settings.waiting_idle));
+            .arg(self.config.capacity)
+            .arg(millis(self.config.session))
+            .arg(millis(self.config.waiting_idle))
+            .arg(self.config.admit_per_tick);
         invocation
     }
 }
@@ -98,14 +104,20 @@ pub struct TokenState {
     pub standing: Standing,
     /// Measured admissions per minute, if any have been measured.
     pub admission_rate_per_minute: Option<f64>,
+    /// The queue's idle period in force.
+    pub waiting_idle: Duration,
+    /// Whether admissions are paused in this queue.
+    pub paused: bool,
 }
 
 impl TokenState {
     /// `ceil(position × 60 / rate)`: the time the line ahead takes to clear at the measured
-    /// admission rate. `None` while no rate has been measured, 0 once active.
+    /// admission rate. `None` while no rate has been measured or the queue is paused (no
+    /// honest estimate exists then), 0 once active.
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
+            Standing::Waiting { .. } if self.paused => None,
             Standing::Waiting { position } => {
                 let rate = self.admission_rate_per_minute.filter(|r| *r > 0.0)?;
                 Some((position as f64 * 60.0 / rate).ceil() as u64)
@@ -115,8 +127,8 @@ impl TokenState {
 
     /// When to poll again: about a tenth of the expected wait, at least 1 s, and never more
     /// than a third of the idle period, so a buyer who follows it is never dropped as absent.
-    pub fn poll_after_seconds(&self, settings: &QueueSettings, now: DateTime<Utc>) -> u64 {
-        let ceiling = (settings.waiting_idle.as_secs() / 3).max(1);
+    pub fn poll_after_seconds(&self, now: DateTime<Utc>) -> u64 {
+        let ceiling = (self.waiting_idle.as_secs() / 3).max(1);
         let wanted = match self.standing {
             Standing::Waiting { position } => {
                 self.estimated_wait_seconds().unwrap_or(position) / 10
@@ -127,16 +139,18 @@ impl TokenState {
     }
 }
 
-/// Decodes the reply `{created, status, ticket, position, active_until_ms, rate}`.
+/// The reply of the buyer-facing scripts:
+/// `{created, status, ticket, position, active_until_ms, rate, idle_ms, paused}`.
+type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8);
+
+/// Decodes a [`ScriptReply`]: whether the entry is new and its state, or `None` if gone.
 fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate::Error> {
-    let (created, status, ticket, position, until_ms, rate) = reply;
+    let (created, status, ticket, position, until_ms, rate, idle_ms, paused) = reply;
     let standing = match status.as_str() {
         "gone" => return Ok(None),
         "waiting" => Standing::Waiting { position },
         "active" => Standing::Active {
-            until: DateTime::from_timestamp_millis(until_ms).ok_or_else(|| {
-                crate::Error::Internal(format!("session end {until_ms} out of range"))
-            })?,
+            until: instant(until_ms)?,
         },
         other => {
             return Err(crate::Error::Internal(format!(
@@ -150,11 +164,17 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
             ticket,
             standing,
             admission_rate_per_minute: parse_rate(&rate),
+            waiting_idle: Duration::from_millis(idle_ms),
+            paused: paused == 1,
         },
     )))
 }
 
-type ScriptReply = (u8, String, u64, u64, i64, String);
+/// The instant `ms` milliseconds after the epoch, as the scripts report times.
+fn instant(ms: i64) -> Result<DateTime<Utc>, crate::Error> {
+    DateTime::from_timestamp_millis(ms)
+        .ok_or_else(|| crate::Error::Internal(format!("instant {ms} out of range")))
+}
 
 fn parse_rate(raw: &str) -> Option<f64> {
     raw.parse::<f64>().ok().filter(|r| r.is_finite())

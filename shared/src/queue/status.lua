@@ -1,5 +1,5 @@
--- Status: ARGV[4] user, ARGV[5] ticket. A waiter's status poll is its heartbeat.
-local user, ticket = ARGV[4], tonumber(ARGV[5])
+-- Status: ARGV[ARG] user, ARGV[ARG + 1] ticket. A waiter's status poll is its heartbeat.
+local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(user, ticket)
 if state == 'waiting' then
   heartbeat(ticket)

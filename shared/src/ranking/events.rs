@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::ids::{ConcertId, Genre, PaymentId, RefundId};
+use crate::ids::{ConcertId, Genre, PaymentId, QueueId, RefundId, UserId};
 
 /// What an event asks the boards to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +20,9 @@ pub enum Command {
         seats: u32,
         genres: Vec<Genre>,
         completed_at: DateTime<Utc>,
+        /// The buyer whose waiting-room session the payment ends, when the event names
+        /// both `queueId` and `userId`.
+        buyer: Option<(QueueId, UserId)>,
     },
     /// Take back up to `seats` of a payment from the boards it counted on.
     Refund {
@@ -101,13 +104,9 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
     let command = match envelope.detail_type.as_str() {
         "PaymentCompleted" => {
             let d: PaymentCompleted = detail(envelope.detail)?;
-            // Optional context, still validated so a malformed id is caught at the edge.
-            if let Some(queue) = &d.queue_id {
-                crate::ids::QueueId::parse(queue)?;
-            }
-            if let Some(user) = &d.user_id {
-                crate::ids::UserId::parse(user)?;
-            }
+            // Optional, still validated so a malformed id is caught at the edge.
+            let queue = d.queue_id.as_deref().map(QueueId::parse).transpose()?;
+            let user = d.user_id.as_deref().map(UserId::parse).transpose()?;
             Command::Payment {
                 payment: PaymentId::parse(&d.payment_id)?,
                 concert: ConcertId::parse(&d.concert_id)?,
@@ -116,6 +115,7 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
                 completed_at: d.completed_at.or(envelope.time).ok_or_else(|| {
                     Error::invalid("completedAt", "missing, and the event has no time")
                 })?,
+                buyer: queue.zip(user),
             }
         }
         "PaymentRefunded" => {

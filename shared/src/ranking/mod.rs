@@ -26,7 +26,7 @@ pub use period::{local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre};
-use crate::store::Conn;
+use crate::store::{Batch, Conn};
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
 static TOP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("top.lua")));
@@ -115,35 +115,51 @@ impl Rankings {
     /// Applies `commands` atomically per call of up to [`EVENTS_PER_CALL`], all calls in
     /// one pipelined round trip. Returns one outcome per command, in order.
     pub async fn apply(&self, commands: &[Command]) -> Result<Vec<Outcome>, Error> {
-        if commands.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut pipe = redis::pipe();
-        for chunk in commands.chunks(EVENTS_PER_CALL) {
-            let mut invocation = APPLY.prepare_invoke();
-            let mut keys = Vec::new();
-            invocation.arg(self.settings.dedupe.as_secs());
-            for command in chunk {
-                let op = self.op(command, &mut keys);
-                invocation.arg(op.to_string());
-            }
-            keys.sort();
-            keys.dedup();
-            for key in &keys {
-                invocation.key(key);
-            }
-            pipe.invoke_script(&invocation);
-        }
-        let replies: Vec<Vec<String>> = self.conn.pipeline(&pipe, &[&APPLY]).await?;
-        Ok(replies
-            .into_iter()
-            .flatten()
-            .map(|reply| match reply.as_str() {
+        let mut batch = Batch::new();
+        let staged = self.stage_apply(&mut batch, commands);
+        let replies = self.conn.send(&batch).await?;
+        Self::outcomes(&staged, &replies)
+    }
+
+    /// Stages `commands` in `batch`, so they can share a round trip with other work; read
+    /// the outcomes with [`Rankings::outcomes`].
+    pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> Vec<usize> {
+        commands
+            .chunks(EVENTS_PER_CALL)
+            .map(|chunk| {
+                let mut invocation = APPLY.prepare_invoke();
+                let mut keys = Vec::new();
+                invocation.arg(self.settings.dedupe.as_secs());
+                for command in chunk {
+                    let op = self.op(command, &mut keys);
+                    invocation.arg(op.to_string());
+                }
+                keys.sort();
+                keys.dedup();
+                for key in &keys {
+                    invocation.key(key);
+                }
+                batch.stage(&APPLY, &invocation)
+            })
+            .collect()
+    }
+
+    /// One outcome per staged command, in order, from the batch's replies.
+    pub fn outcomes(staged: &[usize], replies: &[redis::Value]) -> Result<Vec<Outcome>, Error> {
+        let mut outcomes = Vec::new();
+        for index in staged {
+            let reply = replies
+                .get(*index)
+                .ok_or_else(|| Error::Internal("missing ranking reply".into()))?;
+            let texts: Vec<String> = redis::from_redis_value_ref(reply)
+                .map_err(|err| Error::Internal(format!("ranking reply: {err}")))?;
+            outcomes.extend(texts.into_iter().map(|reply| match reply.as_str() {
                 "applied" => Outcome::Applied,
                 "duplicate" => Outcome::Duplicate,
                 other => Outcome::Ignored(other.trim_start_matches("ignored: ").to_owned()),
-            })
-            .collect())
+            }));
+        }
+        Ok(outcomes)
     }
 
     /// The script's instruction for `command`, noting every key it names in `keys`.
@@ -159,6 +175,7 @@ impl Rankings {
                 seats,
                 genres,
                 completed_at,
+                ..
             } => {
                 let boards: Vec<_> = self
                     .boards_for(*completed_at, genres)

@@ -1,0 +1,89 @@
+//! `queue-authorizer`: the gatekeeper in front of the booking and payment routes. An API
+//! Gateway HTTP API Lambda authorizer (payload 2.0, simple responses).
+//!
+//! A request is authorized only while its queue token (header `x-queue-token`) is active
+//! right now in the queue named by the header `x-queue-id` or, failing that, by the path
+//! parameter `AUTHORIZER_QUEUE_PATH_PARAMETER` (default `queueId`). The signature is checked
+//! first, then Redis answers in one round trip, so a token that left, expired or was
+//! released after payment is denied on its very next call.
+//!
+//! Anything else is a deny, never an error: a missing or forged token, another queue's
+//! token, a payload that is not an authorizer request, and a Redis outage (fail closed).
+//! The context carries `userId`, `queueId` and `activeUntil`, never the token.
+
+use aws_lambda_events::event::apigw::{
+    ApiGatewayV2CustomAuthorizerSimpleResponse, ApiGatewayV2CustomAuthorizerV2Request,
+};
+use chrono::SecondsFormat;
+use lambda_runtime::LambdaEvent;
+use lineup::ids::QueueId;
+use lineup::queue::WaitingRoom;
+use lineup::token::{TokenClaims, TokenKey};
+use serde_json::{json, Value};
+
+pub const TOKEN_HEADER: &str = "x-queue-token";
+pub const QUEUE_HEADER: &str = "x-queue-id";
+
+/// What the handler needs, created once per container.
+#[derive(Clone)]
+pub struct Deps {
+    pub room: WaitingRoom,
+    pub token_key: TokenKey,
+    /// The path parameter naming the queue when the header does not.
+    pub queue_path_parameter: String,
+}
+
+/// Answers one authorization request. Never fails.
+pub async fn handle(
+    event: LambdaEvent<Value>,
+    deps: &Deps,
+) -> Result<ApiGatewayV2CustomAuthorizerSimpleResponse, std::convert::Infallible> {
+    let decision = match serde_json::from_value::<ApiGatewayV2CustomAuthorizerV2Request>(event.payload) {
+        Ok(request) => decide(&request, deps).await,
+        Err(_) => Err("not an HTTP API authorizer request"),
+    };
+    let mut response = ApiGatewayV2CustomAuthorizerSimpleResponse::default();
+    match decision {
+        Ok(context) => {
+            response.is_authorized = true;
+            response.context = context;
+        }
+        Err(reason) => {
+            tracing::info!(reason, "denied");
+            response.is_authorized = false;
+            response.context = json!({});
+        }
+    }
+    Ok(response)
+}
+
+/// The context to pass on, or why the request is denied.
+async fn decide(
+    request: &ApiGatewayV2CustomAuthorizerV2Request,
+    deps: &Deps,
+) -> Result<Value, &'static str> {
+    let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    let token = header(TOKEN_HEADER).ok_or("no x-queue-token header")?;
+    let from_header = header(QUEUE_HEADER);
+    let from_path = request.path_parameters.get(&deps.queue_path_parameter).map(String::as_str);
+    let queue = match (from_header, from_path) {
+        (Some(h), Some(p)) if h != p => return Err("x-queue-id differs from the path's queue"),
+        (Some(q), _) | (None, Some(q)) => QueueId::parse(q).map_err(|_| "malformed queue id")?,
+        (None, None) => return Err("no queue named"),
+    };
+    let claims = TokenClaims::verify(token, &deps.token_key)
+        .filter(|claims| claims.queue == queue)
+        .ok_or("not a genuine token of this queue")?;
+    match deps.room.check(&claims).await {
+        Ok(Some(gate)) => Ok(json!({
+            "userId": claims.user.as_str(),
+            "queueId": claims.queue.as_str(),
+            "activeUntil": gate.active_until.to_rfc3339_opts(SecondsFormat::Millis, true),
+        })),
+        Ok(None) => Err("token not active"),
+        Err(err) => {
+            tracing::warn!(error = %err, "queue check failed; denying");
+            Err("queue store unavailable")
+        }
+    }
+}

@@ -1,0 +1,15 @@
+use lambda_runtime::{run, service_fn, Error};
+use lineup::cold_start::cold_start;
+use lineup::config::SecretPolicy;
+use queue_authorizer::{handle, Deps};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let started = cold_start(SecretPolicy::Required).await?;
+    let deps = Deps {
+        room: started.room(),
+        token_key: started.config.token_key.clone(),
+        queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
+    };
+    run(service_fn(|event| handle(event, &deps))).await
+}

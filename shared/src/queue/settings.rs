@@ -1,0 +1,163 @@
+//! A queue's own settings, changed at runtime (`PUT /queues/{queueId}/settings`) and read
+//! by every script of that queue in the same round trip as its work. A setting a queue
+//! has not set follows the environment's default.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{WaitingRoom, CONFIGURE};
+use crate::config::QueueConfig;
+use crate::error::Error;
+use crate::ids::QueueId;
+
+/// The settings in force for one queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSettings {
+    /// Most buyers active at once.
+    pub capacity: u32,
+    /// How long an admitted buyer stays active.
+    pub session_seconds: u64,
+    /// Most buyers one promotion tick admits.
+    pub admit_per_tick: u32,
+    /// A waiter unseen this long is abandoned.
+    pub waiting_idle_seconds: u64,
+    /// No admissions while true; the line still forms and reports positions.
+    pub paused: bool,
+}
+
+impl QueueSettings {
+    /// Decodes the scripts' `{capacity, session ms, admit per tick, idle ms, paused}`.
+    pub(super) fn from_reply((capacity, session_ms, admit, idle_ms, paused): SettingsReply) -> Self {
+        QueueSettings {
+            capacity,
+            session_seconds: session_ms / 1000,
+            admit_per_tick: admit,
+            waiting_idle_seconds: idle_ms / 1000,
+            paused: paused == 1,
+        }
+    }
+}
+
+pub(super) type SettingsReply = (u32, u64, u32, u64, u8);
+
+/// A change to a queue's settings. Each field is left alone when absent, set when given,
+/// and returned to the environment's default when `null`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingsChange {
+    #[serde(default, deserialize_with = "present")]
+    pub capacity: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    pub session_seconds: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    pub admit_per_tick: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    pub waiting_idle_seconds: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    pub paused: Option<Option<bool>>,
+}
+
+/// Tells a field given as `null` (`Some(None)`) from one left out (`None`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// The accepted range of each numeric setting, the same for the environment's defaults.
+pub const CAPACITY_RANGE: (u64, u64) = (1, 1_000_000);
+pub const SESSION_SECONDS_RANGE: (u64, u64) = (1, 86_400);
+pub const ADMIT_PER_TICK_RANGE: (u64, u64) = (1, 1_000_000);
+pub const WAITING_IDLE_SECONDS_RANGE: (u64, u64) = (1, 86_400);
+
+fn in_range(field: &'static str, value: u64, (min, max): (u64, u64)) -> Result<u64, Error> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::invalid(field, format!("must be from {min} to {max}")))
+    }
+}
+
+impl SettingsChange {
+    /// The script arguments: pairs of stored field and value, an empty value for a reset.
+    /// Every value is checked here, so nothing invalid reaches Redis.
+    fn arguments(&self) -> Result<Vec<(&'static str, String)>, Error> {
+        let mut args = Vec::new();
+        let mut number = |field: &'static str,
+                          stored: &'static str,
+                          change: Option<Option<u64>>,
+                          range: (u64, u64),
+                          scale: u64|
+         -> Result<(), Error> {
+            match change {
+                None => {}
+                Some(None) => args.push((stored, String::new())),
+                Some(Some(value)) => {
+                    args.push((stored, (in_range(field, value, range)? * scale).to_string()))
+                }
+            }
+            Ok(())
+        };
+        number("capacity", "capacity", self.capacity, CAPACITY_RANGE, 1)?;
+        number(
+            "sessionSeconds",
+            "session-ms",
+            self.session_seconds,
+            SESSION_SECONDS_RANGE,
+            1000,
+        )?;
+        number(
+            "admitPerTick",
+            "admit-per-tick",
+            self.admit_per_tick,
+            ADMIT_PER_TICK_RANGE,
+            1,
+        )?;
+        number(
+            "waitingIdleSeconds",
+            "idle-ms",
+            self.waiting_idle_seconds,
+            WAITING_IDLE_SECONDS_RANGE,
+            1000,
+        )?;
+        match self.paused {
+            None => {}
+            Some(None) | Some(Some(false)) => args.push(("paused", String::new())),
+            Some(Some(true)) => args.push(("paused", "1".into())),
+        }
+        Ok(args)
+    }
+}
+
+impl QueueConfig {
+    /// The settings of a queue that has set none of its own.
+    pub fn default_settings(&self) -> QueueSettings {
+        QueueSettings {
+            capacity: self.capacity,
+            session_seconds: self.session.as_secs(),
+            admit_per_tick: self.admit_per_tick,
+            waiting_idle_seconds: self.waiting_idle.as_secs(),
+            paused: false,
+        }
+    }
+}
+
+impl WaitingRoom {
+    /// Applies `change` to `queue`'s settings; returns the settings now in force. Takes
+    /// effect from the next operation on the queue. Changing the idle period restarts
+    /// presence: every waiter gets one whole new idle period to poll.
+    pub async fn configure(
+        &self,
+        queue: &QueueId,
+        change: &SettingsChange,
+    ) -> Result<QueueSettings, Error> {
+        let args = change.arguments()?;
+        let mut invocation = self.invocation(&CONFIGURE, queue);
+        for (field, value) in &args {
+            invocation.arg(*field).arg(value);
+        }
+        let reply: SettingsReply = self.conn.invoke(&invocation).await?;
+        Ok(QueueSettings::from_reply(reply))
+    }
+}
+
