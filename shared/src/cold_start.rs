@@ -17,11 +17,19 @@ pub struct Started {
 
 impl Started {
     pub fn room(&self) -> WaitingRoom {
-        WaitingRoom::new(self.conn.clone(), &self.config.key_prefix, self.config.queue.clone())
+        WaitingRoom::new(
+            self.conn.clone(),
+            &self.config.key_prefix,
+            self.config.queue.clone(),
+        )
     }
 
     pub fn rankings(&self) -> Rankings {
-        Rankings::new(self.conn.clone(), &self.config.key_prefix, self.config.ranking.clone())
+        Rankings::new(
+            self.conn.clone(),
+            &self.config.key_prefix,
+            self.config.ranking.clone(),
+        )
     }
 }
 

@@ -135,8 +135,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         default: u64,
         range: (u64, u64),
     ) -> Result<Duration, ConfigError> {
-        self.number(name, default, range)
-            .map(Duration::from_secs)
+        self.number(name, default, range).map(Duration::from_secs)
     }
 
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
@@ -172,8 +171,11 @@ impl Config {
 
         use crate::queue::settings as range;
         let capacity = vars.number("QUEUE_CAPACITY", 100, range::CAPACITY_RANGE)? as u32;
-        let admit_per_tick =
-            vars.number("ADMIT_PER_TICK", capacity.into(), range::ADMIT_PER_TICK_RANGE)? as u32;
+        let admit_per_tick = vars.number(
+            "ADMIT_PER_TICK",
+            capacity.into(),
+            range::ADMIT_PER_TICK_RANGE,
+        )? as u32;
         let queue = QueueConfig {
             capacity,
             session: vars.seconds("SESSION_SECONDS", 600, range::SESSION_SECONDS_RANGE)?,
@@ -202,12 +204,18 @@ impl Config {
                     format!("{time_zone_name:?} is not an IANA time zone name"),
                 )
             })?,
-            daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, (1, 3_660))? as u32,
+            daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, (1, 3_660))?
+                as u32,
             weekly_retention_weeks: vars.number("RANKING_WEEKLY_RETENTION_WEEKS", 5, (1, 520))?
                 as u32,
-            monthly_retention_months: vars.number("RANKING_MONTHLY_RETENTION_MONTHS", 13, (1, 120))?
-                as u32,
-            dedupe: Duration::from_secs(86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, (1, 3_660))?),
+            monthly_retention_months: vars.number(
+                "RANKING_MONTHLY_RETENTION_MONTHS",
+                13,
+                (1, 120),
+            )? as u32,
+            dedupe: Duration::from_secs(
+                86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, (1, 3_660))?,
+            ),
         };
 
         let redis = RedisSettings {

@@ -136,18 +136,47 @@ pub fn respond(result: Result<Response<Body>, Error>) -> Response<Body> {
     result.unwrap_or_else(|err| problem(&err))
 }
 
-/// Parses the JSON body into `T`, naming the problem when it does not fit.
+/// Parses the JSON body, which must be an object, into `T`, naming the field that does
+/// not fit. (Serde would otherwise read an array positionally into a struct.)
 pub fn json_body<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
+    parse_body(request, true)
+}
+
+/// Parses any JSON document in the body into `T`.
+pub fn json_document<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
+    parse_body(request, false)
+}
+
+fn parse_body<T: DeserializeOwned>(request: &Request, object_only: bool) -> Result<T, Error> {
     let bytes: &[u8] = request.body().as_ref();
     if bytes.len() > MAX_BODY_BYTES {
         return Err(Error::PayloadTooLarge {
             limit: MAX_BODY_BYTES,
         });
     }
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(Error::invalid("body", "a JSON object is required"));
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    match first {
+        None => return Err(Error::invalid("body", "a JSON object is required")),
+        Some(b'{') => {}
+        Some(_) if object_only => {
+            return Err(Error::invalid("body", "must be a JSON object"));
+        }
+        Some(_) => {}
     }
-    serde_json::from_slice(bytes).map_err(|err| Error::invalid("body", err.to_string()))
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            Error::invalid("body", inner.to_string())
+        } else {
+            Error::invalid("body", format!("{path}: {inner}"))
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|err| Error::invalid("body", err.to_string()))?;
+    Ok(value)
 }
 
 /// The `sub` claim of an API Gateway JWT authorizer, when one ran.
@@ -167,7 +196,9 @@ pub fn jwt_subject(request: &Request) -> Option<String> {
 }
 
 /// The context a Lambda authorizer (such as `queue-authorizer`) attached to the request.
-pub fn lambda_authorizer_context(request: &Request) -> Option<serde_json::Map<String, serde_json::Value>> {
+pub fn lambda_authorizer_context(
+    request: &Request,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
     match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(context) => {
             let fields = &context.authorizer.as_ref()?.fields;

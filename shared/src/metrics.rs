@@ -25,7 +25,9 @@ impl MetricsSink {
     pub fn lines(&self) -> Vec<String> {
         match self {
             MetricsSink::Stdout => Vec::new(),
-            MetricsSink::Memory(lines) => lines.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            MetricsSink::Memory(lines) => {
+                lines.lock().unwrap_or_else(PoisonError::into_inner).clone()
+            }
         }
     }
 

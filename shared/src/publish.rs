@@ -77,7 +77,10 @@ impl Publisher {
     }
 
     /// Sends `events`; never fails. Failures are in the report and the log.
-    pub async fn publish<'e>(&self, events: impl IntoIterator<Item = &'e QueueEvent>) -> PublishReport {
+    pub async fn publish<'e>(
+        &self,
+        events: impl IntoIterator<Item = &'e QueueEvent>,
+    ) -> PublishReport {
         let Some(target) = &self.target else {
             return PublishReport::default();
         };
@@ -88,8 +91,10 @@ impl Publisher {
         if entries.is_empty() {
             return PublishReport::default();
         }
-        let calls: Vec<Vec<PutEventsRequestEntry>> =
-            entries.chunks(ENTRIES_PER_CALL).map(<[_]>::to_vec).collect();
+        let calls: Vec<Vec<PutEventsRequestEntry>> = entries
+            .chunks(ENTRIES_PER_CALL)
+            .map(<[_]>::to_vec)
+            .collect();
         let reports: Vec<PublishReport> = stream::iter(calls)
             .map(|call| target.send(call))
             .buffer_unordered(CONCURRENT_CALLS)
@@ -102,9 +107,18 @@ impl Publisher {
             total.retried += report.retried;
         }
         if total.failed > 0 {
-            tracing::warn!(sent = total.sent, failed = total.failed, retried = total.retried, "queue events not all published");
+            tracing::warn!(
+                sent = total.sent,
+                failed = total.failed,
+                retried = total.retried,
+                "queue events not all published"
+            );
         } else {
-            tracing::info!(sent = total.sent, retried = total.retried, "queue events published");
+            tracing::info!(
+                sent = total.sent,
+                retried = total.retried,
+                "queue events published"
+            );
         }
         total
     }

@@ -65,3 +65,18 @@ async fn event_functions_handle_any_sample_without_failing() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_authorizer_denies_every_sample() {
+    let app = TestApp::spawn(&[]).await;
+    for (name, text) in aws_samples() {
+        let payload: Value = serde_json::from_str(&text).unwrap();
+        let answer = queue_authorizer::handle(
+            LambdaEvent::new(payload, Context::default()),
+            &app.stack.authorizer,
+        )
+        .await
+        .unwrap();
+        assert!(!answer.is_authorized, "{name}");
+    }
+}

@@ -1,8 +1,10 @@
 //! One test binary for every end-to-end test, so the workspace links it once.
 
 mod fixtures;
+mod gate;
 mod local_stack;
 mod queue;
 mod rankings;
 mod samples;
 mod secrets;
+mod settings;

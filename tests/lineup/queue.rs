@@ -8,7 +8,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use lineup_tests::{api_request, api_request_with_claims, sleep, Reply, TestApp};
 use serde_json::json;
 
-async fn join(app: &TestApp, queue: &str, user: &str) -> Reply {
+pub(crate) async fn join(app: &TestApp, queue: &str, user: &str) -> Reply {
     let body = json!({ "userId": user }).to_string();
     app.queue_api(api_request(
         "POST",
@@ -18,7 +18,7 @@ async fn join(app: &TestApp, queue: &str, user: &str) -> Reply {
     .await
 }
 
-async fn status(app: &TestApp, queue: &str, token: &str) -> Reply {
+pub(crate) async fn status(app: &TestApp, queue: &str, token: &str) -> Reply {
     app.queue_api(api_request(
         "GET",
         &format!("/queues/{queue}/tokens/{token}"),
@@ -27,7 +27,7 @@ async fn status(app: &TestApp, queue: &str, token: &str) -> Reply {
     .await
 }
 
-async fn leave(app: &TestApp, queue: &str, token: &str) -> Reply {
+pub(crate) async fn leave(app: &TestApp, queue: &str, token: &str) -> Reply {
     app.queue_api(api_request(
         "DELETE",
         &format!("/queues/{queue}/tokens/{token}"),
@@ -36,12 +36,12 @@ async fn leave(app: &TestApp, queue: &str, token: &str) -> Reply {
     .await
 }
 
-async fn summary(app: &TestApp, queue: &str) -> Reply {
+pub(crate) async fn summary(app: &TestApp, queue: &str) -> Reply {
     app.queue_api(api_request("GET", &format!("/queues/{queue}"), None))
         .await
 }
 
-async fn promote(app: &TestApp) -> queue_promoter::Output {
+pub(crate) async fn promote(app: &TestApp) -> queue_promoter::Output {
     queue_promoter::handle(
         LambdaEvent::new(json!({}), Context::default()),
         &app.stack.promoter,
@@ -84,7 +84,10 @@ async fn first_arrivals_are_admitted_until_capacity_then_wait_in_ticket_order() 
     assert_eq!(s.body["settings"]["sessionSeconds"], 600);
     assert_eq!(s.body["settings"]["paused"], false);
     assert!(s.body["admissionRatePerMinute"].is_null());
-    assert!(s.headers["cache-control"].to_str().unwrap().contains("max-age="));
+    assert!(s.headers["cache-control"]
+        .to_str()
+        .unwrap()
+        .contains("max-age="));
 }
 
 #[tokio::test]

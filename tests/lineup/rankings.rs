@@ -13,7 +13,7 @@ const LONG_RETENTION: [(&str, &str); 3] = [
     ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
 ];
 
-fn envelope(detail_type: &str, detail: Value) -> Value {
+pub(crate) fn envelope(detail_type: &str, detail: Value) -> Value {
     json!({
         "version": "0", "id": "evt", "detail-type": detail_type, "source": "lineup.payments",
         "account": "123456789012", "time": Utc::now().to_rfc3339(), "region": "us-east-1",
@@ -21,7 +21,7 @@ fn envelope(detail_type: &str, detail: Value) -> Value {
     })
 }
 
-fn paid(payment: &str, concert: &str, seats: u32, genres: &[&str], at: &str) -> Value {
+pub(crate) fn paid(payment: &str, concert: &str, seats: u32, genres: &[&str], at: &str) -> Value {
     envelope(
         "PaymentCompleted",
         json!({"paymentId": payment, "concertId": concert, "seats": seats, "genres": genres, "completedAt": at}),

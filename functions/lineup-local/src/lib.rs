@@ -12,10 +12,10 @@ use axum::extract::State;
 use axum::response::Response as AxumResponse;
 use axum::Router;
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::Body;
-use lambda_runtime::{Context, LambdaEvent};
 use lambda_http::request::RequestContext;
+use lambda_http::Body;
 use lambda_http::RequestExt;
+use lambda_runtime::{Context, LambdaEvent};
 use lineup::cold_start::Started;
 use lineup::http::MAX_BODY_BYTES;
 use lineup::metrics::MetricsSink;
@@ -117,7 +117,10 @@ async fn dispatch(
 /// Whether `path` is the sample route the template puts behind `queue-authorizer`.
 fn is_protected(path: &str) -> bool {
     matches!(
-        path.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().as_slice(),
+        path.split('/')
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .as_slice(),
         ["queues", _, "admission"]
     )
 }
@@ -128,7 +131,13 @@ async fn authorize(
     request: lambda_http::Request,
     stack: &Stack,
 ) -> Result<lambda_http::Request, Error> {
-    let queue = request.uri().path().split('/').nth(2).unwrap_or_default().to_owned();
+    let queue = request
+        .uri()
+        .path()
+        .split('/')
+        .nth(2)
+        .unwrap_or_default()
+        .to_owned();
     let headers: serde_json::Map<String, Value> = request
         .headers()
         .iter()
@@ -151,12 +160,19 @@ async fn authorize(
                      "sourceIp": "127.0.0.1", "userAgent": ""}
         }
     });
-    let answer = match queue_authorizer::handle(LambdaEvent::new(event, Context::default()), &stack.authorizer).await {
+    let answer = match queue_authorizer::handle(
+        LambdaEvent::new(event, Context::default()),
+        &stack.authorizer,
+    )
+    .await
+    {
         Ok(answer) => answer,
         Err(never) => match never {},
     };
     if !answer.is_authorized {
-        return Err(Error::Forbidden("the queue authorizer denied this request".into()));
+        return Err(Error::Forbidden(
+            "the queue authorizer denied this request".into(),
+        ));
     }
     let mut authorizer = aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizer::default();
     authorizer.fields = match answer.context {
@@ -187,7 +203,7 @@ async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_ht
     if request.method() != Method::POST {
         return lineup::http::problem(&Error::MethodNotAllowed { allow: "POST" });
     }
-    let events = match lineup::http::json_body::<Value>(request) {
+    let events = match lineup::http::json_document::<Value>(request) {
         Ok(Value::Array(events)) => events,
         Ok(event) => vec![event],
         Err(err) => return lineup::http::problem(&err),

@@ -15,7 +15,9 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use lambda_http::http::{header, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
-use lineup::http::{self, json, json_body, jwt_subject, lambda_authorizer_context, no_route, respond, segments};
+use lineup::http::{
+    self, json, json_body, jwt_subject, lambda_authorizer_context, no_route, respond, segments,
+};
 use lineup::ids::{QueueId, UserId};
 use lineup::publish::Publisher;
 use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
@@ -142,7 +144,11 @@ async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Bo
 
 async fn leave(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
     let claims = claims_on(queue, token, deps)?;
-    let left = deps.room.leave(&claims).await?.ok_or_else(token_not_found)?;
+    let left = deps
+        .room
+        .leave(&claims)
+        .await?
+        .ok_or_else(token_not_found)?;
     deps.publisher.publish(&left.events).await;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
@@ -157,7 +163,11 @@ async fn summary(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
     Ok(response)
 }
 
-async fn configure(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
+async fn configure(
+    request: &Request,
+    deps: &Deps,
+    queue: QueueId,
+) -> Result<Response<Body>, Error> {
     let change: SettingsChange = json_body(request)?;
     let settings = deps.room.configure(&queue, &change).await?;
     tracing::info!(%queue, ?settings, "queue settings changed");
@@ -169,7 +179,9 @@ fn admission(request: &Request, queue: &QueueId) -> Result<Response<Body>, Error
     let context = lambda_authorizer_context(request)
         .ok_or_else(|| Error::Forbidden("no queue authorizer ran for this request".into()))?;
     if context.get("queueId").and_then(|q| q.as_str()) != Some(queue.as_str()) {
-        return Err(Error::Forbidden("the authorizer admitted another queue".into()));
+        return Err(Error::Forbidden(
+            "the authorizer admitted another queue".into(),
+        ));
     }
     Ok(json(StatusCode::OK, &context))
 }

@@ -38,10 +38,11 @@ pub async fn handle(
     event: LambdaEvent<Value>,
     deps: &Deps,
 ) -> Result<ApiGatewayV2CustomAuthorizerSimpleResponse, std::convert::Infallible> {
-    let decision = match serde_json::from_value::<ApiGatewayV2CustomAuthorizerV2Request>(event.payload) {
-        Ok(request) => decide(&request, deps).await,
-        Err(_) => Err("not an HTTP API authorizer request"),
-    };
+    let decision =
+        match serde_json::from_value::<ApiGatewayV2CustomAuthorizerV2Request>(event.payload) {
+            Ok(request) => decide(&request, deps).await,
+            Err(_) => Err("not an HTTP API authorizer request"),
+        };
     let mut response = ApiGatewayV2CustomAuthorizerSimpleResponse::default();
     match decision {
         Ok(context) => {
@@ -65,7 +66,10 @@ async fn decide(
     let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
     let token = header(TOKEN_HEADER).ok_or("no x-queue-token header")?;
     let from_header = header(QUEUE_HEADER);
-    let from_path = request.path_parameters.get(&deps.queue_path_parameter).map(String::as_str);
+    let from_path = request
+        .path_parameters
+        .get(&deps.queue_path_parameter)
+        .map(String::as_str);
     let queue = match (from_header, from_path) {
         (Some(h), Some(p)) if h != p => return Err("x-queue-id differs from the path's queue"),
         (Some(q), _) | (None, Some(q)) => QueueId::parse(q).map_err(|_| "malformed queue id")?,

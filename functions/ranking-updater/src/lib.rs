@@ -136,7 +136,10 @@ pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
         Ok(done) => done,
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
-            (vec![Verdict::Failed(err.to_string()); commands.len()], Vec::new())
+            (
+                vec![Verdict::Failed(err.to_string()); commands.len()],
+                Vec::new(),
+            )
         }
     };
     let late = late_payments(&commands, &outcomes, deps);
@@ -210,10 +213,16 @@ fn metrics(verdicts: &[Verdict], late: u64, released: usize) -> Record {
     Record::new()
         .dimension("service", "rankings")
         .count("eventsApplied", count(|v| matches!(v, Verdict::Applied)))
-        .count("eventsDuplicate", count(|v| matches!(v, Verdict::Duplicate)))
+        .count(
+            "eventsDuplicate",
+            count(|v| matches!(v, Verdict::Duplicate)),
+        )
         .count("eventsLate", late)
         .count("eventsIgnored", count(|v| matches!(v, Verdict::Ignored(_))))
-        .count("eventsRejected", count(|v| matches!(v, Verdict::Rejected(_))))
+        .count(
+            "eventsRejected",
+            count(|v| matches!(v, Verdict::Rejected(_))),
+        )
         .count("eventsFailed", count(|v| matches!(v, Verdict::Failed(_))))
         .count("sessionsReleased", released as u64)
 }

@@ -140,7 +140,11 @@ impl WaitingRoom {
             return Ok(None);
         }
         let queue = &claims.queue;
-        let reason = if place == "active" { "left-session" } else { "left-line" };
+        let reason = if place == "active" {
+            "left-session"
+        } else {
+            "left-line"
+        };
         let mut events = vec![QueueEvent::released(
             queue,
             claims.user.as_str(),

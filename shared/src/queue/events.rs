@@ -47,7 +47,12 @@ pub struct QueueEvent {
 }
 
 impl QueueEvent {
-    pub fn new(kind: QueueEventKind, queue: &QueueId, user: impl Into<String>, ticket: u64) -> Self {
+    pub fn new(
+        kind: QueueEventKind,
+        queue: &QueueId,
+        user: impl Into<String>,
+        ticket: u64,
+    ) -> Self {
         QueueEvent {
             kind,
             queue_id: queue.clone(),
@@ -58,14 +63,24 @@ impl QueueEvent {
         }
     }
 
-    pub fn activated(queue: &QueueId, user: impl Into<String>, ticket: u64, until: DateTime<Utc>) -> Self {
+    pub fn activated(
+        queue: &QueueId,
+        user: impl Into<String>,
+        ticket: u64,
+        until: DateTime<Utc>,
+    ) -> Self {
         QueueEvent {
             active_until: Some(until.to_rfc3339_opts(SecondsFormat::Millis, true)),
             ..QueueEvent::new(QueueEventKind::Activated, queue, user, ticket)
         }
     }
 
-    pub fn released(queue: &QueueId, user: impl Into<String>, ticket: u64, reason: &'static str) -> Self {
+    pub fn released(
+        queue: &QueueId,
+        user: impl Into<String>,
+        ticket: u64,
+        reason: &'static str,
+    ) -> Self {
         QueueEvent {
             reason: Some(reason),
             ..QueueEvent::new(QueueEventKind::Released, queue, user, ticket)
@@ -82,12 +97,21 @@ pub(super) fn admitted_events(queue: &QueueId, admitted: AdmittedReply) -> Vec<Q
     admitted
         .into_iter()
         .filter_map(|(user, ticket, until_ms)| {
-            Some(QueueEvent::activated(queue, user, ticket, DateTime::from_timestamp_millis(until_ms)?))
+            Some(QueueEvent::activated(
+                queue,
+                user,
+                ticket,
+                DateTime::from_timestamp_millis(until_ms)?,
+            ))
         })
         .collect()
 }
 
-pub(super) fn seat_events(kind: QueueEventKind, queue: &QueueId, seats: SeatsReply) -> Vec<QueueEvent> {
+pub(super) fn seat_events(
+    kind: QueueEventKind,
+    queue: &QueueId,
+    seats: SeatsReply,
+) -> Vec<QueueEvent> {
     seats
         .into_iter()
         .map(|(user, ticket)| QueueEvent::new(kind, queue, user, ticket))

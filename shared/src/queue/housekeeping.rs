@@ -130,23 +130,25 @@ impl WaitingRoom {
         let queues = queues
             .iter()
             .zip(replies)
-            .map(|(queue, (admitted, dropped, expired, waiting, active, rate))| {
-                let mut events = admitted_events(queue, admitted);
-                let admitted = events.len() as u64;
-                let (abandoned, expired_count) = (dropped.len() as u64, expired.len() as u64);
-                events.extend(seat_events(QueueEventKind::Abandoned, queue, dropped));
-                events.extend(seat_events(QueueEventKind::Expired, queue, expired));
-                QueuePromotion {
-                    queue_id: queue.clone(),
-                    admitted,
-                    abandoned,
-                    expired: expired_count,
-                    waiting,
-                    active,
-                    admission_rate_per_minute: parse_rate(&rate),
-                    events,
-                }
-            })
+            .map(
+                |(queue, (admitted, dropped, expired, waiting, active, rate))| {
+                    let mut events = admitted_events(queue, admitted);
+                    let admitted = events.len() as u64;
+                    let (abandoned, expired_count) = (dropped.len() as u64, expired.len() as u64);
+                    events.extend(seat_events(QueueEventKind::Abandoned, queue, dropped));
+                    events.extend(seat_events(QueueEventKind::Expired, queue, expired));
+                    QueuePromotion {
+                        queue_id: queue.clone(),
+                        admitted,
+                        abandoned,
+                        expired: expired_count,
+                        waiting,
+                        active,
+                        admission_rate_per_minute: parse_rate(&rate),
+                        events,
+                    }
+                },
+            )
             .collect();
         Ok(PromotionReport { queues })
     }

@@ -27,7 +27,9 @@ pub struct QueueSettings {
 
 impl QueueSettings {
     /// Decodes the scripts' `{capacity, session ms, admit per tick, idle ms, paused}`.
-    pub(super) fn from_reply((capacity, session_ms, admit, idle_ms, paused): SettingsReply) -> Self {
+    pub(super) fn from_reply(
+        (capacity, session_ms, admit, idle_ms, paused): SettingsReply,
+    ) -> Self {
         QueueSettings {
             capacity,
             session_seconds: session_ms / 1000,
@@ -74,7 +76,10 @@ fn in_range(field: &'static str, value: u64, (min, max): (u64, u64)) -> Result<u
     if (min..=max).contains(&value) {
         Ok(value)
     } else {
-        Err(Error::invalid(field, format!("must be from {min} to {max}")))
+        Err(Error::invalid(
+            field,
+            format!("must be from {min} to {max}"),
+        ))
     }
 }
 
@@ -160,4 +165,3 @@ impl WaitingRoom {
         Ok(QueueSettings::from_reply(reply))
     }
 }
-

@@ -1,0 +1,254 @@
+//! The gatekeeper (`queue-authorizer`) and the release of a session after payment.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{sleep, TestApp};
+use serde_json::{json, Value};
+
+use crate::queue::{join, leave, promote, status};
+use crate::rankings::envelope;
+
+/// An HTTP API authorizer request (payload 2.0) as API Gateway sends it.
+fn authorizer_request(
+    token: Option<&str>,
+    queue_header: Option<&str>,
+    path_queue: Option<&str>,
+) -> Value {
+    let mut headers = json!({"host": "api.example.com", "user-agent": "test"});
+    if let Some(token) = token {
+        headers["x-queue-token"] = json!(token);
+    }
+    if let Some(queue) = queue_header {
+        headers["x-queue-id"] = json!(queue);
+    }
+    let path_parameters = path_queue.map(|q| json!({"queueId": q}));
+    json!({
+        "version": "2.0",
+        "type": "REQUEST",
+        "routeArn": "arn:aws:execute-api:us-east-1:123456789012:api/$default/POST/bookings/{queueId}",
+        "identitySource": [token.unwrap_or("")],
+        "routeKey": "POST /bookings/{queueId}",
+        "rawPath": "/bookings/show",
+        "rawQueryString": "",
+        "headers": headers,
+        "pathParameters": path_parameters,
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
+            "domainPrefix": "api", "requestId": "req", "routeKey": "POST /bookings/{queueId}",
+            "stage": "$default", "time": "22/Nov/2026:02:00:00 +0000", "timeEpoch": 1_795_312_800_000i64,
+            "http": {"method": "POST", "path": "/bookings/show", "protocol": "HTTP/1.1",
+                     "sourceIp": "192.0.2.1", "userAgent": "test"}
+        }
+    })
+}
+
+async fn authorize(app: &TestApp, request: Value) -> (bool, Value) {
+    let answer = queue_authorizer::handle(
+        LambdaEvent::new(request, Context::default()),
+        &app.stack.authorizer,
+    )
+    .await
+    .expect("infallible");
+    (answer.is_authorized, answer.context)
+}
+
+async fn gate(app: &TestApp, token: &str, queue: &str) -> bool {
+    authorize(app, authorizer_request(Some(token), Some(queue), None))
+        .await
+        .0
+}
+
+fn payment(payment: &str, queue: &str, user: &str) -> Value {
+    envelope(
+        "PaymentCompleted",
+        json!({"paymentId": payment, "concertId": "c1", "seats": 2, "queueId": queue, "userId": user,
+               "completedAt": Utc::now().to_rfc3339()}),
+    )
+}
+
+async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
+    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
+}
+
+#[tokio::test]
+async fn only_an_active_token_of_the_named_queue_passes() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let active = join(&app, "show", "alice").await.token();
+    let waiting = join(&app, "show", "bob").await.token();
+    let elsewhere = join(&app, "other", "carol").await.token();
+
+    let (allowed, context) =
+        authorize(&app, authorizer_request(Some(&active), Some("show"), None)).await;
+    assert!(allowed);
+    assert_eq!(context["userId"], "alice");
+    assert_eq!(context["queueId"], "show");
+    assert!(context["activeUntil"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        !context.to_string().contains(&active),
+        "the context never carries the token"
+    );
+
+    // The queue may come from the path instead of the header, but never disagree with it.
+    assert!(
+        authorize(&app, authorizer_request(Some(&active), None, Some("show")))
+            .await
+            .0
+    );
+    assert!(
+        !authorize(
+            &app,
+            authorizer_request(Some(&active), Some("show"), Some("other"))
+        )
+        .await
+        .0
+    );
+
+    assert!(
+        !gate(&app, &waiting, "show").await,
+        "a waiter is not admitted"
+    );
+    assert!(
+        !gate(&app, &elsewhere, "show").await,
+        "another queue's token"
+    );
+    assert!(
+        !gate(&app, &active, "other").await,
+        "the right token for the wrong queue"
+    );
+    for garbage in [
+        "",
+        "x",
+        "AAAA",
+        &format!("{active}A"),
+        &"A".repeat(5000),
+        "ø∆˚",
+    ] {
+        assert!(!gate(&app, garbage, "show").await, "{garbage:?}");
+    }
+    assert!(
+        !authorize(&app, authorizer_request(None, Some("show"), None))
+            .await
+            .0
+    );
+    assert!(
+        !authorize(&app, authorizer_request(Some(&active), None, None))
+            .await
+            .0
+    );
+    assert!(
+        !authorize(&app, authorizer_request(Some(&active), Some("a{b}"), None))
+            .await
+            .0
+    );
+    assert!(
+        !authorize(&app, json!({"not": "an authorizer request"}))
+            .await
+            .0
+    );
+}
+
+#[tokio::test]
+async fn revocation_is_immediate_after_leaving_expiry_or_payment() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "3"), ("SESSION_SECONDS", "1")]).await;
+    let leaver = join(&app, "show", "leaver").await.token();
+    let payer = join(&app, "show", "payer").await.token();
+    let idler = join(&app, "show", "idler").await.token();
+    for token in [&leaver, &payer, &idler] {
+        assert!(gate(&app, token, "show").await);
+    }
+
+    assert_eq!(leave(&app, "show", &leaver).await.status, 204);
+    assert!(!gate(&app, &leaver, "show").await, "left");
+
+    pay(&app, &[payment("pay-1", "show", "payer")]).await;
+    assert!(!gate(&app, &payer, "show").await, "released by payment");
+
+    sleep(Duration::from_millis(1100)).await;
+    assert!(
+        !gate(&app, &idler, "show").await,
+        "expired, with no reaper run"
+    );
+}
+
+#[tokio::test]
+async fn the_gate_check_is_one_read_only_round_trip() {
+    let app = TestApp::spawn(&[]).await;
+    let token = join(&app, "show", "alice").await.token();
+    gate(&app, &token, "show").await; // loads the script
+    let (allowed, calls) = app.client_commands_during(gate(&app, &token, "show")).await;
+    assert!(allowed);
+    assert_eq!(calls, [("evalsha", 1)].into());
+}
+
+#[tokio::test]
+async fn payment_releases_the_session_and_the_next_waiter_is_admitted_on_the_next_tick() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let buyer = join(&app, "show", "buyer").await.token();
+    let next = join(&app, "show", "next").await.token();
+    assert_eq!(status(&app, "show", &next).await.body["status"], "waiting");
+
+    // Delivered twice, as EventBridge may: the second changes nothing.
+    let verdicts = pay(
+        &app,
+        &[
+            payment("pay-1", "show", "buyer"),
+            payment("pay-1", "show", "buyer"),
+        ],
+    )
+    .await;
+    assert_eq!(verdicts[0], ranking_updater::Verdict::Applied);
+    assert_eq!(verdicts[1], ranking_updater::Verdict::Duplicate);
+    assert_eq!(status(&app, "show", &buyer).await.status, 404);
+    assert_eq!(
+        status(&app, "show", &next).await.body["status"],
+        "waiting",
+        "not before the tick"
+    );
+
+    let tick = promote(&app).await;
+    assert_eq!(tick.admitted, 1);
+    assert_eq!(status(&app, "show", &next).await.body["status"], "active");
+    assert!(gate(&app, &next, "show").await);
+}
+
+#[tokio::test]
+async fn a_replayed_payment_never_ends_a_later_session_of_the_same_buyer() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "show", "buyer").await.token();
+    let old_payment = payment("pay-old", "show", "buyer");
+    pay(&app, &[old_payment.clone()]).await;
+    assert_eq!(status(&app, "show", &first).await.status, 404);
+
+    // A redelivery stamped ten seconds before the buyer's next session (beyond the clock
+    // slack) arrives while that session is live...
+    let mut late = old_payment.clone();
+    late["detail"]["paymentId"] = json!("pay-old-redelivered");
+    late["detail"]["completedAt"] =
+        json!((Utc::now() - chrono::Duration::seconds(10)).to_rfc3339());
+    let second = join(&app, "show", "buyer").await.token();
+    assert!(gate(&app, &second, "show").await);
+    // ...and a payment from before that session does not end it.
+    pay(&app, &[late]).await;
+    assert!(gate(&app, &second, "show").await);
+}
+
+#[tokio::test]
+async fn a_payment_with_a_buyer_costs_two_scripts_in_one_pipeline() {
+    let app = TestApp::spawn(&[]).await;
+    join(&app, "show", "warm").await;
+    pay(&app, &[payment("warm", "show", "warm")]).await; // loads both scripts
+    join(&app, "show", "buyer").await;
+    let (verdicts, calls) = app
+        .client_commands_during(pay(&app, &[payment("pay-1", "show", "buyer")]))
+        .await;
+    assert_eq!(verdicts[0], ranking_updater::Verdict::Applied);
+    // (SADD also runs inside the ranking script, so it is not a client command here.)
+    assert_eq!(
+        calls.get("evalsha"),
+        Some(&2),
+        "the release and the ranking script"
+    );
+    assert!(!calls.contains_key("eval") && !calls.contains_key("script|load"));
+}
