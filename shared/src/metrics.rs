@@ -68,7 +68,7 @@ impl Unit {
 #[derive(Debug, Clone, Default)]
 pub struct Record {
     dimensions: Vec<(&'static str, String)>,
-    metrics: Vec<(&'static str, f64, Unit)>,
+    metrics: Vec<(&'static str, Value, Unit)>,
 }
 
 impl Record {
@@ -81,12 +81,13 @@ impl Record {
         self
     }
 
-    pub fn count(self, name: &'static str, value: u64) -> Self {
-        self.metric(name, value as f64, Unit::Count)
+    pub fn count(mut self, name: &'static str, value: u64) -> Self {
+        self.metrics.push((name, json!(value), Unit::Count));
+        self
     }
 
     pub fn metric(mut self, name: &'static str, value: f64, unit: Unit) -> Self {
-        self.metrics.push((name, value, unit));
+        self.metrics.push((name, json!(value), unit));
         self
     }
 
@@ -115,7 +116,7 @@ impl Record {
             root.insert((*name).into(), json!(value));
         }
         for (name, value, _) in &self.metrics {
-            root.insert((*name).into(), json!(value));
+            root.insert((*name).into(), value.clone());
         }
         Value::Object(root).to_string()
     }

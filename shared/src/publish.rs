@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use aws_sdk_eventbridge::config::retry::RetryConfig;
+use aws_sdk_eventbridge::config::timeout::TimeoutConfig;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use aws_sdk_eventbridge::Client;
 use futures::stream::{self, StreamExt};
@@ -18,6 +20,8 @@ pub const SOURCE: &str = "lineup.queue";
 pub const ENTRIES_PER_CALL: usize = 10;
 /// Tries per entry, the first included.
 pub const ATTEMPTS: u32 = 3;
+/// Longest one PutEvents call may take.
+pub const CALL_TIMEOUT: Duration = Duration::from_millis(800);
 /// PutEvents calls in flight at once.
 const CONCURRENT_CALLS: usize = 8;
 
@@ -50,11 +54,24 @@ impl Publisher {
         Publisher::default()
     }
 
-    /// Publishes to `bus` through `client`.
+    /// Publishes to `bus` through `client`. The client's own retries are replaced by this
+    /// module's, and each call is bounded, so a dead endpoint costs a request at most
+    /// about [`ATTEMPTS`] × [`CALL_TIMEOUT`].
     pub fn new(client: Client, bus: impl Into<String>) -> Self {
+        let config = client
+            .config()
+            .to_builder()
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(CALL_TIMEOUT / 2)
+                    .operation_timeout(CALL_TIMEOUT)
+                    .build(),
+            )
+            .build();
         Publisher {
             target: Some(Target {
-                client,
+                client: Client::from_conf(config),
                 bus: bus.into(),
             }),
         }

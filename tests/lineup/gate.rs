@@ -218,7 +218,7 @@ async fn a_replayed_payment_never_ends_a_later_session_of_the_same_buyer() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     let first = join(&app, "show", "buyer").await.token();
     let old_payment = payment("pay-old", "show", "buyer");
-    pay(&app, &[old_payment.clone()]).await;
+    pay(&app, std::slice::from_ref(&old_payment)).await;
     assert_eq!(status(&app, "show", &first).await.status, 404);
 
     // A redelivery stamped ten seconds before the buyer's next session (beyond the clock

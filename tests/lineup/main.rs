@@ -3,7 +3,9 @@
 mod fixtures;
 mod gate;
 mod local_stack;
+mod metrics;
 mod queue;
+mod queue_events;
 mod rankings;
 mod samples;
 mod secrets;

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::queue::{join, promote, status, summary};
 
-async fn put_settings(app: &TestApp, queue: &str, body: &Value) -> Reply {
+pub(crate) async fn put_settings(app: &TestApp, queue: &str, body: &Value) -> Reply {
     app.queue_api(api_request(
         "PUT",
         &format!("/queues/{queue}/settings"),

@@ -314,16 +314,30 @@ impl Moto {
         panic!("moto_server did not start on port {port}");
     }
 
-    /// A Secrets Manager client for this server.
-    pub fn secrets_manager(&self) -> aws_sdk_secretsmanager::Client {
-        use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
-        let config = aws_sdk_secretsmanager::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
+    /// The shared AWS configuration for this server: its endpoint, a region, test keys.
+    fn aws_config(&self) -> aws_config::SdkConfig {
+        aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
             .endpoint_url(&self.endpoint)
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
-            .build();
-        aws_sdk_secretsmanager::Client::from_conf(config)
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(
+                aws_credential_types::provider::SharedCredentialsProvider::new(
+                    aws_credential_types::Credentials::new("test", "test", None, None, "moto"),
+                ),
+            )
+            .build()
+    }
+
+    pub fn secrets_manager(&self) -> aws_sdk_secretsmanager::Client {
+        aws_sdk_secretsmanager::Client::new(&self.aws_config())
+    }
+
+    pub fn eventbridge(&self) -> aws_sdk_eventbridge::Client {
+        aws_sdk_eventbridge::Client::new(&self.aws_config())
+    }
+
+    pub fn sqs(&self) -> aws_sdk_sqs::Client {
+        aws_sdk_sqs::Client::new(&self.aws_config())
     }
 }
 

@@ -1,0 +1,225 @@
+//! Queue state events, published through a real EventBridge-compatible endpoint (moto) and
+//! read back from the SQS queue a rule routes them to.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::Utc;
+use lineup::publish::{Publisher, SOURCE};
+use lineup_tests::{sleep, Moto, TestApp};
+use serde_json::{json, Value};
+
+use crate::queue::{join, leave, promote, status};
+use crate::rankings::envelope;
+
+/// A bus whose rule sends every `lineup.queue` event to a fresh SQS queue.
+async fn bus_to_queue(moto: &Moto) -> (String, String) {
+    let events = moto.eventbridge();
+    let sqs = moto.sqs();
+    let bus = "lineup-test";
+    events
+        .create_event_bus()
+        .name(bus)
+        .send()
+        .await
+        .expect("create bus");
+    let queue_url = sqs
+        .create_queue()
+        .queue_name("queue-events")
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url()
+        .expect("queue url")
+        .to_owned();
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("queue attributes");
+    let queue_arn = attributes
+        .attributes()
+        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+        .expect("queue arn")
+        .clone();
+    events
+        .put_rule()
+        .name("queue-events")
+        .event_bus_name(bus)
+        .event_pattern(json!({"source": [SOURCE]}).to_string())
+        .send()
+        .await
+        .expect("rule");
+    events
+        .put_targets()
+        .rule("queue-events")
+        .event_bus_name(bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("sqs")
+                .arn(queue_arn)
+                .build()
+                .expect("target"),
+        )
+        .send()
+        .await
+        .expect("targets");
+    (bus.to_owned(), queue_url)
+}
+
+/// Every event delivered to the queue, waiting until `expected` have arrived.
+async fn received(moto: &Moto, queue_url: &str, expected: usize) -> Vec<Value> {
+    let sqs = moto.sqs();
+    let mut events = Vec::new();
+    for _ in 0..50 {
+        let batch = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
+        for message in batch.messages() {
+            events
+                .push(serde_json::from_str(message.body().unwrap_or("null")).expect("JSON event"));
+        }
+        if events.len() >= expected {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    events
+}
+
+#[tokio::test]
+async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
+    let Some(moto) = Moto::start().await else {
+        eprintln!("skipped: moto_server is not installed");
+        return;
+    };
+    let (bus, queue_url) = bus_to_queue(&moto).await;
+    let publisher = Publisher::new(moto.eventbridge(), &bus);
+    let app = TestApp::spawn_publishing(
+        &[
+            ("QUEUE_CAPACITY", "1"),
+            ("SESSION_SECONDS", "2"),
+            ("WAITING_IDLE_SECONDS", "2"),
+        ],
+        publisher,
+    )
+    .await;
+    let mut tokens = Vec::new();
+
+    // Issue admits u1 at once; u1 leaves and u2 takes the place in the same step.
+    tokens.push(join(&app, "show", "u1").await.token());
+    tokens.push(join(&app, "show", "u2").await.token());
+    assert_eq!(leave(&app, "show", &tokens[0]).await.status, 204);
+    // u3 stops polling, u4 keeps polling while u2's session runs out.
+    tokens.push(join(&app, "show", "u3").await.token());
+    let u4 = join(&app, "show", "u4").await.token();
+    tokens.push(u4.clone());
+    for _ in 0..5 {
+        sleep(Duration::from_millis(500)).await;
+        status(&app, "show", &u4).await;
+    }
+    // The tick expires u2, drops u3 and admits u4; u4 then pays and is released.
+    let tick = promote(&app).await;
+    assert_eq!((tick.expired, tick.abandoned, tick.admitted), (1, 1, 1));
+    assert_eq!(tick.unpublished_events, 0);
+    // u5 joins behind u4 and walks away; the reaper reports it.
+    tokens.push(join(&app, "show", "u5").await.token());
+    let paid = envelope(
+        "PaymentCompleted",
+        json!({"paymentId": "p1", "concertId": "c1", "queueId": "show", "userId": "u4",
+               "completedAt": Utc::now().to_rfc3339()}),
+    );
+    ranking_updater::apply_events(&[paid], &app.stack.ranking_updater).await;
+    sleep(Duration::from_millis(2300)).await;
+    assert_eq!(
+        queue_reaper::reap_all(&app.stack.reaper).await.abandoned(),
+        1
+    );
+
+    let events = received(&moto, &queue_url, 8).await;
+    let mut seen: HashMap<(String, String), Value> = HashMap::new();
+    for event in &events {
+        assert_eq!(event["source"], SOURCE);
+        for token in &tokens {
+            assert!(
+                !event.to_string().contains(token.as_str()),
+                "a token in {event}"
+            );
+        }
+        let detail = &event["detail"];
+        assert_eq!(detail["queueId"], "show");
+        assert!(detail["ticket"].as_u64().unwrap() > 0);
+        let key = (
+            event["detail-type"].as_str().unwrap().to_owned(),
+            detail["userId"].as_str().unwrap().to_owned(),
+        );
+        assert!(
+            seen.insert(key, detail.clone()).is_none(),
+            "delivered once: {event}"
+        );
+    }
+    let kinds: Vec<(&str, &str)> = vec![
+        ("QueueTokenActivated", "u1"),
+        ("QueueTokenReleased", "u1"),
+        ("QueueTokenActivated", "u2"),
+        ("QueueTokenExpired", "u2"),
+        ("QueueWaiterAbandoned", "u3"),
+        ("QueueTokenActivated", "u4"),
+        ("QueueTokenReleased", "u4"),
+        ("QueueWaiterAbandoned", "u5"),
+    ];
+    for (kind, user) in &kinds {
+        assert!(
+            seen.contains_key(&(kind.to_string(), user.to_string())),
+            "no {kind} for {user} among {:?}",
+            seen.keys()
+        );
+    }
+    assert_eq!(seen.len(), kinds.len(), "{:?}", seen.keys());
+    let activated = &seen[&("QueueTokenActivated".to_owned(), "u4".to_owned())];
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(activated["activeUntil"].as_str().unwrap()).is_ok()
+    );
+    assert_eq!(
+        seen[&("QueueTokenReleased".to_owned(), "u4".to_owned())]["reason"],
+        "paid"
+    );
+    assert_eq!(
+        seen[&("QueueTokenReleased".to_owned(), "u1".to_owned())]["reason"],
+        "left-session"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_bus_never_blocks_or_undoes_an_admission() {
+    // Nothing listens on this port: every PutEvents fails.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let config = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new("test", "test", None, None, "test"),
+            ),
+        )
+        .build();
+    let publisher = Publisher::new(aws_sdk_eventbridge::Client::new(&config), "nowhere");
+    let app = TestApp::spawn_publishing(&[("QUEUE_CAPACITY", "1")], publisher).await;
+    crate::settings::put_settings(&app, "show", &json!({"paused": true})).await;
+    let first = join(&app, "show", "u1").await.token();
+    join(&app, "show", "u2").await;
+    crate::settings::put_settings(&app, "show", &json!({"paused": false})).await;
+    let tick = promote(&app).await;
+    assert_eq!(tick.admitted, 1);
+    assert_eq!(tick.unpublished_events, 1, "counted, after bounded retries");
+    assert_eq!(status(&app, "show", &first).await.body["status"], "active");
+}
