@@ -10,11 +10,14 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 13] = [
+const EXPECTED: [(&str, &str); 16] = [
     ("queue-api.issue.json", "201"),
     ("queue-api.issue-jwt.json", "201"),
     ("queue-api.status.json", "200"),
     ("queue-api.summary.json", "200"),
+    ("queue-authorizer.request.json", "allowed"),
+    ("queue-api.admission.json", "200"),
+    ("queue-api.settings.json", "200"),
     ("queue-api.leave.json", "204"),
     ("queue-promoter.schedule.json", "ticked"),
     ("queue-reaper.schedule.json", "reaped"),
@@ -75,6 +78,12 @@ async fn every_sample_event_runs_through_its_handler() {
                     assert_eq!(body["score"], 1, "2 seats paid, 1 refunded");
                 }
                 answer.status_code.to_string()
+            }
+            "queue-authorizer" => {
+                let answer = queue_authorizer::handle(event(), &app.stack.authorizer)
+                    .await
+                    .unwrap();
+                if answer.is_authorized { "allowed" } else { "denied" }.into()
             }
             "queue-promoter" => {
                 let out = queue_promoter::handle(event(), &app.stack.promoter)
