@@ -29,10 +29,24 @@ async fn send(
     path: &str,
     body: Option<&str>,
 ) -> (u16, String, String) {
+    send_with_headers(addr, method, path, body, &[]).await
+}
+
+async fn send_with_headers(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let body = body.unwrap_or("");
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -67,6 +81,34 @@ async fn the_local_stack_serves_the_queue_flow_over_http() {
     let first: Value = serde_json::from_str(&first).unwrap();
     let second: Value = serde_json::from_str(&second).unwrap();
     assert_eq!(second["status"], "waiting");
+
+    // The sample protected route runs queue-authorizer first, as API Gateway would.
+    let admission = |token: &str| {
+        let token = token.to_owned();
+        async move {
+            send_with_headers(
+                addr,
+                "GET",
+                "/queues/live/admission",
+                None,
+                &[("x-queue-token", &token)],
+            )
+            .await
+        }
+    };
+    let (status, _, body) = admission(first["token"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["userId"],
+        "ana"
+    );
+    let (status, head, _) = admission(second["token"].as_str().unwrap()).await;
+    assert_eq!(status, 403, "a waiter is denied");
+    assert!(head.contains("content-type: application/problem+json"));
+    assert_eq!(
+        send(addr, "GET", "/queues/live/admission", None).await.0,
+        403
+    );
 
     let token = first["token"].as_str().unwrap();
     let (status, _, _) = send(

@@ -83,7 +83,12 @@ async fn every_sample_event_runs_through_its_handler() {
                 let answer = queue_authorizer::handle(event(), &app.stack.authorizer)
                     .await
                     .unwrap();
-                if answer.is_authorized { "allowed" } else { "denied" }.into()
+                if answer.is_authorized {
+                    "allowed"
+                } else {
+                    "denied"
+                }
+                .into()
             }
             "queue-promoter" => {
                 let out = queue_promoter::handle(event(), &app.stack.promoter)
