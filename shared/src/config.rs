@@ -49,6 +49,10 @@ pub struct QueueConfig {
     pub reap_interval: Duration,
     /// An empty queue without arrivals this long leaves the registry.
     pub retire_after: Duration,
+    /// Most token requests per user per queue per minute; 0 turns the limit off.
+    pub rate_limit_user_per_minute: u32,
+    /// Most token requests per source IP per queue per minute; 0 turns the limit off.
+    pub rate_limit_ip_per_minute: u32,
 }
 
 /// How the rankings behave.
@@ -189,6 +193,16 @@ impl Config {
             promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, (0, 890))?,
             reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, (1, 86_400))?,
             retire_after: vars.seconds("QUEUE_RETIRE_AFTER_SECONDS", 86_400, (1, 31_536_000))?,
+            rate_limit_user_per_minute: vars.number(
+                "RATE_LIMIT_USER_PER_MINUTE",
+                60,
+                (0, 1_000_000),
+            )? as u32,
+            rate_limit_ip_per_minute: vars.number(
+                "RATE_LIMIT_IP_PER_MINUTE",
+                600,
+                (0, 1_000_000),
+            )? as u32,
         };
 
         let time_zone_name = vars

@@ -18,6 +18,9 @@ pub enum Error {
     /// The route exists but not with this method (405).
     #[error("method not allowed; allowed: {allow}")]
     MethodNotAllowed { allow: &'static str },
+    /// Too many requests from this user or source; retry after the given delay (429).
+    #[error("too many requests; retry after {} s", retry_after.as_secs())]
+    RateLimited { retry_after: Duration },
     /// The request body is larger than the API accepts (413).
     #[error("request body exceeds {limit} bytes")]
     PayloadTooLarge { limit: usize },

@@ -49,6 +49,11 @@ pub fn problem(err: &Error) -> Response<Body> {
             "Request body too large",
             "payload-too-large",
         ),
+        Error::RateLimited { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests",
+            "rate-limited",
+        ),
         Error::Unavailable { .. } => (
             StatusCode::SERVICE_UNAVAILABLE,
             "Service unavailable",
@@ -80,10 +85,10 @@ pub fn problem(err: &Error) -> Response<Body> {
     let mut response = json_with_type(status, &body, PROBLEM_JSON);
     let headers = response.headers_mut();
     match err {
-        Error::Unavailable { retry_after, .. } => {
+        Error::Unavailable { retry_after, .. } | Error::RateLimited { retry_after } => {
             headers.insert(
                 header::RETRY_AFTER,
-                HeaderValue::from(retry_after.as_secs()),
+                HeaderValue::from(retry_after.as_secs().max(1)),
             );
         }
         Error::MethodNotAllowed { allow } => {
@@ -190,6 +195,16 @@ pub fn jwt_subject(request: &Request) -> Option<String> {
             .claims
             .get("sub")
             .cloned(),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The caller's address as API Gateway saw it (`requestContext.http.sourceIp`), or as the
+/// local stack saw the TCP peer.
+pub fn source_ip(request: &Request) -> Option<std::net::IpAddr> {
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => context.http.source_ip.as_deref()?.parse().ok(),
         #[allow(unreachable_patterns)]
         _ => None,
     }

@@ -223,6 +223,9 @@ pub struct QueueKeys {
     pub meta: String,
     /// Hash: the queue's own settings, where they differ from the environment's defaults.
     pub settings: String,
+    /// Hashes of issue requests per user and per source IP in a one-minute window, two
+    /// used in turn.
+    pub rate: [String; 2],
     /// Bitmaps of heartbeats by ticket, one per time window, reused in rotation.
     pub seen: Vec<String>,
 }
@@ -240,6 +243,7 @@ impl QueueKeys {
             active_tickets: format!("{base}:active-tickets"),
             meta: format!("{base}:meta"),
             settings: format!("{base}:settings"),
+            rate: [format!("{base}:rate:0"), format!("{base}:rate:1")],
             seen: (0..SEEN_WINDOWS)
                 .map(|i| format!("{base}:seen:{i}"))
                 .collect(),
@@ -254,6 +258,8 @@ impl QueueKeys {
             &self.active_tickets,
             &self.meta,
             &self.settings,
+            &self.rate[0],
+            &self.rate[1],
         ]
         .into_iter()
         .chain(self.seen.iter())

@@ -12,9 +12,13 @@ async fn main() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     let queue = lineup::ids::QueueId::parse("big-onsale").unwrap();
     let room = app.room().clone();
-    room.issue(&queue, &lineup::ids::UserId::parse("holder-00000").unwrap())
-        .await
-        .unwrap();
+    room.issue(
+        &queue,
+        &lineup::ids::UserId::parse("holder-00000").unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
     let before = app.info_number("memory", "used_memory").await;
     let started = std::time::Instant::now();
     for batch in (0..WAITERS).collect::<Vec<_>>().chunks(IN_FLIGHT) {
@@ -22,7 +26,7 @@ async fn main() {
             let user = lineup::ids::UserId::parse(&format!("user-{i:07}")).unwrap();
             let room = room.clone();
             let queue = queue.clone();
-            async move { room.issue(&queue, &user).await.unwrap() }
+            async move { room.issue(&queue, &user, None).await.unwrap() }
         });
         futures::future::join_all(calls).await;
     }

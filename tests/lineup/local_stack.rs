@@ -213,3 +213,28 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
     schedules.abort();
     server.abort();
 }
+
+#[tokio::test]
+async fn the_local_stack_limits_by_the_tcp_peer_address() {
+    let app = TestApp::spawn(&[("RATE_LIMIT_IP_PER_MINUTE", "2")]).await;
+    let (addr, server) = serve(&app).await;
+    for user in ["a", "b"] {
+        let body = format!(r#"{{"userId":"{user}"}}"#);
+        assert_eq!(
+            send(addr, "POST", "/queues/busy/tokens", Some(&body))
+                .await
+                .0,
+            201
+        );
+    }
+    let (status, head, _) = send(
+        addr,
+        "POST",
+        "/queues/busy/tokens",
+        Some(r#"{"userId":"c"}"#),
+    )
+    .await;
+    assert_eq!(status, 429);
+    assert!(head.contains("retry-after:"), "{head}");
+    server.abort();
+}

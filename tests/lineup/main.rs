@@ -1,5 +1,6 @@
 //! One test binary for every end-to-end test, so the workspace links it once.
 
+mod abuse;
 mod fixtures;
 mod gate;
 mod local_stack;

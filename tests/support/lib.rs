@@ -214,6 +214,16 @@ pub fn api_request(method: &str, path: &str, body: Option<&str>) -> lambda_http:
     api_request_with_claims(method, path, body, None)
 }
 
+/// The same, from the given source address.
+pub fn api_request_from(
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    source_ip: &str,
+) -> lambda_http::Request {
+    build_api_request(method, path, body, None, source_ip)
+}
+
 /// The same, as if a JWT authorizer had verified a token with these claims.
 pub fn api_request_with_claims(
     method: &str,
@@ -221,13 +231,23 @@ pub fn api_request_with_claims(
     body: Option<&str>,
     claims: Option<Value>,
 ) -> lambda_http::Request {
+    build_api_request(method, path, body, claims, "192.0.2.1")
+}
+
+fn build_api_request(
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    claims: Option<Value>,
+    source_ip: &str,
+) -> lambda_http::Request {
     let (raw_path, query) = path.split_once('?').unwrap_or((path, ""));
     let mut context = json!({
         "accountId": "123456789012",
         "apiId": "api",
         "domainName": "api.example.com",
         "domainPrefix": "api",
-        "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "test"},
+        "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": source_ip, "userAgent": "test"},
         "requestId": "req",
         "routeKey": "$default",
         "stage": "$default",

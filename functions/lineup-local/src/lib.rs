@@ -4,11 +4,13 @@
 //! `GET /queues/{queueId}/admission` goes through `queue-authorizer` first, as the sample
 //! protected route does behind API Gateway.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use aws_lambda_events::event::apigw::ApiGatewayV2httpRequestContext;
 use axum::body::{to_bytes, Body as AxumBody};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::response::Response as AxumResponse;
 use axum::Router;
 use lambda_http::http::{Method, StatusCode};
@@ -81,12 +83,13 @@ pub fn router(stack: Stack) -> Router {
 
 async fn dispatch(
     State(stack): State<Arc<Stack>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: axum::extract::Request,
 ) -> AxumResponse {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let response = match to_lambda_request(request).await {
+    let response = match to_lambda_request(request, peer).await {
         Ok(request) => {
             let response = match path.split('/').nth(1) {
                 Some("rankings") => ranking_api::handle(request, &stack.ranking_api).await,
@@ -179,7 +182,10 @@ async fn authorize(
         Value::Object(fields) => fields.into_iter().collect(),
         _ => Default::default(),
     };
-    let mut context = aws_lambda_events::event::apigw::ApiGatewayV2httpRequestContext::default();
+    let mut context = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.clone(),
+        _ => ApiGatewayV2httpRequestContext::default(),
+    };
     context.authorizer = Some(authorizer);
     Ok(request.with_request_context(RequestContext::ApiGatewayV2(context)))
 }
@@ -223,8 +229,12 @@ async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_ht
     lineup::http::json(StatusCode::OK, &json!({ "results": results }))
 }
 
-/// The request as API Gateway would hand it to the Lambda function.
-async fn to_lambda_request(request: axum::extract::Request) -> Result<lambda_http::Request, Error> {
+/// The request as API Gateway would hand it to the Lambda function, with the TCP peer as
+/// `requestContext.http.sourceIp`.
+async fn to_lambda_request(
+    request: axum::extract::Request,
+    peer: SocketAddr,
+) -> Result<lambda_http::Request, Error> {
     let (parts, body) = request.into_parts();
     let bytes = to_bytes(body, MAX_BODY_BYTES)
         .await
@@ -239,7 +249,12 @@ async fn to_lambda_request(request: axum::extract::Request) -> Result<lambda_htt
             Err(err) => Body::Binary(err.into_bytes()),
         }
     };
-    Ok(lambda_http::Request::from_parts(parts, body))
+    let mut context = ApiGatewayV2httpRequestContext::default();
+    context.http.method = parts.method.clone();
+    context.http.path = Some(parts.uri.path().to_owned());
+    context.http.source_ip = Some(peer.ip().to_string());
+    Ok(lambda_http::Request::from_parts(parts, body)
+        .with_request_context(RequestContext::ApiGatewayV2(context)))
 }
 
 fn from_lambda_response(response: lambda_http::Response<Body>) -> AxumResponse {
@@ -259,9 +274,12 @@ pub async fn serve(
     stack: Stack,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(stack))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router(stack).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Runs the promoter every `PROMOTE_TICK_SECONDS` and the reaper every

@@ -104,7 +104,10 @@ fn caller(request: &Request) -> Result<UserId, Error> {
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
     let user = caller(request)?;
-    let issued = deps.room.issue(&queue, &user).await?;
+    let issued = deps
+        .room
+        .issue(&queue, &user, http::source_ip(request))
+        .await?;
     deps.publisher.publish(&issued.events()).await;
     let status = if issued.created {
         StatusCode::CREATED

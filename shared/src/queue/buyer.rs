@@ -1,6 +1,8 @@
 //! What a buyer does: take a ticket, ask where they stand, leave; what a gatekeeper asks
 //! (is this token active right now?); the release after payment; and the queue summary.
 
+use std::net::IpAddr;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -66,12 +68,21 @@ pub struct QueueSummary {
 }
 
 impl WaitingRoom {
-    /// Gives `user` a place in `queue`, or their existing one. Registers the queue in the
-    /// same round trip (registry first, so a crash in between never hides a waiter).
-    pub async fn issue(&self, queue: &QueueId, user: &UserId) -> Result<Issued, Error> {
+    /// Gives `user` a place in `queue`, or their existing one, unless the user or the
+    /// source address is over its rate limit ([`Error::RateLimited`]). Registers the queue
+    /// in the same round trip (registry first, so a crash in between never hides a waiter).
+    pub async fn issue(
+        &self,
+        queue: &QueueId,
+        user: &UserId,
+        source: Option<IpAddr>,
+    ) -> Result<Issued, Error> {
         let invocation = {
             let mut inv = self.invocation(&ISSUE, queue);
-            inv.arg(user.as_str());
+            inv.arg(user.as_str())
+                .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
+                .arg(self.config.rate_limit_user_per_minute)
+                .arg(self.config.rate_limit_ip_per_minute);
             inv
         };
         let (reply,): (ScriptReply,) = self

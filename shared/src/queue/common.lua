@@ -1,11 +1,13 @@
 -- Shared prelude of every queue script; the script's own body follows it.
--- KEYS: waiting, active, active-tickets, meta, settings, then the rotating heartbeat bitmaps.
+-- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
+-- counters, then the rotating heartbeat bitmaps.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
 -- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
 -- override the defaults, so every script sees the settings in force at that moment.
 -- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local FIRST_SEEN = 6
+local RATE_KEYS = {KEYS[6], KEYS[7]}
+local FIRST_SEEN = 8
 local SEEN_SLOTS = #KEYS - FIRST_SEEN + 1
 local ARG = 5
 

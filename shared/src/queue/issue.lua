@@ -1,6 +1,35 @@
--- Issue: ARGV[ARG] user. Returns the buyer's live entry, or a new ticket that is active at
--- once only when the queue is not paused, nobody waits and a place is free.
-local user = ARGV[ARG]
+-- Issue: ARGV[ARG] user, ARGV[ARG + 1] source IP ('' when unknown), ARGV[ARG + 2] and
+-- ARGV[ARG + 3] the most issue requests per minute per user and per IP in this queue
+-- (0: no limit). A limited request changes nothing but its counters and is answered
+-- 'limited' with the ms until the window ends. Otherwise returns the buyer's live entry,
+-- or a new ticket that is active at once only when the queue is not paused, nobody waits
+-- and a place is free.
+local user, ip = ARGV[ARG], ARGV[ARG + 1]
+local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
+
+-- Fixed one-minute windows, counted in two hashes used in turn (the window's parity picks
+-- one; a hash still holding an older window is cleared first).
+if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
+  local window = math.floor(NOW / 60000)
+  local slot = window % 2
+  local counters = RATE_KEYS[slot + 1]
+  if tonumber(redis.call('HGET', META, 'rate-window:' .. slot)) ~= window then
+    redis.call('UNLINK', counters)
+    redis.call('HSET', META, 'rate-window:' .. slot, window)
+  end
+  redis.call('PEXPIRE', counters, 120000)
+  local over = false
+  if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
+    over = true
+  end
+  if ip_limit > 0 and ip ~= '' and redis.call('HINCRBY', counters, 'ip:' .. ip, 1) > ip_limit then
+    over = true
+  end
+  if over then
+    return {0, 'limited', 0, 0, (window + 1) * 60000 - NOW, '', IDLE_MS, PAUSED_FLAG}
+  end
+end
+
 local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
   heartbeat(ticket)

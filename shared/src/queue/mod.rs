@@ -148,6 +148,12 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
     let (created, status, ticket, position, until_ms, rate, idle_ms, paused) = reply;
     let standing = match status.as_str() {
         "gone" => return Ok(None),
+        "limited" => {
+            return Err(crate::Error::RateLimited {
+                retry_after: Duration::from_millis(until_ms.max(0) as u64)
+                    .max(Duration::from_secs(1)),
+            })
+        }
         "waiting" => Standing::Waiting { position },
         "active" => Standing::Active {
             until: instant(until_ms)?,
