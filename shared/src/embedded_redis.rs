@@ -12,7 +12,8 @@ use tokio::process::{Child, Command};
 pub struct EmbeddedRedis {
     child: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    dir: std::sync::Arc<tempfile::TempDir>,
+    durable: bool,
 }
 
 /// Why a private server could not be started.
@@ -29,13 +30,25 @@ pub enum EmbeddedRedisError {
 }
 
 impl EmbeddedRedis {
-    /// Starts a server and waits until it answers.
+    /// Starts a server that keeps nothing on disk, and waits until it answers.
     pub async fn start() -> Result<Self, EmbeddedRedisError> {
+        Self::start_with(false).await
+    }
+
+    /// Starts a server with the append-only file on and fsynced on every write, so a
+    /// [`EmbeddedRedis::restart`] after a kill keeps every acknowledged write.
+    pub async fn start_durable() -> Result<Self, EmbeddedRedisError> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(durable: bool) -> Result<Self, EmbeddedRedisError> {
         let mut last_error = String::new();
         // A port found free can be taken before the server binds it; try a few.
         for _ in 0..5 {
             let port = free_port().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
-            match Self::start_on(port).await {
+            let dir =
+                tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
+            match Self::start_on(port, std::sync::Arc::new(dir), durable).await {
                 Ok(server) => return Ok(server),
                 Err(EmbeddedRedisError::DidNotStart(reason)) => last_error = reason,
                 Err(other) => return Err(other),
@@ -44,12 +57,26 @@ impl EmbeddedRedis {
         Err(EmbeddedRedisError::DidNotStart(last_error))
     }
 
-    async fn start_on(port: u16) -> Result<Self, EmbeddedRedisError> {
-        let dir =
-            tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
+    async fn start_on(
+        port: u16,
+        dir: std::sync::Arc<tempfile::TempDir>,
+        durable: bool,
+    ) -> Result<Self, EmbeddedRedisError> {
+        let persistence: &[&str] = if durable {
+            &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ]
+        } else {
+            &["--save", "", "--appendonly", "no"]
+        };
         let mut child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(persistence)
             .arg("--dir")
             .arg(dir.path())
             .stdout(Stdio::null())
@@ -68,7 +95,8 @@ impl EmbeddedRedis {
                 return Ok(EmbeddedRedis {
                     child,
                     port,
-                    _dir: dir,
+                    dir,
+                    durable,
                 });
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -87,16 +115,18 @@ impl EmbeddedRedis {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// Stops the server and waits for it to exit.
+    /// Kills the server (SIGKILL, as a crash would) and waits for it to exit.
     pub async fn stop(&mut self) {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
 
-    /// Starts a fresh, empty server on the same port, as after a crash and restart.
+    /// Kills the server if it runs and starts it again on the same port and directory, as
+    /// after a crash: a durable server comes back with every acknowledged write, any other
+    /// comes back empty. Either way its script cache is empty.
     pub async fn restart(&mut self) -> Result<(), EmbeddedRedisError> {
         self.stop().await;
-        let fresh = Self::start_on(self.port).await?;
+        let fresh = Self::start_on(self.port, self.dir.clone(), self.durable).await?;
         *self = fresh;
         Ok(())
     }

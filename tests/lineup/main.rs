@@ -3,6 +3,7 @@
 mod abuse;
 mod fixtures;
 mod gate;
+mod load;
 mod local_stack;
 mod metrics;
 mod queue;

@@ -34,13 +34,30 @@ impl TestApp {
     /// Starts everything with the documented defaults (except a promoter budget of 0)
     /// overridden by `vars`.
     pub async fn spawn(vars: &[(&str, &str)]) -> TestApp {
-        TestApp::spawn_publishing(vars, Publisher::disabled()).await
+        TestApp::spawn_with(vars, Publisher::disabled(), false).await
     }
 
     /// The same, with queue state events going to `publisher`.
     pub async fn spawn_publishing(vars: &[(&str, &str)], publisher: Publisher) -> TestApp {
+        TestApp::spawn_with(vars, publisher, false).await
+    }
+
+    /// The same, on a private server with the append-only file fsynced on every write, so
+    /// a restart after a kill keeps every acknowledged write. Always a private server.
+    pub async fn spawn_durable(vars: &[(&str, &str)]) -> TestApp {
+        TestApp::spawn_with(vars, Publisher::disabled(), true).await
+    }
+
+    async fn spawn_with(vars: &[(&str, &str)], publisher: Publisher, durable: bool) -> TestApp {
         let (redis, url) = match std::env::var("REDIS_URL") {
-            Ok(url) if !url.is_empty() => (None, url),
+            Ok(url) if !url.is_empty() && !durable => (None, url),
+            _ if durable => {
+                let server = EmbeddedRedis::start_durable()
+                    .await
+                    .expect("start redis-server");
+                let url = server.url();
+                (Some(server), url)
+            }
             _ => {
                 let server = EmbeddedRedis::start().await.expect("start redis-server");
                 let url = server.url();
