@@ -9,6 +9,7 @@ mod metrics;
 mod queue;
 mod queue_events;
 mod rankings;
+mod replay;
 mod samples;
 mod secrets;
 mod settings;

@@ -1,0 +1,362 @@
+//! Replay: ten thousand payment, refund and cancellation events over six weeks, two months
+//! and four genres, each delivered one to three times, shuffled within a window, partly
+//! concurrently, partly in SQS batches and partly one by one. The boards must equal an
+//! independent in-memory model of the stream. Prints a `RELIABILITY:` line.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use futures::future::join_all;
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{api_request, Reply, TestApp};
+use rand::rngs::StdRng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+use crate::rankings::envelope;
+
+const EVENTS: usize = 10_000;
+const CANCELS: usize = 5;
+const WINDOW: usize = 100;
+const CONCERTS: usize = 40;
+const GENRES: [&str; 4] = ["rock", "pop", "jazz", "k-pop"];
+
+/// The stream as a test author would describe it, before any delivery.
+enum Logical {
+    Pay {
+        id: String,
+        concert: usize,
+        seats: u64,
+        at: DateTime<Utc>,
+    },
+    Refund {
+        id: String,
+        payment: usize,
+        seats: u64,
+    },
+    Cancel {
+        concert: usize,
+    },
+}
+
+struct Stream {
+    events: Vec<Logical>,
+    /// Index into `events` of each payment, in order.
+    payments: Vec<usize>,
+    genres: Vec<Vec<&'static str>>,
+}
+
+fn concert_id(concert: usize) -> String {
+    format!("concert-{concert:02}")
+}
+
+fn generate(rng: &mut StdRng) -> Stream {
+    let genres: Vec<Vec<&str>> = (0..CONCERTS)
+        .map(|_| {
+            let count = rng.random_range(0..=2);
+            let mut g: Vec<&str> = GENRES.choose_multiple(rng, count).copied().collect();
+            g.sort();
+            g
+        })
+        .collect();
+    let first_day = Utc.with_ymd_and_hms(2026, 10, 12, 0, 0, 0).unwrap();
+    let mut events = Vec::with_capacity(EVENTS);
+    let mut payments: Vec<usize> = Vec::new();
+    let cancel_at: BTreeSet<usize> = (0..CANCELS).map(|k| EVENTS - 900 + k * 150).collect();
+    let mut cancelled = 0;
+    for position in 0..EVENTS {
+        if cancel_at.contains(&position) {
+            events.push(Logical::Cancel {
+                concert: cancelled * 7,
+            });
+            cancelled += 1;
+            continue;
+        }
+        // A refund only ever refers to a payment at least two windows earlier, so the
+        // payment is applied before any copy of the refund is delivered.
+        let refundable = payments.partition_point(|&p| p + 2 * WINDOW <= position);
+        if refundable > 0 && rng.random_bool(0.2) {
+            let payment = rng.random_range(0..refundable);
+            events.push(Logical::Refund {
+                id: format!("refund-{position}"),
+                payment,
+                seats: rng.random_range(1..=4),
+            });
+        } else {
+            payments.push(position);
+            events.push(Logical::Pay {
+                id: format!("pay-{position}"),
+                concert: rng.random_range(0..CONCERTS),
+                seats: rng.random_range(1..=6),
+                at: first_day + Duration::seconds(rng.random_range(0..41 * 86_400)),
+            });
+        }
+    }
+    Stream {
+        events,
+        payments,
+        genres,
+    }
+}
+
+fn to_event(stream: &Stream, event: &Logical) -> Value {
+    match event {
+        Logical::Pay {
+            id,
+            concert,
+            seats,
+            at,
+        } => envelope(
+            "PaymentCompleted",
+            json!({"paymentId": id, "concertId": concert_id(*concert), "seats": seats,
+                   "genres": stream.genres[*concert], "completedAt": at.to_rfc3339()}),
+        ),
+        Logical::Refund { id, payment, seats } => {
+            let Logical::Pay {
+                id: payment_id,
+                concert,
+                ..
+            } = &stream.events[stream.payments[*payment]]
+            else {
+                unreachable!("refunds refer to payments")
+            };
+            envelope(
+                "PaymentRefunded",
+                json!({"paymentId": payment_id, "refundId": id, "concertId": concert_id(*concert), "seats": seats}),
+            )
+        }
+        Logical::Cancel { concert } => envelope(
+            "ConcertCancelled",
+            json!({"concertId": concert_id(*concert)}),
+        ),
+    }
+}
+
+/// `(period, bucket, genre)` → concert → seats: what the boards must hold.
+type Boards = BTreeMap<(String, String, Option<String>), BTreeMap<String, u64>>;
+
+fn model(stream: &Stream) -> Boards {
+    let mut refunded: HashMap<usize, u64> = HashMap::new();
+    let mut cancelled: BTreeSet<usize> = BTreeSet::new();
+    for event in &stream.events {
+        match event {
+            Logical::Refund { payment, seats, .. } => {
+                *refunded.entry(*payment).or_default() += seats
+            }
+            Logical::Cancel { concert } => {
+                cancelled.insert(*concert);
+            }
+            Logical::Pay { .. } => {}
+        }
+    }
+    let mut boards = Boards::new();
+    for (n, &index) in stream.payments.iter().enumerate() {
+        let Logical::Pay {
+            concert, seats, at, ..
+        } = &stream.events[index]
+        else {
+            unreachable!()
+        };
+        let left = seats - refunded.get(&n).copied().unwrap_or(0).min(*seats);
+        if left == 0 || cancelled.contains(concert) {
+            continue;
+        }
+        let day: NaiveDate = at.date_naive();
+        let week = day.iso_week();
+        let buckets = [
+            ("daily", day.format("%Y-%m-%d").to_string()),
+            ("weekly", format!("{}-W{:02}", week.year(), week.week())),
+            ("monthly", day.format("%Y-%m").to_string()),
+            ("all-time", "all".to_string()),
+        ];
+        let genres = std::iter::once(None)
+            .chain(stream.genres[*concert].iter().map(|g| Some(g.to_string())));
+        for genre in genres {
+            for (period, bucket) in &buckets {
+                *boards
+                    .entry((period.to_string(), bucket.clone(), genre.clone()))
+                    .or_default()
+                    .entry(concert_id(*concert))
+                    .or_default() += left;
+            }
+        }
+    }
+    boards
+}
+
+/// One delivery call: how the events reach the updater.
+enum Delivery {
+    /// The local stack's and the handlers' shared entry, many calls at once.
+    Direct(Vec<Value>),
+    /// An SQS batch of up to ten.
+    Sqs(Vec<Value>),
+    /// One EventBridge invocation per event.
+    EventBridge(Value),
+}
+
+async fn deliver(app: &TestApp, delivery: Delivery) -> usize {
+    match delivery {
+        Delivery::Direct(events) => {
+            let verdicts = ranking_updater::apply_events(&events, &app.stack.ranking_updater).await;
+            assert!(
+                verdicts.iter().all(|v| !matches!(
+                    v,
+                    ranking_updater::Verdict::Rejected(_) | ranking_updater::Verdict::Failed(_)
+                )),
+                "{verdicts:?}"
+            );
+            1
+        }
+        Delivery::Sqs(events) => {
+            let records: Vec<Value> = events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| json!({"messageId": format!("m{i}"), "receiptHandle": "h", "body": e.to_string(), "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"}))
+                .collect();
+            let out = ranking_updater::handle(
+                LambdaEvent::new(json!({"Records": records}), Context::default()),
+                &app.stack.ranking_updater,
+            )
+            .await
+            .expect("batch");
+            assert_eq!(out["batchItemFailures"], json!([]), "{out}");
+            1
+        }
+        Delivery::EventBridge(event) => {
+            ranking_updater::handle(
+                LambdaEvent::new(event, Context::default()),
+                &app.stack.ranking_updater,
+            )
+            .await
+            .expect("event");
+            1
+        }
+    }
+}
+
+async fn board(
+    app: &TestApp,
+    period: &str,
+    bucket_day: &str,
+    genre: &Option<String>,
+) -> BTreeMap<String, u64> {
+    let mut path = format!("/rankings/{period}?limit=100&date={bucket_day}");
+    if let Some(genre) = genre {
+        path.push_str(&format!("&genre={genre}"));
+    }
+    let reply = Reply::from(
+        ranking_api::handle(api_request("GET", &path, None), &app.stack.ranking_api)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["concertId"].as_str().unwrap().to_owned(),
+                i["score"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A day inside the bucket, for the `date` parameter.
+fn day_in(period: &str, bucket: &str) -> String {
+    match period {
+        "daily" => bucket.to_owned(),
+        "weekly" => {
+            let (year, week) = bucket.split_once("-W").unwrap();
+            NaiveDate::from_isoywd_opt(
+                year.parse().unwrap(),
+                week.parse().unwrap(),
+                chrono::Weekday::Mon,
+            )
+            .unwrap()
+            .to_string()
+        }
+        "monthly" => format!("{bucket}-01"),
+        _ => "2026-11-01".to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
+    let app = TestApp::spawn(&[
+        ("RANKING_DAILY_RETENTION_DAYS", "3650"),
+        ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),
+        ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
+    ])
+    .await;
+    let mut rng = StdRng::seed_from_u64(2026);
+    let stream = generate(&mut rng);
+
+    // Each event 1–3 times; the first copy in its own window, others in it or the next.
+    let windows = EVENTS / WINDOW + 1;
+    let mut by_window: Vec<Vec<Value>> = vec![Vec::new(); windows];
+    let mut deliveries = 0;
+    for (position, event) in stream.events.iter().enumerate() {
+        let json = to_event(&stream, event);
+        let window = position / WINDOW;
+        for copy in 0..rng.random_range(1..=3) {
+            let target = if copy == 0 {
+                window
+            } else {
+                window + rng.random_range(0..=1)
+            };
+            by_window[target].push(json.clone());
+            deliveries += 1;
+        }
+    }
+    let mut calls = 0;
+    for mut window in by_window {
+        window.shuffle(&mut rng);
+        let mut batch = Vec::new();
+        let mut rest = window.as_slice();
+        while !rest.is_empty() {
+            let size = rng.random_range(1..=10).min(rest.len());
+            let (chunk, tail) = rest.split_at(size);
+            rest = tail;
+            batch.push(match rng.random_range(0..3) {
+                0 => Delivery::Direct(chunk.to_vec()),
+                1 => Delivery::Sqs(chunk.to_vec()),
+                _ => Delivery::EventBridge(chunk[0].clone()),
+            });
+            if let Delivery::EventBridge(_) = batch.last().unwrap() {
+                // The rest of that chunk goes as its own direct call.
+                if size > 1 {
+                    batch.push(Delivery::Direct(chunk[1..].to_vec()));
+                }
+            }
+        }
+        // Every call of a window at once.
+        calls += join_all(batch.into_iter().map(|d| deliver(&app, d)))
+            .await
+            .into_iter()
+            .sum::<usize>();
+    }
+
+    let expected = model(&stream);
+    for ((period, bucket, genre), concerts) in &expected {
+        let got = board(&app, period, &day_in(period, bucket), genre).await;
+        assert_eq!(&got, concerts, "{period} {bucket} {genre:?}");
+    }
+    // And no board holds anything the model does not.
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:{{rk}}:board:*", app.config.key_prefix))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), expected.len(), "boards in Redis vs the model");
+    println!(
+        "RELIABILITY: replay: {EVENTS} events ({} payments, {} refunds, {CANCELS} cancellations) \
+         delivered {deliveries} times in {calls} calls (windows of {WINDOW}, each window's calls \
+         concurrent; direct, SQS batches and single events); {} boards equal to the model",
+        stream.payments.len(),
+        EVENTS - stream.payments.len() - CANCELS,
+        expected.len()
+    );
+}
