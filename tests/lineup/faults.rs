@@ -1,0 +1,299 @@
+//! Faults: Redis killed under load and started again from its append-only file, and a
+//! script cache flushed under the functions' feet. Prints a `RELIABILITY:` line.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use lambda_runtime::{Context, LambdaEvent};
+use lineup::store::QueueKeys;
+use lineup_tests::{api_request_from, sleep, TestApp};
+use ranking_updater::Verdict;
+use serde_json::{json, Value};
+
+use crate::queue::{join, promote, status, summary};
+use crate::rankings::paid;
+
+/// The longest any request may take while Redis is down: a few times the configured
+/// connect and response timeouts, never a hang.
+const OUTAGE_BOUND: Duration = Duration::from_millis(2500);
+
+#[derive(Default)]
+struct Ledger {
+    /// Users who were told they hold a place (201/200): user, token, ticket.
+    placed: Mutex<Vec<(String, String, u64)>>,
+    /// Payments answered `applied`.
+    applied: Mutex<Vec<String>>,
+    /// Payments answered `failed`, to be redelivered as EventBridge would.
+    failed: Mutex<Vec<Value>>,
+    unavailable: AtomicU64,
+    requests: AtomicU64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover() {
+    let mut app = TestApp::spawn_durable(&[
+        ("QUEUE_CAPACITY", "25"),
+        // Sessions end quickly, so admissions go on through the outage and after it.
+        ("SESSION_SECONDS", "1"),
+        ("ADMIT_PER_TICK", "3"),
+        ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+        ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ])
+    .await;
+    let mut server = app.redis.take().expect("a private server");
+    let app = Arc::new(app);
+    let ledger = Arc::new(Ledger::default());
+    let down = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let buyers = {
+        let (app, ledger, down, stop) = (app.clone(), ledger.clone(), down.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let user = format!("buyer-{n}");
+                let body = json!({ "userId": user }).to_string();
+                let started = Instant::now();
+                let reply = app
+                    .queue_api(api_request_from(
+                        "POST",
+                        "/queues/crash/tokens",
+                        Some(&body),
+                        "198.51.100.1",
+                    ))
+                    .await;
+                ledger.requests.fetch_add(1, Ordering::Relaxed);
+                match reply.status {
+                    200 | 201 => {
+                        let ticket = reply.body["ticket"].as_u64().unwrap();
+                        ledger
+                            .placed
+                            .lock()
+                            .unwrap()
+                            .push((user, reply.token(), ticket))
+                    }
+                    503 => {
+                        assert!(reply.headers.contains_key("retry-after"));
+                        assert!(
+                            started.elapsed() < OUTAGE_BOUND,
+                            "hung for {:?}",
+                            started.elapsed()
+                        );
+                        ledger.unavailable.fetch_add(1, Ordering::Relaxed);
+                    }
+                    other => panic!("{other}: {}", reply.body),
+                }
+                if down.load(Ordering::Relaxed) {
+                    sleep(Duration::from_millis(20)).await;
+                }
+            }
+        })
+    };
+    let payers = {
+        let (app, ledger, stop) = (app.clone(), ledger.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let id = format!("pay-{n}");
+                let event = paid(&id, "crash-show", 1, &[], &Utc::now().to_rfc3339());
+                let started = Instant::now();
+                let verdicts = ranking_updater::apply_events(
+                    std::slice::from_ref(&event),
+                    &app.stack.ranking_updater,
+                )
+                .await;
+                assert!(started.elapsed() < OUTAGE_BOUND);
+                ledger.requests.fetch_add(1, Ordering::Relaxed);
+                match &verdicts[0] {
+                    Verdict::Applied => ledger.applied.lock().unwrap().push(id),
+                    Verdict::Failed(_) => ledger.failed.lock().unwrap().push(event),
+                    other => panic!("{other:?}"),
+                }
+                sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let promoter = {
+        let (app, stop) = (app.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut failed = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let out = queue_promoter::handle(
+                    LambdaEvent::new(json!({}), Context::default()),
+                    &app.stack.promoter,
+                )
+                .await
+                .expect("the promoter reports failures instead of failing");
+                failed += out.failed_ticks;
+                sleep(Duration::from_millis(10)).await;
+            }
+            failed
+        })
+    };
+
+    sleep(Duration::from_millis(700)).await;
+    let placed_before = ledger.placed.lock().unwrap().len();
+    server.stop().await; // SIGKILL, as a crash
+    down.store(true, Ordering::Relaxed);
+    sleep(Duration::from_millis(1500)).await;
+    let unavailable = ledger.unavailable.load(Ordering::Relaxed);
+    server
+        .restart()
+        .await
+        .expect("restart from the append-only file");
+    down.store(false, Ordering::Relaxed);
+    sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    buyers.await.unwrap();
+    payers.await.unwrap();
+    let failed_ticks = promoter.await.unwrap();
+
+    assert!(
+        placed_before > 0 && unavailable > 0,
+        "{placed_before} placed before, {unavailable} 503s"
+    );
+    assert!(failed_ticks > 0, "the promoter met the outage");
+    let placed = ledger.placed.lock().unwrap().clone();
+    assert!(
+        placed.len() > placed_before,
+        "served again after the restart, without a new process"
+    );
+
+    // Every buyer ever told they hold a place still holds it, unless they were admitted
+    // and their one-second session has since ended.
+    let admitted_through = summary(&app, "crash").await.body["admittedThrough"]
+        .as_u64()
+        .unwrap();
+    let mut still_placed = 0;
+    for (user, token, ticket) in &placed {
+        let reply = status(&app, "crash", token).await;
+        if reply.status == 200 {
+            still_placed += 1;
+        } else {
+            assert!(
+                *ticket <= admitted_through,
+                "{user} (ticket {ticket}) lost their place"
+            );
+        }
+    }
+    // No half-done promotion: every active buyer has its ticket record, nobody is both
+    // waiting and active, and the admission counter matches.
+    let keys = QueueKeys::new(
+        &app.config.key_prefix,
+        &lineup::ids::QueueId::parse("crash").unwrap(),
+    );
+    // The inspection connection died with the server; open a new one.
+    let mut inspect = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let (active, held, both, seq): (Vec<String>, Vec<String>, u64, u64) = redis::pipe()
+        .atomic()
+        .zrange(&keys.active, 0, -1)
+        .hkeys(&keys.active_tickets)
+        .cmd("ZINTERCARD")
+        .arg(2)
+        .arg(&keys.waiting)
+        .arg(&keys.active)
+        .hget(&keys.meta, "seq")
+        .query_async(&mut inspect)
+        .await
+        .unwrap();
+    let (mut active, mut held) = (active, held);
+    active.sort();
+    held.sort();
+    assert_eq!(active, held);
+    assert_eq!(both, 0);
+    // Every ticket handed out was answered to its buyer, and no more were handed out than
+    // requests that could have reached Redis.
+    assert!(seq >= placed.len() as u64 && admitted_through <= seq);
+
+    // No applied payment is lost; the failed ones, redelivered, count exactly once.
+    let applied = ledger.applied.lock().unwrap().len() as u64;
+    let failed: Vec<Value> = ledger.failed.lock().unwrap().clone();
+    let score = |reply: Value| reply["score"].as_u64().unwrap_or(0);
+    let before_redelivery = score(concert_score(&app).await);
+    assert!(
+        before_redelivery >= applied,
+        "{before_redelivery} counted, {applied} applied"
+    );
+    for event in &failed {
+        let verdict =
+            ranking_updater::apply_events(std::slice::from_ref(event), &app.stack.ranking_updater)
+                .await;
+        assert!(
+            matches!(verdict[0], Verdict::Applied | Verdict::Duplicate),
+            "{verdict:?}"
+        );
+    }
+    assert_eq!(
+        score(concert_score(&app).await),
+        applied + failed.len() as u64
+    );
+
+    println!(
+        "RELIABILITY: faults: redis-server SIGKILLed under load (AOF, fsync always) and restarted; \
+         {} requests and payments, {unavailable} answered 503 with Retry-After within {OUTAGE_BOUND:?}, \
+         {failed_ticks} promoter ticks failed and recovered; {} places and {applied} applied payments \
+         all present after restart ({still_placed} still waiting or active, the rest admitted and \
+         expired; {} failed payments redelivered, counted once); lost: 0",
+        ledger.requests.load(Ordering::Relaxed),
+        placed.len(),
+        failed.len()
+    );
+}
+
+async fn concert_score(app: &TestApp) -> Value {
+    let reply = ranking_api::handle(
+        lineup_tests::api_request("GET", "/rankings/all-time/concerts/crash-show", None),
+        &app.stack.ranking_api,
+    )
+    .await
+    .unwrap();
+    lineup_tests::Reply::from(reply).body
+}
+
+#[tokio::test]
+async fn a_flushed_script_cache_is_reloaded_transparently() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "show", "a").await.token();
+    let second = join(&app, "show", "b").await.token();
+    ranking_updater::apply_events(
+        &[paid("p0", "c", 1, &[], &Utc::now().to_rfc3339())],
+        &app.stack.ranking_updater,
+    )
+    .await;
+    let flush = || async {
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut app.inspect.clone())
+            .await
+            .unwrap();
+    };
+    flush().await;
+    assert_eq!(join(&app, "show", "c").await.status, 201);
+    flush().await;
+    assert_eq!(
+        status(&app, "show", &second).await.body["status"],
+        "waiting"
+    );
+    flush().await;
+    assert_eq!(promote(&app).await.failed_ticks, 0);
+    flush().await;
+    let verdicts = ranking_updater::apply_events(
+        &[paid("p1", "c", 1, &[], &Utc::now().to_rfc3339())],
+        &app.stack.ranking_updater,
+    )
+    .await;
+    assert_eq!(verdicts, [Verdict::Applied]);
+    flush().await;
+    assert_eq!(crate::queue::leave(&app, "show", &first).await.status, 204);
+    flush().await;
+    assert_eq!(summary(&app, "show").await.status, 200);
+}
