@@ -25,6 +25,17 @@ use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
 use serde::{Deserialize, Serialize};
 
+/// Every route this function serves, as `(method, path)`. `openapi.yaml` and the template
+/// must list exactly these; a test checks both, and that each is really served.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/queues/{queueId}"),
+    ("PUT", "/queues/{queueId}/settings"),
+    ("GET", "/queues/{queueId}/admission"),
+    ("POST", "/queues/{queueId}/tokens"),
+    ("GET", "/queues/{queueId}/tokens/{token}"),
+    ("DELETE", "/queues/{queueId}/tokens/{token}"),
+];
+
 /// What the handler needs, created once per container.
 #[derive(Clone)]
 pub struct Deps {

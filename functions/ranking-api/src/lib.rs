@@ -21,6 +21,13 @@ pub struct Deps {
     pub rankings: Rankings,
 }
 
+/// Every route this function serves, as `(method, path)`. `openapi.yaml` and the template
+/// must list exactly these; a test checks both, and that each is really served.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/rankings/{period}"),
+    ("GET", "/rankings/{period}/concerts/{concertId}"),
+];
+
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
 pub async fn handle(
     request: Request,

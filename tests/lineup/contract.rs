@@ -1,0 +1,99 @@
+//! The HTTP contract: `openapi.yaml`, the template's routes and the handlers' route tables
+//! list the same routes, and every listed route is really served.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use lineup_tests::{api_request, Reply, TestApp};
+use serde_yaml_ng::Value;
+
+use crate::queue::join;
+
+fn read_yaml(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
+    serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn implemented() -> BTreeSet<(String, String)> {
+    queue_api::ROUTES
+        .iter()
+        .chain(ranking_api::ROUTES)
+        .map(|(method, path)| (method.to_string(), path.to_string()))
+        .collect()
+}
+
+#[test]
+fn openapi_lists_exactly_the_implemented_routes() {
+    let spec = read_yaml("openapi.yaml");
+    let mut documented = BTreeSet::new();
+    for (path, item) in spec["paths"].as_mapping().unwrap() {
+        for (method, _) in item.as_mapping().unwrap() {
+            let method = method.as_str().unwrap();
+            if ["get", "put", "post", "delete", "patch", "head", "options"].contains(&method) {
+                documented.insert((method.to_uppercase(), path.as_str().unwrap().to_owned()));
+            }
+        }
+    }
+    assert_eq!(documented, implemented());
+}
+
+#[test]
+fn the_template_routes_exactly_the_implemented_routes() {
+    let template = read_yaml("template.yaml");
+    let mut routed = BTreeSet::new();
+    for (_, resource) in template["Resources"].as_mapping().unwrap() {
+        let Some(events) = resource["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for (_, event) in events {
+            if event["Type"].as_str() == Some("HttpApi") {
+                let properties = &event["Properties"];
+                routed.insert((
+                    properties["Method"].as_str().unwrap().to_uppercase(),
+                    properties["Path"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    assert_eq!(routed, implemented());
+}
+
+async fn send(app: &TestApp, method: &str, path: &str) -> Reply {
+    let request = api_request(method, path, Some(r#"{"userId":"bob"}"#));
+    let response = if path.starts_with("/rankings") {
+        ranking_api::handle(request, &app.stack.ranking_api)
+            .await
+            .unwrap()
+    } else {
+        queue_api::handle(request, &app.stack.queue_api)
+            .await
+            .unwrap()
+    };
+    Reply::from(response)
+}
+
+#[tokio::test]
+async fn every_listed_route_is_served_and_other_methods_get_405() {
+    let app = TestApp::spawn(&[]).await;
+    let token = join(&app, "show", "alice").await.token();
+    for (method, template) in implemented() {
+        let path = template
+            .replace("{queueId}", "show")
+            .replace("{token}", &token)
+            .replace("{period}", "daily")
+            .replace("{concertId}", "c1");
+        let reply = send(&app, &method, &path).await;
+        let detail = reply.body["detail"].as_str().unwrap_or_default();
+        assert!(
+            reply.status != 405 && !detail.starts_with("no route"),
+            "{method} {path}: {} {}",
+            reply.status,
+            reply.body
+        );
+        send(&app, "PATCH", &path).await.assert_problem(405);
+    }
+    // And an unlisted path is not served.
+    app.queue_api(api_request("GET", "/queues/show/tokens/x/y", None))
+        .await
+        .assert_problem(404);
+}
