@@ -224,14 +224,11 @@ pub fn lambda_authorizer_context(
     }
 }
 
-/// The path split into its non-empty segments.
+/// The path split into its segments. Empty segments are kept, so `/queues//admission` or a
+/// trailing slash matches no route rather than a different one.
 pub fn segments(request: &Request) -> Vec<&str> {
-    request
-        .uri()
-        .path()
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect()
+    let path = request.uri().path();
+    path.strip_prefix('/').unwrap_or(path).split('/').collect()
 }
 
 /// The 404 for a path no route matches.

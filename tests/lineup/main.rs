@@ -1,6 +1,7 @@
 //! One test binary for every end-to-end test, so the workspace links it once.
 
 mod abuse;
+mod bad_input;
 mod contract;
 mod faults;
 mod fixtures;
