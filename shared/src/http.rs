@@ -9,6 +9,7 @@ use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::request::{LambdaRequest, RequestContext};
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::LambdaEvent;
+use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -224,11 +225,19 @@ pub fn lambda_authorizer_context(
     }
 }
 
-/// The path split into its segments. Empty segments are kept, so `/queues//admission` or a
-/// trailing slash matches no route rather than a different one.
-pub fn segments(request: &Request) -> Vec<&str> {
+/// The path split into its segments, each percent-decoded (`a%3Ab` is `a:b`; a segment that
+/// does not decode to UTF-8 is kept as sent, and fails id validation). Empty segments are
+/// kept, so `/queues//admission` or a trailing slash matches no route rather than another.
+pub fn segments(request: &Request) -> Vec<String> {
     let path = request.uri().path();
-    path.strip_prefix('/').unwrap_or(path).split('/').collect()
+    path.strip_prefix('/')
+        .unwrap_or(path)
+        .split('/')
+        .map(|segment| match percent_decode_str(segment).decode_utf8() {
+            Ok(decoded) => decoded.into_owned(),
+            Err(_) => segment.to_owned(),
+        })
+        .collect()
 }
 
 /// The 404 for a path no route matches.

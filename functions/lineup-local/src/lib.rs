@@ -94,10 +94,14 @@ async fn dispatch(
             let response = match path.split('/').nth(1) {
                 Some("rankings") => ranking_api::handle(request, &stack.ranking_api).await,
                 Some("events") => Ok(post_events(&request, &stack).await),
-                _ if is_protected(&path) => match authorize(request, &stack).await {
-                    Ok(request) => queue_api::handle(request, &stack.queue_api).await,
-                    Err(err) => Ok(lineup::http::problem(&err)),
-                },
+                // API Gateway runs the authorizer only for the route's own method; any
+                // other method is the function's 405.
+                _ if method == Method::GET && is_protected(&path) => {
+                    match authorize(request, &stack).await {
+                        Ok(request) => queue_api::handle(request, &stack.queue_api).await,
+                        Err(err) => Ok(lineup::http::problem(&err)),
+                    }
+                }
                 _ => queue_api::handle(request, &stack.queue_api).await,
             };
             match response {

@@ -57,7 +57,13 @@ pub async fn handle(
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let method = request.method();
-    match segments(request).as_slice() {
+    let segments = segments(request);
+    match segments
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["queues", queue] => match *method {
             Method::GET => summary(deps, QueueId::parse(queue)?).await,
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),

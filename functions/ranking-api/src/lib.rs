@@ -38,9 +38,9 @@ pub async fn handle(
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request);
-    let (period, concert) = match segments.as_slice() {
-        ["rankings", period] => (*period, None),
-        ["rankings", period, "concerts", concert] => (*period, Some(*concert)),
+    let (period, concert) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["rankings", period] => (period, None),
+        ["rankings", period, "concerts", concert] => (period, Some(concert)),
         _ => return Err(no_route(request)),
     };
     if request.method() != Method::GET {

@@ -3,6 +3,7 @@
 //! has not set follows the environment's default.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Number;
 
 use super::{WaitingRoom, CONFIGURE};
 use crate::config::QueueConfig;
@@ -48,13 +49,13 @@ pub(super) type SettingsReply = (u32, u64, u32, u64, u8);
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsChange {
     #[serde(default, deserialize_with = "present")]
-    pub capacity: Option<Option<u64>>,
+    pub capacity: Option<Option<Number>>,
     #[serde(default, deserialize_with = "present")]
-    pub session_seconds: Option<Option<u64>>,
+    pub session_seconds: Option<Option<Number>>,
     #[serde(default, deserialize_with = "present")]
-    pub admit_per_tick: Option<Option<u64>>,
+    pub admit_per_tick: Option<Option<Number>>,
     #[serde(default, deserialize_with = "present")]
-    pub waiting_idle_seconds: Option<Option<u64>>,
+    pub waiting_idle_seconds: Option<Option<Number>>,
     #[serde(default, deserialize_with = "present")]
     pub paused: Option<Option<bool>>,
 }
@@ -72,15 +73,18 @@ pub const SESSION_SECONDS_RANGE: (u64, u64) = (1, 86_400);
 pub const ADMIT_PER_TICK_RANGE: (u64, u64) = (1, 1_000_000);
 pub const WAITING_IDLE_SECONDS_RANGE: (u64, u64) = (1, 86_400);
 
-fn in_range(field: &'static str, value: u64, (min, max): (u64, u64)) -> Result<u64, Error> {
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(Error::invalid(
-            field,
-            format!("must be from {min} to {max}"),
-        ))
-    }
+/// `value` as a whole number within the range. JSON has one number type, so an integral
+/// `60.0` is accepted as 60; `2.5`, negatives and anything out of range are not.
+fn in_range(field: &'static str, value: &Number, (min, max): (u64, u64)) -> Result<u64, Error> {
+    let whole = value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
+            .map(|f| f as u64)
+    });
+    whole
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| Error::invalid(field, format!("must be a whole number from {min} to {max}")))
 }
 
 impl SettingsChange {
@@ -90,7 +94,7 @@ impl SettingsChange {
         let mut args = Vec::new();
         let mut number = |field: &'static str,
                           stored: &'static str,
-                          change: Option<Option<u64>>,
+                          change: &Option<Option<Number>>,
                           range: (u64, u64),
                           scale: u64|
          -> Result<(), Error> {
@@ -103,25 +107,25 @@ impl SettingsChange {
             }
             Ok(())
         };
-        number("capacity", "capacity", self.capacity, CAPACITY_RANGE, 1)?;
+        number("capacity", "capacity", &self.capacity, CAPACITY_RANGE, 1)?;
         number(
             "sessionSeconds",
             "session-ms",
-            self.session_seconds,
+            &self.session_seconds,
             SESSION_SECONDS_RANGE,
             1000,
         )?;
         number(
             "admitPerTick",
             "admit-per-tick",
-            self.admit_per_tick,
+            &self.admit_per_tick,
             ADMIT_PER_TICK_RANGE,
             1,
         )?;
         number(
             "waitingIdleSeconds",
             "idle-ms",
-            self.waiting_idle_seconds,
+            &self.waiting_idle_seconds,
             WAITING_IDLE_SECONDS_RANGE,
             1000,
         )?;
