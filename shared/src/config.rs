@@ -69,9 +69,20 @@ pub struct RankingSettings {
     pub dedupe: Duration,
 }
 
+/// Whether Redis is one primary (with replicas) or a cluster (Redis Cluster, ElastiCache
+/// cluster mode, ElastiCache Serverless).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisMode {
+    Standalone,
+    Cluster,
+    /// Ask the server (`INFO cluster`) on first use.
+    Auto,
+}
+
 /// How to reach Redis.
 #[derive(Debug, Clone)]
 pub struct RedisSettings {
+    pub mode: RedisMode,
     /// `redis://` or `rediss://` URL; `None` lets the local stack start its own server.
     pub url: Option<String>,
     pub username: Option<String>,
@@ -232,7 +243,19 @@ impl Config {
             ),
         };
 
+        let mode = match vars.string("REDIS_MODE").as_deref().map(str::trim) {
+            None | Some("standalone") => RedisMode::Standalone,
+            Some("cluster") => RedisMode::Cluster,
+            Some("auto") => RedisMode::Auto,
+            Some(other) => {
+                return Err(bad(
+                    "REDIS_MODE",
+                    format!("{other:?} is not standalone, cluster or auto"),
+                ))
+            }
+        };
         let redis = RedisSettings {
+            mode,
             url: vars.string("REDIS_URL"),
             username: vars.string("REDIS_USERNAME"),
             password: vars.string("REDIS_PASSWORD"),

@@ -6,25 +6,48 @@
 //! Serverless; the ranking keys share `{rk}` (see [`crate::ranking`]). The queue registry
 //! is the one key outside any tag, and no script touches it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::Slot;
 use redis::{
-    Client, FromRedisValue, IntoConnectionInfo, RedisError, Script, ScriptInvocation,
-    ServerErrorKind,
+    Client, Cmd, FromRedisValue, IntoConnectionInfo, RedisError, Script, ServerErrorKind,
+    ToRedisArgs, Value,
 };
+use tokio::sync::OnceCell;
 
-use crate::config::RedisSettings;
+use crate::config::{RedisMode, RedisSettings};
 use crate::ids::QueueId;
 
-/// The shared connection. Cheap to clone. Reconnects by itself after Redis comes back, and
-/// replaces its connection when the server it reached has stopped being the primary
-/// (`READONLY` after a failover), so a warm container never sticks to a demoted node.
+/// The shared connection. Cheap to clone.
+///
+/// Standalone (`REDIS_MODE=standalone`, the default): one multiplexed connection that
+/// reconnects by itself after Redis comes back, and is replaced when the server it reached
+/// has stopped being the primary (`READONLY` after a failover), so a warm container never
+/// sticks to a demoted node.
+///
+/// Cluster (`REDIS_MODE=cluster`, or `auto` against a cluster): redis-rs's cluster client,
+/// which follows MOVED and ASK, refreshes the topology, and reconnects. Every operation goes
+/// through the same [`Batch`] either way; in cluster mode a batch is sent as one pipeline
+/// per hash slot, all at once, so it still costs one round trip of wall time.
 #[derive(Clone)]
 pub struct Conn(Arc<Shared>);
 
 struct Shared {
+    mode: RedisMode,
+    standalone: Standalone,
+    cluster_client: ClusterClient,
+    /// Resolved on first use (for `auto`, by asking the server), then fixed.
+    resolved: OnceCell<RedisMode>,
+    /// Created on first use in cluster mode; a failed attempt is retried on the next call.
+    cluster: OnceCell<ClusterConnection>,
+}
+
+struct Standalone {
     client: Client,
     config: ConnectionManagerConfig,
     current: RwLock<ConnectionManager>,
@@ -49,37 +72,219 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         // request tries again, instead of one request waiting through a long backoff.
         .set_number_of_retries(1)
         .set_max_delay(Duration::from_millis(200));
-    let client = Client::open(info)?;
+    let client = Client::open(info.clone())?;
     let current = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
+    let mut cluster = ClusterClient::builder(vec![info])
+        .connection_timeout(settings.connect_timeout)
+        .response_timeout(settings.response_timeout)
+        .retries(2);
+    if let Some(user) = &settings.username {
+        cluster = cluster.username(user);
+    }
+    if let Some(password) = &settings.password {
+        cluster = cluster.password(password);
+    }
     Ok(Conn(Arc::new(Shared {
-        client,
-        config,
-        current: RwLock::new(current),
+        mode: settings.mode,
+        standalone: Standalone {
+            client,
+            config,
+            current: RwLock::new(current),
+        },
+        cluster_client: cluster.build()?,
+        resolved: OnceCell::new(),
+        cluster: OnceCell::new(),
     })))
 }
 
+/// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
+/// as EVALSHA; a server that lacks the script gets it loaded and the call sent again.
+pub struct ScriptCall {
+    script: &'static Script,
+    keys: Vec<String>,
+    args: Vec<Vec<u8>>,
+}
+
+impl ScriptCall {
+    pub fn new(script: &'static Script) -> Self {
+        ScriptCall {
+            script,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn key(&mut self, key: impl Into<String>) -> &mut Self {
+        self.keys.push(key.into());
+        self
+    }
+
+    pub fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    fn command(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash())
+            .arg(self.keys.len())
+            .arg(&self.keys)
+            .arg(&self.args);
+        cmd
+    }
+}
+
+/// Work from one or more owners (the rankings and the waiting room, say) sent together.
+/// Each owner stages its calls and later reads its own replies by the index
+/// [`Batch::script`] or [`Batch::command`] gave it.
+#[derive(Default)]
+pub struct Batch {
+    entries: Vec<(Slot, Cmd)>,
+    scripts: Vec<&'static Script>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Adds a script call; returns the index its reply will have.
+    pub fn script(&mut self, call: ScriptCall) -> usize {
+        if !self.scripts.iter().any(|s| std::ptr::eq(*s, call.script)) {
+            self.scripts.push(call.script);
+        }
+        let slot = Slot::for_key(call.keys.first().map(String::as_str).unwrap_or_default());
+        self.entries.push((slot, call.command()));
+        self.entries.len() - 1
+    }
+
+    /// Adds a plain command on `key`; returns the index its reply will have.
+    pub fn command(&mut self, key: &str, cmd: Cmd) -> usize {
+        self.entries.push((Slot::for_key(key), cmd));
+        self.entries.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 impl Conn {
+    /// Runs one script call.
+    pub async fn invoke<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, RedisError> {
+        let mut batch = Batch::new();
+        batch.script(call);
+        self.single(batch).await
+    }
+
+    /// Sends one command on `key`.
+    pub async fn query<T: FromRedisValue>(&self, key: &str, cmd: Cmd) -> Result<T, RedisError> {
+        let mut batch = Batch::new();
+        batch.command(key, cmd);
+        self.single(batch).await
+    }
+
+    async fn single<T: FromRedisValue>(&self, batch: Batch) -> Result<T, RedisError> {
+        let reply = self.send(&batch).await?.pop().unwrap_or(Value::Nil);
+        Ok(redis::from_redis_value(reply)?)
+    }
+
+    /// Sends `batch`; one reply per staged call, in order. Standalone: one pipeline.
+    /// Cluster: one pipeline per hash slot, all in flight at once.
+    pub async fn send(&self, batch: &Batch) -> Result<Vec<Value>, RedisError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        match self.mode().await? {
+            RedisMode::Cluster => self.send_cluster(batch).await,
+            _ => {
+                let mut manager = self.manager();
+                let mut pipe = redis::pipe();
+                for (_, cmd) in &batch.entries {
+                    pipe.add_command(cmd.clone());
+                }
+                let result = run_pipeline(&mut manager, &pipe, &batch.scripts).await;
+                self.observe(result)
+            }
+        }
+    }
+
+    async fn send_cluster(&self, batch: &Batch) -> Result<Vec<Value>, RedisError> {
+        let conn = self
+            .0
+            .cluster
+            .get_or_try_init(|| self.0.cluster_client.get_async_connection())
+            .await?
+            .clone();
+        let mut groups: HashMap<Slot, Vec<usize>> = HashMap::new();
+        for (index, (slot, _)) in batch.entries.iter().enumerate() {
+            groups.entry(*slot).or_default().push(index);
+        }
+        let sends = groups.into_values().map(|indices| {
+            let mut conn = conn.clone();
+            let mut pipe = redis::pipe();
+            for index in &indices {
+                pipe.add_command(batch.entries[*index].1.clone());
+            }
+            async move {
+                let replies = run_pipeline(&mut conn, &pipe, &batch.scripts).await?;
+                Ok::<_, RedisError>(indices.into_iter().zip(replies))
+            }
+        });
+        let mut replies = vec![Value::Nil; batch.entries.len()];
+        for group in futures::future::try_join_all(sends).await? {
+            for (index, reply) in group {
+                replies[index] = reply;
+            }
+        }
+        Ok(replies)
+    }
+
+    /// Standalone or cluster, as configured, or as the server says for `auto`.
+    async fn mode(&self) -> Result<RedisMode, RedisError> {
+        match self.0.mode {
+            RedisMode::Auto => self
+                .0
+                .resolved
+                .get_or_try_init(|| async {
+                    let info: String = redis::cmd("INFO")
+                        .arg("cluster")
+                        .query_async(&mut self.manager())
+                        .await?;
+                    Ok::<_, RedisError>(if info.contains("cluster_enabled:1") {
+                        RedisMode::Cluster
+                    } else {
+                        RedisMode::Standalone
+                    })
+                })
+                .await
+                .copied(),
+            fixed => Ok(fixed),
+        }
+    }
+
     fn manager(&self) -> ConnectionManager {
         self.0
+            .standalone
             .current
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    /// Passes `result` through, first replacing the connection if the error says the
-    /// server is no longer the primary.
+    /// Passes `result` through, first replacing the standalone connection if the error
+    /// says the server is no longer the primary.
     fn observe<T>(&self, result: Result<T, RedisError>) -> Result<T, RedisError> {
         if let Err(err) = &result {
             if is_demoted(err) {
                 tracing::warn!("redis answered {err}; reconnecting to reach the new primary");
+                let standalone = &self.0.standalone;
                 match ConnectionManager::new_lazy_with_config(
-                    self.0.client.clone(),
-                    self.0.config.clone(),
+                    standalone.client.clone(),
+                    standalone.config.clone(),
                 ) {
                     Ok(fresh) => {
-                        *self
-                            .0
+                        *standalone
                             .current
                             .write()
                             .unwrap_or_else(PoisonError::into_inner) = fresh
@@ -90,87 +295,24 @@ impl Conn {
         }
         result
     }
+}
 
-    /// Runs one script invocation (EVALSHA; loads the script if the server lacks it).
-    pub async fn invoke<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-    ) -> Result<T, RedisError> {
-        let result = invocation.invoke_async(&mut self.manager()).await;
-        self.observe(result)
-    }
-
-    /// Sends one command.
-    pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, RedisError> {
-        let result = cmd.query_async(&mut self.manager()).await;
-        self.observe(result)
-    }
-
-    /// Sends `pipe` in one round trip. If the server lost its script cache, loads `scripts`
-    /// and sends the pipeline once more; every script in lineup is safe to re-run.
-    pub async fn pipeline<T: FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-        scripts: &[&Script],
-    ) -> Result<T, RedisError> {
-        let mut conn = self.manager();
-        let result = match pipe.query_async(&mut conn).await {
-            Err(err) if is_noscript(&err) => {
-                let mut reloaded = Ok(());
-                for script in scripts {
-                    if let Err(err) = script.load_async(&mut conn).await {
-                        reloaded = Err(err);
-                        break;
-                    }
-                }
-                match reloaded {
-                    Ok(()) => pipe.query_async(&mut conn).await,
-                    Err(err) => Err(err),
-                }
+/// Sends `pipe` in one round trip. If the server lost its script cache (a restart, a
+/// failover, `SCRIPT FLUSH`), loads `scripts` and sends the pipeline once more; every script
+/// in lineup is safe to re-run after a NOSCRIPT, which runs nothing.
+async fn run_pipeline<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+    pipe: &redis::Pipeline,
+    scripts: &[&'static Script],
+) -> Result<Vec<Value>, RedisError> {
+    match pipe.query_async(conn).await {
+        Err(err) if is_noscript(&err) => {
+            for script in scripts {
+                script.load_async(conn).await?;
             }
-            other => other,
-        };
-        self.observe(result)
-    }
-}
-
-/// Commands from several owners (the rankings and the waiting room, say) sent together in
-/// one round trip. Each owner stages its part and later reads its own replies back by the
-/// range [`Batch::stage`] gave it.
-#[derive(Default)]
-pub struct Batch {
-    pipe: redis::Pipeline,
-    scripts: Vec<&'static Script>,
-    len: usize,
-}
-
-impl Batch {
-    pub fn new() -> Self {
-        Batch::default()
-    }
-
-    /// Adds `invocation` of `script`; returns the index its reply will have.
-    pub fn stage(&mut self, script: &'static Script, invocation: &ScriptInvocation<'_>) -> usize {
-        self.pipe.invoke_script(invocation);
-        if !self.scripts.iter().any(|s| std::ptr::eq(*s, script)) {
-            self.scripts.push(script);
+            pipe.query_async(conn).await
         }
-        self.len += 1;
-        self.len - 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Conn {
-    /// Sends `batch` in one round trip; one reply per staged call, in order.
-    pub async fn send(&self, batch: &Batch) -> Result<Vec<redis::Value>, RedisError> {
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.pipeline(&batch.pipe, &batch.scripts).await
+        other => other,
     }
 }
 

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::store::{queue_registry_key, Batch};
+use crate::store::{queue_registry_key, Batch, QueueKeys};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -77,18 +77,14 @@ impl WaitingRoom {
         user: &UserId,
         source: Option<IpAddr>,
     ) -> Result<Issued, Error> {
-        let invocation = {
-            let mut inv = self.invocation(&ISSUE, queue);
-            inv.arg(user.as_str())
-                .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
-                .arg(self.config.rate_limit_user_per_minute)
-                .arg(self.config.rate_limit_ip_per_minute);
-            inv
-        };
-        let (reply,): (ScriptReply,) = self
-            .conn
-            .pipeline(self.registered(queue).invoke_script(&invocation), &[&ISSUE])
-            .await?;
+        let mut invocation = self.invocation(&ISSUE, queue);
+        invocation
+            .arg(user.as_str())
+            .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
+            .arg(self.config.rate_limit_user_per_minute)
+            .arg(self.config.rate_limit_ip_per_minute);
+        let reply: ScriptReply = self.conn.invoke(invocation).await?;
+        self.register_if_needed(queue, &reply).await?;
         let (created, state) = decode_reply(reply)?
             .ok_or_else(|| Error::Internal("issue script found no entry".into()))?;
         Ok(Issued {
@@ -107,24 +103,41 @@ impl WaitingRoom {
     pub async fn status(&self, claims: &TokenClaims) -> Result<Option<TokenState>, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let (reply,): (ScriptReply,) = self
-            .conn
-            .pipeline(
-                self.registered(&claims.queue).invoke_script(&invocation),
-                &[&STATUS],
-            )
-            .await?;
+        let reply: ScriptReply = self.conn.invoke(invocation).await?;
+        self.register_if_needed(&claims.queue, &reply).await?;
         Ok(decode_reply(reply)?.map(|(_, state)| state))
     }
 
-    /// A pipeline that first (re-)registers `queue`, so the promoter finds it. Issue and
-    /// status both start with it: a queue the reaper retired while a buyer arrived is back
-    /// in the registry by that buyer's next poll.
-    fn registered(&self, queue: &QueueId) -> redis::Pipeline {
-        let mut pipe = redis::pipe();
-        pipe.sadd(queue_registry_key(&self.prefix), queue.as_str())
-            .ignore();
-        pipe
+    /// Adds `queue` to the registry when the script found it unmarked: once per queue
+    /// (and again after the reaper retires it), so the registry key is no hot spot. The
+    /// registry is written first and the mark second: a crash in between leaves the queue
+    /// unmarked, and the next issue or status registers it again.
+    async fn register_if_needed(&self, queue: &QueueId, reply: &ScriptReply) -> Result<(), Error> {
+        if reply.8 == 0 {
+            return Ok(());
+        }
+        let registry = queue_registry_key(&self.prefix);
+        self.conn
+            .query::<()>(
+                &registry,
+                redis::cmd("SADD")
+                    .arg(&registry)
+                    .arg(queue.as_str())
+                    .clone(),
+            )
+            .await?;
+        let meta = QueueKeys::new(&self.prefix, queue).meta;
+        self.conn
+            .query::<()>(
+                &meta,
+                redis::cmd("HSET")
+                    .arg(&meta)
+                    .arg("registered")
+                    .arg(1)
+                    .clone(),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Whether the token is active right now: the gatekeeper's question. Read-only; a
@@ -132,7 +145,7 @@ impl WaitingRoom {
     pub async fn check(&self, claims: &TokenClaims) -> Result<Option<Gate>, Error> {
         let mut invocation = self.invocation(&CHECK, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let until_ms: i64 = self.conn.invoke(&invocation).await?;
+        let until_ms: i64 = self.conn.invoke(invocation).await?;
         Ok(match until_ms {
             0 => None,
             ms => Some(Gate {
@@ -146,7 +159,7 @@ impl WaitingRoom {
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
         let (left, place, admitted, dropped): (u8, String, AdmittedReply, SeatsReply) =
-            self.conn.invoke(&invocation).await?;
+            self.conn.invoke(invocation).await?;
         if left == 0 {
             return Ok(None);
         }
@@ -181,7 +194,7 @@ impl WaitingRoom {
         invocation
             .arg(user.as_str())
             .arg(paid_at.timestamp_millis());
-        batch.stage(&RELEASE, &invocation)
+        batch.script(invocation)
     }
 
     /// The event for a staged release's reply, if it ended a session.
@@ -203,7 +216,7 @@ impl WaitingRoom {
             String,
             u64,
             SettingsReply,
-        ) = self.conn.invoke(&self.invocation(&SUMMARY, queue)).await?;
+        ) = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
         Ok(QueueSummary {
             queue_id: queue.clone(),
             waiting,

@@ -139,18 +139,32 @@ end
 
 local PAUSED_FLAG = PAUSED and 1 or 0
 
+-- 1 while the queue is not known to be in the registry: the caller then adds it and marks
+-- it registered. Checked by issue and status, so a failed registration is retried.
+local function needs_registration()
+  return redis.call('HEXISTS', META, 'registered') == 0 and 1 or 0
+end
+
 -- The reply every buyer-facing script gives for a token:
--- {created, status, ticket, position, active_until_ms, rate, idle_ms, paused}.
+-- {created, status, ticket, position, active_until_ms, rate, idle_ms, paused, register}.
 local function waiting_reply(created, user, ticket)
   return {created, 'waiting', ticket, redis.call('ZRANK', WAITING, user) + 1, 0, rate(),
-    IDLE_MS, PAUSED_FLAG}
+    IDLE_MS, PAUSED_FLAG, needs_registration()}
 end
 
 local function active_reply(created, ticket, until_ms)
-  return {created, 'active', ticket, 0, until_ms, rate(), IDLE_MS, PAUSED_FLAG}
+  return {created, 'active', ticket, 0, until_ms, rate(), IDLE_MS, PAUSED_FLAG,
+    needs_registration()}
 end
 
-local GONE = {0, 'gone', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG}
+local GONE = {0, 'gone', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+
+-- Whether the queue is empty and has had no arrival for `idle_after` ms.
+local function is_idle(idle_after)
+  local last_issue = tonumber(redis.call('HGET', META, 'last-issue') or '0')
+  return redis.call('ZCARD', WAITING) == 0 and live_active_count() == 0
+    and NOW - last_issue >= idle_after
+end
 
 -- Finds the live waiting or active entry for `user` holding `ticket` (any ticket when
 -- nil). Returns 'waiting'|'active'|nil, ticket, session end. A lapsed entry is left for

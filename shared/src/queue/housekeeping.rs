@@ -4,10 +4,10 @@
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
-use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE, REAP};
+use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE, REAP, RETIRE};
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::store::queue_registry_key;
+use crate::store::{queue_registry_key, Batch};
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
 pub const REAP_CHUNK: u32 = 1000;
@@ -108,25 +108,34 @@ type ReapReply = (SeatsReply, SeatsReply, u64, u8);
 impl WaitingRoom {
     /// Every queue that ever had a buyer.
     pub async fn registered_queues(&self) -> Result<Vec<QueueId>, Error> {
+        let registry = queue_registry_key(&self.prefix);
         let raw: Vec<String> = self
             .conn
-            .query(redis::cmd("SMEMBERS").arg(queue_registry_key(&self.prefix)))
+            .query(&registry, redis::cmd("SMEMBERS").arg(&registry).clone())
             .await?;
         // Only ids that passed validation are ever registered; skip anything else.
         Ok(raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect())
     }
 
-    /// One promotion tick for every queue in `queues`, all in one pipelined round trip.
-    /// Each queue's step is atomic, so overlapping promoters never exceed capacity.
+    /// One promotion tick for every queue in `queues`, all in one batch: one pipelined
+    /// round trip (per shard, all at once, on a cluster). Each queue's step is atomic, so
+    /// overlapping promoters never exceed capacity.
     pub async fn promote(&self, queues: &[QueueId]) -> Result<PromotionReport, Error> {
         if queues.is_empty() {
             return Ok(PromotionReport::default());
         }
-        let mut pipe = redis::pipe();
+        let mut batch = Batch::new();
         for queue in queues {
-            pipe.invoke_script(&self.invocation(&PROMOTE, queue));
+            batch.script(self.invocation(&PROMOTE, queue));
         }
-        let replies: Vec<PromoteReply> = self.conn.pipeline(&pipe, &[&PROMOTE]).await?;
+        let replies: Vec<PromoteReply> = self
+            .conn
+            .send(&batch)
+            .await?
+            .into_iter()
+            .map(redis::from_redis_value)
+            .collect::<Result<_, _>>()
+            .map_err(|err| Error::Internal(format!("promotion reply: {err}")))?;
         let queues = queues
             .iter()
             .zip(replies)
@@ -171,7 +180,7 @@ impl WaitingRoom {
                 .arg(cursor)
                 .arg(REAP_CHUNK)
                 .arg(super::millis(self.config.retire_after));
-            let (expired, abandoned, next, idle): ReapReply = self.conn.invoke(&invocation).await?;
+            let (expired, abandoned, next, idle): ReapReply = self.conn.invoke(invocation).await?;
             report.script_calls += 1;
             report.expired += expired.len() as u64;
             report.abandoned += abandoned.len() as u64;
@@ -186,18 +195,35 @@ impl WaitingRoom {
                 continue;
             }
             if idle == 1 {
-                // Safe against a racing arrival: issue and status both re-register their
-                // queue in the same round trip, so a live queue is back at its next request.
-                self.conn
-                    .query::<()>(
-                        redis::cmd("SREM")
-                            .arg(queue_registry_key(&self.prefix))
-                            .arg(queue.as_str()),
-                    )
-                    .await?;
-                report.retired = true;
+                report.retired = self.retire(queue).await?;
             }
             return Ok(report);
         }
+    }
+}
+
+impl WaitingRoom {
+    /// Takes an idle queue off the registry. Registry first, then the queue's own check
+    /// (which clears its registration mark only if it is still idle): an arrival in between
+    /// found the mark still set and did not register, so the queue goes back in.
+    /// Returns whether it was retired. The reaper calls it for queues its chunks found idle.
+    pub async fn retire(&self, queue: &QueueId) -> Result<bool, Error> {
+        let registry = queue_registry_key(&self.prefix);
+        let remove = redis::cmd("SREM")
+            .arg(&registry)
+            .arg(queue.as_str())
+            .clone();
+        self.conn.query::<()>(&registry, remove).await?;
+        let mut invocation = self.invocation(&RETIRE, queue);
+        invocation.arg(super::millis(self.config.retire_after));
+        let retired: u8 = self.conn.invoke(invocation).await?;
+        if retired == 0 {
+            let add = redis::cmd("SADD")
+                .arg(&registry)
+                .arg(queue.as_str())
+                .clone();
+            self.conn.query::<()>(&registry, add).await?;
+        }
+        Ok(retired == 1)
     }
 }

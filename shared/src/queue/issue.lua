@@ -26,7 +26,7 @@ if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
     over = true
   end
   if over then
-    return {0, 'limited', 0, 0, (window + 1) * 60000 - NOW, '', IDLE_MS, PAUSED_FLAG}
+    return {0, 'limited', 0, 0, (window + 1) * 60000 - NOW, '', IDLE_MS, PAUSED_FLAG, 0}
   end
 end
 

@@ -23,7 +23,7 @@ use redis::Script;
 
 use crate::config::QueueConfig;
 use crate::ids::QueueId;
-use crate::store::{Conn, QueueKeys};
+use crate::store::{Conn, QueueKeys, ScriptCall};
 
 pub use buyer::{Gate, Issued, Left, QueueSummary};
 pub use events::{QueueEvent, QueueEventKind};
@@ -49,6 +49,7 @@ static SUMMARY: LazyLock<Script> = queue_script!("summary.lua");
 static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
+static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
 
 /// The waiting room over one Redis. Cheap to clone.
 #[derive(Clone)]
@@ -71,11 +72,11 @@ impl WaitingRoom {
         &self.config
     }
 
-    /// A script invocation with the keys and leading arguments every queue script expects:
-    /// the environment's defaults, which the queue's own settings override inside Redis.
-    fn invocation<'s>(&self, script: &'s Script, queue: &QueueId) -> redis::ScriptInvocation<'s> {
+    /// A script call with the keys and leading arguments every queue script expects: the
+    /// environment's defaults, which the queue's own settings override inside Redis.
+    fn invocation(&self, script: &'static Script, queue: &QueueId) -> ScriptCall {
         let keys = QueueKeys::new(&self.prefix, queue);
-        let mut invocation = script.prepare_invoke();
+        let mut invocation = ScriptCall::new(script);
         for key in keys.all() {
             invocation.key(key);
         }
@@ -140,12 +141,12 @@ impl TokenState {
 }
 
 /// The reply of the buyer-facing scripts:
-/// `{created, status, ticket, position, active_until_ms, rate, idle_ms, paused}`.
-type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8);
+/// `{created, status, ticket, position, active_until_ms, rate, idle_ms, paused, register}`.
+type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8, u8);
 
 /// Decodes a [`ScriptReply`]: whether the entry is new and its state, or `None` if gone.
 fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate::Error> {
-    let (created, status, ticket, position, until_ms, rate, idle_ms, paused) = reply;
+    let (created, status, ticket, position, until_ms, rate, idle_ms, paused, _) = reply;
     let standing = match status.as_str() {
         "gone" => return Ok(None),
         "limited" => {

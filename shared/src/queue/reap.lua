@@ -17,9 +17,4 @@ for i = 1, #rows, 2 do
 end
 if #users > 0 then redis.call('ZREM', WAITING, unpack(users)) end
 if #rows == 2 * chunk then return {expired, abandoned, tonumber(rows[#rows]), 0} end
-local last_issue = tonumber(redis.call('HGET', META, 'last-issue') or '0')
-local idle = 0
-if redis.call('ZCARD', WAITING) == 0 and live_active_count() == 0 and NOW - last_issue >= idle_after then
-  idle = 1
-end
-return {expired, abandoned, 0, idle}
+return {expired, abandoned, 0, is_idle(idle_after) and 1 or 0}

@@ -165,7 +165,7 @@ impl WaitingRoom {
         for (field, value) in &args {
             invocation.arg(*field).arg(value);
         }
-        let reply: SettingsReply = self.conn.invoke(&invocation).await?;
+        let reply: SettingsReply = self.conn.invoke(invocation).await?;
         Ok(QueueSettings::from_reply(reply))
     }
 }

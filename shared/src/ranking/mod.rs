@@ -26,7 +26,7 @@ pub use period::{local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre};
-use crate::store::{Batch, Conn};
+use crate::store::{Batch, Conn, ScriptCall};
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
 static TOP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("top.lua")));
@@ -127,7 +127,7 @@ impl Rankings {
         commands
             .chunks(EVENTS_PER_CALL)
             .map(|chunk| {
-                let mut invocation = APPLY.prepare_invoke();
+                let mut invocation = ScriptCall::new(&APPLY);
                 let mut keys = Vec::new();
                 invocation.arg(self.settings.dedupe.as_secs());
                 for command in chunk {
@@ -139,7 +139,7 @@ impl Rankings {
                 for key in &keys {
                     invocation.key(key);
                 }
-                batch.stage(&APPLY, &invocation)
+                batch.script(invocation)
             })
             .collect()
     }
@@ -251,9 +251,9 @@ impl Rankings {
         offset: u64,
         limit: u64,
     ) -> Result<(u64, Vec<Ranked>), Error> {
-        let mut invocation = TOP.key(self.board_key(board));
-        invocation.arg(offset).arg(limit);
-        let (total, rows): (u64, Vec<(String, u64, u64)>) = self.conn.invoke(&invocation).await?;
+        let mut invocation = ScriptCall::new(&TOP);
+        invocation.key(self.board_key(board)).arg(offset).arg(limit);
+        let (total, rows): (u64, Vec<(String, u64, u64)>) = self.conn.invoke(invocation).await?;
         let items = rows
             .into_iter()
             .map(|(concert_id, score, rank)| Ranked {
@@ -271,9 +271,9 @@ impl Rankings {
         board: &Board,
         concert: &ConcertId,
     ) -> Result<Option<(u64, u64)>, Error> {
-        let mut invocation = CONCERT.key(self.board_key(board));
-        invocation.arg(concert.as_str());
-        let reply: Vec<u64> = self.conn.invoke(&invocation).await?;
+        let mut invocation = ScriptCall::new(&CONCERT);
+        invocation.key(self.board_key(board)).arg(concert.as_str());
+        let reply: Vec<u64> = self.conn.invoke(invocation).await?;
         Ok(match reply.as_slice() {
             [score, rank] => Some((*rank, *score)),
             _ => None,

@@ -1,0 +1,10 @@
+-- Retire: ARGV[ARG] ms without a new arrival after which an empty queue is idle. Runs after
+-- the caller removed the queue from the registry. If the queue is still idle, clears its
+-- registration mark, so the next arrival registers it again, and returns 1. If a buyer
+-- arrived in between (while the mark was still set, so it did not register), returns 0 and
+-- the caller puts the queue back in the registry.
+if is_idle(tonumber(ARGV[ARG])) then
+  redis.call('HDEL', META, 'registered')
+  return 1
+end
+return 0
