@@ -14,6 +14,9 @@ use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
 use lineup::queue::WaitingRoom;
 use lineup_local::Stack;
+
+mod cluster;
+pub use cluster::EmbeddedCluster;
 use serde_json::{json, Value};
 
 /// A running test environment.
@@ -24,8 +27,12 @@ pub struct TestApp {
     pub metrics: MetricsSink,
     /// Present when the test started its own server.
     pub redis: Option<EmbeddedRedis>,
-    /// A plain connection for inspecting Redis directly.
-    pub inspect: redis::aio::MultiplexedConnection,
+    /// Present when the test runs against a local cluster (`LINEUP_TEST_REDIS=cluster`).
+    pub cluster: Option<EmbeddedCluster>,
+    /// A connection for inspecting Redis directly (cluster-aware in cluster mode).
+    pub inspect: Inspect,
+    /// Every node, for per-node statistics.
+    nodes: Vec<String>,
 }
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
@@ -48,22 +55,50 @@ impl TestApp {
         TestApp::spawn_with(vars, Publisher::disabled(), true).await
     }
 
+    /// The same, always on a private local cluster of three primaries (`replicas` adds a
+    /// replica to each), whatever `LINEUP_TEST_REDIS` says.
+    pub async fn spawn_on_cluster(vars: &[(&str, &str)], replicas: bool) -> TestApp {
+        let cluster = EmbeddedCluster::start(replicas).await;
+        TestApp::build(vars, Publisher::disabled(), None, Some(cluster)).await
+    }
+
     async fn spawn_with(vars: &[(&str, &str)], publisher: Publisher, durable: bool) -> TestApp {
-        let (redis, url) = match std::env::var("REDIS_URL") {
-            Ok(url) if !url.is_empty() && !durable => (None, url),
-            _ if durable => {
-                let server = EmbeddedRedis::start_durable()
-                    .await
-                    .expect("start redis-server");
-                let url = server.url();
-                (Some(server), url)
+        if !durable && std::env::var("LINEUP_TEST_REDIS").as_deref() == Ok("cluster") {
+            let cluster = EmbeddedCluster::start(false).await;
+            return TestApp::build(vars, publisher, None, Some(cluster)).await;
+        }
+        let redis = match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() && !durable => {
+                return TestApp::build_on(vars, publisher, None, None, url).await
             }
-            _ => {
-                let server = EmbeddedRedis::start().await.expect("start redis-server");
-                let url = server.url();
-                (Some(server), url)
-            }
+            _ if durable => EmbeddedRedis::start_durable().await,
+            _ => EmbeddedRedis::start().await,
+        }
+        .expect("start redis-server");
+        TestApp::build(vars, publisher, Some(redis), None).await
+    }
+
+    async fn build(
+        vars: &[(&str, &str)],
+        publisher: Publisher,
+        redis: Option<EmbeddedRedis>,
+        cluster: Option<EmbeddedCluster>,
+    ) -> TestApp {
+        let url = match (&redis, &cluster) {
+            (Some(server), _) => server.url(),
+            (_, Some(cluster)) => cluster.url(),
+            _ => unreachable!("a server or a cluster"),
         };
+        TestApp::build_on(vars, publisher, redis, cluster, url).await
+    }
+
+    async fn build_on(
+        vars: &[(&str, &str)],
+        publisher: Publisher,
+        redis: Option<EmbeddedRedis>,
+        cluster: Option<EmbeddedCluster>,
+        url: String,
+    ) -> TestApp {
         let prefix = format!(
             "lineup-test-{}-{}",
             std::process::id(),
@@ -79,6 +114,9 @@ impl TestApp {
             // One promotion tick per promoter invocation unless a test asks for more.
             ("PROMOTE_BUDGET_SECONDS".into(), "0".into()),
         ]);
+        if cluster.is_some() {
+            all.insert("REDIS_MODE".into(), "cluster".into());
+        }
         for (k, v) in vars {
             all.insert(k.to_string(), v.to_string());
         }
@@ -92,17 +130,36 @@ impl TestApp {
             publisher,
         };
         let stack = Stack::new(&started, metrics.clone());
-        let inspect = redis::Client::open(url)
-            .expect("url")
-            .get_multiplexed_async_connection()
-            .await
-            .expect("inspect connection");
+        let (inspect, nodes) = match &cluster {
+            Some(cluster) => (
+                Inspect::Cluster(
+                    redis::cluster::ClusterClient::new(vec![url.clone()])
+                        .expect("cluster url")
+                        .get_async_connection()
+                        .await
+                        .expect("inspect connection"),
+                ),
+                cluster.nodes.iter().map(|n| n.url()).collect(),
+            ),
+            None => (
+                Inspect::Single(
+                    redis::Client::open(url.clone())
+                        .expect("url")
+                        .get_multiplexed_async_connection()
+                        .await
+                        .expect("inspect connection"),
+                ),
+                vec![url],
+            ),
+        };
         TestApp {
             config,
             stack,
             metrics,
             redis,
+            cluster,
             inspect,
+            nodes,
         }
     }
 
@@ -118,38 +175,50 @@ impl TestApp {
         Reply::from(response)
     }
 
-    /// One numeric field of an `INFO` section, read on the server.
-    pub async fn info_number(&self, section: &str, field: &str) -> i64 {
-        let info: String = redis::cmd("INFO")
-            .arg(section)
-            .query_async(&mut self.inspect.clone())
-            .await
-            .expect("INFO");
-        info.lines()
-            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|value| value.trim().parse().ok())
-            .unwrap_or_else(|| panic!("INFO {section} has no numeric {field}"))
+    /// `INFO section` of every node that answers.
+    async fn infos(&self, section: &str) -> Vec<String> {
+        let mut infos = Vec::new();
+        for node in &self.nodes {
+            let Ok(client) = redis::Client::open(node.as_str()) else {
+                continue;
+            };
+            let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+                continue;
+            };
+            if let Ok(info) = redis::cmd("INFO")
+                .arg(section)
+                .query_async::<String>(&mut conn)
+                .await
+            {
+                infos.push(info);
+            }
+        }
+        infos
     }
 
-    /// Per-command call counts from `INFO commandstats`.
-    pub async fn command_calls(&self) -> HashMap<String, u64> {
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(&mut self.inspect.clone())
+    /// One numeric field of an `INFO` section, summed over the nodes.
+    pub async fn info_number(&self, section: &str, field: &str) -> i64 {
+        self.infos(section)
             .await
-            .expect("INFO");
-        info.lines()
-            .filter_map(|line| {
-                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-                let calls = rest
-                    .split(',')
-                    .next()?
-                    .strip_prefix("calls=")?
-                    .parse()
-                    .ok()?;
-                Some((name.to_owned(), calls))
+            .iter()
+            .map(|info| {
+                info.lines()
+                    .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+                    .and_then(|value| value.trim().parse::<i64>().ok())
+                    .unwrap_or_else(|| panic!("INFO {section} has no numeric {field}"))
             })
-            .collect()
+            .sum()
+    }
+
+    /// Per-command call counts from `INFO commandstats`, summed over the nodes.
+    pub async fn command_calls(&self) -> HashMap<String, u64> {
+        let mut total: HashMap<String, u64> = HashMap::new();
+        for info in self.infos("commandstats").await {
+            for (name, calls) in parse_commandstats(&info) {
+                *total.entry(name).or_default() += calls;
+            }
+        }
+        total
     }
 
     /// Counts of the commands a client sent during `op`: scripts and the few commands
@@ -381,5 +450,59 @@ impl Moto {
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.start_kill();
+    }
+}
+
+/// `(command, calls)` of one node's `INFO commandstats`.
+fn parse_commandstats(info: &str) -> Vec<(String, u64)> {
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .split(',')
+                .next()?
+                .strip_prefix("calls=")?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// A connection for inspecting Redis in tests: one server, or a cluster.
+#[derive(Clone)]
+pub enum Inspect {
+    Single(redis::aio::MultiplexedConnection),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Inspect {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Inspect::Single(conn) => conn.req_packed_command(cmd),
+            Inspect::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Inspect::Single(conn) => conn.req_packed_commands(cmd, offset, count),
+            Inspect::Cluster(conn) => conn.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Inspect::Single(conn) => conn.get_db(),
+            Inspect::Cluster(conn) => conn.get_db(),
+        }
     }
 }

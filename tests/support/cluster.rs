@@ -1,0 +1,147 @@
+//! A local Redis Cluster for the tests: `redis-server` processes on free loopback ports,
+//! joined with `redis-cli --cluster create`. Three primaries, optionally each with a
+//! replica (for failover). Stopped when dropped.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+/// One node of the cluster.
+pub struct Node {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the node, as a crash would.
+    pub async fn kill(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// A running cluster.
+pub struct EmbeddedCluster {
+    pub nodes: Vec<Node>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl EmbeddedCluster {
+    /// Three primaries, with one replica each when `replicas` is set.
+    pub async fn start(replicas: bool) -> EmbeddedCluster {
+        let count = if replicas { 6 } else { 3 };
+        let mut nodes = Vec::new();
+        for _ in 0..count {
+            let port = free_port();
+            let dir = tempfile::tempdir().expect("temp dir");
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
+                .args(["--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("redis-server");
+            nodes.push(Node {
+                port,
+                child,
+                _dir: dir,
+            });
+        }
+        for node in &nodes {
+            wait_for(&node.url(), "PING", "PONG").await;
+        }
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        create
+            .args([
+                "--cluster-replicas",
+                if replicas { "1" } else { "0" },
+                "--cluster-yes",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let status = create.status().await.expect("redis-cli --cluster create");
+        assert!(status.success(), "redis-cli --cluster create failed");
+        for node in &nodes {
+            wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
+        }
+        EmbeddedCluster { nodes }
+    }
+
+    /// The URL clients start from (any node will do).
+    pub fn url(&self) -> String {
+        self.nodes[0].url()
+    }
+
+    /// The ports of the nodes that are primaries right now.
+    pub async fn primaries(&self) -> Vec<u16> {
+        let mut primaries = Vec::new();
+        for node in &self.nodes {
+            if let Ok(role) = query_role(&node.url()).await {
+                if role == "master" {
+                    primaries.push(node.port);
+                }
+            }
+        }
+        primaries
+    }
+
+    /// Waits until every live node reports `cluster_state:ok`.
+    pub async fn wait_healthy(&self, live: &[u16]) {
+        for node in self.nodes.iter().filter(|n| live.contains(&n.port)) {
+            wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
+        }
+    }
+}
+
+async fn query_role(url: &str) -> redis::RedisResult<String> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+    match role.first() {
+        Some(redis::Value::BulkString(bytes)) => Ok(String::from_utf8_lossy(bytes).into_owned()),
+        Some(redis::Value::SimpleString(s)) => Ok(s.clone()),
+        _ => Ok(String::new()),
+    }
+}
+
+async fn wait_for(url: &str, command: &str, expected: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(client) = redis::Client::open(url) {
+            if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
+                let mut parts = command.split(' ');
+                let mut cmd = redis::cmd(parts.next().unwrap_or_default());
+                for part in parts {
+                    cmd.arg(part);
+                }
+                if let Ok(reply) = cmd.query_async::<String>(&mut conn).await {
+                    if reply.contains(expected) {
+                        return;
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{url} never answered {command} with {expected}");
+}
