@@ -2,6 +2,7 @@
 
 mod abuse;
 mod bad_input;
+mod cluster;
 mod contract;
 mod faults;
 mod fixtures;

@@ -31,11 +31,17 @@ pub struct EmbeddedCluster {
     pub nodes: Vec<Node>,
 }
 
+/// A free port whose cluster bus port (port + 10000) is a valid port too.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if port <= 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
 }
 
 impl EmbeddedCluster {
@@ -49,6 +55,8 @@ impl EmbeddedCluster {
             let child = Command::new("redis-server")
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
+                // Fail over however long the replica was cut off: the cluster here is seconds old.
+                .args(["--cluster-replica-validity-factor", "0"])
                 .args(["--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(dir.path())
