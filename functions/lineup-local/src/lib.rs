@@ -56,6 +56,7 @@ impl Stack {
                 room: room.clone(),
                 publisher: publisher.clone(),
                 metrics: metrics.clone(),
+                known_queues: Default::default(),
             },
             reaper: queue_reaper::Deps {
                 room: room.clone(),

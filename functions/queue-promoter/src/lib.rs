@@ -5,9 +5,11 @@
 //!
 //! The input is ignored: a scheduled event, `{}` or anything else all mean "tick now".
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_runtime::LambdaEvent;
+use lineup::ids::QueueId;
 use lineup::metrics::{MetricsSink, Record, Unit};
 use lineup::publish::Publisher;
 use lineup::queue::{PromotionReport, WaitingRoom};
@@ -20,7 +22,14 @@ pub struct Deps {
     pub room: WaitingRoom,
     pub publisher: Publisher,
     pub metrics: MetricsSink,
+    /// The registry as read by the last tick, kept while the container lives.
+    pub known_queues: KnownQueues,
 }
+
+/// The queues the next tick promotes. Each tick refreshes it in the same round trip as its
+/// promotions, so a tick costs one round trip while the set of queues stays the same.
+#[derive(Clone, Default)]
+pub struct KnownQueues(Arc<Mutex<Option<Vec<QueueId>>>>);
 
 /// What one invocation did.
 #[derive(Debug, Default, Serialize)]
@@ -71,10 +80,37 @@ pub async fn handle(
     }
 }
 
-/// One promotion tick over every registered queue.
+/// One promotion tick over every registered queue: one round trip, except the first tick of
+/// a new container (which reads the registry first) and a tick that finds new queues.
 pub async fn tick(deps: &Deps) -> Result<PromotionReport, lineup::Error> {
-    let queues = deps.room.registered_queues().await?;
-    deps.room.promote(&queues).await
+    let known = deps
+        .known_queues
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let queues = match known {
+        Some(queues) => queues,
+        None => deps.room.registered_queues().await?,
+    };
+    let (mut report, registered) = deps.room.promote_and_list(&queues, true).await?;
+    // Queues registered since the last tick are promoted at once, in a second round trip
+    // that only a change of the registry costs.
+    let new: Vec<QueueId> = registered
+        .iter()
+        .flatten()
+        .filter(|queue| !queues.contains(queue))
+        .cloned()
+        .collect();
+    if !new.is_empty() {
+        report.queues.extend(deps.room.promote(&new).await?.queues);
+    }
+    *deps
+        .known_queues
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = registered;
+    Ok(report)
 }
 
 /// Publishes the tick's events and writes its metrics; returns the events not published.

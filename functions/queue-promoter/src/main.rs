@@ -2,7 +2,7 @@ use lambda_runtime::{run, service_fn, Error};
 use lineup::cold_start::cold_start;
 use lineup::config::SecretPolicy;
 use lineup::metrics::MetricsSink;
-use queue_promoter::{handle, Deps};
+use queue_promoter::{handle, Deps, KnownQueues};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -11,6 +11,7 @@ async fn main() -> Result<(), Error> {
         room: started.room(),
         publisher: started.publisher,
         metrics: MetricsSink::Stdout,
+        known_queues: KnownQueues::default(),
     };
     run(service_fn(|event| handle(event, &deps))).await
 }

@@ -121,17 +121,34 @@ impl WaitingRoom {
     /// round trip (per shard, all at once, on a cluster). Each queue's step is atomic, so
     /// overlapping promoters never exceed capacity.
     pub async fn promote(&self, queues: &[QueueId]) -> Result<PromotionReport, Error> {
-        if queues.is_empty() {
-            return Ok(PromotionReport::default());
-        }
+        Ok(self.promote_and_list(queues, false).await?.0)
+    }
+
+    /// [`WaitingRoom::promote`], reading the registry in the same round trip: the promoter
+    /// promotes the queues it knew from its last tick and learns the list for the next.
+    pub async fn promote_and_list(
+        &self,
+        queues: &[QueueId],
+        list: bool,
+    ) -> Result<(PromotionReport, Option<Vec<QueueId>>), Error> {
         let mut batch = Batch::new();
+        let registry = queue_registry_key(&self.prefix);
+        let listed =
+            list.then(|| batch.command(&registry, redis::cmd("SMEMBERS").arg(&registry).clone()));
         for queue in queues {
             batch.script(self.invocation(&PROMOTE, queue));
         }
-        let replies: Vec<PromoteReply> = self
-            .conn
-            .send(&batch)
-            .await?
+        let mut replies = self.conn.send(&batch).await?;
+        let registered = match listed {
+            Some(index) => {
+                let raw: Vec<String> = redis::from_redis_value(replies.remove(index))
+                    .map_err(|err| Error::Internal(format!("registry reply: {err}")))?;
+                // Only ids that passed validation are ever registered; skip anything else.
+                Some(raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect())
+            }
+            None => None,
+        };
+        let replies: Vec<PromoteReply> = replies
             .into_iter()
             .map(redis::from_redis_value)
             .collect::<Result<_, _>>()
@@ -159,7 +176,7 @@ impl WaitingRoom {
                 },
             )
             .collect();
-        Ok(PromotionReport { queues })
+        Ok((PromotionReport { queues }, registered))
     }
 
     /// Removes expired sessions and abandoned waiters of one queue, `REAP_CHUNK` waiters per

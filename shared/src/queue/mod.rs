@@ -27,7 +27,7 @@ use crate::store::{Conn, QueueKeys, ScriptCall};
 
 pub use buyer::{Gate, Issued, Left, QueueSummary};
 pub use events::{QueueEvent, QueueEventKind};
-pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport};
+pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, REAP_CHUNK};
 pub use settings::{QueueSettings, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
@@ -50,6 +50,11 @@ static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
+
+/// The issue script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
+pub fn issue_script() -> &'static Script {
+    &ISSUE
+}
 
 /// The waiting room over one Redis. Cheap to clone.
 #[derive(Clone)]

@@ -32,6 +32,11 @@ static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("appl
 static TOP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("top.lua")));
 static CONCERT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("concert.lua")));
 
+/// The top-N script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
+pub fn top_script() -> &'static Script {
+    &TOP
+}
+
 /// Most events per script call; a larger batch costs one more round trip per this many.
 pub const EVENTS_PER_CALL: usize = 100;
 

@@ -1,0 +1,135 @@
+//! Cold start: each function binary from process start to its first Runtime API poll, with
+//! a local stub of the Runtime API, against a do-nothing `lambda_runtime` binary. Also the
+//! binaries' sizes. Needs `cargo build --release --bins` first.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::mpsc;
+
+use crate::measure::{Bench, Report};
+
+const FUNCTIONS: [&str; 6] = [
+    "queue-api",
+    "queue-authorizer",
+    "queue-promoter",
+    "queue-reaper",
+    "ranking-api",
+    "ranking-updater",
+];
+const RUNS: usize = 9;
+
+/// A Runtime API that reports each `GET …/invocation/next` and never answers it.
+async fn stub() -> (SocketAddr, mpsc::UnboundedReceiver<Instant>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = Router::new().route(
+        "/2018-06-01/runtime/invocation/next",
+        get(move || {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(Instant::now());
+                std::future::pending::<()>().await;
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("stub port");
+    let addr = listener.local_addr().expect("stub address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, rx)
+}
+
+async fn init_time(
+    binary: &PathBuf,
+    api: SocketAddr,
+    polls: &mut mpsc::UnboundedReceiver<Instant>,
+    bench: &Bench,
+) -> Option<Duration> {
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(binary)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
+        .env("REDIS_URL", bench.url())
+        .env("TOKEN_SECRET", "bench-secret-0123456789abcdef0123456789")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let polled = tokio::time::timeout(Duration::from_secs(10), polls.recv())
+        .await
+        .ok()??;
+    let _ = child.kill().await;
+    Some(polled - started)
+}
+
+pub async fn run(bench: &Bench, report: &mut Report) {
+    report.section("Cold start (process start to first Runtime API poll, median of 9) and size");
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_default();
+    let (api, mut polls) = stub().await;
+    let hello = dir.join("hello-lambda");
+    let mut yardstick = Vec::new();
+    for _ in 0..RUNS {
+        if let Some(t) = init_time(&hello, api, &mut polls, bench).await {
+            yardstick.push(t);
+        }
+    }
+    yardstick.sort();
+    let Some(hello_median) = yardstick.get(yardstick.len() / 2).copied() else {
+        report.row(
+            "hello-lambda",
+            "not built",
+            "run `cargo build --release --bins` first",
+        );
+        return;
+    };
+    let size = |path: &PathBuf| {
+        std::fs::metadata(path)
+            .map(|m| m.len() as f64 / 1_048_576.0)
+            .unwrap_or(0.0)
+    };
+    report.row(
+        "hello-lambda (yardstick)",
+        &format!("{:.1} ms", hello_median.as_secs_f64() * 1000.0),
+        &format!("{:.1} MB", size(&hello)),
+    );
+    for function in FUNCTIONS {
+        let binary = dir.join(function);
+        let mut times = Vec::new();
+        for _ in 0..RUNS {
+            if let Some(t) = init_time(&binary, api, &mut polls, bench).await {
+                times.push(t);
+            }
+        }
+        times.sort();
+        match times.get(times.len() / 2) {
+            Some(median) => report.row(
+                function,
+                &format!("{:.1} ms", median.as_secs_f64() * 1000.0),
+                &format!(
+                    "{:.2} × hello (goal ≤ 1.5); {:.1} MB (goal ≤ 4 MB)",
+                    median.as_secs_f64() / hello_median.as_secs_f64(),
+                    size(&binary)
+                ),
+            ),
+            None => report.row(
+                function,
+                "not built",
+                "run `cargo build --release --bins` first",
+            ),
+        }
+    }
+}

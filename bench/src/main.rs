@@ -1,0 +1,345 @@
+//! `cargo run --release --bin lineup-bench`: lineup against raw Redis and against the designs
+//! it replaces, in one run on one machine. Starts its own `redis-server`. Prints a Markdown
+//! report; BENCHMARKS.md holds the last one. Speeds are reported, never asserted.
+//!
+//! For the cold-start section, build the function binaries first:
+//! `cargo build --release --bins`.
+
+mod baseline;
+mod cold_start;
+mod measure;
+
+use std::time::{Duration, Instant};
+
+use lineup::ids::{QueueId, UserId};
+use measure::{percentile, Bench, Report};
+use serde_json::json;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut report = Report::new();
+    let bench = Bench::start().await?;
+    report.heading(&format!(
+        "lineup-bench, {} ({} cores, {}), Redis {}",
+        chrono::Utc::now().format("%Y-%m-%d"),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        std::env::consts::ARCH,
+        bench.redis_version().await
+    ));
+
+    round_trips(&bench, &mut report).await;
+    throughput(&bench, &mut report).await;
+    scale(&bench, &mut report).await;
+    redis_time(&bench, &mut report).await;
+    ingest(&bench, &mut report).await;
+    cold_start::run(&bench, &mut report).await;
+    report.print();
+    Ok(())
+}
+
+/// Redis commands a client sends per operation, from `INFO commandstats` deltas.
+async fn round_trips(bench: &Bench, report: &mut Report) {
+    report.section("Round trips per operation (client commands, INFO commandstats)");
+    let queue = "rt";
+    let holder = bench.issue(queue, "holder").await;
+    let waiter = bench.issue(queue, "waiter").await;
+    // Warm every script once.
+    bench.status(queue, &waiter).await;
+    bench.promote_tick().await;
+    bench.promote_tick().await;
+    bench.reap_queue(queue).await;
+    bench.apply(&[bench.payment("warm", "c0", &[])]).await;
+    bench.top("daily").await;
+    bench.concert_rank("daily", "c0").await;
+    let ops: Vec<(&str, futures::future::BoxFuture<'_, ()>)> = vec![
+        (
+            "token issue",
+            Box::pin(async {
+                bench.issue(queue, "newcomer").await;
+            }),
+        ),
+        (
+            "status",
+            Box::pin(async {
+                bench.status(queue, &waiter).await;
+            }),
+        ),
+        (
+            "leave",
+            Box::pin(async {
+                bench.leave(queue, &holder).await;
+            }),
+        ),
+        (
+            "promotion tick",
+            Box::pin(async {
+                bench.promote_tick().await;
+            }),
+        ),
+        (
+            "reaping chunk",
+            Box::pin(async {
+                bench.reap_queue(queue).await;
+            }),
+        ),
+        (
+            "ranking event",
+            Box::pin(async {
+                bench.apply(&[bench.payment("one", "c1", &["rock"])]).await;
+            }),
+        ),
+        (
+            "SQS batch of 10",
+            Box::pin(async {
+                bench
+                    .sqs_batch(
+                        (0..10)
+                            .map(|i| bench.payment(&format!("b{i}"), "c2", &[]))
+                            .collect(),
+                    )
+                    .await;
+            }),
+        ),
+        (
+            "top-N read",
+            Box::pin(async {
+                bench.top("daily").await;
+            }),
+        ),
+        (
+            "single-rank read",
+            Box::pin(async {
+                bench.concert_rank("daily", "c1").await;
+            }),
+        ),
+    ];
+    for (name, op) in ops {
+        let before = bench.commandstats().await;
+        op.await;
+        let after = bench.commandstats().await;
+        let commands = measure::client_commands(&before, &after);
+        report.row(name, &format!("{commands}"), "target 1");
+    }
+}
+
+/// Operations per second through the real handler code, against `redis-benchmark` running
+/// the same script (and ZADD) on the same server.
+async fn throughput(bench: &Bench, report: &mut Report) {
+    report.section("Throughput against raw Redis (64 concurrent callers, one connection)");
+    const CALLERS: usize = 64;
+    const RUN: Duration = Duration::from_secs(3);
+    bench.configure("tp", json!({"capacity": 1})).await;
+    bench.issue("tp", "holder").await;
+    let issued = measure::rate(CALLERS, RUN, |n| async move {
+        bench.issue("tp", &format!("tp-{n}")).await;
+    })
+    .await;
+    let tokens: Vec<String> = futures::future::join_all(
+        (0..1000).map(|i| async move { bench.issue("tp", &format!("tp-{i}")).await }),
+    )
+    .await;
+    let polled = measure::rate(CALLERS, RUN, |n| {
+        let token = tokens[n as usize % tokens.len()].clone();
+        async move {
+            bench.status("tp", &token).await;
+        }
+    })
+    .await;
+    for i in 0..100 {
+        bench
+            .apply(&[bench.payment(&format!("tp-pay-{i}"), &format!("c{i}"), &[])])
+            .await;
+    }
+    let read = measure::rate(CALLERS, RUN, |_| async {
+        bench.top("daily").await;
+    })
+    .await;
+
+    let raw_issue = bench.redis_benchmark_issue("tp-raw").await;
+    let raw_top = bench.redis_benchmark_top().await;
+    let raw_zadd = bench.redis_benchmark_zadd().await;
+    report.row(
+        "token issue (handler)",
+        &format!("{issued:.0}/s"),
+        &format!(
+            "{:.2} × raw EVALSHA issue ({raw_issue:.0}/s)",
+            issued / raw_issue
+        ),
+    );
+    report.row(
+        "status (handler)",
+        &format!("{polled:.0}/s"),
+        &format!("{:.2} × raw EVALSHA issue-script rate", polled / raw_issue),
+    );
+    report.row(
+        "top-N read (handler)",
+        &format!("{read:.0}/s"),
+        &format!("{:.2} × raw EVALSHA top ({raw_top:.0}/s)", read / raw_top),
+    );
+    report.row(
+        "raw ZADD (redis-benchmark)",
+        &format!("{raw_zadd:.0}/s"),
+        "the server's ceiling for a one-command write",
+    );
+}
+
+/// Status latency and memory with 10k, 100k and 1M buyers waiting in one queue, against the
+/// global-queue design whose status fetches the whole line.
+async fn scale(bench: &Bench, report: &mut Report) {
+    report.section("Scale: one queue with N waiting");
+    let queue = "scale";
+    bench.configure(queue, json!({"capacity": 1})).await;
+    bench.issue(queue, "holder").await;
+    let mut filled = 0usize;
+    let memory_before = bench.used_memory().await;
+    for target in [10_000usize, 100_000, 1_000_000] {
+        let started = Instant::now();
+        bench.fill(queue, filled, target).await;
+        let fill_rate = (target - filled) as f64 / started.elapsed().as_secs_f64();
+        filled = target;
+        let tokens = bench.tokens_for(queue, target, 2000);
+        let mut samples = Vec::new();
+        for token in &tokens {
+            let t = Instant::now();
+            bench.status(queue, token).await;
+            samples.push(t.elapsed());
+        }
+        samples.sort();
+        let (p50, p99) = (percentile(&samples, 50.0), percentile(&samples, 99.0));
+        let baseline = baseline::global_status_latency(bench, target).await;
+        report.row(
+            &format!("status p50 / p99 at {target}"),
+            &format!("{:.3} / {:.3} ms", ms(p50), ms(p99)),
+            &format!(
+                "baseline ZRANGE 0 -1: {:.1} / {:.1} ms; lineup ÷ baseline {:.4} (p50)",
+                ms(baseline.0),
+                ms(baseline.1),
+                ms(p50) / ms(baseline.0)
+            ),
+        );
+        report.row(
+            &format!("fill to {target}"),
+            &format!("{fill_rate:.0} issues/s"),
+            "512 in flight",
+        );
+    }
+    let per_buyer = (bench.used_memory().await - memory_before) as f64 / filled as f64;
+    let baseline = baseline::memory_per_buyer(bench, 100_000).await;
+    report.row(
+        "Redis bytes per waiting buyer (1M)",
+        &format!("{per_buyer:.1} B"),
+        &format!(
+            "goal ≤ 150 B; baseline design {baseline:.1} B ({:.2} ×)",
+            per_buyer / baseline
+        ),
+    );
+    let issue = baseline::issue_latency(bench).await;
+    report.row(
+        "token issue p50, one caller",
+        &format!("{:.3} ms", ms(issue.0)),
+        &format!(
+            "baseline 7 separate commands {:.3} ms; lineup ÷ baseline {:.2}",
+            ms(issue.1),
+            ms(issue.0) / ms(issue.1)
+        ),
+    );
+}
+
+/// Redis time per call of the heavy scripts, from `INFO commandstats` usec.
+async fn redis_time(bench: &Bench, report: &mut Report) {
+    report.section("Redis time per call (INFO commandstats usec)");
+    let queue = "tick1000";
+    bench
+        .configure(
+            queue,
+            json!({"capacity": 1000, "admitPerTick": 1000, "paused": true}),
+        )
+        .await;
+    bench.fill(queue, 0, 1000).await;
+    bench.configure(queue, json!({"paused": false})).await;
+    let before = bench.commandstats().await;
+    let report_tick = bench
+        .room()
+        .promote(&[QueueId::parse(queue).unwrap()])
+        .await
+        .unwrap();
+    let after = bench.commandstats().await;
+    let usec = measure::usec_per_call(&before, &after, "evalsha");
+    report.row(
+        &format!("promotion tick admitting {}", report_tick.admitted()),
+        &format!("{:.3} ms", usec / 1000.0),
+        "goal ≤ 1 ms",
+    );
+
+    let queue = "reap100k";
+    bench
+        .configure(queue, json!({"capacity": 100_000, "sessionSeconds": 1}))
+        .await;
+    bench.fill(queue, 0, 100_000).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = bench.commandstats().await;
+    let reaped = bench
+        .room()
+        .reap(&QueueId::parse(queue).unwrap())
+        .await
+        .unwrap();
+    let after = bench.commandstats().await;
+    let usec = measure::usec_per_call(&before, &after, "evalsha");
+    report.row(
+        &format!("reaping chunk, {} expired pending", reaped.expired),
+        &format!("{:.3} ms", usec / 1000.0),
+        &format!(
+            "goal ≤ 1 ms; {} chunks of {}",
+            reaped.script_calls,
+            lineup::queue::REAP_CHUNK
+        ),
+    );
+}
+
+/// Ranking events per second through the updater, batched and one by one, against updates
+/// sent command by command.
+async fn ingest(bench: &Bench, report: &mut Report) {
+    report.section("Ingest: ranking events per second (16 concurrent callers)");
+    const CALLERS: usize = 16;
+    const RUN: Duration = Duration::from_secs(3);
+    let genres = ["rock"];
+    let single = measure::rate(CALLERS, RUN, |n| async move {
+        bench
+            .apply(&[bench.payment(&format!("s-{n}"), &format!("c{}", n % 50), &genres)])
+            .await;
+    })
+    .await;
+    let batched = 10.0
+        * measure::rate(CALLERS, RUN, |n| async move {
+            let events = (0..10)
+                .map(|i| bench.payment(&format!("b-{n}-{i}"), &format!("c{}", i * 5), &genres))
+                .collect();
+            bench.sqs_batch(events).await;
+        })
+        .await;
+    let unbatched = baseline::ranking_events_per_second(bench, CALLERS, RUN).await;
+    report.row(
+        "one event per invocation",
+        &format!("{single:.0} events/s"),
+        &format!(
+            "baseline command by command {unbatched:.0} events/s ({:.2} ×)",
+            single / unbatched
+        ),
+    );
+    report.row(
+        "SQS batches of 10",
+        &format!("{batched:.0} events/s"),
+        &format!("{:.2} × one at a time", batched / single),
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Ids used across sections.
+pub fn user(name: &str) -> UserId {
+    UserId::parse(name).expect("a valid bench user id")
+}

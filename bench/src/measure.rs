@@ -1,0 +1,407 @@
+//! The bench's instruments: a private Redis with every function wired to it (the tests'
+//! `TestApp`), calls through the real handlers, `INFO` readings, rates and the report.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use lambda_runtime::{Context, LambdaEvent};
+use lineup::ids::QueueId;
+use lineup::queue::WaitingRoom;
+use lineup::store::QueueKeys;
+use lineup::token::TokenClaims;
+use lineup_tests::{api_request, Reply, TestApp};
+use serde_json::{json, Value};
+
+pub struct Bench {
+    pub app: TestApp,
+}
+
+impl Bench {
+    pub async fn start() -> Result<Bench, Box<dyn std::error::Error>> {
+        let app = TestApp::spawn(&[
+            ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+            ("REDIS_RESPONSE_TIMEOUT_MS", "30000"),
+            ("RANKING_DAILY_RETENTION_DAYS", "3650"),
+        ])
+        .await;
+        if app.redis.is_none() {
+            return Err("lineup-bench starts its own redis-server; unset REDIS_URL".into());
+        }
+        Ok(Bench { app })
+    }
+
+    pub fn room(&self) -> &WaitingRoom {
+        self.app.room()
+    }
+
+    pub fn url(&self) -> String {
+        self.app.redis.as_ref().map(|r| r.url()).unwrap_or_default()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.app
+            .redis
+            .as_ref()
+            .map(|r| r.port())
+            .unwrap_or_default()
+    }
+
+    pub async fn redis_version(&self) -> String {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut self.app.inspect.clone())
+            .await
+            .unwrap_or_default();
+        info.lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .unwrap_or("?")
+            .trim()
+            .to_owned()
+    }
+
+    async fn queue_api(&self, method: &str, path: &str, body: Option<&str>) -> Reply {
+        self.app.queue_api(api_request(method, path, body)).await
+    }
+
+    /// Issues through the handler; returns the token.
+    pub async fn issue(&self, queue: &str, user: &str) -> String {
+        let body = json!({ "userId": user }).to_string();
+        let reply = self
+            .queue_api("POST", &format!("/queues/{queue}/tokens"), Some(&body))
+            .await;
+        assert!(reply.status < 300, "issue: {}", reply.body);
+        reply.token()
+    }
+
+    pub async fn status(&self, queue: &str, token: &str) {
+        let reply = self
+            .queue_api("GET", &format!("/queues/{queue}/tokens/{token}"), None)
+            .await;
+        assert!(
+            reply.status == 200 || reply.status == 404,
+            "status: {}",
+            reply.body
+        );
+    }
+
+    pub async fn leave(&self, queue: &str, token: &str) {
+        self.queue_api("DELETE", &format!("/queues/{queue}/tokens/{token}"), None)
+            .await;
+    }
+
+    pub async fn configure(&self, queue: &str, settings: Value) {
+        let reply = self
+            .queue_api(
+                "PUT",
+                &format!("/queues/{queue}/settings"),
+                Some(&settings.to_string()),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "settings: {}", reply.body);
+    }
+
+    pub async fn promote_tick(&self) {
+        queue_promoter::handle(
+            LambdaEvent::new(json!({}), Context::default()),
+            &self.app.stack.promoter,
+        )
+        .await
+        .expect("promoter");
+    }
+
+    pub async fn reap_queue(&self, queue: &str) {
+        self.room()
+            .reap(&QueueId::parse(queue).unwrap())
+            .await
+            .expect("reap");
+    }
+
+    pub fn payment(&self, id: &str, concert: &str, genres: &[&str]) -> Value {
+        json!({"version": "0", "id": id, "detail-type": "PaymentCompleted", "source": "lineup.payments",
+               "account": "1", "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
+               "detail": {"paymentId": id, "concertId": concert, "seats": 1, "genres": genres}})
+    }
+
+    pub async fn apply(&self, events: &[Value]) {
+        ranking_updater::apply_events(events, &self.app.stack.ranking_updater).await;
+    }
+
+    pub async fn sqs_batch(&self, events: Vec<Value>) {
+        let records: Vec<Value> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| json!({"messageId": format!("m{i}"), "receiptHandle": "h", "body": e.to_string(), "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"}))
+            .collect();
+        ranking_updater::handle(
+            LambdaEvent::new(json!({"Records": records}), Context::default()),
+            &self.app.stack.ranking_updater,
+        )
+        .await
+        .expect("batch");
+    }
+
+    pub async fn top(&self, period: &str) {
+        ranking_api::handle(
+            api_request("GET", &format!("/rankings/{period}?limit=10"), None),
+            &self.app.stack.ranking_api,
+        )
+        .await
+        .expect("read");
+    }
+
+    pub async fn concert_rank(&self, period: &str, concert: &str) {
+        ranking_api::handle(
+            api_request(
+                "GET",
+                &format!("/rankings/{period}/concerts/{concert}"),
+                None,
+            ),
+            &self.app.stack.ranking_api,
+        )
+        .await
+        .expect("read");
+    }
+
+    /// Issues tokens to users `w{from}`… up to `to`, through the issue script, 512 at once.
+    pub async fn fill(&self, queue: &str, from: usize, to: usize) {
+        let queue = QueueId::parse(queue).unwrap();
+        stream::iter(from..to)
+            .map(|i| {
+                let queue = queue.clone();
+                async move {
+                    self.room()
+                        .issue(&queue, &crate::user(&format!("w{i:07}")), None)
+                        .await
+                        .expect("issue");
+                }
+            })
+            .buffer_unordered(512)
+            .collect::<Vec<()>>()
+            .await;
+    }
+
+    /// Tokens of `count` random waiters of `queue`.
+    pub fn tokens_for(&self, queue: &str, _filled: usize, count: usize) -> Vec<String> {
+        let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
+        let mut conn = redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let picked: Vec<(String, u64)> = redis::cmd("ZRANDMEMBER")
+            .arg(&keys.waiting)
+            .arg(count)
+            .arg("WITHSCORES")
+            .query(&mut conn)
+            .unwrap();
+        picked
+            .into_iter()
+            .map(|(user, ticket)| {
+                TokenClaims {
+                    queue: QueueId::parse(queue).unwrap(),
+                    user: crate::user(&user),
+                    ticket,
+                }
+                .sign(&self.app.config.token_key)
+            })
+            .collect()
+    }
+
+    /// `command → (calls, usec)` from `INFO commandstats`.
+    pub async fn commandstats(&self) -> HashMap<String, (u64, u64)> {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.app.inspect.clone())
+            .await
+            .unwrap();
+        info.lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let field = |key: &str| {
+                    rest.split(',')
+                        .find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok())
+                };
+                Some((name.to_owned(), (field("calls=")?, field("usec=")?)))
+            })
+            .collect()
+    }
+
+    pub async fn used_memory(&self) -> i64 {
+        self.app.info_number("memory", "used_memory").await
+    }
+
+    /// Runs `redis-benchmark` on this server; returns requests per second.
+    pub async fn redis_benchmark(&self, args: &[String]) -> f64 {
+        let output = tokio::process::Command::new("redis-benchmark")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port().to_string(),
+                "-c",
+                "64",
+                "-n",
+                "200000",
+                "-r",
+                "100000000",
+                "-q",
+            ])
+            .args(args)
+            .output()
+            .await
+            .expect("redis-benchmark (it comes with redis-server)");
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.split(['\r', '\n'])
+            .filter_map(|part| {
+                part.split(" requests per second")
+                    .next()?
+                    .rsplit(' ')
+                    .next()?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .next_back()
+            .unwrap_or(0.0)
+    }
+
+    /// The issue script, raw: EVALSHA with a queue's keys and a random user per call.
+    pub async fn redis_benchmark_issue(&self, queue: &str) -> f64 {
+        self.configure(queue, json!({"capacity": 1})).await;
+        self.issue(queue, "holder").await;
+        let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
+        let keys: Vec<String> = keys.all().map(str::to_owned).collect();
+        let mut args = vec![
+            "EVALSHA".to_owned(),
+            lineup::queue::issue_script().get_hash().to_owned(),
+            keys.len().to_string(),
+        ];
+        args.extend(keys);
+        args.extend(
+            [
+                "1",
+                "600000",
+                "120000",
+                "1",
+                "raw-__rand_int__",
+                "",
+                "0",
+                "0",
+            ]
+            .map(str::to_owned),
+        );
+        self.redis_benchmark(&args).await
+    }
+
+    pub async fn redis_benchmark_top(&self) -> f64 {
+        let board = format!(
+            "{}:{{rk}}:board:daily:{}",
+            self.app.config.key_prefix,
+            self.app
+                .stack
+                .ranking_api
+                .rankings
+                .today()
+                .format("%Y-%m-%d")
+        );
+        let args = [
+            "EVALSHA",
+            lineup::ranking::top_script().get_hash(),
+            "1",
+            &board,
+            "0",
+            "10",
+        ]
+        .map(str::to_owned);
+        self.redis_benchmark(&args).await
+    }
+
+    pub async fn redis_benchmark_zadd(&self) -> f64 {
+        self.redis_benchmark(&["-t".into(), "zadd".into()]).await
+    }
+}
+
+/// Client commands (round trips, when not pipelined) between two readings: the commands
+/// lineup sends, never the ones its scripts run.
+pub fn client_commands(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+) -> u64 {
+    ["evalsha", "eval", "script|load", "smembers"]
+        .iter()
+        .map(|name| after.get(*name).map_or(0, |a| a.0) - before.get(*name).map_or(0, |b| b.0))
+        .sum()
+}
+
+pub fn usec_per_call(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+    name: &str,
+) -> f64 {
+    let (c1, u1) = after.get(name).copied().unwrap_or_default();
+    let (c0, u0) = before.get(name).copied().unwrap_or_default();
+    (u1 - u0) as f64 / (c1 - c0).max(1) as f64
+}
+
+/// Calls per second of `op` from `callers` concurrent loops over `run`.
+pub async fn rate<F, Fut>(callers: usize, run: Duration, op: F) -> f64
+where
+    F: Fn(u64) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let done = AtomicU64::new(0);
+    let deadline = Instant::now() + run;
+    let started = Instant::now();
+    futures::future::join_all((0..callers).map(|caller| {
+        let (done, op) = (&done, &op);
+        async move {
+            let mut n = caller as u64 * 1_000_000_000;
+            while Instant::now() < deadline {
+                op(n).await;
+                n += 1;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }))
+    .await;
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// The Markdown report.
+pub struct Report(Vec<String>);
+
+impl Report {
+    pub fn new() -> Self {
+        Report(Vec::new())
+    }
+
+    pub fn heading(&mut self, text: &str) {
+        self.0.push(format!("## {text}\n"));
+        eprintln!("{text}");
+    }
+
+    pub fn section(&mut self, title: &str) {
+        self.0.push(format!(
+            "\n### {title}\n\n| measure | figure | against |\n|---|---|---|"
+        ));
+        eprintln!("… {title}");
+    }
+
+    pub fn row(&mut self, name: &str, value: &str, note: &str) {
+        self.0.push(format!("| {name} | {value} | {note} |"));
+        eprintln!("   {name}: {value} ({note})");
+    }
+
+    pub fn print(&self) {
+        println!("{}", self.0.join("\n"));
+    }
+}
