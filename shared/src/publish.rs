@@ -21,7 +21,7 @@ pub const ENTRIES_PER_CALL: usize = 10;
 /// Tries per entry, the first included.
 pub const ATTEMPTS: u32 = 3;
 /// Longest one PutEvents call may take.
-pub const CALL_TIMEOUT: Duration = Duration::from_millis(800);
+pub const CALL_TIMEOUT: Duration = Duration::from_millis(2000);
 /// PutEvents calls in flight at once.
 const CONCURRENT_CALLS: usize = 8;
 

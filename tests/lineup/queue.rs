@@ -634,3 +634,34 @@ async fn one_promoter_invocation_ticks_until_its_budget_is_spent() {
     assert_eq!(output.ticks, 4);
     assert_eq!(output.admitted, 2, "{output:?}");
 }
+
+#[tokio::test]
+async fn a_large_admission_is_split_into_short_script_calls_within_one_tick() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "250"), ("RATE_LIMIT_IP_PER_MINUTE", "0")]).await;
+    crate::settings::put_settings(&app, "big", &json!({"paused": true})).await;
+    for i in 0..300 {
+        join(&app, "big", &format!("u{i:03}")).await;
+    }
+    crate::settings::put_settings(&app, "big", &json!({"paused": false})).await;
+    promote(&app).await; // a first tick in this process reads the registry first
+    crate::settings::put_settings(&app, "big", &json!({"paused": true})).await;
+    let before = summary(&app, "big").await.body;
+    assert_eq!(
+        before["active"], 250,
+        "the first tick admitted up to capacity: {before}"
+    );
+    assert_eq!(before["admittedThrough"], 250, "in ticket order");
+    assert_eq!(before["waiting"], 50);
+    // At most 100 admissions per script call (lineup's SLICE): 250 took three calls.
+    let app2 =
+        TestApp::spawn(&[("QUEUE_CAPACITY", "250"), ("RATE_LIMIT_IP_PER_MINUTE", "0")]).await;
+    crate::settings::put_settings(&app2, "big", &json!({"paused": true})).await;
+    for i in 0..300 {
+        join(&app2, "big", &format!("u{i:03}")).await;
+    }
+    promote(&app2).await; // loads the script; paused, so nothing moves
+    crate::settings::put_settings(&app2, "big", &json!({"paused": false})).await;
+    let (tick, calls) = app2.client_commands_during(promote(&app2)).await;
+    assert_eq!(tick.admitted, 250);
+    assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
+}

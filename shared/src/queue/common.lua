@@ -10,6 +10,9 @@ local RATE_KEYS = {KEYS[6], KEYS[7]}
 local FIRST_SEEN = 8
 local SEEN_SLOTS = #KEYS - FIRST_SEEN + 1
 local ARG = 5
+-- Most admissions (and expired sessions removed) per script call, so that no call holds
+-- Redis for more than about a millisecond; a promoter that may admit more calls again.
+local SLICE = 100
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'presence-grace-until')
@@ -111,9 +114,9 @@ end
 local function promote(limit)
   local admitted, dropped = {}, {}
   if PAUSED then return admitted, dropped end
-  local free = math.min(CAPACITY - live_active_count(), limit)
+  local free = math.min(CAPACITY - live_active_count(), limit, SLICE)
   -- Bounds the work one call spends skipping absent waiters.
-  local budget = free + 1000
+  local budget = free + SLICE
   while #admitted < free and #admitted + #dropped < budget do
     local want = math.min(free - #admitted, 500)
     local head = redis.call('ZRANGE', WAITING, 0, want - 1, 'WITHSCORES')

@@ -10,7 +10,10 @@ use crate::ids::QueueId;
 use crate::store::{queue_registry_key, Batch};
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
-pub const REAP_CHUNK: u32 = 1000;
+pub const REAP_CHUNK: u32 = 100;
+
+/// Most follow-up script calls per queue in one tick, beyond the first.
+const MAX_EXTRA_SLICES: usize = 100;
 
 /// What one promotion tick did in one queue.
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +30,28 @@ pub struct QueuePromotion {
     pub admission_rate_per_minute: Option<f64>,
     #[serde(skip)]
     pub events: Vec<QueueEvent>,
+}
+
+impl QueuePromotion {
+    /// Adds one slice's reply; returns whether the queue may admit more this tick, and how
+    /// many.
+    fn add(&mut self, reply: PromoteReply) -> (bool, u64) {
+        let (admitted, dropped, expired, waiting, active, rate, remaining, more) = reply;
+        let queue = self.queue_id.clone();
+        let admitted = admitted_events(&queue, admitted);
+        self.admitted += admitted.len() as u64;
+        self.abandoned += dropped.len() as u64;
+        self.expired += expired.len() as u64;
+        self.events.extend(admitted);
+        self.events
+            .extend(seat_events(QueueEventKind::Abandoned, &queue, dropped));
+        self.events
+            .extend(seat_events(QueueEventKind::Expired, &queue, expired));
+        self.waiting = waiting;
+        self.active = active;
+        self.admission_rate_per_minute = parse_rate(&rate);
+        (more == 1, remaining)
+    }
 }
 
 /// What one promotion tick did, per queue.
@@ -102,7 +127,16 @@ impl ReapReport {
     }
 }
 
-type PromoteReply = (AdmittedReply, SeatsReply, SeatsReply, u64, u64, String);
+type PromoteReply = (
+    AdmittedReply,
+    SeatsReply,
+    SeatsReply,
+    u64,
+    u64,
+    String,
+    u64,
+    u8,
+);
 type ReapReply = (SeatsReply, SeatsReply, u64, u8);
 
 impl WaitingRoom {
@@ -136,7 +170,9 @@ impl WaitingRoom {
         let listed =
             list.then(|| batch.command(&registry, redis::cmd("SMEMBERS").arg(&registry).clone()));
         for queue in queues {
-            batch.script(self.invocation(&PROMOTE, queue));
+            let mut call = self.invocation(&PROMOTE, queue);
+            call.arg("");
+            batch.script(call);
         }
         let mut replies = self.conn.send(&batch).await?;
         let registered = match listed {
@@ -148,35 +184,44 @@ impl WaitingRoom {
             }
             None => None,
         };
-        let replies: Vec<PromoteReply> = replies
-            .into_iter()
-            .map(redis::from_redis_value)
-            .collect::<Result<_, _>>()
-            .map_err(|err| Error::Internal(format!("promotion reply: {err}")))?;
-        let queues = queues
+        let mut promotions: Vec<QueuePromotion> = queues
             .iter()
-            .zip(replies)
-            .map(
-                |(queue, (admitted, dropped, expired, waiting, active, rate))| {
-                    let mut events = admitted_events(queue, admitted);
-                    let admitted = events.len() as u64;
-                    let (abandoned, expired_count) = (dropped.len() as u64, expired.len() as u64);
-                    events.extend(seat_events(QueueEventKind::Abandoned, queue, dropped));
-                    events.extend(seat_events(QueueEventKind::Expired, queue, expired));
-                    QueuePromotion {
-                        queue_id: queue.clone(),
-                        admitted,
-                        abandoned,
-                        expired: expired_count,
-                        waiting,
-                        active,
-                        admission_rate_per_minute: parse_rate(&rate),
-                        events,
-                    }
-                },
-            )
+            .map(|queue| QueuePromotion {
+                queue_id: queue.clone(),
+                admitted: 0,
+                abandoned: 0,
+                expired: 0,
+                waiting: 0,
+                active: 0,
+                admission_rate_per_minute: None,
+                events: Vec::new(),
+            })
             .collect();
-        Ok((PromotionReport { queues }, registered))
+        // Each call admits one slice; a queue that may admit more this tick gets another
+        // call, all such queues together in one more round trip.
+        let mut sent: Vec<usize> = (0..queues.len()).collect();
+        for round in 0..=MAX_EXTRA_SLICES {
+            let mut more: Vec<(usize, u64)> = Vec::new();
+            for (reply, index) in replies.into_iter().zip(&sent) {
+                let reply: PromoteReply = redis::from_redis_value(reply)
+                    .map_err(|err| Error::Internal(format!("promotion reply: {err}")))?;
+                if let (true, remaining) = promotions[*index].add(reply) {
+                    more.push((*index, remaining));
+                }
+            }
+            if more.is_empty() || round == MAX_EXTRA_SLICES {
+                break;
+            }
+            let mut batch = Batch::new();
+            for (index, remaining) in &more {
+                let mut call = self.invocation(&PROMOTE, &queues[*index]);
+                call.arg(*remaining);
+                batch.script(call);
+            }
+            replies = self.conn.send(&batch).await?;
+            sent = more.into_iter().map(|(index, _)| index).collect();
+        }
+        Ok((PromotionReport { queues: promotions }, registered))
     }
 
     /// Removes expired sessions and abandoned waiters of one queue, `REAP_CHUNK` waiters per

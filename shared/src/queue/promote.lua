@@ -1,11 +1,16 @@
--- Promotion tick. Removes expired sessions, admits, then updates the admission rate, an
--- exponentially weighted moving average of admissions per minute (time constant one
--- minute) measured only while people wait and the queue is not paused.
--- Returns {admitted, dropped, expired, waiting, active, rate} with the lists as promote()
--- and purge_expired() give them.
-local expired = purge_expired(1000)
+-- Promotion tick, one slice of it. ARGV[ARG]: admissions this tick may still make ('' on
+-- the tick's first call: the queue's admit per tick). Removes expired sessions, admits at
+-- most SLICE, then updates the admission rate, an exponentially weighted moving average
+-- of admissions per minute (time constant one minute) measured only while people wait and
+-- the queue is not paused.
+-- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more} with the
+-- lists as promote() and purge_expired() give them; more is 1 when another call this tick
+-- could admit more.
+local remaining = tonumber(ARGV[ARG]) or ADMIT_PER_TICK
+local expired = purge_expired(SLICE)
 local waiting_before = redis.call('ZCARD', WAITING)
-local admitted, dropped = promote(ADMIT_PER_TICK)
+local admitted, dropped = promote(remaining)
+remaining = remaining - #admitted
 
 local total = tonumber(redis.call('HGET', META, 'admitted') or '0')
 local mark_at = tonumber(redis.call('HGET', META, 'rate-mark-at'))
@@ -24,4 +29,10 @@ elseif NOW - mark_at >= 1000 then
   redis.call('HSET', META, 'rate', string.format('%.4f', current),
     'rate-mark-at', NOW, 'rate-mark-admitted', total)
 end
-return {admitted, dropped, expired, redis.call('ZCARD', WAITING), live_active_count(), rate()}
+local waiting, active = redis.call('ZCARD', WAITING), live_active_count()
+local more = 0
+if not PAUSED and remaining > 0 and waiting > 0 and active < CAPACITY
+    and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
+  more = 1
+end
+return {admitted, dropped, expired, waiting, active, rate(), remaining, more}
