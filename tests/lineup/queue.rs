@@ -665,3 +665,24 @@ async fn a_large_admission_is_split_into_short_script_calls_within_one_tick() {
     assert_eq!(tick.admitted, 250);
     assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
 }
+
+#[tokio::test]
+async fn one_reaper_run_removes_every_expired_session_in_short_chunks() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CAPACITY", "250"),
+        ("SESSION_SECONDS", "1"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ])
+    .await;
+    for i in 0..250 {
+        assert_eq!(
+            join(&app, "short", &format!("u{i:03}")).await.body["status"],
+            "active"
+        );
+    }
+    sleep(Duration::from_millis(1100)).await;
+    let report = queue_reaper::reap_all(&app.stack.reaper).await;
+    assert_eq!(report.expired(), 250, "{report:?}");
+    assert!(report.script_calls() >= 3, "100 per call: {report:?}");
+    assert_eq!(summary(&app, "short").await.body["active"], 0);
+}

@@ -2,8 +2,8 @@
 -- size, ARGV[ARG + 2] ms without a new arrival after which an empty queue is idle.
 -- Removes expired sessions and absent waiters.
 -- Returns {expired, abandoned, next cursor, idle}: the lists as {user, ticket} pairs, a
--- next cursor of 0 when the whole line was examined, and idle 1 when the queue is empty
--- and has had no arrival for the idle period.
+-- next cursor of 0 when the whole line was examined and no expired session is left over,
+-- and idle 1 when the queue is empty and has had no arrival for the idle period.
 local cursor, chunk, idle_after = tonumber(ARGV[ARG]), tonumber(ARGV[ARG + 1]), tonumber(ARGV[ARG + 2])
 local expired = purge_expired(chunk)
 local rows = redis.call('ZRANGEBYSCORE', WAITING, '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, chunk)
@@ -17,4 +17,6 @@ for i = 1, #rows, 2 do
 end
 if #users > 0 then redis.call('ZREM', WAITING, unpack(users)) end
 if #rows == 2 * chunk then return {expired, abandoned, tonumber(rows[#rows]), 0} end
+-- The line is done, but more expired sessions may wait: call again from the line's end.
+if #expired == chunk then return {expired, abandoned, math.max(tonumber(rows[#rows]) or cursor, 1), 0} end
 return {expired, abandoned, 0, is_idle(idle_after) and 1 or 0}
