@@ -43,6 +43,20 @@ impl Error {
             detail: detail.into(),
         }
     }
+
+    /// A deserialisation failure of `field`, naming the path inside it that did not fit.
+    pub fn invalid_at<E: std::fmt::Display>(
+        field: &'static str,
+        err: serde_path_to_error::Error<E>,
+    ) -> Self {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            Error::invalid(field, inner.to_string())
+        } else {
+            Error::invalid(field, format!("{path}: {inner}"))
+        }
+    }
 }
 
 /// How long a client should wait before retrying after Redis failed.

@@ -170,15 +170,8 @@ fn parse_body<T: DeserializeOwned>(request: &Request, object_only: bool) -> Resu
         Some(_) => {}
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        if path == "." {
-            Error::invalid("body", inner.to_string())
-        } else {
-            Error::invalid("body", format!("{path}: {inner}"))
-        }
-    })?;
+    let value = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|err| Error::invalid_at("body", err))?;
     deserializer
         .end()
         .map_err(|err| Error::invalid("body", err.to_string()))?;

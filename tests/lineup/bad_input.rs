@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{api_request, Reply, TestApp};
+use lineup_tests::{Reply, TestApp};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -201,20 +201,6 @@ fn envelope(kind: &str, detail: Value) -> Value {
            "time": "2026-11-22T10:00:00Z", "region": "us-east-1", "resources": [], "detail": detail})
 }
 
-async fn http(app: &TestApp, method: &str, path: &str, body: Option<&str>) -> Reply {
-    let request = api_request(method, path, body);
-    let response = if path.starts_with("/rankings") {
-        ranking_api::handle(request, &app.stack.ranking_api)
-            .await
-            .unwrap()
-    } else {
-        queue_api::handle(request, &app.stack.queue_api)
-            .await
-            .unwrap()
-    };
-    Reply::from(response)
-}
-
 fn client_error(reply: &Reply, what: &str) {
     assert!(
         (400..500).contains(&reply.status),
@@ -234,27 +220,27 @@ async fn check(app: &TestApp, input: Input) {
                 .replace("{queueId}", &id)
                 .replace("{token}", "AAAA");
             client_error(
-                &http(app, method, &path, Some(r#"{"userId":"u"}"#)).await,
+                &app.http(method, &path, Some(r#"{"userId":"u"}"#)).await,
                 &path,
             );
         }
         Input::IssueBody(body) => client_error(
-            &http(app, "POST", "/queues/show/tokens", Some(&body)).await,
+            &app.http("POST", "/queues/show/tokens", Some(&body)).await,
             "issue body",
         ),
         Input::SettingsBody(body) => client_error(
-            &http(app, "PUT", "/queues/show/settings", Some(&body)).await,
+            &app.http("PUT", "/queues/show/settings", Some(&body)).await,
             &body,
         ),
         Input::Token(token) => {
             for method in ["GET", "DELETE"] {
                 let path = format!("/queues/show/tokens/{token}");
-                client_error(&http(app, method, &path, None).await, &path);
+                client_error(&app.http(method, &path, None).await, &path);
             }
         }
         Input::RankingQuery { period, query } => {
             let path = format!("/rankings/{period}?{query}");
-            let reply = http(app, "GET", &path, None).await;
+            let reply = app.http("GET", &path, None).await;
             client_error(&reply, &path);
         }
         Input::Event(event) => {

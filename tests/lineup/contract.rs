@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use lineup_tests::{api_request, Reply, TestApp};
+use lineup_tests::{api_request, TestApp};
 use serde_yaml_ng::Value;
 
 use crate::queue::join;
@@ -58,20 +58,6 @@ fn the_template_routes_exactly_the_implemented_routes() {
     assert_eq!(routed, implemented());
 }
 
-async fn send(app: &TestApp, method: &str, path: &str) -> Reply {
-    let request = api_request(method, path, Some(r#"{"userId":"bob"}"#));
-    let response = if path.starts_with("/rankings") {
-        ranking_api::handle(request, &app.stack.ranking_api)
-            .await
-            .unwrap()
-    } else {
-        queue_api::handle(request, &app.stack.queue_api)
-            .await
-            .unwrap()
-    };
-    Reply::from(response)
-}
-
 #[tokio::test]
 async fn every_listed_route_is_served_and_other_methods_get_405() {
     let app = TestApp::spawn(&[]).await;
@@ -82,7 +68,7 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
             .replace("{token}", &token)
             .replace("{period}", "daily")
             .replace("{concertId}", "c1");
-        let reply = send(&app, &method, &path).await;
+        let reply = app.http(&method, &path, Some(r#"{"userId":"bob"}"#)).await;
         let detail = reply.body["detail"].as_str().unwrap_or_default();
         assert!(
             reply.status != 405 && !detail.starts_with("no route"),
@@ -90,7 +76,9 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
             reply.status,
             reply.body
         );
-        send(&app, "PATCH", &path).await.assert_problem(405);
+        app.http("PATCH", &path, Some(r#"{"userId":"bob"}"#))
+            .await
+            .assert_problem(405);
     }
     // And an unlisted path is not served.
     app.queue_api(api_request("GET", "/queues/show/tokens/x/y", None))

@@ -196,6 +196,20 @@ impl TestApp {
         infos
     }
 
+    /// Sends an HTTP API request to the function that owns its path: the ranking API for
+    /// `/rankings…`, the queue API otherwise.
+    pub async fn http(&self, method: &str, path: &str, body: Option<&str>) -> Reply {
+        let request = api_request(method, path, body);
+        if path.starts_with("/rankings") {
+            let response = ranking_api::handle(request, &self.stack.ranking_api)
+                .await
+                .expect("infallible");
+            Reply::from(response)
+        } else {
+            self.queue_api(request).await
+        }
+    }
+
     /// One numeric field of an `INFO` section, summed over the nodes.
     pub async fn info_number(&self, section: &str, field: &str) -> i64 {
         self.infos(section)

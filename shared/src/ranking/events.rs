@@ -147,15 +147,7 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
 
 /// Deserialises the detail; the error names the offending field's path.
 fn detail<T: DeserializeOwned>(detail: Value) -> Result<T, Error> {
-    serde_path_to_error::deserialize(detail).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        if path == "." {
-            Error::invalid("detail", inner.to_string())
-        } else {
-            Error::invalid("detail", format!("{path}: {inner}"))
-        }
-    })
+    serde_path_to_error::deserialize(detail).map_err(|err| Error::invalid_at("detail", err))
 }
 
 fn seats(raw: i64) -> Result<u32, Error> {
