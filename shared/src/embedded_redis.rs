@@ -13,7 +13,8 @@ pub struct EmbeddedRedis {
     child: Child,
     port: u16,
     dir: std::sync::Arc<tempfile::TempDir>,
-    durable: bool,
+    /// The `redis-server` arguments beyond port and directory, kept for a restart.
+    args: std::sync::Arc<Vec<String>>,
 }
 
 /// Why a private server could not be started.
@@ -29,26 +30,53 @@ pub enum EmbeddedRedisError {
     DidNotStart(String),
 }
 
+/// `redis-server` arguments for a server that keeps nothing on disk.
+const EPHEMERAL: &[&str] = &["--save", "", "--appendonly", "no"];
+/// The append-only file on and fsynced on every write.
+const DURABLE: &[&str] = &[
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+];
+
 impl EmbeddedRedis {
     /// Starts a server that keeps nothing on disk, and waits until it answers.
     pub async fn start() -> Result<Self, EmbeddedRedisError> {
-        Self::start_with(false).await
+        Self::start_with(EPHEMERAL).await
     }
 
     /// Starts a server with the append-only file on and fsynced on every write, so a
     /// [`EmbeddedRedis::restart`] after a kill keeps every acknowledged write.
     pub async fn start_durable() -> Result<Self, EmbeddedRedisError> {
-        Self::start_with(true).await
+        Self::start_with(DURABLE).await
     }
 
-    async fn start_with(durable: bool) -> Result<Self, EmbeddedRedisError> {
+    /// Starts a server that keeps nothing on disk on `port`, with `extra` arguments (a
+    /// cluster node's, say).
+    pub async fn start_on_port(port: u16, extra: &[&str]) -> Result<Self, EmbeddedRedisError> {
+        let dir =
+            tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
+        let args = EPHEMERAL
+            .iter()
+            .chain(extra)
+            .map(|a| a.to_string())
+            .collect();
+        Self::start_on(port, std::sync::Arc::new(dir), std::sync::Arc::new(args)).await
+    }
+
+    async fn start_with(persistence: &[&str]) -> Result<Self, EmbeddedRedisError> {
+        let args: std::sync::Arc<Vec<String>> =
+            std::sync::Arc::new(persistence.iter().map(|a| a.to_string()).collect());
         let mut last_error = String::new();
         // A port found free can be taken before the server binds it; try a few.
         for _ in 0..5 {
             let port = free_port().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
             let dir =
                 tempfile::tempdir().map_err(|e| EmbeddedRedisError::DidNotStart(e.to_string()))?;
-            match Self::start_on(port, std::sync::Arc::new(dir), durable).await {
+            match Self::start_on(port, std::sync::Arc::new(dir), args.clone()).await {
                 Ok(server) => return Ok(server),
                 Err(EmbeddedRedisError::DidNotStart(reason)) => last_error = reason,
                 Err(other) => return Err(other),
@@ -60,23 +88,11 @@ impl EmbeddedRedis {
     async fn start_on(
         port: u16,
         dir: std::sync::Arc<tempfile::TempDir>,
-        durable: bool,
+        args: std::sync::Arc<Vec<String>>,
     ) -> Result<Self, EmbeddedRedisError> {
-        let persistence: &[&str] = if durable {
-            &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ]
-        } else {
-            &["--save", "", "--appendonly", "no"]
-        };
         let mut child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(persistence)
+            .args(args.iter())
             .arg("--dir")
             .arg(dir.path())
             .stdout(Stdio::null())
@@ -96,7 +112,7 @@ impl EmbeddedRedis {
                     child,
                     port,
                     dir,
-                    durable,
+                    args,
                 });
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -126,7 +142,7 @@ impl EmbeddedRedis {
     /// comes back empty. Either way its script cache is empty.
     pub async fn restart(&mut self) -> Result<(), EmbeddedRedisError> {
         self.stop().await;
-        let fresh = Self::start_on(self.port, self.dir.clone(), self.durable).await?;
+        let fresh = Self::start_on(self.port, self.dir.clone(), self.args.clone()).await?;
         *self = fresh;
         Ok(())
     }

@@ -4,10 +4,9 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use lambda_runtime::{Context, LambdaEvent};
 use lineup::ids::{QueueId, UserId};
 use lineup::token::{TokenClaims, TokenKey};
-use lineup_tests::{api_request, api_request_from, Reply, TestApp};
+use lineup_tests::{api_request, api_request_from, authorizer_request, Reply, TestApp};
 use serde_json::json;
 
 use crate::queue::{join, leave, promote, status, summary};
@@ -196,22 +195,9 @@ async fn no_token_reaches_any_log_line() {
     status(&app, "show", &second).await;
     status(&app, "show", &format!("{second}x")).await;
     status(&app, "other", &first).await;
-    let authorizer_request = json!({
-        "version": "2.0", "type": "REQUEST", "routeKey": "GET /x", "rawPath": "/x",
-        "headers": {"x-queue-token": first, "x-queue-id": "show"},
-        "requestContext": {"accountId": "1", "apiId": "a", "domainName": "d", "domainPrefix": "d",
-            "requestId": "r", "routeKey": "GET /x", "stage": "$default", "time": "", "timeEpoch": 0,
-            "http": {"method": "GET", "path": "/x", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "t"}}
-    });
-    let mut denied = authorizer_request.clone();
-    denied["headers"]["x-queue-token"] = json!(second);
-    for request in [authorizer_request, denied] {
-        queue_authorizer::handle(
-            LambdaEvent::new(request, Context::default()),
-            &app.stack.authorizer,
-        )
-        .await
-        .unwrap();
+    for token in [&first, &second] {
+        app.authorize(authorizer_request(Some(token), Some("show"), None))
+            .await;
     }
     leave(&app, "show", &first).await;
     promote(&app).await;

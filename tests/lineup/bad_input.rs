@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{Reply, TestApp};
+use lineup_tests::{authorizer_request, Reply, TestApp};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -261,20 +261,8 @@ async fn check(app: &TestApp, input: Input) {
             .await;
         }
         Input::Authorizer { token, queue } => {
-            let request = json!({
-                "version": "2.0", "type": "REQUEST", "routeKey": "GET /x", "rawPath": "/x",
-                "headers": {"x-queue-token": token, "x-queue-id": queue},
-                "requestContext": {"accountId": "1", "apiId": "a", "domainName": "d", "domainPrefix": "d",
-                    "requestId": "r", "routeKey": "GET /x", "stage": "$default", "time": "", "timeEpoch": 0,
-                    "http": {"method": "GET", "path": "/x", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "t"}}
-            });
-            let answer = queue_authorizer::handle(
-                LambdaEvent::new(request, Context::default()),
-                &app.stack.authorizer,
-            )
-            .await
-            .unwrap();
-            assert!(!answer.is_authorized);
+            let request = authorizer_request(Some(&token), Some(&queue), None);
+            assert!(!app.authorize(request).await.0);
         }
     }
 }

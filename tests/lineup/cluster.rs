@@ -28,7 +28,7 @@ async fn keys_per_node(app: &TestApp, pattern: &str) -> HashMap<u16, Vec<String>
             .await
             .unwrap_or_default();
         if !keys.is_empty() {
-            found.insert(node.port, keys);
+            found.insert(node.port(), keys);
         }
     }
     found
@@ -192,9 +192,9 @@ async fn a_primary_failover_under_load_recovers_and_admits_nobody_twice() {
     let victim = cluster
         .nodes
         .iter_mut()
-        .find(|n| n.port == victim_port)
+        .find(|n| n.port() == victim_port)
         .unwrap();
-    victim.kill().await;
+    victim.stop().await;
 
     let started = Instant::now();
     let mut unavailable = 0;

@@ -3,59 +3,14 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{sleep, TestApp};
+use lineup_tests::{authorizer_request, sleep, TestApp};
 use serde_json::{json, Value};
 
 use crate::queue::{join, leave, promote, status};
 use crate::rankings::envelope;
 
-/// An HTTP API authorizer request (payload 2.0) as API Gateway sends it.
-fn authorizer_request(
-    token: Option<&str>,
-    queue_header: Option<&str>,
-    path_queue: Option<&str>,
-) -> Value {
-    let mut headers = json!({"host": "api.example.com", "user-agent": "test"});
-    if let Some(token) = token {
-        headers["x-queue-token"] = json!(token);
-    }
-    if let Some(queue) = queue_header {
-        headers["x-queue-id"] = json!(queue);
-    }
-    let path_parameters = path_queue.map(|q| json!({"queueId": q}));
-    json!({
-        "version": "2.0",
-        "type": "REQUEST",
-        "routeArn": "arn:aws:execute-api:us-east-1:123456789012:api/$default/POST/bookings/{queueId}",
-        "identitySource": [token.unwrap_or("")],
-        "routeKey": "POST /bookings/{queueId}",
-        "rawPath": "/bookings/show",
-        "rawQueryString": "",
-        "headers": headers,
-        "pathParameters": path_parameters,
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
-            "domainPrefix": "api", "requestId": "req", "routeKey": "POST /bookings/{queueId}",
-            "stage": "$default", "time": "22/Nov/2026:02:00:00 +0000", "timeEpoch": 1_795_312_800_000i64,
-            "http": {"method": "POST", "path": "/bookings/show", "protocol": "HTTP/1.1",
-                     "sourceIp": "192.0.2.1", "userAgent": "test"}
-        }
-    })
-}
-
-async fn authorize(app: &TestApp, request: Value) -> (bool, Value) {
-    let answer = queue_authorizer::handle(
-        LambdaEvent::new(request, Context::default()),
-        &app.stack.authorizer,
-    )
-    .await
-    .expect("infallible");
-    (answer.is_authorized, answer.context)
-}
-
 async fn gate(app: &TestApp, token: &str, queue: &str) -> bool {
-    authorize(app, authorizer_request(Some(token), Some(queue), None))
+    app.authorize(authorizer_request(Some(token), Some(queue), None))
         .await
         .0
 }
@@ -79,8 +34,9 @@ async fn only_an_active_token_of_the_named_queue_passes() {
     let waiting = join(&app, "show", "bob").await.token();
     let elsewhere = join(&app, "other", "carol").await.token();
 
-    let (allowed, context) =
-        authorize(&app, authorizer_request(Some(&active), Some("show"), None)).await;
+    let (allowed, context) = app
+        .authorize(authorizer_request(Some(&active), Some("show"), None))
+        .await;
     assert!(allowed);
     assert_eq!(context["userId"], "alice");
     assert_eq!(context["queueId"], "show");
@@ -92,15 +48,16 @@ async fn only_an_active_token_of_the_named_queue_passes() {
 
     // The queue may come from the path instead of the header, but never disagree with it.
     assert!(
-        authorize(&app, authorizer_request(Some(&active), None, Some("show")))
+        app.authorize(authorizer_request(Some(&active), None, Some("show")))
             .await
             .0
     );
     assert!(
-        !authorize(
-            &app,
-            authorizer_request(Some(&active), Some("show"), Some("other"))
-        )
+        !app.authorize(authorizer_request(
+            Some(&active),
+            Some("show"),
+            Some("other")
+        ))
         .await
         .0
     );
@@ -128,22 +85,22 @@ async fn only_an_active_token_of_the_named_queue_passes() {
         assert!(!gate(&app, garbage, "show").await, "{garbage:?}");
     }
     assert!(
-        !authorize(&app, authorizer_request(None, Some("show"), None))
+        !app.authorize(authorizer_request(None, Some("show"), None))
             .await
             .0
     );
     assert!(
-        !authorize(&app, authorizer_request(Some(&active), None, None))
+        !app.authorize(authorizer_request(Some(&active), None, None))
             .await
             .0
     );
     assert!(
-        !authorize(&app, authorizer_request(Some(&active), Some("a{b}"), None))
+        !app.authorize(authorizer_request(Some(&active), Some("a{b}"), None))
             .await
             .0
     );
     assert!(
-        !authorize(&app, json!({"not": "an authorizer request"}))
+        !app.authorize(json!({"not": "an authorizer request"}))
             .await
             .0
     );

@@ -44,7 +44,7 @@ async fn send(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await
 }
 
-async fn read(app: &TestApp, path: &str) -> Reply {
+pub(crate) async fn read(app: &TestApp, path: &str) -> Reply {
     Reply::from(
         ranking_api::handle(api_request("GET", path, None), &app.stack.ranking_api)
             .await
@@ -53,7 +53,7 @@ async fn read(app: &TestApp, path: &str) -> Reply {
 }
 
 /// `(concertId, score, rank)` of a board page.
-fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
+pub(crate) fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
     assert_eq!(reply.status, 200, "{}", reply.body);
     reply.body["items"]
         .as_array()

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{api_request, Reply, TestApp};
+use lineup_tests::TestApp;
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
@@ -245,22 +245,10 @@ async fn board(
     if let Some(genre) = genre {
         path.push_str(&format!("&genre={genre}"));
     }
-    let reply = Reply::from(
-        ranking_api::handle(api_request("GET", &path, None), &app.stack.ranking_api)
-            .await
-            .unwrap(),
-    );
-    assert_eq!(reply.status, 200, "{path}: {}", reply.body);
-    reply.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            (
-                i["concertId"].as_str().unwrap().to_owned(),
-                i["score"].as_u64().unwrap(),
-            )
-        })
+    let page = crate::rankings::read(app, &path).await;
+    crate::rankings::items(&page)
+        .into_iter()
+        .map(|(concert, score, _rank)| (concert, score))
         .collect()
 }
 

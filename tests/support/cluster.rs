@@ -1,34 +1,16 @@
-//! A local Redis Cluster for the tests: `redis-server` processes on free loopback ports,
+//! A local Redis Cluster for the tests: `EmbeddedRedis` nodes on free loopback ports,
 //! joined with `redis-cli --cluster create`. Three primaries, optionally each with a
 //! replica (for failover). Stopped when dropped.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tokio::process::{Child, Command};
-
-/// One node of the cluster.
-pub struct Node {
-    pub port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Node {
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Kills the node, as a crash would.
-    pub async fn kill(&mut self) {
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
-    }
-}
+use lineup::embedded_redis::EmbeddedRedis;
+use tokio::process::Command;
 
 /// A running cluster.
 pub struct EmbeddedCluster {
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<EmbeddedRedis>,
 }
 
 /// A free port whose cluster bus port (port + 10000) is a valid port too.
@@ -50,34 +32,26 @@ impl EmbeddedCluster {
         let count = if replicas { 6 } else { 3 };
         let mut nodes = Vec::new();
         for _ in 0..count {
-            let port = free_port();
-            let dir = tempfile::tempdir().expect("temp dir");
-            let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
-                // Fail over however long the replica was cut off: the cluster here is seconds old.
-                .args(["--cluster-replica-validity-factor", "0"])
-                .args(["--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("redis-server");
-            nodes.push(Node {
-                port,
-                child,
-                _dir: dir,
-            });
-        }
-        for node in &nodes {
-            wait_for(&node.url(), "PING", "PONG").await;
+            let node = EmbeddedRedis::start_on_port(
+                free_port(),
+                &[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    "1000",
+                    // Fail over however long the replica was cut off: the cluster is seconds old.
+                    "--cluster-replica-validity-factor",
+                    "0",
+                ],
+            )
+            .await
+            .expect("a cluster node");
+            nodes.push(node);
         }
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         for node in &nodes {
-            create.arg(format!("127.0.0.1:{}", node.port));
+            create.arg(format!("127.0.0.1:{}", node.port()));
         }
         create
             .args([
@@ -106,7 +80,7 @@ impl EmbeddedCluster {
         for node in &self.nodes {
             if let Ok(role) = query_role(&node.url()).await {
                 if role == "master" {
-                    primaries.push(node.port);
+                    primaries.push(node.port());
                 }
             }
         }
@@ -115,7 +89,7 @@ impl EmbeddedCluster {
 
     /// Waits until every live node reports `cluster_state:ok`.
     pub async fn wait_healthy(&self, live: &[u16]) {
-        for node in self.nodes.iter().filter(|n| live.contains(&n.port)) {
+        for node in self.nodes.iter().filter(|n| live.contains(&n.port())) {
             wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
         }
     }

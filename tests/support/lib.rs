@@ -210,6 +210,17 @@ impl TestApp {
         }
     }
 
+    /// Runs the gatekeeper on an authorizer request; whether it allows, and its context.
+    pub async fn authorize(&self, request: Value) -> (bool, Value) {
+        let answer = queue_authorizer::handle(
+            lambda_runtime::LambdaEvent::new(request, lambda_runtime::Context::default()),
+            &self.stack.authorizer,
+        )
+        .await
+        .expect("infallible");
+        (answer.is_authorized, answer.context)
+    }
+
     /// One numeric field of an `INFO` section, summed over the nodes.
     pub async fn info_number(&self, section: &str, field: &str) -> i64 {
         self.infos(section)
@@ -368,6 +379,40 @@ fn build_api_request(
         "isBase64Encoded": false
     });
     lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+}
+
+/// An HTTP API authorizer request (payload 2.0) as API Gateway sends it.
+pub fn authorizer_request(
+    token: Option<&str>,
+    queue_header: Option<&str>,
+    path_queue: Option<&str>,
+) -> Value {
+    let mut headers = json!({"host": "api.example.com", "user-agent": "test"});
+    if let Some(token) = token {
+        headers["x-queue-token"] = json!(token);
+    }
+    if let Some(queue) = queue_header {
+        headers["x-queue-id"] = json!(queue);
+    }
+    let path_parameters = path_queue.map(|q| json!({"queueId": q}));
+    json!({
+        "version": "2.0",
+        "type": "REQUEST",
+        "routeArn": "arn:aws:execute-api:us-east-1:123456789012:api/$default/POST/bookings/{queueId}",
+        "identitySource": [token.unwrap_or("")],
+        "routeKey": "POST /bookings/{queueId}",
+        "rawPath": "/bookings/show",
+        "rawQueryString": "",
+        "headers": headers,
+        "pathParameters": path_parameters,
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
+            "domainPrefix": "api", "requestId": "req", "routeKey": "POST /bookings/{queueId}",
+            "stage": "$default", "time": "22/Nov/2026:02:00:00 +0000", "timeEpoch": 1_795_312_800_000i64,
+            "http": {"method": "POST", "path": "/bookings/show", "protocol": "HTTP/1.1",
+                     "sourceIp": "192.0.2.1", "userAgent": "test"}
+        }
+    })
 }
 
 /// Every file in a directory of JSON events, by name.

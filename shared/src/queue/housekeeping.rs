@@ -147,8 +147,7 @@ impl WaitingRoom {
             .conn
             .query(&registry, redis::cmd("SMEMBERS").arg(&registry).clone())
             .await?;
-        // Only ids that passed validation are ever registered; skip anything else.
-        Ok(raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect())
+        Ok(queue_ids(raw))
     }
 
     /// One promotion tick for every queue in `queues`, all in one batch: one pipelined
@@ -179,8 +178,7 @@ impl WaitingRoom {
             Some(index) => {
                 let raw: Vec<String> = redis::from_redis_value(replies.remove(index))
                     .map_err(|err| Error::Internal(format!("registry reply: {err}")))?;
-                // Only ids that passed validation are ever registered; skip anything else.
-                Some(raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect())
+                Some(queue_ids(raw))
             }
             None => None,
         };
@@ -288,4 +286,10 @@ impl WaitingRoom {
         }
         Ok(retired == 1)
     }
+}
+
+/// The registry's members as queue ids. Only ids that passed validation are ever
+/// registered; anything else is skipped.
+fn queue_ids(raw: Vec<String>) -> Vec<QueueId> {
+    raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect()
 }

@@ -117,17 +117,9 @@ impl Rankings {
         local_day(Utc::now(), self.settings.time_zone)
     }
 
-    /// Applies `commands` atomically per call of up to [`EVENTS_PER_CALL`], all calls in
-    /// one pipelined round trip. Returns one outcome per command, in order.
-    pub async fn apply(&self, commands: &[Command]) -> Result<Vec<Outcome>, Error> {
-        let mut batch = Batch::new();
-        let staged = self.stage_apply(&mut batch, commands);
-        let replies = self.conn.send(&batch).await?;
-        Self::outcomes(&staged, &replies)
-    }
-
-    /// Stages `commands` in `batch`, so they can share a round trip with other work; read
-    /// the outcomes with [`Rankings::outcomes`].
+    /// Stages `commands` in `batch`, atomically per call of up to [`EVENTS_PER_CALL`], so
+    /// they share one round trip with other work (the updater's releases); read the
+    /// outcomes with [`Rankings::outcomes`].
     pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> Vec<usize> {
         commands
             .chunks(EVENTS_PER_CALL)
