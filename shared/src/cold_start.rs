@@ -1,5 +1,6 @@
 //! What every Lambda binary does once per container before serving: logging, configuration
-//! (with secrets from Secrets Manager), the Redis connection and the event publisher.
+//! (with secrets from Secrets Manager) and the Redis connection. Functions that publish
+//! queue events also ask for the publisher; the others never build an AWS client for it.
 
 use crate::config::{Config, SecretPolicy};
 use crate::publish::Publisher;
@@ -11,8 +12,6 @@ use crate::store::Conn;
 pub struct Started {
     pub config: Config,
     pub conn: Conn,
-    /// Queue state events to `EVENT_BUS_NAME`; off when it is unset.
-    pub publisher: Publisher,
 }
 
 impl Started {
@@ -22,6 +21,11 @@ impl Started {
             &self.config.key_prefix,
             self.config.queue.clone(),
         )
+    }
+
+    /// Queue state events to `EVENT_BUS_NAME`; off (and no AWS client built) when unset.
+    pub async fn publisher(&self) -> Publisher {
+        Publisher::for_bus(self.config.event_bus.as_deref()).await
     }
 
     pub fn rankings(&self) -> Rankings {
@@ -39,10 +43,5 @@ pub async fn cold_start(secrets: SecretPolicy) -> Result<Started, lambda_runtime
     crate::telemetry::init();
     let config = crate::secrets::load_config(secrets).await?;
     let conn = crate::store::connect(&config.redis, config.require_redis_url()?)?;
-    let publisher = Publisher::for_bus(config.event_bus.as_deref()).await;
-    Ok(Started {
-        config,
-        conn,
-        publisher,
-    })
+    Ok(Started { config, conn })
 }

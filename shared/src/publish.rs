@@ -89,10 +89,6 @@ impl Publisher {
         }
     }
 
-    pub fn is_enabled(&self) -> bool {
-        self.target.is_some()
-    }
-
     /// Sends `events`; never fails. Failures are in the report and the log.
     pub async fn publish<'e>(
         &self,

@@ -127,9 +127,8 @@ impl TestApp {
         let started = Started {
             config: config.clone(),
             conn,
-            publisher,
         };
-        let stack = Stack::new(&started, metrics.clone());
+        let stack = Stack::new(&started, publisher, metrics.clone());
         let (inspect, nodes) = match &cluster {
             Some(cluster) => (
                 Inspect::Cluster(

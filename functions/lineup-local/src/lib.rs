@@ -21,6 +21,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use lineup::cold_start::Started;
 use lineup::http::MAX_BODY_BYTES;
 use lineup::metrics::MetricsSink;
+use lineup::publish::Publisher;
 use lineup::Error;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -38,9 +39,8 @@ pub struct Stack {
 
 impl Stack {
     /// Every function's dependencies, wired as each function's `main.rs` wires them.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
+    pub fn new(started: &Started, publisher: Publisher, metrics: MetricsSink) -> Self {
         let room = started.room();
-        let publisher = started.publisher.clone();
         Stack {
             queue_api: queue_api::Deps {
                 room: room.clone(),

@@ -4,7 +4,6 @@ use lineup::cold_start::Started;
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
-use lineup::publish::Publisher;
 use lineup_local::{serve, spawn_schedules, Stack};
 
 #[tokio::main]
@@ -28,13 +27,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let conn = lineup::store::connect(&config.redis, &url)?;
-    let publisher = Publisher::for_bus(config.event_bus.as_deref()).await;
-    let started = Started {
-        config,
-        conn,
-        publisher,
-    };
-    let stack = Stack::new(&started, MetricsSink::Stdout);
+    let started = Started { config, conn };
+    let stack = Stack::new(&started, started.publisher().await, MetricsSink::Stdout);
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());

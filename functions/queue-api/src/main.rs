@@ -9,7 +9,7 @@ async fn main() -> Result<(), Error> {
     let deps = Deps {
         room: started.room(),
         token_key: started.config.token_key.clone(),
-        publisher: started.publisher,
+        publisher: started.publisher().await,
     };
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))

@@ -9,7 +9,7 @@ async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::GenerateIfMissing).await?;
     let deps = Deps {
         room: started.room(),
-        publisher: started.publisher,
+        publisher: started.publisher().await,
         metrics: MetricsSink::Stdout,
         known_queues: KnownQueues::default(),
     };

@@ -10,8 +10,8 @@ async fn main() -> Result<(), Error> {
     let deps = Deps {
         rankings: started.rankings(),
         room: started.room(),
-        conn: started.conn,
-        publisher: started.publisher,
+        conn: started.conn.clone(),
+        publisher: started.publisher().await,
         metrics: MetricsSink::Stdout,
     };
     run(service_fn(|event| handle(event, &deps))).await

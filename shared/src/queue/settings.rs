@@ -6,7 +6,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
 use super::{WaitingRoom, CONFIGURE};
-use crate::config::QueueConfig;
 use crate::error::Error;
 use crate::ids::QueueId;
 
@@ -135,19 +134,6 @@ impl SettingsChange {
             Some(Some(true)) => args.push(("paused", "1".into())),
         }
         Ok(args)
-    }
-}
-
-impl QueueConfig {
-    /// The settings of a queue that has set none of its own.
-    pub fn default_settings(&self) -> QueueSettings {
-        QueueSettings {
-            capacity: self.capacity,
-            session_seconds: self.session.as_secs(),
-            admit_per_tick: self.admit_per_tick,
-            waiting_idle_seconds: self.waiting_idle.as_secs(),
-            paused: false,
-        }
     }
 }
 
