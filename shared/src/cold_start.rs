@@ -15,6 +15,15 @@ pub struct Started {
 }
 
 impl Started {
+    /// Connects to `url` as every function does at cold start: the connection is opened
+    /// ahead of the first request, but a Redis outage does not stop the start (see
+    /// [`crate::store::Conn::open`]).
+    pub async fn connect(config: Config, url: &str) -> Result<Started, redis::RedisError> {
+        let conn = crate::store::connect(&config.redis, url)?;
+        conn.open(config.redis.connect_timeout).await;
+        Ok(Started { config, conn })
+    }
+
     pub fn room(&self) -> WaitingRoom {
         WaitingRoom::new(
             self.conn.clone(),
@@ -37,11 +46,12 @@ impl Started {
     }
 }
 
-/// Sets up logging, reads and checks the configuration, and creates the Redis connection
-/// (lazily, so a container started during a Redis outage still answers with 503).
+/// Sets up logging, reads and checks the configuration, and opens the Redis connection, so
+/// the first request finds it ready. A container started during a Redis outage still
+/// starts, answers with 503, and connects once Redis is back.
 pub async fn cold_start(secrets: SecretPolicy) -> Result<Started, lambda_runtime::Error> {
     crate::telemetry::init();
     let config = crate::secrets::load_config(secrets).await?;
-    let conn = crate::store::connect(&config.redis, config.require_redis_url()?)?;
-    Ok(Started { config, conn })
+    let url = config.require_redis_url()?.to_owned();
+    Ok(Started::connect(config, &url).await?)
 }

@@ -12,12 +12,14 @@
 //!   payment, per-queue settings, summary, promotion and reaping, each one Lua script
 //!   beside the Rust function that calls it.
 //! - [`publish`]: queue state events to EventBridge.
+//! - [`aws`]: the AWS SDK configuration and the one HTTPS client its clients share.
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines.
 //! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
 //! - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
 //! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
 //! - [`telemetry`]: tracing set-up shared by every binary.
 
+pub mod aws;
 pub mod cold_start;
 pub mod config;
 pub mod embedded_redis;

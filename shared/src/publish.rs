@@ -82,10 +82,7 @@ impl Publisher {
     pub async fn for_bus(bus: Option<&str>) -> Self {
         match bus {
             None => Publisher::disabled(),
-            Some(bus) => {
-                let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-                Publisher::new(Client::new(&aws), bus)
-            }
+            Some(bus) => Publisher::new(Client::new(crate::aws::sdk_config().await), bus),
         }
     }
 

@@ -25,8 +25,7 @@ pub async fn load_config(policy: SecretPolicy) -> Result<Config, ConfigError> {
         .filter(|(_, value)| !value.is_empty())
         .collect();
     if vars.contains_key("TOKEN_SECRET_ARN") || vars.contains_key("REDIS_SECRET_ARN") {
-        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        fill(&mut vars, &Client::new(&aws)).await?;
+        fill(&mut vars, &Client::new(crate::aws::sdk_config().await)).await?;
     }
     Config::from_lookup(|name| vars.get(name).cloned(), policy)
 }

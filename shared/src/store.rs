@@ -54,7 +54,7 @@ struct Standalone {
 }
 
 /// Creates the connection without waiting for Redis, so a process started during an outage
-/// still answers (with 503) and recovers once Redis is back.
+/// still answers (with 503) and recovers once Redis is back. [`Conn::open`] connects ahead.
 pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> {
     let mut info = url.into_connection_info()?;
     let mut redis_settings = info.redis_settings().clone();
@@ -187,6 +187,22 @@ impl Conn {
     async fn single<T: FromRedisValue>(&self, batch: Batch) -> Result<T, RedisError> {
         let reply = self.send(&batch).await?.pop().unwrap_or(Value::Nil);
         Ok(redis::from_redis_value(reply)?)
+    }
+
+    /// Opens the connection now, during the Lambda init phase, so the first request does not
+    /// pay for TCP, TLS, AUTH and (for `auto`) the mode check. Bounded by the connect timeout;
+    /// if Redis cannot be reached the connection simply stays lazy, and the first request
+    /// tries again (and answers 503 if Redis is still down).
+    pub async fn open(&self, timeout: Duration) {
+        let mut batch = Batch::new();
+        batch.command("", redis::cmd("PING"));
+        match tokio::time::timeout(timeout, self.send(&batch)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(%err, "redis unreachable at cold start; requests will retry")
+            }
+            Err(_) => tracing::warn!("redis did not answer at cold start; requests will retry"),
+        }
     }
 
     /// Sends `batch`; one reply per staged call, in order. Standalone: one pipeline.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{api_request, api_request_with_claims, sleep, Reply, TestApp};
+use lineup_tests::{api_request, api_request_with_claims, sleep, Inspect, Reply, TestApp};
 use serde_json::json;
 
 pub(crate) async fn join(app: &TestApp, queue: &str, user: &str) -> Reply {
@@ -527,6 +527,73 @@ async fn redis_going_away_answers_503_and_the_same_process_recovers() {
     let recovered = recovered.expect("recovered without a restart of the process");
     assert_eq!(recovered.body["status"], "active");
     assert_eq!(status(&app, "show", &recovered.token()).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_new_container_connects_during_cold_start_not_during_its_first_request() {
+    let mut app = TestApp::spawn(&[]).await;
+    let Inspect::Single(inspect) = &app.inspect else {
+        eprintln!("skipped: counts the connections of one server");
+        return;
+    };
+    // Read over one long-lived connection, so reading opens none.
+    let mut inspect = inspect.clone();
+    let mut connections_received = async || -> i64 {
+        let info: String = redis::cmd("INFO")
+            .arg("stats")
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = connections_received().await;
+    app.new_container().await;
+    let after_start = connections_received().await;
+    assert_eq!(after_start, before + 1, "cold start opened the connection");
+    assert_eq!(join(&app, "cold", "first").await.status, 201);
+    assert_eq!(
+        connections_received().await,
+        after_start,
+        "the first request found it open"
+    );
+}
+
+#[tokio::test]
+async fn a_container_started_while_redis_is_down_starts_answers_503_and_connects_later() {
+    let mut app = TestApp::spawn(&[("REDIS_CONNECT_TIMEOUT_MS", "300")]).await;
+    if app.redis.is_none() {
+        eprintln!("skipped: REDIS_URL points at a shared server this test must not stop");
+        return;
+    }
+    app.redis.as_mut().unwrap().stop().await;
+    let started = std::time::Instant::now();
+    app.new_container().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "cold start gives up on Redis after its connect timeout"
+    );
+    join(&app, "cold", "during").await.assert_problem(503);
+
+    app.redis
+        .as_mut()
+        .unwrap()
+        .restart()
+        .await
+        .expect("restart");
+    let mut status_after = 0;
+    for _ in 0..20 {
+        status_after = join(&app, "cold", "after").await.status;
+        if status_after == 201 {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status_after, 201, "connected once Redis was back");
 }
 
 #[tokio::test]

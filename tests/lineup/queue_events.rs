@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use lineup::publish::{Publisher, SOURCE};
-use lineup_tests::{sleep, Moto, TestApp};
+use lineup_tests::{aws_config_for, sleep, Moto, TestApp};
 use serde_json::{json, Value};
 
 use crate::queue::{join, leave, promote, status};
@@ -206,16 +206,7 @@ async fn an_unreachable_bus_never_blocks_or_undoes_an_admission() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let config = aws_config::SdkConfig::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(
-            aws_credential_types::provider::SharedCredentialsProvider::new(
-                aws_credential_types::Credentials::new("test", "test", None, None, "test"),
-            ),
-        )
-        .build();
+    let config = aws_config_for(&endpoint);
     let publisher = Publisher::new(aws_sdk_eventbridge::Client::new(&config), "nowhere");
     let app = TestApp::spawn_publishing(&[("QUEUE_CAPACITY", "1")], publisher).await;
     crate::settings::put_settings(&app, "show", &json!({"paused": true})).await;

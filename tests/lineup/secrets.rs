@@ -84,3 +84,70 @@ async fn a_missing_secret_stops_start_up_naming_the_variable() {
     assert_eq!(err.variable, "REDIS_SECRET_ARN");
     assert!(!err.to_string().contains("just-a-password"));
 }
+
+/// Lambda gives a function its region, keys and secret ARNs as environment variables, and
+/// nothing else: no profile files, no instance metadata. Cold start must reach Secrets
+/// Manager with only those. It runs in a child process whose environment is exactly that
+/// (plus `AWS_ENDPOINT_URL` for moto), because the SDK configuration is per process.
+#[tokio::test]
+async fn cold_start_reaches_secrets_manager_with_only_the_lambda_environment() {
+    const CHILD: &str = "LINEUP_TEST_COLD_START_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let started = lineup::cold_start::cold_start(SecretPolicy::Required)
+            .await
+            .expect("cold start");
+        assert_eq!(started.config.redis.username.as_deref(), Some("lineup"));
+        assert_eq!(
+            started.config.redis.password.as_deref(),
+            Some("s3cret-pass")
+        );
+        return;
+    }
+    let Some(moto) = Moto::start().await else {
+        eprintln!("skipped: moto_server is not installed (pip install \"moto[server]\")");
+        return;
+    };
+    let client = moto.secrets_manager();
+    let token = client
+        .create_secret()
+        .name("lineup/token")
+        .secret_string("a-token-secret-of-at-least-32-bytes-long")
+        .send()
+        .await
+        .unwrap();
+    let redis = client
+        .create_secret()
+        .name("lineup/redis")
+        .secret_string(r#"{"username": "lineup", "password": "s3cret-pass"}"#)
+        .send()
+        .await
+        .unwrap();
+    let output = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "secrets::cold_start_reaches_secrets_manager_with_only_the_lambda_environment",
+            "--nocapture",
+        ])
+        .env_clear()
+        .env(CHILD, "1")
+        .env("AWS_LAMBDA_FUNCTION_NAME", "queue-api")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_SESSION_TOKEN", "test")
+        .env("AWS_ENDPOINT_URL", &moto.endpoint)
+        .env("TOKEN_SECRET_ARN", token.arn().unwrap())
+        .env("REDIS_SECRET_ARN", redis.arn().unwrap())
+        // Nothing listens there: cold start gives up on Redis quickly and starts anyway.
+        .env("REDIS_URL", "redis://127.0.0.1:9")
+        .env("REDIS_CONNECT_TIMEOUT_MS", "200")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "child: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

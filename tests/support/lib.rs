@@ -122,12 +122,10 @@ impl TestApp {
         }
         let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
             .expect("test config");
-        let conn = lineup::store::connect(&config.redis, &url).expect("connect");
+        let started = Started::connect(config.clone(), &url)
+            .await
+            .expect("connect");
         let metrics = MetricsSink::memory();
-        let started = Started {
-            config: config.clone(),
-            conn,
-        };
         let stack = Stack::new(&started, publisher, metrics.clone());
         let (inspect, nodes) = match &cluster {
             Some(cluster) => (
@@ -160,6 +158,17 @@ impl TestApp {
             inspect,
             nodes,
         }
+    }
+
+    /// Replaces the functions by those of a freshly started container: the same settings
+    /// and publisher, on a new connection opened the way cold start opens it.
+    pub async fn new_container(&mut self) {
+        let url = self.config.redis.url.clone().expect("REDIS_URL is set");
+        let started = Started::connect(self.config.clone(), &url)
+            .await
+            .expect("connect");
+        let publisher = self.stack.queue_api.publisher.clone();
+        self.stack = Stack::new(&started, publisher, self.metrics.clone());
     }
 
     pub fn room(&self) -> &WaitingRoom {
@@ -478,18 +487,8 @@ impl Moto {
         panic!("moto_server did not start on port {port}");
     }
 
-    /// The shared AWS configuration for this server: its endpoint, a region, test keys.
     fn aws_config(&self) -> aws_config::SdkConfig {
-        aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .endpoint_url(&self.endpoint)
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(
-                aws_credential_types::provider::SharedCredentialsProvider::new(
-                    aws_credential_types::Credentials::new("test", "test", None, None, "moto"),
-                ),
-            )
-            .build()
+        aws_config_for(&self.endpoint)
     }
 
     pub fn secrets_manager(&self) -> aws_sdk_secretsmanager::Client {
@@ -503,6 +502,22 @@ impl Moto {
     pub fn sqs(&self) -> aws_sdk_sqs::Client {
         aws_sdk_sqs::Client::new(&self.aws_config())
     }
+}
+
+/// An AWS configuration for a local endpoint: a region, test keys, and lineup's own HTTP
+/// client, so the tests exercise the same client stack the functions use.
+pub fn aws_config_for(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new("test", "test", None, None, "local"),
+            ),
+        )
+        .http_client(lineup::aws::http_client())
+        .build()
 }
 
 impl Drop for Moto {

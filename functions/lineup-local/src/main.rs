@@ -26,8 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             url
         }
     };
-    let conn = lineup::store::connect(&config.redis, &url)?;
-    let started = Started { config, conn };
+    let started = Started::connect(config, &url).await?;
     let stack = Stack::new(&started, started.publisher().await, MetricsSink::Stdout);
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
