@@ -10,7 +10,15 @@ const GLOBAL: &str = "bench:baseline:global-waiting";
 /// One global queue whose status fetches the whole waiting set (`ZRANGE 0 -1`) and finds
 /// the buyer in it. Grows the set to `size` members; returns p50 and p99.
 pub async fn global_status_latency(bench: &Bench, size: usize) -> (Duration, Duration) {
-    let mut conn = bench.app.inspect.clone();
+    // Its own connection without the client's 500 ms reply timeout: at a million waiting,
+    // one whole-line reply takes about that long to produce and read.
+    let mut conn = redis::Client::open(bench.url())
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new().set_response_timeout(None),
+        )
+        .await
+        .unwrap();
     let have: usize = redis::cmd("ZCARD")
         .arg(GLOBAL)
         .query_async(&mut conn)

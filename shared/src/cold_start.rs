@@ -1,27 +1,63 @@
 //! What every Lambda binary does once per container before serving: logging, configuration
-//! (with secrets from Secrets Manager) and the Redis connection. Functions that publish
-//! queue events also ask for the publisher; the others never build an AWS client for it.
+//! (with secrets from Secrets Manager), the Redis connection and, for the functions that
+//! publish queue events, the EventBridge client. The others never build an AWS client for
+//! it. Connecting and building the client overlap, since both wait on something else.
 
-use crate::config::{Config, SecretPolicy};
+use crate::config::{Config, ConfigError, SecretPolicy};
 use crate::publish::Publisher;
 use crate::queue::WaitingRoom;
 use crate::ranking::Rankings;
 use crate::store::Conn;
 
+/// Whether a function publishes queue state events (to `EVENT_BUS_NAME`, when set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publishing {
+    QueueEvents,
+    Nothing,
+}
+
+/// Why a container could not start: a bad setting (named), or a Redis URL that cannot be
+/// used. An unreachable Redis is not one of them.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("REDIS_URL: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
 /// What a function builds its dependencies from.
 pub struct Started {
     pub config: Config,
     pub conn: Conn,
+    /// Off (and no AWS client built) for [`Publishing::Nothing`] or without `EVENT_BUS_NAME`.
+    pub publisher: Publisher,
 }
 
 impl Started {
     /// Connects to `url` as every function does at cold start: the connection is opened
     /// ahead of the first request, but a Redis outage does not stop the start (see
     /// [`crate::store::Conn::open`]).
-    pub async fn connect(config: Config, url: &str) -> Result<Started, redis::RedisError> {
+    pub async fn connect(
+        config: Config,
+        url: &str,
+        publishing: Publishing,
+    ) -> Result<Started, StartError> {
         let conn = crate::store::connect(&config.redis, url)?;
-        conn.open(config.redis.connect_timeout).await;
-        Ok(Started { config, conn })
+        let bus = match publishing {
+            Publishing::QueueEvents => config.event_bus.as_deref(),
+            Publishing::Nothing => None,
+        };
+        let ((), publisher) = tokio::join!(
+            conn.open(config.redis.connect_timeout),
+            Publisher::for_bus(bus)
+        );
+        let publisher = publisher?;
+        Ok(Started {
+            config,
+            conn,
+            publisher,
+        })
     }
 
     pub fn room(&self) -> WaitingRoom {
@@ -30,11 +66,6 @@ impl Started {
             &self.config.key_prefix,
             self.config.queue.clone(),
         )
-    }
-
-    /// Queue state events to `EVENT_BUS_NAME`; off (and no AWS client built) when unset.
-    pub async fn publisher(&self) -> Publisher {
-        Publisher::for_bus(self.config.event_bus.as_deref()).await
     }
 
     pub fn rankings(&self) -> Rankings {
@@ -49,9 +80,12 @@ impl Started {
 /// Sets up logging, reads and checks the configuration, and opens the Redis connection, so
 /// the first request finds it ready. A container started during a Redis outage still
 /// starts, answers with 503, and connects once Redis is back.
-pub async fn cold_start(secrets: SecretPolicy) -> Result<Started, lambda_runtime::Error> {
+pub async fn cold_start(
+    secrets: SecretPolicy,
+    publishing: Publishing,
+) -> Result<Started, lambda_runtime::Error> {
     crate::telemetry::init();
     let config = crate::secrets::load_config(secrets).await?;
     let url = config.require_redis_url()?.to_owned();
-    Ok(Started::connect(config, &url).await?)
+    Ok(Started::connect(config, &url, publishing).await?)
 }

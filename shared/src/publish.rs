@@ -12,6 +12,7 @@ use aws_sdk_eventbridge::Client;
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
+use crate::config::ConfigError;
 use crate::queue::QueueEvent;
 
 /// The `source` of every queue state event.
@@ -77,13 +78,13 @@ impl Publisher {
         }
     }
 
-    /// Publishes to `bus` when one is configured, with the default AWS configuration.
+    /// Publishes to `bus` when one is configured, with lineup's AWS configuration.
     /// Creates no AWS client otherwise, so nothing is added to cold start.
-    pub async fn for_bus(bus: Option<&str>) -> Self {
-        match bus {
+    pub async fn for_bus(bus: Option<&str>) -> Result<Self, ConfigError> {
+        Ok(match bus {
             None => Publisher::disabled(),
-            Some(bus) => Publisher::new(Client::new(crate::aws::sdk_config().await), bus),
-        }
+            Some(bus) => Publisher::new(Client::new(crate::aws::sdk_config().await?), bus),
+        })
     }
 
     /// Sends `events`; never fails. Failures are in the report and the log.

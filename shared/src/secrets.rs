@@ -25,7 +25,7 @@ pub async fn load_config(policy: SecretPolicy) -> Result<Config, ConfigError> {
         .filter(|(_, value)| !value.is_empty())
         .collect();
     if vars.contains_key("TOKEN_SECRET_ARN") || vars.contains_key("REDIS_SECRET_ARN") {
-        fill(&mut vars, &Client::new(crate::aws::sdk_config().await)).await?;
+        fill(&mut vars, &Client::new(crate::aws::sdk_config().await?)).await?;
     }
     Config::from_lookup(|name| vars.get(name).cloned(), policy)
 }

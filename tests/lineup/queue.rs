@@ -719,7 +719,7 @@ async fn a_large_admission_is_split_into_short_script_calls_within_one_tick() {
     );
     assert_eq!(before["admittedThrough"], 250, "in ticket order");
     assert_eq!(before["waiting"], 50);
-    // At most 100 admissions per script call (lineup's SLICE): 250 took three calls.
+    // At most 50 admissions per script call (lineup's SLICE): 250 took five calls.
     let app2 =
         TestApp::spawn(&[("QUEUE_CAPACITY", "250"), ("RATE_LIMIT_IP_PER_MINUTE", "0")]).await;
     crate::settings::put_settings(&app2, "big", &json!({"paused": true})).await;
@@ -730,7 +730,7 @@ async fn a_large_admission_is_split_into_short_script_calls_within_one_tick() {
     crate::settings::put_settings(&app2, "big", &json!({"paused": false})).await;
     let (tick, calls) = app2.client_commands_during(promote(&app2)).await;
     assert_eq!(tick.admitted, 250);
-    assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
+    assert_eq!(calls.get("evalsha"), Some(&5), "{calls:?}");
 }
 
 #[tokio::test]
@@ -750,6 +750,6 @@ async fn one_reaper_run_removes_every_expired_session_in_short_chunks() {
     sleep(Duration::from_millis(1100)).await;
     let report = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(report.expired(), 250, "{report:?}");
-    assert!(report.script_calls() >= 3, "100 per call: {report:?}");
+    assert!(report.script_calls() >= 5, "50 per call: {report:?}");
     assert_eq!(summary(&app, "short").await.body["active"], 0);
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use lineup::cold_start::Publishing;
 use lineup::config::{Config, SecretPolicy};
 use lineup_tests::Moto;
 
@@ -87,15 +88,16 @@ async fn a_missing_secret_stops_start_up_naming_the_variable() {
 
 /// Lambda gives a function its region, keys and secret ARNs as environment variables, and
 /// nothing else: no profile files, no instance metadata. Cold start must reach Secrets
-/// Manager with only those. It runs in a child process whose environment is exactly that
+/// Manager, and build its EventBridge client, with only those. It runs in a child process whose environment is exactly that
 /// (plus `AWS_ENDPOINT_URL` for moto), because the SDK configuration is per process.
 #[tokio::test]
 async fn cold_start_reaches_secrets_manager_with_only_the_lambda_environment() {
     const CHILD: &str = "LINEUP_TEST_COLD_START_CHILD";
     if std::env::var_os(CHILD).is_some() {
-        let started = lineup::cold_start::cold_start(SecretPolicy::Required)
-            .await
-            .expect("cold start");
+        let started =
+            lineup::cold_start::cold_start(SecretPolicy::Required, Publishing::QueueEvents)
+                .await
+                .expect("cold start");
         assert_eq!(started.config.redis.username.as_deref(), Some("lineup"));
         assert_eq!(
             started.config.redis.password.as_deref(),
@@ -136,6 +138,7 @@ async fn cold_start_reaches_secrets_manager_with_only_the_lambda_environment() {
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_SESSION_TOKEN", "test")
         .env("AWS_ENDPOINT_URL", &moto.endpoint)
+        .env("EVENT_BUS_NAME", "lineup-test")
         .env("TOKEN_SECRET_ARN", token.arn().unwrap())
         .env("REDIS_SECRET_ARN", redis.arn().unwrap())
         // Nothing listens there: cold start gives up on Redis quickly and starts anyway.

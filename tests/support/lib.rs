@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lambda_http::{Body, Response};
-use lineup::cold_start::Started;
+use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
@@ -122,7 +122,7 @@ impl TestApp {
         }
         let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
             .expect("test config");
-        let started = Started::connect(config.clone(), &url)
+        let started = Started::connect(config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
         let metrics = MetricsSink::memory();
@@ -164,7 +164,7 @@ impl TestApp {
     /// and publisher, on a new connection opened the way cold start opens it.
     pub async fn new_container(&mut self) {
         let url = self.config.redis.url.clone().expect("REDIS_URL is set");
-        let started = Started::connect(self.config.clone(), &url)
+        let started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
         let publisher = self.stack.queue_api.publisher.clone();
@@ -516,7 +516,7 @@ pub fn aws_config_for(endpoint: &str) -> aws_config::SdkConfig {
                 aws_credential_types::Credentials::new("test", "test", None, None, "local"),
             ),
         )
-        .http_client(lineup::aws::http_client())
+        .http_client(lineup::aws::http_client().expect("AWS HTTP client"))
         .build()
 }
 

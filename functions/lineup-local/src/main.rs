@@ -1,6 +1,6 @@
 //! `cargo run --release --bin lineup-local`: the whole stack on http://127.0.0.1:3000.
 
-use lineup::cold_start::Started;
+use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
@@ -26,8 +26,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             url
         }
     };
-    let started = Started::connect(config, &url).await?;
-    let stack = Stack::new(&started, started.publisher().await, MetricsSink::Stdout);
+    let started = Started::connect(config, &url, Publishing::QueueEvents).await?;
+    let stack = Stack::new(&started, started.publisher.clone(), MetricsSink::Stdout);
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());

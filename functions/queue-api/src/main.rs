@@ -1,15 +1,15 @@
 use lambda_runtime::{run, service_fn, Error};
-use lineup::cold_start::cold_start;
+use lineup::cold_start::{cold_start, Publishing};
 use lineup::config::SecretPolicy;
 use queue_api::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let started = cold_start(SecretPolicy::Required).await?;
+    let started = cold_start(SecretPolicy::Required, Publishing::QueueEvents).await?;
     let deps = Deps {
         room: started.room(),
         token_key: started.config.token_key.clone(),
-        publisher: started.publisher().await,
+        publisher: started.publisher.clone(),
     };
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))

@@ -1,11 +1,11 @@
 use lambda_runtime::{run, service_fn, Error};
-use lineup::cold_start::cold_start;
+use lineup::cold_start::{cold_start, Publishing};
 use lineup::config::SecretPolicy;
 use queue_authorizer::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let started = cold_start(SecretPolicy::Required).await?;
+    let started = cold_start(SecretPolicy::Required, Publishing::Nothing).await?;
     let deps = Deps {
         room: started.room(),
         token_key: started.config.token_key.clone(),

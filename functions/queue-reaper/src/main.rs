@@ -1,15 +1,15 @@
 use lambda_runtime::{run, service_fn, Error};
-use lineup::cold_start::cold_start;
+use lineup::cold_start::{cold_start, Publishing};
 use lineup::config::SecretPolicy;
 use lineup::metrics::MetricsSink;
 use queue_reaper::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let started = cold_start(SecretPolicy::GenerateIfMissing).await?;
+    let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::QueueEvents).await?;
     let deps = Deps {
         room: started.room(),
-        publisher: started.publisher().await,
+        publisher: started.publisher.clone(),
         metrics: MetricsSink::Stdout,
     };
     run(service_fn(|event| handle(event, &deps))).await

@@ -1,11 +1,11 @@
 use lambda_runtime::{run, service_fn, Error};
-use lineup::cold_start::cold_start;
+use lineup::cold_start::{cold_start, Publishing};
 use lineup::config::SecretPolicy;
 use ranking_api::{handle, Deps};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let started = cold_start(SecretPolicy::GenerateIfMissing).await?;
+    let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::Nothing).await?;
     let deps = Deps {
         rankings: started.rankings(),
     };

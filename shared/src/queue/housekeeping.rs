@@ -10,7 +10,7 @@ use crate::ids::QueueId;
 use crate::store::{queue_registry_key, Batch};
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
-pub const REAP_CHUNK: u32 = 100;
+pub const REAP_CHUNK: u32 = 50;
 
 /// Most follow-up script calls per queue in one tick, beyond the first.
 const MAX_EXTRA_SLICES: usize = 100;

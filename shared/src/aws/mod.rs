@@ -1,0 +1,119 @@
+//! The one AWS SDK set-up every AWS client in lineup shares (Secrets Manager at cold start,
+//! EventBridge for queue events).
+//!
+//! Lambda hands a function its region and credentials in environment variables, so that is
+//! the only place lineup looks (`AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//! `AWS_SESSION_TOKEN`, plus `AWS_ENDPOINT_URL` for a local endpoint such as moto). Skipping
+//! the SDK's full provider chain (profiles, SSO, STS, IMDS) keeps it out of the binaries and
+//! out of cold start.
+//!
+//! HTTPS goes through rustls with the *ring* provider, the TLS stack the Redis client uses,
+//! so each binary carries one TLS implementation. It trusts the roots AWS endpoints chain to
+//! (Amazon Trust Services, `amazon-trust-services.pem`) rather than the system store, whose
+//! ~150 certificates took 5–6 ms to load at every cold start. `AWS_CA_BUNDLE` (a PEM file,
+//! as for the AWS CLI and SDKs) replaces them, for a proxy that re-signs TLS, say.
+
+use aws_config::environment::{
+    EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
+};
+use aws_config::meta::region::ProvideRegion;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_credential_types::provider::SharedCredentialsProvider;
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider, TlsContext, TrustStore};
+use aws_smithy_http_client::Builder;
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use tokio::sync::OnceCell;
+
+use crate::config::ConfigError;
+
+/// Amazon Root CA 1–4 and Starfield Services Root CA G2, from Mozilla's CA list.
+const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
+
+/// The process's SDK configuration, read on first use and then shared.
+pub async fn sdk_config() -> Result<&'static SdkConfig, ConfigError> {
+    static CONFIG: OnceCell<SdkConfig> = OnceCell::const_new();
+    CONFIG
+        .get_or_try_init(|| async {
+            let mut config = SdkConfig::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(EnvironmentVariableRegionProvider::new().region().await)
+                .credentials_provider(SharedCredentialsProvider::new(
+                    EnvironmentVariableCredentialsProvider::new(),
+                ))
+                .http_client(http_client()?);
+            if let Some(endpoint) = non_empty_var("AWS_ENDPOINT_URL") {
+                config = config.endpoint_url(endpoint);
+            }
+            Ok(config.build())
+        })
+        .await
+}
+
+/// The HTTP(S) client for SDK clients, trusting [`AMAZON_TRUST_SERVICES`] or the
+/// `AWS_CA_BUNDLE` file. The tests' clients for moto (plain HTTP) use it too.
+pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
+    let roots = match non_empty_var("AWS_CA_BUNDLE") {
+        None => AMAZON_TRUST_SERVICES.to_vec(),
+        Some(path) => std::fs::read(&path).map_err(|err| ConfigError {
+            variable: "AWS_CA_BUNDLE",
+            reason: format!("cannot read {path}: {err}"),
+        })?,
+    };
+    // The SDK parses these only when it first connects, and panics on a bad one; checking
+    // here turns a bad bundle into a start-up error naming the variable.
+    check_roots(&roots).map_err(|reason| ConfigError {
+        variable: "AWS_CA_BUNDLE",
+        reason,
+    })?;
+    let trust = TrustStore::empty().with_pem_certificate(roots);
+    let tls = TlsContext::builder()
+        .with_trust_store(trust)
+        .build()
+        .map_err(|err| ConfigError {
+            variable: "AWS_CA_BUNDLE",
+            reason: err.to_string(),
+        })?;
+    Ok(Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .tls_context(tls)
+        .build_https())
+}
+
+/// Whether `pem` holds at least one certificate and nothing but usable certificates.
+fn check_roots(pem: &[u8]) -> Result<usize, String> {
+    let mut store = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|err| format!("not a PEM certificate bundle ({err})"))?;
+        store
+            .add(cert)
+            .map_err(|err| format!("holds an unusable certificate ({err})"))?;
+    }
+    match store.len() {
+        0 => Err("holds no PEM certificate".into()),
+        n => Ok(n),
+    }
+}
+
+fn non_empty_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_roots_are_the_five_amazon_trust_services_roots() {
+        assert_eq!(check_roots(AMAZON_TRUST_SERVICES), Ok(5));
+    }
+
+    #[test]
+    fn a_bundle_without_usable_certificates_is_refused() {
+        assert!(check_roots(b"").is_err());
+        assert!(check_roots(b"not a certificate").is_err());
+        let mangled = String::from_utf8_lossy(AMAZON_TRUST_SERVICES).replacen("MII", "AAA", 1);
+        assert!(check_roots(mangled.as_bytes()).is_err());
+    }
+}
