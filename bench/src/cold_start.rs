@@ -21,7 +21,7 @@ const FUNCTIONS: [&str; 6] = [
     "ranking-api",
     "ranking-updater",
 ];
-const RUNS: usize = 9;
+const RUNS: usize = 15;
 
 /// A Runtime API that reports each `GET …/invocation/next` and never answers it.
 async fn stub() -> (SocketAddr, mpsc::UnboundedReceiver<Instant>) {
@@ -83,21 +83,41 @@ async fn init_time(
 }
 
 pub async fn run(bench: &Bench, report: &mut Report) {
-    report.section("Cold start (process start to first Runtime API poll, median of 9) and size");
+    report.section(&format!(
+        "Cold start (process start to first Runtime API poll, median of {RUNS}, runs interleaved) and size"
+    ));
     let dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_default();
     let (api, mut polls) = stub().await;
-    let hello = dir.join("hello-lambda");
-    let mut yardstick = Vec::new();
+    let binaries: Vec<(&str, PathBuf)> = std::iter::once("hello-lambda")
+        .chain(FUNCTIONS)
+        .map(|name| (name, dir.join(name)))
+        .collect();
+    // Round by round, every binary once, so that whatever else the machine does falls on
+    // the yardstick and the functions alike.
+    let mut times = vec![Vec::new(); binaries.len()];
     for _ in 0..RUNS {
-        if let Some(t) = init_time(&hello, api, &mut polls, bench).await {
-            yardstick.push(t);
+        for ((_, binary), times) in binaries.iter().zip(&mut times) {
+            if let Some(t) = init_time(binary, api, &mut polls, bench).await {
+                times.push(t);
+            }
         }
     }
-    yardstick.sort();
-    let Some(hello_median) = yardstick.get(yardstick.len() / 2).copied() else {
+    let medians: Vec<Option<Duration>> = times
+        .into_iter()
+        .map(|mut t| {
+            t.sort();
+            t.get(t.len() / 2).copied()
+        })
+        .collect();
+    let size = |path: &PathBuf| {
+        std::fs::metadata(path)
+            .map(|m| m.len() as f64 / 1_048_576.0)
+            .unwrap_or(0.0)
+    };
+    let Some(hello_median) = medians[0] else {
         report.row(
             "hello-lambda",
             "not built",
@@ -105,33 +125,20 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         );
         return;
     };
-    let size = |path: &PathBuf| {
-        std::fs::metadata(path)
-            .map(|m| m.len() as f64 / 1_048_576.0)
-            .unwrap_or(0.0)
-    };
     report.row(
         "hello-lambda (yardstick)",
         &format!("{:.1} ms", hello_median.as_secs_f64() * 1000.0),
-        &format!("{:.1} MB", size(&hello)),
+        &format!("{:.1} MiB", size(&binaries[0].1)),
     );
-    for function in FUNCTIONS {
-        let binary = dir.join(function);
-        let mut times = Vec::new();
-        for _ in 0..RUNS {
-            if let Some(t) = init_time(&binary, api, &mut polls, bench).await {
-                times.push(t);
-            }
-        }
-        times.sort();
-        match times.get(times.len() / 2) {
+    for ((function, binary), median) in binaries.iter().zip(&medians).skip(1) {
+        match median {
             Some(median) => report.row(
                 function,
                 &format!("{:.1} ms", median.as_secs_f64() * 1000.0),
                 &format!(
-                    "{:.2} × hello (goal ≤ 1.5); {:.1} MB (goal ≤ 4 MB)",
+                    "{:.2} × hello (goal ≤ 1.5); {:.1} MiB (goal ≤ 4 MB)",
                     median.as_secs_f64() / hello_median.as_secs_f64(),
-                    size(&binary)
+                    size(binary)
                 ),
             ),
             None => report.row(

@@ -226,7 +226,10 @@ impl Config {
             time_zone: time_zone_name.parse().map_err(|_| {
                 bad(
                     "RANKING_TIME_ZONE",
-                    format!("{time_zone_name:?} is not an IANA time zone name"),
+                    format!(
+                        "{time_zone_name:?} is not an IANA time zone name \
+                         (or this build left it out with CHRONO_TZ_TIMEZONE_FILTER)"
+                    ),
                 )
             })?,
             daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, (1, 3_660))?

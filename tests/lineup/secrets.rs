@@ -6,6 +6,30 @@ use lineup::cold_start::Publishing;
 use lineup::config::{Config, SecretPolicy};
 use lineup_tests::Moto;
 
+/// A token secret and a Redis secret (`lineup` / `s3cret-pass`); returns their ARNs.
+async fn create_token_and_redis_secrets(
+    client: &aws_sdk_secretsmanager::Client,
+) -> (String, String) {
+    let mut arns = Vec::new();
+    for (name, value) in [
+        ("lineup/token", "a-token-secret-of-at-least-32-bytes-long"),
+        (
+            "lineup/redis",
+            r#"{"username": "lineup", "password": "s3cret-pass"}"#,
+        ),
+    ] {
+        let created = client
+            .create_secret()
+            .name(name)
+            .secret_string(value)
+            .send()
+            .await
+            .unwrap();
+        arns.push(created.arn().unwrap().to_string());
+    }
+    (arns[0].clone(), arns[1].clone())
+}
+
 #[tokio::test]
 async fn secrets_named_by_arn_fill_the_token_secret_and_redis_credentials() {
     let Some(moto) = Moto::start().await else {
@@ -13,33 +37,14 @@ async fn secrets_named_by_arn_fill_the_token_secret_and_redis_credentials() {
         return;
     };
     let client = moto.secrets_manager();
-    let token = client
-        .create_secret()
-        .name("lineup/token")
-        .secret_string("a-token-secret-of-at-least-32-bytes-long")
-        .send()
-        .await
-        .unwrap();
-    let redis = client
-        .create_secret()
-        .name("lineup/redis")
-        .secret_string(r#"{"username": "lineup", "password": "s3cret-pass"}"#)
-        .send()
-        .await
-        .unwrap();
+    let (token_arn, redis_arn) = create_token_and_redis_secrets(&client).await;
     let mut vars = HashMap::from([
         (
             "REDIS_URL".to_string(),
             "rediss://cache.example:6379".to_string(),
         ),
-        (
-            "TOKEN_SECRET_ARN".to_string(),
-            token.arn().unwrap().to_string(),
-        ),
-        (
-            "REDIS_SECRET_ARN".to_string(),
-            redis.arn().unwrap().to_string(),
-        ),
+        ("TOKEN_SECRET_ARN".to_string(), token_arn),
+        ("REDIS_SECRET_ARN".to_string(), redis_arn),
     ]);
     lineup::secrets::fill(&mut vars, &client).await.unwrap();
     assert_eq!(vars["REDIS_USERNAME"], "lineup");
@@ -110,20 +115,7 @@ async fn cold_start_reaches_secrets_manager_with_only_the_lambda_environment() {
         return;
     };
     let client = moto.secrets_manager();
-    let token = client
-        .create_secret()
-        .name("lineup/token")
-        .secret_string("a-token-secret-of-at-least-32-bytes-long")
-        .send()
-        .await
-        .unwrap();
-    let redis = client
-        .create_secret()
-        .name("lineup/redis")
-        .secret_string(r#"{"username": "lineup", "password": "s3cret-pass"}"#)
-        .send()
-        .await
-        .unwrap();
+    let (token_arn, redis_arn) = create_token_and_redis_secrets(&client).await;
     let output = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -139,8 +131,8 @@ async fn cold_start_reaches_secrets_manager_with_only_the_lambda_environment() {
         .env("AWS_SESSION_TOKEN", "test")
         .env("AWS_ENDPOINT_URL", &moto.endpoint)
         .env("EVENT_BUS_NAME", "lineup-test")
-        .env("TOKEN_SECRET_ARN", token.arn().unwrap())
-        .env("REDIS_SECRET_ARN", redis.arn().unwrap())
+        .env("TOKEN_SECRET_ARN", &token_arn)
+        .env("REDIS_SECRET_ARN", &redis_arn)
         // Nothing listens there: cold start gives up on Redis quickly and starts anyway.
         .env("REDIS_URL", "redis://127.0.0.1:9")
         .env("REDIS_CONNECT_TIMEOUT_MS", "200")

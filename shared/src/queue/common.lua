@@ -12,7 +12,7 @@ local SEEN_SLOTS = #KEYS - FIRST_SEEN + 1
 local ARG = 5
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
-local SLICE = 50
+local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'presence-grace-until')
