@@ -1,7 +1,7 @@
 //! What every Lambda binary does once per container before serving: logging, configuration
 //! (with secrets from Secrets Manager), the Redis connection and, for the functions that
 //! publish queue events, the EventBridge client. The others never build an AWS client for
-//! it. Connecting and building the client overlap, since both wait on something else.
+//! it. The client is built while the connection waits on the network, not after it.
 
 use crate::config::{Config, ConfigError, SecretPolicy};
 use crate::publish::Publisher;
