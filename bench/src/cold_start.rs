@@ -1,7 +1,8 @@
 //! Cold start: each function binary from process start to its first Runtime API poll
 //! (configuration, the EventBridge client where the function publishes, and the Redis
 //! connection opened), with a local stub of the Runtime API, against a do-nothing
-//! `lambda_runtime` binary. Also the binaries' sizes. Needs `cargo build --release --bins`.
+//! `lambda_runtime` binary (and, for reference, the same on the current-thread runtime the
+//! functions use). Also the binaries' sizes. Needs `cargo build --release --bins`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,7 +22,8 @@ const FUNCTIONS: [&str; 6] = [
     "ranking-api",
     "ranking-updater",
 ];
-const RUNS: usize = 15;
+const CURRENT_THREAD_HELLO: &str = "hello-lambda-current-thread";
+const RUNS: usize = 31;
 
 /// A Runtime API that reports each `GET …/invocation/next` and never answers it.
 async fn stub() -> (SocketAddr, mpsc::UnboundedReceiver<Instant>) {
@@ -91,7 +93,8 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_default();
     let (api, mut polls) = stub().await;
-    let binaries: Vec<(&str, PathBuf)> = std::iter::once("hello-lambda")
+    let binaries: Vec<(&str, PathBuf)> = ["hello-lambda", CURRENT_THREAD_HELLO]
+        .into_iter()
         .chain(FUNCTIONS)
         .map(|name| (name, dir.join(name)))
         .collect();
@@ -132,6 +135,15 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     );
     for ((function, binary), median) in binaries.iter().zip(&medians).skip(1) {
         match median {
+            Some(median) if *function == CURRENT_THREAD_HELLO => report.row(
+                &format!("{function} (reference)"),
+                &format!("{:.1} ms", median.as_secs_f64() * 1000.0),
+                &format!(
+                    "{:.2} × hello: the runtime flavour's share; {:.1} MiB",
+                    median.as_secs_f64() / hello_median.as_secs_f64(),
+                    size(binary)
+                ),
+            ),
             Some(median) => report.row(
                 function,
                 &format!("{:.1} ms", median.as_secs_f64() * 1000.0),

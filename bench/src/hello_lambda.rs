@@ -1,4 +1,5 @@
-//! The smallest `lambda_runtime` function: the yardstick for cold-start time.
+//! The smallest `lambda_runtime` function, as in the runtime's examples (`#[tokio::main]`,
+//! the multi-thread runtime): the yardstick for cold-start time.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 

@@ -3,7 +3,7 @@
 //! report; BENCHMARKS.md holds the last one. Speeds are reported, never asserted.
 //!
 //! For the cold-start section, build the function binaries first:
-//! `cargo build --release --bins`.
+//! `cargo build --release --bins`. `lineup-bench cold-start` runs that section alone.
 
 mod baseline;
 mod cold_start;
@@ -31,6 +31,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // First, while the server is still empty and quiet: it only has to accept connections.
     cold_start::run(&bench, &mut report).await;
+    if std::env::args().nth(1).as_deref() == Some("cold-start") {
+        report.print();
+        return Ok(());
+    }
     round_trips(&bench, &mut report).await;
     throughput(&bench, &mut report).await;
     scale(&bench, &mut report).await;

@@ -1,7 +1,11 @@
 //! What every Lambda binary does once per container before serving: logging, configuration
 //! (with secrets from Secrets Manager), the Redis connection and, for the functions that
 //! publish queue events, the EventBridge client. The others never build an AWS client for
-//! it. The client is built while the connection waits on the network, not after it.
+//! it. The client is built while the connection waits for the server's first answer.
+//!
+//! The functions run on tokio's current-thread runtime: a Lambda sandbox serves one
+//! invocation at a time, and starting worker threads, then handing every I/O event from them
+//! to the main thread, cost about a fifth of a cold start (BENCHMARKS.md).
 
 use crate::config::{Config, ConfigError, SecretPolicy};
 use crate::publish::Publisher;

@@ -57,7 +57,9 @@ struct Standalone {
 /// still answers (with 503) and recovers once Redis is back. [`Conn::open`] connects ahead.
 pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> {
     let mut info = url.into_connection_info()?;
-    let mut redis_settings = info.redis_settings().clone();
+    // No `CLIENT SETINFO` after connecting: without AUTH it is a round trip of its own, on
+    // every cold start and reconnect, to label the connection in `CLIENT LIST`.
+    let mut redis_settings = info.redis_settings().clone().set_skip_set_lib_name();
     if let Some(user) = &settings.username {
         redis_settings = redis_settings.set_username(user);
     }

@@ -3,7 +3,7 @@ use lineup::cold_start::{cold_start, Publishing};
 use lineup::config::SecretPolicy;
 use queue_api::{handle, Deps};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::Required, Publishing::QueueEvents).await?;
     let deps = Deps {

@@ -3,7 +3,7 @@ use lineup::cold_start::{cold_start, Publishing};
 use lineup::config::SecretPolicy;
 use ranking_api::{handle, Deps};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::Nothing).await?;
     let deps = Deps {

@@ -4,7 +4,7 @@ use lineup::config::SecretPolicy;
 use lineup::metrics::MetricsSink;
 use ranking_updater::{handle, Deps};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::QueueEvents).await?;
     let deps = Deps {

@@ -21,7 +21,11 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider, TlsContext, TrustStore};
 use aws_smithy_http_client::Builder;
-use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use tokio::sync::OnceCell;
@@ -55,18 +59,22 @@ pub async fn sdk_config() -> Result<&'static SdkConfig, ConfigError> {
 /// `AWS_CA_BUNDLE` file. The tests' clients for moto (plain HTTP) use it too.
 pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
     let roots = match non_empty_var("AWS_CA_BUNDLE") {
+        // Known good (a unit test parses them), so not parsed a third time at cold start.
         None => AMAZON_TRUST_SERVICES.to_vec(),
-        Some(path) => std::fs::read(&path).map_err(|err| ConfigError {
-            variable: "AWS_CA_BUNDLE",
-            reason: format!("cannot read {path}: {err}"),
-        })?,
+        Some(path) => {
+            let roots = std::fs::read(&path).map_err(|err| ConfigError {
+                variable: "AWS_CA_BUNDLE",
+                reason: format!("cannot read {path}: {err}"),
+            })?;
+            // The SDK panics on a bad bundle; checking here turns one into a start-up
+            // error naming the variable.
+            check_roots(&roots).map_err(|reason| ConfigError {
+                variable: "AWS_CA_BUNDLE",
+                reason,
+            })?;
+            roots
+        }
     };
-    // The SDK parses these only when it first connects, and panics on a bad one; checking
-    // here turns a bad bundle into a start-up error naming the variable.
-    check_roots(&roots).map_err(|reason| ConfigError {
-        variable: "AWS_CA_BUNDLE",
-        reason,
-    })?;
     let trust = TrustStore::empty().with_pem_certificate(roots);
     let tls = TlsContext::builder()
         .with_trust_store(trust)
@@ -75,10 +83,33 @@ pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
             variable: "AWS_CA_BUNDLE",
             reason: err.to_string(),
         })?;
-    Ok(Builder::new()
+    let https = Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .tls_context(tls)
-        .build_https())
+        .build_https();
+    Ok(SharedHttpClient::new(ConnectOnFirstUse(https)))
+}
+
+/// The SDK's HTTPS client without its client-construction check, which builds and drops a
+/// TLS connector (parsing every root certificate) twice per SDK client so that a system
+/// root store would load early. lineup loads no system store, and that work was a third of
+/// a publishing function's start-up. The connector is built once, on the client's first
+/// request, as it was before.
+#[derive(Debug)]
+struct ConnectOnFirstUse(SharedHttpClient);
+
+impl HttpClient for ConnectOnFirstUse {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        self.0.http_connector(settings, components)
+    }
+
+    fn connector_metadata(&self) -> Option<ConnectorMetadata> {
+        self.0.connector_metadata()
+    }
 }
 
 /// Whether `pem` holds at least one certificate and nothing but usable certificates.
