@@ -266,31 +266,51 @@ impl Bench {
             .unwrap_or(0.0)
     }
 
-    /// The issue script, raw: EVALSHA with a queue's keys and a random user per call.
-    pub async fn redis_benchmark_issue(&self, queue: &str) -> f64 {
-        self.configure(queue, json!({"capacity": 1})).await;
-        self.issue(queue, "holder").await;
+    /// EVALSHA of a queue script as the handlers send it: the queue's keys, the leading
+    /// arguments every queue script takes (capacity, session and idle milliseconds,
+    /// admissions per tick), then `rest`.
+    fn queue_script_call(&self, script: &redis::Script, queue: &str, rest: &[&str]) -> Vec<String> {
         let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
         let keys: Vec<String> = keys.all().map(str::to_owned).collect();
         let mut args = vec![
             "EVALSHA".to_owned(),
-            lineup::queue::issue_script().get_hash().to_owned(),
+            script.get_hash().to_owned(),
             keys.len().to_string(),
         ];
         args.extend(keys);
-        args.extend(
-            [
-                "1",
-                "600000",
-                "120000",
-                "1",
-                "raw-__rand_int__",
-                "",
-                "0",
-                "0",
-            ]
-            .map(str::to_owned),
+        args.extend(["1", "600000", "120000", "1"].map(str::to_owned));
+        args.extend(rest.iter().map(|arg| (*arg).to_owned()));
+        args
+    }
+
+    /// The issue script, raw: a random new user per call.
+    pub async fn redis_benchmark_issue(&self, queue: &str) -> f64 {
+        self.configure(queue, json!({"capacity": 1})).await;
+        self.issue(queue, "holder").await;
+        let args = self.queue_script_call(
+            lineup::queue::issue_script(),
+            queue,
+            &["raw-__rand_int__", "", "0", "0"],
         );
+        self.redis_benchmark(&args).await
+    }
+
+    /// The status script, raw: one waiter of `queue` polling (a status poll is a waiter's
+    /// heartbeat, so it writes as well as reads, as the handler's does).
+    pub async fn redis_benchmark_status(&self, queue: &str) -> f64 {
+        let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
+        let waiter: Vec<(String, u64)> = redis::cmd("ZRANDMEMBER")
+            .arg(&keys.waiting)
+            .arg(1)
+            .arg("WITHSCORES")
+            .query_async(&mut self.app.inspect.clone())
+            .await
+            .expect("a waiter to poll");
+        let Some((user, ticket)) = waiter.into_iter().next() else {
+            return 0.0;
+        };
+        let ticket = ticket.to_string();
+        let args = self.queue_script_call(lineup::queue::status_script(), queue, &[&user, &ticket]);
         self.redis_benchmark(&args).await
     }
 

@@ -56,6 +56,11 @@ pub fn issue_script() -> &'static Script {
     &ISSUE
 }
 
+/// The status script, for the same benchmarks.
+pub fn status_script() -> &'static Script {
+    &STATUS
+}
+
 /// The waiting room over one Redis. Cheap to clone.
 #[derive(Clone)]
 pub struct WaitingRoom {
