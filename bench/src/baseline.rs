@@ -91,20 +91,22 @@ pub async fn memory_per_buyer(bench: &Bench, buyers: usize) -> f64 {
     per_buyer
 }
 
-/// p50 of one token issue, one caller at a time: lineup's handler, and the replaced design's
-/// seven separate commands (GET, SISMEMBER, ZRANK, SCARD, SADD, SET, SET).
-pub async fn issue_latency(bench: &Bench) -> (Duration, Duration) {
+/// p50 of one token issue, one caller at a time, with `waiting` buyers in line: lineup's
+/// handler issuing into `queue`, and the replaced design's seven separate commands (GET,
+/// SISMEMBER, ZRANK, SCARD, SADD, SET, SET) against the global line that
+/// [`global_status_latency`] grew to the same size.
+pub async fn issue_latency(bench: &Bench, queue: &str, waiting: usize) -> (Duration, Duration) {
     const CALLS: usize = 1000;
     let mut lineup = Vec::new();
     for i in 0..CALLS {
         let started = Instant::now();
-        bench.issue("latency", &format!("l-{i}")).await;
+        bench.issue(queue, &format!("l{waiting}-{i}")).await;
         lineup.push(started.elapsed());
     }
     let mut conn = bench.app.inspect.clone();
     let mut baseline = Vec::new();
     for i in 0..CALLS {
-        let user = format!("l-{i}");
+        let user = format!("l{waiting}-{i}");
         let started = Instant::now();
         let _: Option<String> = redis::cmd("GET")
             .arg(format!("bench:b7:user:{user}"))
@@ -118,7 +120,7 @@ pub async fn issue_latency(bench: &Bench) -> (Duration, Duration) {
             .await
             .unwrap();
         let _: Option<u64> = redis::cmd("ZRANK")
-            .arg("bench:b7:line")
+            .arg(GLOBAL)
             .arg(&user)
             .query_async(&mut conn)
             .await
@@ -135,14 +137,14 @@ pub async fn issue_latency(bench: &Bench) -> (Duration, Duration) {
             .await
             .unwrap();
         let _: () = redis::cmd("SET")
-            .arg(format!("bench:b7:token:{i:032x}"))
+            .arg(format!("bench:b7:token:{waiting}:{i:032x}"))
             .arg(&user)
             .query_async(&mut conn)
             .await
             .unwrap();
         let _: () = redis::cmd("SET")
             .arg(format!("bench:b7:user:{user}"))
-            .arg(format!("{i:032x}"))
+            .arg(format!("{waiting}:{i:032x}"))
             .query_async(&mut conn)
             .await
             .unwrap();
