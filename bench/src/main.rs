@@ -219,7 +219,7 @@ async fn scale(bench: &Bench, report: &mut Report) {
         lineup_bytes += bench.used_memory().await - before;
         let fill_rate = (target - filled) as f64 / started.elapsed().as_secs_f64();
         filled = target;
-        let tokens = bench.tokens_for(queue, target, 2000);
+        let tokens = bench.tokens_for(queue, 2000).await;
         let mut samples = Vec::new();
         for token in &tokens {
             let t = Instant::now();

@@ -183,20 +183,22 @@ impl Bench {
             .await;
     }
 
-    /// Tokens of `count` random waiters of `queue`.
-    pub fn tokens_for(&self, queue: &str, _filled: usize, count: usize) -> Vec<String> {
+    /// `count` random waiters of `queue`, as (user, ticket).
+    async fn random_waiters(&self, queue: &str, count: usize) -> Vec<(String, u64)> {
         let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
-        let mut conn = redis::Client::open(self.url())
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let picked: Vec<(String, u64)> = redis::cmd("ZRANDMEMBER")
+        redis::cmd("ZRANDMEMBER")
             .arg(&keys.waiting)
             .arg(count)
             .arg("WITHSCORES")
-            .query(&mut conn)
-            .unwrap();
-        picked
+            .query_async(&mut self.app.inspect.clone())
+            .await
+            .expect("random waiters")
+    }
+
+    /// Tokens of `count` random waiters of `queue`.
+    pub async fn tokens_for(&self, queue: &str, count: usize) -> Vec<String> {
+        self.random_waiters(queue, count)
+            .await
             .into_iter()
             .map(|(user, ticket)| {
                 TokenClaims {
@@ -267,8 +269,9 @@ impl Bench {
     }
 
     /// EVALSHA of a queue script as the handlers send it: the queue's keys, the leading
-    /// arguments every queue script takes (capacity, session and idle milliseconds,
-    /// admissions per tick), then `rest`.
+    /// arguments every queue script takes (the configuration's capacity, session and idle
+    /// milliseconds and admissions per tick, which the queue's own settings override), then
+    /// `rest`.
     fn queue_script_call(&self, script: &redis::Script, queue: &str, rest: &[&str]) -> Vec<String> {
         let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
         let keys: Vec<String> = keys.all().map(str::to_owned).collect();
@@ -278,7 +281,13 @@ impl Bench {
             keys.len().to_string(),
         ];
         args.extend(keys);
-        args.extend(["1", "600000", "120000", "1"].map(str::to_owned));
+        let defaults = &self.app.config.queue;
+        args.extend([
+            defaults.capacity.to_string(),
+            defaults.session.as_millis().to_string(),
+            defaults.waiting_idle.as_millis().to_string(),
+            defaults.admit_per_tick.to_string(),
+        ]);
         args.extend(rest.iter().map(|arg| (*arg).to_owned()));
         args
     }
@@ -298,15 +307,7 @@ impl Bench {
     /// The status script, raw: one waiter of `queue` polling (a status poll is a waiter's
     /// heartbeat, so it writes as well as reads, as the handler's does).
     pub async fn redis_benchmark_status(&self, queue: &str) -> f64 {
-        let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
-        let waiter: Vec<(String, u64)> = redis::cmd("ZRANDMEMBER")
-            .arg(&keys.waiting)
-            .arg(1)
-            .arg("WITHSCORES")
-            .query_async(&mut self.app.inspect.clone())
-            .await
-            .expect("a waiter to poll");
-        let Some((user, ticket)) = waiter.into_iter().next() else {
+        let Some((user, ticket)) = self.random_waiters(queue, 1).await.into_iter().next() else {
             return 0.0;
         };
         let ticket = ticket.to_string();
