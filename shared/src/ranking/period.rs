@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Days, Months, NaiveDate, Offset, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use crate::config::RankingSettings;
@@ -102,13 +102,18 @@ pub fn local_day(instant: DateTime<Utc>, zone: Tz) -> NaiveDate {
     instant.with_timezone(&zone).date_naive()
 }
 
-/// The first instant of `day` in `zone` (days that start in a DST gap start at its end).
+/// The first instant of `day` in `zone`. Where clocks jump forward at midnight (Chile,
+/// Lebanon, Cuba and others), midnight never happens: the day starts at the jump, the instant
+/// the clock would have read midnight under the offset in force just before it.
 fn start_of_day(day: NaiveDate, zone: Tz) -> DateTime<Utc> {
-    let midnight = day.and_hms_opt(0, 0, 0).unwrap_or_default();
-    zone.from_local_datetime(&midnight)
-        .earliest()
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_else(|| Utc.from_utc_datetime(&midnight))
+    let midnight = day.and_time(chrono::NaiveTime::MIN);
+    if let Some(start) = zone.from_local_datetime(&midnight).earliest() {
+        return start.with_timezone(&Utc);
+    }
+    let offset_before = zone
+        .offset_from_utc_datetime(&(midnight - TimeDelta::days(1)))
+        .fix();
+    Utc.from_utc_datetime(&(midnight - offset_before))
 }
 
 /// Parses a `YYYY-MM-DD` query parameter.
@@ -155,6 +160,60 @@ mod tests {
             day("2025-11-30")
         );
         assert_eq!(local_day(instant, chrono_tz::UTC), day("2025-11-29"));
+    }
+
+    fn settings(zone: Tz) -> RankingSettings {
+        RankingSettings {
+            event_source: "test".into(),
+            time_zone: zone,
+            daily_retention_days: 2,
+            weekly_retention_weeks: 1,
+            monthly_retention_months: 1,
+            dedupe: std::time::Duration::from_secs(60),
+        }
+    }
+
+    fn instant(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn boards_expire_at_local_midnight_after_their_retention() {
+        let seoul = settings(chrono_tz::Asia::Seoul);
+        assert_eq!(
+            Period::Daily.expires_at(day("2026-11-20"), &seoul),
+            Some(instant("2026-11-21T15:00:00Z")),
+        );
+        // The week of Thursday 2026-11-26 starts on Monday 2026-11-23.
+        assert_eq!(
+            Period::Weekly.expires_at(day("2026-11-26"), &seoul),
+            Some(instant("2026-11-29T15:00:00Z")),
+        );
+        assert_eq!(
+            Period::Monthly.expires_at(day("2026-11-26"), &seoul),
+            Some(instant("2026-11-30T15:00:00Z")),
+        );
+        assert_eq!(Period::AllTime.expires_at(day("2026-11-26"), &seoul), None);
+    }
+
+    #[test]
+    fn a_day_whose_midnight_is_skipped_starts_when_the_clocks_jump() {
+        // Chile moved its clocks from 00:00 (-04) to 01:00 (-03) on 2024-09-08.
+        let santiago = settings(chrono_tz::America::Santiago);
+        assert_eq!(
+            Period::Daily.expires_at(day("2024-09-06"), &santiago),
+            Some(instant("2024-09-08T04:00:00Z")),
+        );
+        assert_eq!(
+            Period::Daily.expires_at(day("2024-09-07"), &santiago),
+            Some(instant("2024-09-09T03:00:00Z")),
+        );
+        // Falling back, the clocks went from 00:00 (-03) to 23:00 (-04) of the day before,
+        // so 2024-04-07 started at the midnight an hour later.
+        assert_eq!(
+            Period::Daily.expires_at(day("2024-04-05"), &santiago),
+            Some(instant("2024-04-07T04:00:00Z")),
+        );
     }
 
     #[test]
