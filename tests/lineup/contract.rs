@@ -1,5 +1,6 @@
-//! The HTTP contract: `openapi.yaml`, the template's routes and the handlers' route tables
-//! list the same routes, and every listed route is really served.
+//! The contracts with the outside: `openapi.yaml`, the template's routes and the handlers'
+//! route tables list the same routes, and every listed route is really served; and in the
+//! template, every payment event that cannot be applied is kept.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -84,4 +85,38 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
     app.queue_api(api_request("GET", "/queues/show/tokens/x/y", None))
         .await
         .assert_problem(404);
+}
+
+/// `!GetAtt X.Arn` as written in the template, or anything else as YAML.
+fn get_att(value: &Value) -> String {
+    match value {
+        Value::Tagged(tagged) => format!("{} {}", tagged.tag, tagged.value.as_str().unwrap_or("?")),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn every_payment_event_that_cannot_be_applied_ends_in_the_dead_letter_queue() {
+    let template = read_yaml("template.yaml");
+    let resources = &template["Resources"];
+    let dead_letters = "!GetAtt RankingUpdaterDeadLetterQueue.Arn";
+    let updater = &resources["RankingUpdaterFunction"]["Properties"];
+    // EventBridge could not invoke the function.
+    let rule = &updater["Events"]["PaymentEvents"]["Properties"];
+    assert_eq!(get_att(&rule["DeadLetterConfig"]["Arn"]), dead_letters);
+    // Lambda accepted the event, and the function failed it on every attempt.
+    assert_eq!(updater["DeadLetterQueue"]["Type"].as_str(), Some("SQS"));
+    assert_eq!(
+        get_att(&updater["DeadLetterQueue"]["TargetArn"]),
+        dead_letters
+    );
+    // The SQS buffer received it too often.
+    let redrive = &resources["PaymentEventsQueue"]["Properties"]["RedrivePolicy"];
+    assert_eq!(get_att(&redrive["deadLetterTargetArn"]), dead_letters);
+    // And the function may read the dead letters back, to replay them.
+    let policies = format!("{:?}", updater["Policies"]);
+    assert!(
+        policies.contains("RankingUpdaterDeadLetterQueue.QueueName"),
+        "{policies}"
+    );
 }

@@ -5,8 +5,8 @@
 //! Invoked by an EventBridge rule with one event, or by SQS with a batch whose bodies are
 //! EventBridge events. A batch is applied in one round trip and answers with
 //! `batchItemFailures`, so only bad or failed messages are retried. A direct event that is
-//! malformed or meets a Redis outage fails the invocation, so EventBridge retries it and
-//! finally parks it in the dead-letter queue: nothing is lost.
+//! malformed or meets a Redis outage fails the invocation, so Lambda retries it twice and
+//! then parks it in the dead-letter queue (`template.yaml`): nothing is lost.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
