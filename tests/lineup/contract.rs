@@ -120,3 +120,18 @@ fn every_payment_event_that_cannot_be_applied_ends_in_the_dead_letter_queue() {
         "{policies}"
     );
 }
+
+#[test]
+fn the_queues_the_updater_reads_hide_a_message_for_six_of_its_timeouts() {
+    let template = read_yaml("template.yaml");
+    let resources = &template["Resources"];
+    let timeout = resources["RankingUpdaterFunction"]["Properties"]["Timeout"]
+        .as_u64()
+        .unwrap();
+    for queue in ["PaymentEventsQueue", "RankingUpdaterDeadLetterQueue"] {
+        let visibility = resources[queue]["Properties"]["VisibilityTimeout"]
+            .as_u64()
+            .unwrap_or(30);
+        assert!(visibility >= 6 * timeout, "{queue}: {visibility} s");
+    }
+}
