@@ -178,7 +178,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         ("../lambda", "`cargo lambda build` output"),
         (
             "../lambda-zones",
-            "`cargo lambda build` output, zones filtered to UTC and Asia/Seoul",
+            "`cargo lambda build` output with `CHRONO_TZ_TIMEZONE_FILTER`",
         ),
     ] {
         for function in FUNCTIONS {
