@@ -1,5 +1,6 @@
-//! Faults: Redis killed under load and started again from its append-only file, and a
-//! script cache flushed under the functions' feet. Prints a `RELIABILITY:` line.
+//! Faults: Redis killed under load and started again from its append-only file, a server
+//! that stalls without closing its connections, and a script cache flushed under the
+//! functions' feet. Prints a `RELIABILITY:` line.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -296,4 +297,104 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
     assert_eq!(crate::queue::leave(&app, "show", &first).await.status, 204);
     flush().await;
     assert_eq!(summary(&app, "show").await.status, 200);
+}
+
+/// A stalled server (connected, answering nothing: `CLIENT PAUSE`) is an outage too. Every
+/// request answers 503 with `Retry-After` within the bound instead of waiting for it, the
+/// same connection serves again when it wakes, and work that timed out on the client but
+/// may have run on the server afterwards is never doubled: the buyer's retry finds one
+/// place, the payment's redelivery counts once.
+#[tokio::test]
+async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled() {
+    // A private server always: the test stalls all of it.
+    let app = TestApp::spawn_durable(&[
+        ("QUEUE_CAPACITY", "1"),
+        ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+        ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+    ])
+    .await;
+    let early = join(&app, "stall", "early").await;
+    assert_eq!(early.status, 201);
+    let payment = paid("pay-stall", "crash-show", 1, &[], &Utc::now().to_rfc3339());
+    // Both scripts are cached before the stall, so what the server finds waiting when it
+    // wakes really runs (a script it had never seen would only answer NOSCRIPT, unheard).
+    let warm_up = paid(
+        "pay-warm-up",
+        "another-show",
+        1,
+        &[],
+        &Utc::now().to_rfc3339(),
+    );
+    assert_eq!(
+        ranking_updater::apply_events(&[warm_up], &app.stack.ranking_updater).await,
+        [Verdict::Applied]
+    );
+
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(2000)
+        .arg("ALL")
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    let early_token = early.token();
+    let stalled_at = Instant::now();
+    let ((issue, issue_took), (poll, poll_took), (verdicts, payment_took)) = tokio::join!(
+        timed(join(&app, "stall", "ana")),
+        timed(status(&app, "stall", &early_token)),
+        timed(ranking_updater::apply_events(
+            std::slice::from_ref(&payment),
+            &app.stack.ranking_updater,
+        )),
+    );
+    assert!(
+        stalled_at.elapsed() < Duration::from_millis(2000),
+        "the stall ended first"
+    );
+    for (reply, took) in [(&issue, issue_took), (&poll, poll_took)] {
+        assert_eq!(reply.status, 503, "{}", reply.body);
+        assert!(reply.headers.contains_key("retry-after"));
+        assert!(took < OUTAGE_BOUND, "hung for {took:?}");
+    }
+    assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
+    assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
+
+    // When the server wakes, the same processes serve again.
+    sleep(Duration::from_millis(2000).saturating_sub(stalled_at.elapsed())).await;
+    let mut retry = join(&app, "stall", "ana").await;
+    for _ in 0..50 {
+        if retry.status != 503 {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+        retry = join(&app, "stall", "ana").await;
+    }
+    // 200 if the stalled issue ran once the server woke, 201 if it never did: one place
+    // either way, behind the one buyer admitted before the stall. Likewise the payment is
+    // a duplicate if its stalled delivery ran, applied if not, and counted once.
+    assert!([200, 201].contains(&retry.status), "{}", retry.body);
+    assert_eq!(retry.body["status"], "waiting");
+    assert_eq!(retry.body["ticket"], 2);
+    assert_eq!(retry.body["position"], 1);
+    assert_eq!(
+        status(&app, "stall", &early_token).await.body["status"],
+        "active"
+    );
+    let again =
+        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
+            .await;
+    assert!(
+        matches!(again[0], Verdict::Applied | Verdict::Duplicate),
+        "{again:?}"
+    );
+    assert_eq!(concert_score(&app).await["score"], 1);
+}
+
+/// What `future` gives, and how long it took.
+async fn timed<T>(future: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let out = future.await;
+    (out, started.elapsed())
 }
