@@ -268,28 +268,23 @@ impl Bench {
             .unwrap_or(0.0)
     }
 
-    /// EVALSHA of a queue script as the handlers send it: the queue's keys, the leading
-    /// arguments every queue script takes (the configuration's capacity, session and idle
-    /// milliseconds and admissions per tick, which the queue's own settings override), then
-    /// `rest`.
-    fn queue_script_call(&self, script: &redis::Script, queue: &str, rest: &[&str]) -> Vec<String> {
-        let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
-        let keys: Vec<String> = keys.all().map(str::to_owned).collect();
-        let mut args = vec![
-            "EVALSHA".to_owned(),
-            script.get_hash().to_owned(),
-            keys.len().to_string(),
-        ];
-        args.extend(keys);
-        let defaults = &self.app.config.queue;
-        args.extend([
-            defaults.capacity.to_string(),
-            defaults.session.as_millis().to_string(),
-            defaults.waiting_idle.as_millis().to_string(),
-            defaults.admit_per_tick.to_string(),
-        ]);
-        args.extend(rest.iter().map(|arg| (*arg).to_owned()));
-        args
+    /// EVALSHA of a queue script exactly as the handlers build it (the queue's keys and the
+    /// configuration's leading arguments), then `rest`.
+    fn queue_script_call(
+        &self,
+        script: &'static redis::Script,
+        queue: &str,
+        rest: &[&str],
+    ) -> Vec<String> {
+        let queue = QueueId::parse(queue).unwrap();
+        let mut call = self.app.stack.queue_api.room.invocation(script, &queue);
+        for arg in rest {
+            call.arg(*arg);
+        }
+        call.command_line()
+            .into_iter()
+            .map(|part| String::from_utf8(part).expect("a text argument"))
+            .collect()
     }
 
     /// The issue script, raw: a random new user per call.

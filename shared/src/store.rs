@@ -134,6 +134,18 @@ impl ScriptCall {
             .arg(&self.args);
         cmd
     }
+
+    /// The call as one command line (`EVALSHA`, hash, key count, keys, arguments), for a tool
+    /// that sends it itself: the benchmark's `redis-benchmark` runs.
+    pub fn command_line(&self) -> Vec<Vec<u8>> {
+        self.command()
+            .args_iter()
+            .filter_map(|arg| match arg {
+                redis::Arg::Simple(bytes) => Some(bytes.to_vec()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Work from one or more owners (the rankings and the waiting room, say) sent together.

@@ -83,8 +83,9 @@ impl WaitingRoom {
     }
 
     /// A script call with the keys and leading arguments every queue script expects: the
-    /// environment's defaults, which the queue's own settings override inside Redis.
-    fn invocation(&self, script: &'static Script, queue: &QueueId) -> ScriptCall {
+    /// environment's defaults, which the queue's own settings override inside Redis. Public
+    /// for the benchmark, which runs the same calls raw.
+    pub fn invocation(&self, script: &'static Script, queue: &QueueId) -> ScriptCall {
         let keys = QueueKeys::new(&self.prefix, queue);
         let mut invocation = ScriptCall::new(script);
         for key in keys.all() {
