@@ -334,7 +334,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
 
     redis::cmd("CLIENT")
         .arg("PAUSE")
-        .arg(2000)
+        .arg(STALL.as_millis() as u64)
         .arg("ALL")
         .query_async::<()>(&mut app.inspect.clone())
         .await
@@ -349,10 +349,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
             &app.stack.ranking_updater,
         )),
     );
-    assert!(
-        stalled_at.elapsed() < Duration::from_millis(2000),
-        "the stall ended first"
-    );
+    assert!(stalled_at.elapsed() < STALL, "the stall ended first");
     for (reply, took) in [(&issue, issue_took), (&poll, poll_took)] {
         assert_eq!(reply.status, 503, "{}", reply.body);
         assert!(reply.headers.contains_key("retry-after"));
@@ -362,7 +359,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
     assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
 
     // When the server wakes, the same processes serve again.
-    sleep(Duration::from_millis(2000).saturating_sub(stalled_at.elapsed())).await;
+    sleep(STALL.saturating_sub(stalled_at.elapsed())).await;
     let mut retry = join(&app, "stall", "ana").await;
     for _ in 0..50 {
         if retry.status != 503 {
@@ -391,6 +388,9 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
     );
     assert_eq!(concert_score(&app).await["score"], 1);
 }
+
+/// How long the stalled server answers nothing: four response timeouts.
+const STALL: Duration = Duration::from_millis(2000);
 
 /// What `future` gives, and how long it took.
 async fn timed<T>(future: impl std::future::Future<Output = T>) -> (T, Duration) {

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Datelike, Days, Months, NaiveDate, Offset, TimeDelta, TimeZone, Utc};
+use chrono::{
+    DateTime, Datelike, Days, Months, NaiveDate, NaiveTime, Offset, TimeDelta, TimeZone, Utc,
+};
 use chrono_tz::Tz;
 
 use crate::config::RankingSettings;
@@ -106,7 +108,7 @@ pub fn local_day(instant: DateTime<Utc>, zone: Tz) -> NaiveDate {
 /// Lebanon, Cuba and others), midnight never happens: the day starts at the jump, the instant
 /// the clock would have read midnight under the offset in force just before it.
 fn start_of_day(day: NaiveDate, zone: Tz) -> DateTime<Utc> {
-    let midnight = day.and_time(chrono::NaiveTime::MIN);
+    let midnight = day.and_time(NaiveTime::MIN);
     if let Some(start) = zone.from_local_datetime(&midnight).earliest() {
         return start.with_timezone(&Utc);
     }
