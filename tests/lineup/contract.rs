@@ -1,6 +1,7 @@
 //! The contracts with the outside: `openapi.yaml`, the template's routes and the handlers'
 //! route tables list the same routes, and every listed route is really served; and in the
-//! template, every payment event that cannot be applied is kept.
+//! template, every payment event that cannot be applied is kept, and two stacks can share an
+//! account and region.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -134,4 +135,41 @@ fn the_queues_the_updater_reads_hide_a_message_for_six_of_its_timeouts() {
             .unwrap_or(30);
         assert!(visibility >= 6 * timeout, "{queue}: {visibility} s");
     }
+}
+
+#[test]
+fn every_name_that_must_be_unique_in_the_account_comes_from_the_stack_name() {
+    // Properties that name a resource account- and region-wide; a fixed value would make a
+    // second stack (staging beside production) fail to create.
+    const NAMES: [&str; 9] = [
+        "UserId",
+        "UserGroupId",
+        "ServerlessCacheName",
+        "ReplicationGroupId",
+        "CacheSubnetGroupName",
+        "FunctionName",
+        "QueueName",
+        "RoleName",
+        "Name",
+    ];
+    let template = read_yaml("template.yaml");
+    let mut named = 0;
+    for (resource, body) in template["Resources"].as_mapping().unwrap() {
+        for property in NAMES {
+            let Some(value) = body["Properties"].get(property) else {
+                continue;
+            };
+            let written = get_att(value);
+            if written.starts_with("!Ref ") || written.starts_with("!GetAtt ") {
+                continue; // a reference to a resource named here
+            }
+            named += 1;
+            assert!(
+                written.starts_with("!Sub ") && written.contains("${AWS::StackName}"),
+                "{resource:?}.{property} is {written}"
+            );
+        }
+    }
+    // The cache, its two users and their group.
+    assert!(named >= 4, "{named} names found");
 }
