@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+
 use crate::token::TokenKey;
 
 /// A setting that could not be used.
@@ -89,6 +92,9 @@ pub struct RedisSettings {
     pub password: Option<String>,
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
+    /// PEM roots a `rediss://` server's certificate must chain to (`REDIS_CA_FILE`), in place
+    /// of the public web roots; for a Redis behind a private CA.
+    pub ca_roots: Option<Vec<u8>>,
 }
 
 /// Everything a lineup function needs to know.
@@ -264,10 +270,20 @@ impl Config {
             password: vars.string("REDIS_PASSWORD"),
             connect_timeout: vars.millis("REDIS_CONNECT_TIMEOUT_MS", 1_000)?,
             response_timeout: vars.millis("REDIS_RESPONSE_TIMEOUT_MS", 1_000)?,
+            ca_roots: match vars.string("REDIS_CA_FILE") {
+                Some(path) => Some(read_root_bundle("REDIS_CA_FILE", &path)?),
+                None => None,
+            },
         };
         if let Some(url) = &redis.url {
             if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
                 return Err(bad("REDIS_URL", "must start with redis:// or rediss://"));
+            }
+            if redis.ca_roots.is_some() && !url.starts_with("rediss://") {
+                return Err(bad(
+                    "REDIS_CA_FILE",
+                    "is set, but REDIS_URL is not rediss:// (TLS)",
+                ));
             }
         }
 
@@ -303,6 +319,31 @@ impl Config {
             .url
             .as_deref()
             .ok_or_else(|| bad("REDIS_URL", "is required"))
+    }
+}
+
+/// Reads the PEM file of trusted roots that `variable` names. A file without a usable
+/// certificate stops the start here, naming the variable, rather than failing every TLS
+/// handshake later (or, in the AWS SDK, panicking).
+pub(crate) fn read_root_bundle(variable: &'static str, path: &str) -> Result<Vec<u8>, ConfigError> {
+    let roots =
+        std::fs::read(path).map_err(|err| bad(variable, format!("cannot read {path}: {err}")))?;
+    check_roots(&roots).map_err(|reason| bad(variable, reason))?;
+    Ok(roots)
+}
+
+/// Whether `pem` holds at least one certificate and nothing but usable certificates.
+pub(crate) fn check_roots(pem: &[u8]) -> Result<usize, String> {
+    let mut store = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|err| format!("not a PEM certificate bundle ({err})"))?;
+        store
+            .add(cert)
+            .map_err(|err| format!("holds an unusable certificate ({err})"))?;
+    }
+    match store.len() {
+        0 => Err("holds no PEM certificate".into()),
+        n => Ok(n),
     }
 }
 
@@ -358,6 +399,32 @@ mod tests {
         assert_eq!(err.variable, "RANKING_TIME_ZONE");
         let err = config(&[SECRET, ("REDIS_URL", "http://x")]).unwrap_err();
         assert_eq!(err.variable, "REDIS_URL");
+    }
+
+    #[test]
+    fn a_redis_ca_file_must_hold_certificates_and_go_with_tls() {
+        let bundle = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/aws/amazon-trust-services.pem"
+        );
+        let tls = ("REDIS_URL", "rediss://cache.example:6379");
+        let c = config(&[SECRET, tls, ("REDIS_CA_FILE", bundle)]).unwrap();
+        assert!(c.redis.ca_roots.is_some());
+
+        let refused = |vars: &[(&str, &str)]| {
+            let err = config(vars).unwrap_err();
+            assert_eq!(err.variable, "REDIS_CA_FILE");
+            err.reason
+        };
+        let missing = refused(&[SECRET, tls, ("REDIS_CA_FILE", "/nonexistent/ca.pem")]);
+        assert!(
+            missing.contains("cannot read /nonexistent/ca.pem"),
+            "{missing}"
+        );
+        let not_pem = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        refused(&[SECRET, tls, ("REDIS_CA_FILE", not_pem)]);
+        let plain = ("REDIS_URL", "redis://cache.example:6379");
+        refused(&[SECRET, plain, ("REDIS_CA_FILE", bundle)]);
     }
 
     #[test]

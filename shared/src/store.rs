@@ -16,7 +16,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::Slot;
 use redis::{
     Client, Cmd, FromRedisValue, IntoConnectionInfo, RedisError, Script, ServerErrorKind,
-    ToRedisArgs, Value,
+    TlsCertificates, ToRedisArgs, Value,
 };
 use tokio::sync::OnceCell;
 
@@ -74,7 +74,10 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         // request tries again, instead of one request waiting through a long backoff.
         .set_number_of_retries(1)
         .set_max_delay(Duration::from_millis(200));
-    let client = Client::open(info.clone())?;
+    let client = match &settings.ca_roots {
+        Some(roots) => Client::build_with_tls(info.clone(), trusting(roots))?,
+        None => Client::open(info.clone())?,
+    };
     let current = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
     let mut cluster = ClusterClient::builder(vec![info])
         .connection_timeout(settings.connect_timeout)
@@ -85,6 +88,9 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
     }
     if let Some(password) = &settings.password {
         cluster = cluster.password(password);
+    }
+    if let Some(roots) = &settings.ca_roots {
+        cluster = cluster.certs(trusting(roots));
     }
     Ok(Conn(Arc::new(Shared {
         mode: settings.mode,
@@ -97,6 +103,14 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         resolved: OnceCell::new(),
         cluster: OnceCell::new(),
     })))
+}
+
+/// TLS that trusts only `roots` (PEM), not the public web roots.
+fn trusting(roots: &[u8]) -> TlsCertificates {
+    TlsCertificates {
+        client_tls: None,
+        root_cert: Some(roots.to_vec()),
+    }
 }
 
 /// One script call: the script, its keys (all under one hash tag) and its arguments. Sent

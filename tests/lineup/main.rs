@@ -17,3 +17,4 @@ mod replay;
 mod samples;
 mod secrets;
 mod settings;
+mod tls;

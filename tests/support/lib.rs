@@ -16,8 +16,10 @@ use lineup::queue::WaitingRoom;
 use lineup_local::Stack;
 
 mod cluster;
+mod tls;
 pub use cluster::EmbeddedCluster;
 use serde_json::{json, Value};
+pub use tls::{TlsRedis, CERTIFIED_HOST};
 
 /// A running test environment.
 pub struct TestApp {
@@ -33,6 +35,8 @@ pub struct TestApp {
     pub inspect: Inspect,
     /// Every node, for per-node statistics.
     nodes: Vec<String>,
+    /// The certificate files of a TLS server, kept while it runs.
+    _certificates: Option<tempfile::TempDir>,
 }
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
@@ -60,6 +64,25 @@ impl TestApp {
     pub async fn spawn_on_cluster(vars: &[(&str, &str)], replicas: bool) -> TestApp {
         let cluster = EmbeddedCluster::start(replicas).await;
         TestApp::build(vars, Publisher::disabled(), None, Some(cluster)).await
+    }
+
+    /// The same, on a private server that the functions reach only over TLS, at
+    /// `rediss://{host}`, trusting the CA that issued its certificate (`REDIS_CA_FILE`)
+    /// unless `vars` says otherwise. The certificate is for [`CERTIFIED_HOST`] only.
+    pub async fn spawn_over_tls(vars: &[(&str, &str)], host: &str) -> TestApp {
+        let TlsRedis {
+            server,
+            tls_port,
+            ca_file,
+            files,
+        } = TlsRedis::start().await;
+        let ca_file = ca_file.to_str().expect("a UTF-8 path").to_owned();
+        let mut all = vec![("REDIS_CA_FILE", ca_file.as_str())];
+        all.extend_from_slice(vars);
+        let url = format!("rediss://{host}:{tls_port}");
+        let mut app = TestApp::build_on(&all, Publisher::disabled(), Some(server), None, url).await;
+        app._certificates = Some(files);
+        app
     }
 
     async fn spawn_with(vars: &[(&str, &str)], publisher: Publisher, durable: bool) -> TestApp {
@@ -127,6 +150,8 @@ impl TestApp {
             .expect("connect");
         let metrics = MetricsSink::memory();
         let stack = Stack::new(&started, publisher, metrics.clone());
+        // A private server's plaintext port, even when the functions use TLS.
+        let plain = redis.as_ref().map_or(url.clone(), EmbeddedRedis::url);
         let (inspect, nodes) = match &cluster {
             Some(cluster) => (
                 Inspect::Cluster(
@@ -140,13 +165,13 @@ impl TestApp {
             ),
             None => (
                 Inspect::Single(
-                    redis::Client::open(url.clone())
+                    redis::Client::open(plain.clone())
                         .expect("url")
                         .get_multiplexed_async_connection()
                         .await
                         .expect("inspect connection"),
                 ),
-                vec![url],
+                vec![plain],
             ),
         };
         TestApp {
@@ -157,6 +182,7 @@ impl TestApp {
             cluster,
             inspect,
             nodes,
+            _certificates: None,
         }
     }
 

@@ -26,11 +26,9 @@ use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
 };
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
 use tokio::sync::OnceCell;
 
-use crate::config::ConfigError;
+use crate::config::{read_root_bundle, ConfigError};
 
 /// Amazon Root CA 1–4 and Starfield Services Root CA G2, from Mozilla's CA list.
 const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
@@ -61,19 +59,7 @@ pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
     let roots = match non_empty_var("AWS_CA_BUNDLE") {
         // Known good (a unit test parses them), so not parsed a third time at cold start.
         None => AMAZON_TRUST_SERVICES.to_vec(),
-        Some(path) => {
-            let roots = std::fs::read(&path).map_err(|err| ConfigError {
-                variable: "AWS_CA_BUNDLE",
-                reason: format!("cannot read {path}: {err}"),
-            })?;
-            // The SDK panics on a bad bundle; checking here turns one into a start-up
-            // error naming the variable.
-            check_roots(&roots).map_err(|reason| ConfigError {
-                variable: "AWS_CA_BUNDLE",
-                reason,
-            })?;
-            roots
-        }
+        Some(path) => read_root_bundle("AWS_CA_BUNDLE", &path)?,
     };
     let trust = TrustStore::empty().with_pem_certificate(roots);
     let tls = TlsContext::builder()
@@ -112,21 +98,6 @@ impl HttpClient for ConnectOnFirstUse {
     }
 }
 
-/// Whether `pem` holds at least one certificate and nothing but usable certificates.
-fn check_roots(pem: &[u8]) -> Result<usize, String> {
-    let mut store = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        let cert = cert.map_err(|err| format!("not a PEM certificate bundle ({err})"))?;
-        store
-            .add(cert)
-            .map_err(|err| format!("holds an unusable certificate ({err})"))?;
-    }
-    match store.len() {
-        0 => Err("holds no PEM certificate".into()),
-        n => Ok(n),
-    }
-}
-
 fn non_empty_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
@@ -134,6 +105,7 @@ fn non_empty_var(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::check_roots;
 
     #[test]
     fn the_bundled_roots_are_the_five_amazon_trust_services_roots() {

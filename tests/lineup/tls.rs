@@ -1,0 +1,100 @@
+//! Redis over TLS (`rediss://`), the only way ElastiCache is reached in AWS: the functions
+//! work through a server whose certificate chains to `REDIS_CA_FILE`, keep working after it
+//! restarts, and send nothing to a server they cannot verify.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use lineup_tests::{api_request, authorizer_request, sleep, TestApp, CERTIFIED_HOST};
+use ranking_updater::Verdict;
+
+use crate::queue::{join, status};
+use crate::rankings::paid;
+
+/// Scripts and script loads: what any of the functions' requests would have sent.
+async fn scripts_run(app: &TestApp) -> u64 {
+    let calls = app.command_calls().await;
+    ["evalsha", "eval", "script|load"]
+        .iter()
+        .map(|name| calls.get(*name).copied().unwrap_or(0))
+        .sum()
+}
+
+async fn pay(app: &TestApp, payment: &str) -> Verdict {
+    let event = paid(payment, "tls-show", 2, &["rock"], &Utc::now().to_rfc3339());
+    ranking_updater::apply_events(&[event], &app.stack.ranking_updater)
+        .await
+        .remove(0)
+}
+
+#[tokio::test]
+async fn every_function_works_over_tls_and_after_the_server_restarts() {
+    let mut app = TestApp::spawn_over_tls(&[("QUEUE_CAPACITY", "1")], CERTIFIED_HOST).await;
+
+    let ana = join(&app, "show", "ana").await;
+    assert_eq!(ana.status, 201, "{:?}", ana.body);
+    let ben = join(&app, "show", "ben").await;
+    assert_eq!(ben.body["position"], 1);
+    assert_eq!(status(&app, "show", &ben.token()).await.status, 200);
+    let (allowed, _) = app
+        .authorize(authorizer_request(Some(&ana.token()), Some("show"), None))
+        .await;
+    assert!(allowed);
+    assert!(matches!(pay(&app, "pay-1").await, Verdict::Applied));
+    let board = ranking_api::handle(
+        api_request("GET", "/rankings/all-time/concerts/tls-show", None),
+        &app.stack.ranking_api,
+    )
+    .await
+    .unwrap();
+    assert_eq!(lineup_tests::Reply::from(board).body["score"], 2);
+    assert!(scripts_run(&app).await > 0);
+
+    // A restart drops the TLS connection; the next one must be verified against the same
+    // CA, not the public roots.
+    app.redis
+        .as_mut()
+        .expect("a private server")
+        .restart()
+        .await
+        .expect("restart");
+    let mut recovered = false;
+    for _ in 0..50 {
+        let reply = join(&app, "show", "cy").await;
+        if reply.status == 201 {
+            recovered = true;
+            break;
+        }
+        reply.assert_problem(503);
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        recovered,
+        "queue-api served again over TLS after the restart"
+    );
+    assert!(matches!(pay(&app, "pay-2").await, Verdict::Applied));
+}
+
+/// Whatever the reason the server cannot be verified, the functions answer as in an outage
+/// (503 with Retry-After; a payment left for redelivery) and the server runs nothing.
+async fn assert_refused(app: &TestApp) {
+    let reply = join(app, "show", "ana").await;
+    reply.assert_problem(503);
+    assert!(reply.headers.contains_key("retry-after"));
+    assert!(matches!(pay(app, "pay-1").await, Verdict::Failed(_)));
+    assert_eq!(scripts_run(app).await, 0);
+}
+
+#[tokio::test]
+async fn a_server_whose_certificate_does_not_chain_to_a_trusted_root_gets_nothing() {
+    // No REDIS_CA_FILE: the public web roots, which never issued the test CA.
+    let app = TestApp::spawn_over_tls(&[("REDIS_CA_FILE", "")], CERTIFIED_HOST).await;
+    assert_refused(&app).await;
+}
+
+#[tokio::test]
+async fn a_server_whose_certificate_names_another_host_gets_nothing() {
+    // The same server and a trusted CA, reached by an address its certificate does not name.
+    let app = TestApp::spawn_over_tls(&[], "127.0.0.1").await;
+    assert_refused(&app).await;
+}
