@@ -1,6 +1,7 @@
 //! Redis over TLS (`rediss://`), the only way ElastiCache is reached in AWS: the functions
 //! work through a server whose certificate chains to `REDIS_CA_FILE`, keep working after it
-//! restarts, and send nothing to a server they cannot verify.
+//! restarts, work through a cluster that speaks only TLS (as ElastiCache Serverless does),
+//! and send nothing to a server they cannot verify.
 
 use std::time::Duration;
 
@@ -97,4 +98,39 @@ async fn a_server_whose_certificate_names_another_host_gets_nothing() {
     // The same server and a trusted CA, reached by an address its certificate does not name.
     let app = TestApp::spawn_over_tls(&[], "127.0.0.1").await;
     assert_refused(&app).await;
+}
+
+#[tokio::test]
+async fn every_function_works_over_tls_on_a_cluster() {
+    let app = TestApp::spawn_on_tls_cluster(&[("QUEUE_CAPACITY", "1")]).await;
+    // Queues hash to different shards: the client follows the slots to every primary,
+    // verifying each node's certificate on the way.
+    for queue in ["show-a", "show-b", "show-c", "show-d", "show-e", "show-f"] {
+        let ana = join(&app, queue, "ana").await;
+        assert_eq!(ana.status, 201, "{queue}: {:?}", ana.body);
+        let ben = join(&app, queue, "ben").await;
+        assert_eq!(status(&app, queue, &ben.token()).await.body["position"], 1);
+        let (allowed, _) = app
+            .authorize(authorizer_request(Some(&ana.token()), Some(queue), None))
+            .await;
+        assert!(allowed, "{queue}");
+    }
+    assert!(matches!(pay(&app, "pay-1").await, Verdict::Applied));
+    let board = ranking_api::handle(
+        api_request("GET", "/rankings/all-time/concerts/tls-show", None),
+        &app.stack.ranking_api,
+    )
+    .await
+    .unwrap();
+    assert_eq!(lineup_tests::Reply::from(board).body["score"], 2);
+    let shards_used = app
+        .infos("commandstats")
+        .await
+        .iter()
+        .filter(|info| info.contains("cmdstat_evalsha"))
+        .count();
+    assert_eq!(
+        shards_used, 3,
+        "the six queues and the boards reach every shard"
+    );
 }

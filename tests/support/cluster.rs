@@ -1,6 +1,6 @@
 //! A local Redis Cluster for the tests: `EmbeddedRedis` nodes on free loopback ports,
 //! joined with `redis-cli --cluster create`. Three primaries, optionally each with a
-//! replica (for failover). Stopped when dropped.
+//! replica (for failover), or three primaries that speak TLS. Stopped when dropped.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -8,9 +8,13 @@ use std::time::{Duration, Instant};
 use lineup::embedded_redis::EmbeddedRedis;
 use tokio::process::Command;
 
+use crate::tls::Certificates;
+
 /// A running cluster.
 pub struct EmbeddedCluster {
     pub nodes: Vec<EmbeddedRedis>,
+    /// Each node's TLS port, when the cluster speaks TLS (node for node).
+    pub tls_ports: Vec<u16>,
 }
 
 /// A free port whose cluster bus port (port + 10000) is a valid port too.
@@ -29,23 +33,42 @@ fn free_port() -> u16 {
 impl EmbeddedCluster {
     /// Three primaries, with one replica each when `replicas` is set.
     pub async fn start(replicas: bool) -> EmbeddedCluster {
+        EmbeddedCluster::start_with(replicas, None).await
+    }
+
+    /// Three primaries whose clients and bus speak TLS with `certificates`; each keeps a
+    /// plaintext port, where plaintext clients are told the other nodes' plaintext ports.
+    pub async fn start_tls(certificates: &Certificates) -> EmbeddedCluster {
+        EmbeddedCluster::start_with(false, Some(certificates)).await
+    }
+
+    async fn start_with(replicas: bool, tls: Option<&Certificates>) -> EmbeddedCluster {
         let count = if replicas { 6 } else { 3 };
         let mut nodes = Vec::new();
+        let mut tls_ports = Vec::new();
         for _ in 0..count {
-            let node = EmbeddedRedis::start_on_port(
-                free_port(),
-                &[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-node-timeout",
-                    "1000",
-                    // Fail over however long the replica was cut off: the cluster is seconds old.
-                    "--cluster-replica-validity-factor",
-                    "0",
-                ],
-            )
-            .await
-            .expect("a cluster node");
+            let mut args: Vec<String> = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "1000",
+                // Fail over however long the replica was cut off: the cluster is seconds old.
+                "--cluster-replica-validity-factor",
+                "0",
+            ]
+            .map(String::from)
+            .to_vec();
+            if let Some(certificates) = tls {
+                // The bus listens on the TLS port + 10 000.
+                let tls_port = free_port();
+                args.extend(certificates.server_args(tls_port));
+                args.extend(["--tls-cluster".into(), "yes".into()]);
+                tls_ports.push(tls_port);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let node = EmbeddedRedis::start_on_port(free_port(), &args)
+                .await
+                .expect("a cluster node");
             nodes.push(node);
         }
         let mut create = Command::new("redis-cli");
@@ -66,7 +89,7 @@ impl EmbeddedCluster {
         for node in &nodes {
             wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
         }
-        EmbeddedCluster { nodes }
+        EmbeddedCluster { nodes, tls_ports }
     }
 
     /// The URL clients start from (any node will do).

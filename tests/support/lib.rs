@@ -19,7 +19,7 @@ mod cluster;
 mod tls;
 pub use cluster::EmbeddedCluster;
 use serde_json::{json, Value};
-pub use tls::{TlsRedis, CERTIFIED_HOST};
+pub use tls::{Certificates, CERTIFIED_HOST};
 
 /// A running test environment.
 pub struct TestApp {
@@ -36,7 +36,7 @@ pub struct TestApp {
     /// Every node, for per-node statistics.
     nodes: Vec<String>,
     /// The certificate files of a TLS server, kept while it runs.
-    _certificates: Option<tempfile::TempDir>,
+    _certificates: Option<Certificates>,
 }
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
@@ -70,18 +70,42 @@ impl TestApp {
     /// `rediss://{host}`, trusting the CA that issued its certificate (`REDIS_CA_FILE`)
     /// unless `vars` says otherwise. The certificate is for [`CERTIFIED_HOST`] only.
     pub async fn spawn_over_tls(vars: &[(&str, &str)], host: &str) -> TestApp {
-        let TlsRedis {
-            server,
-            tls_port,
-            ca_file,
-            files,
-        } = TlsRedis::start().await;
-        let ca_file = ca_file.to_str().expect("a UTF-8 path").to_owned();
-        let mut all = vec![("REDIS_CA_FILE", ca_file.as_str())];
-        all.extend_from_slice(vars);
+        let certificates = Certificates::issue(&[CERTIFIED_HOST]);
+        let tls_port = free_port();
+        let server = EmbeddedRedis::start_on_port(
+            free_port(),
+            &certificates
+                .server_args(tls_port)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("redis-server with TLS (a build with TLS support)");
         let url = format!("rediss://{host}:{tls_port}");
-        let mut app = TestApp::build_on(&all, Publisher::disabled(), Some(server), None, url).await;
-        app._certificates = Some(files);
+        TestApp::build_over_tls(vars, certificates, Some(server), None, url).await
+    }
+
+    /// The same on a private cluster of three primaries that speaks only TLS to clients
+    /// (and on its bus), with a certificate for 127.0.0.1, the address its nodes announce.
+    pub async fn spawn_on_tls_cluster(vars: &[(&str, &str)]) -> TestApp {
+        let certificates = Certificates::issue(&["127.0.0.1"]);
+        let cluster = EmbeddedCluster::start_tls(&certificates).await;
+        let url = format!("rediss://127.0.0.1:{}", cluster.tls_ports[0]);
+        TestApp::build_over_tls(vars, certificates, None, Some(cluster), url).await
+    }
+
+    async fn build_over_tls(
+        vars: &[(&str, &str)],
+        certificates: Certificates,
+        redis: Option<EmbeddedRedis>,
+        cluster: Option<EmbeddedCluster>,
+        url: String,
+    ) -> TestApp {
+        let mut all = vec![("REDIS_CA_FILE", certificates.ca_path())];
+        all.extend_from_slice(vars);
+        let mut app = TestApp::build_on(&all, Publisher::disabled(), redis, cluster, url).await;
+        app._certificates = Some(certificates);
         app
     }
 
@@ -150,12 +174,12 @@ impl TestApp {
             .expect("connect");
         let metrics = MetricsSink::memory();
         let stack = Stack::new(&started, publisher, metrics.clone());
-        // A private server's plaintext port, even when the functions use TLS.
+        // Private servers' plaintext ports, even when the functions use TLS.
         let plain = redis.as_ref().map_or(url.clone(), EmbeddedRedis::url);
         let (inspect, nodes) = match &cluster {
             Some(cluster) => (
                 Inspect::Cluster(
-                    redis::cluster::ClusterClient::new(vec![url.clone()])
+                    redis::cluster::ClusterClient::new(vec![cluster.url()])
                         .expect("cluster url")
                         .get_async_connection()
                         .await
@@ -210,7 +234,7 @@ impl TestApp {
     }
 
     /// `INFO section` of every node that answers.
-    async fn infos(&self, section: &str) -> Vec<String> {
+    pub async fn infos(&self, section: &str) -> Vec<String> {
         let mut infos = Vec::new();
         for node in &self.nodes {
             let Ok(client) = redis::Client::open(node.as_str()) else {
@@ -466,6 +490,14 @@ pub fn json_files(dir: &std::path::Path) -> Vec<(String, String)> {
 }
 
 /// Waits `d`; tests that cross a time edge sleep real time against the server's clock.
+/// A loopback port nobody listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
+}
+
 pub async fn sleep(d: Duration) {
     tokio::time::sleep(d).await;
 }
