@@ -83,7 +83,7 @@ pub enum RedisMode {
 }
 
 /// How to reach Redis.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RedisSettings {
     pub mode: RedisMode,
     /// `redis://` or `rediss://` URL; `None` lets the local stack start its own server.
@@ -95,6 +95,23 @@ pub struct RedisSettings {
     /// PEM roots a `rediss://` server's certificate must chain to (`REDIS_CA_FILE`), in place
     /// of the public web roots; for a Redis behind a private CA.
     pub ca_roots: Option<Vec<u8>>,
+}
+
+/// Without the password (or a URL, which may carry one), so a settings dump in a log never
+/// holds a secret.
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |value: bool| if value { "<set>" } else { "<unset>" };
+        f.debug_struct("RedisSettings")
+            .field("mode", &self.mode)
+            .field("url", &set(self.url.is_some()))
+            .field("username", &self.username)
+            .field("password", &set(self.password.is_some()))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("ca_roots", &set(self.ca_roots.is_some()))
+            .finish()
+    }
 }
 
 /// Everything a lineup function needs to know.
@@ -425,6 +442,19 @@ mod tests {
         refused(&[SECRET, tls, ("REDIS_CA_FILE", not_pem)]);
         let plain = ("REDIS_URL", "redis://cache.example:6379");
         refused(&[SECRET, plain, ("REDIS_CA_FILE", bundle)]);
+    }
+
+    #[test]
+    fn the_redis_settings_print_no_secret() {
+        let c = config(&[
+            SECRET,
+            ("REDIS_URL", "rediss://lineup:url-secret@cache.example:6379"),
+            ("REDIS_PASSWORD", "password-secret"),
+        ])
+        .unwrap();
+        let printed = format!("{:?} {:?}", c.redis, c);
+        assert!(!printed.contains("secret"), "{printed}");
+        assert!(printed.contains("password: \"<set>\""), "{printed}");
     }
 
     #[test]
