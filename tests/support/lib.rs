@@ -16,9 +16,11 @@ use lineup::queue::WaitingRoom;
 use lineup_local::Stack;
 
 mod cluster;
+mod slow_link;
 mod tls;
 pub use cluster::EmbeddedCluster;
 use serde_json::{json, Value};
+pub use slow_link::SlowLink;
 pub use tls::{Certificates, CERTIFIED_HOST};
 
 /// A running test environment.
@@ -37,6 +39,8 @@ pub struct TestApp {
     nodes: Vec<String>,
     /// The certificate files of a TLS server, kept while it runs.
     _certificates: Option<Certificates>,
+    /// The proxy the functions reach Redis through, when they do.
+    _slow_link: Option<SlowLink>,
 }
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
@@ -64,6 +68,17 @@ impl TestApp {
     pub async fn spawn_on_cluster(vars: &[(&str, &str)], replicas: bool) -> TestApp {
         let cluster = EmbeddedCluster::start(replicas).await;
         TestApp::build(vars, Publisher::disabled(), None, Some(cluster)).await
+    }
+
+    /// The same, on a private server that the functions reach only through a proxy that
+    /// holds every byte back `delay` each way (the tests inspect it directly).
+    pub async fn spawn_behind_slow_link(vars: &[(&str, &str)], delay: Duration) -> TestApp {
+        let server = EmbeddedRedis::start().await.expect("start redis-server");
+        let link = SlowLink::start(server.port(), delay).await;
+        let url = format!("redis://127.0.0.1:{}", link.port);
+        let mut app = TestApp::build_on(vars, Publisher::disabled(), Some(server), None, url).await;
+        app._slow_link = Some(link);
+        app
     }
 
     /// The same, on a private server that the functions reach only over TLS, at
@@ -207,6 +222,7 @@ impl TestApp {
             inspect,
             nodes,
             _certificates: None,
+            _slow_link: None,
         }
     }
 

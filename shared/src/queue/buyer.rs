@@ -69,8 +69,8 @@ pub struct QueueSummary {
 
 impl WaitingRoom {
     /// Gives `user` a place in `queue`, or their existing one, unless the user or the
-    /// source address is over its rate limit ([`Error::RateLimited`]). Registers the queue
-    /// in the same round trip (registry first, so a crash in between never hides a waiter).
+    /// source address is over its rate limit ([`Error::RateLimited`]). A queue's first buyer
+    /// also registers it: two more round trips, once per queue (see `register_if_needed`).
     pub async fn issue(
         &self,
         queue: &QueueId,
