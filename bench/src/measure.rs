@@ -11,7 +11,7 @@ use lineup::ids::QueueId;
 use lineup::queue::WaitingRoom;
 use lineup::store::QueueKeys;
 use lineup::token::TokenClaims;
-use lineup_tests::{api_request, Reply, TestApp};
+use lineup_tests::{api_event_text, api_request, Reply, TestApp};
 use serde_json::{json, Value};
 
 pub struct Bench {
@@ -150,6 +150,27 @@ impl Bench {
         )
         .await
         .expect("read");
+    }
+
+    /// An API Gateway event for the HTTP functions, as the JSON text the runtime delivers.
+    /// The throughput section prepares these before it starts the clock, so that what it
+    /// times is what a function does per invocation: deserialize the event, handle it.
+    pub fn event(method: &str, path: &str, body: Option<&str>) -> String {
+        api_event_text(method, path, body, None, "192.0.2.1")
+    }
+
+    /// One invocation of `queue-api` with a prepared event; the response status.
+    pub async fn invoke_queue_api(&self, event: &str) -> u16 {
+        let request = lambda_http::request::from_str(event).expect("API Gateway event");
+        let response = queue_api::handle(request, &self.app.stack.queue_api).await;
+        response.expect("infallible").status().as_u16()
+    }
+
+    /// One invocation of `ranking-api` with a prepared event; the response status.
+    pub async fn invoke_ranking_api(&self, event: &str) -> u16 {
+        let request = lambda_http::request::from_str(event).expect("API Gateway event");
+        let response = ranking_api::handle(request, &self.app.stack.ranking_api).await;
+        response.expect("infallible").status().as_u16()
     }
 
     pub async fn concert_rank(&self, period: &str, concert: &str) {

@@ -426,6 +426,19 @@ fn build_api_request(
     claims: Option<Value>,
     source_ip: &str,
 ) -> lambda_http::Request {
+    let event = api_event_text(method, path, body, claims, source_ip);
+    lambda_http::request::from_str(&event).expect("API Gateway event")
+}
+
+/// The API Gateway HTTP API (payload 2.0) event for a request, as the JSON text the Lambda
+/// runtime hands a function; `lambda_http::request::from_str` turns it into the request.
+pub fn api_event_text(
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    claims: Option<Value>,
+    source_ip: &str,
+) -> String {
     let (raw_path, query) = path.split_once('?').unwrap_or((path, ""));
     let mut context = json!({
         "accountId": "123456789012",
@@ -452,7 +465,7 @@ fn build_api_request(
         "body": body,
         "isBase64Encoded": false
     });
-    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+    event.to_string()
 }
 
 /// An HTTP API authorizer request (payload 2.0) as API Gateway sends it.
