@@ -144,12 +144,8 @@ impl Bench {
     }
 
     pub async fn top(&self, period: &str) {
-        ranking_api::handle(
-            api_request("GET", &format!("/rankings/{period}?limit=10"), None),
-            &self.app.stack.ranking_api,
-        )
-        .await
-        .expect("read");
+        let event = Bench::event("GET", &format!("/rankings/{period}?limit=10"), None);
+        self.invoke_ranking_api(&event).await;
     }
 
     /// An API Gateway event for the HTTP functions, as the JSON text the runtime delivers.
@@ -174,16 +170,9 @@ impl Bench {
     }
 
     pub async fn concert_rank(&self, period: &str, concert: &str) {
-        ranking_api::handle(
-            api_request(
-                "GET",
-                &format!("/rankings/{period}/concerts/{concert}"),
-                None,
-            ),
-            &self.app.stack.ranking_api,
-        )
-        .await
-        .expect("read");
+        let path = format!("/rankings/{period}/concerts/{concert}");
+        self.invoke_ranking_api(&Bench::event("GET", &path, None))
+            .await;
     }
 
     /// Issues tokens to users `w{from}`… up to `to`, through the issue script, 512 at once.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use lineup::embedded_redis::EmbeddedRedis;
 use tokio::process::Command;
 
+use crate::free_port;
 use crate::tls::Certificates;
 
 /// A running cluster.
@@ -15,19 +16,6 @@ pub struct EmbeddedCluster {
     pub nodes: Vec<EmbeddedRedis>,
     /// Each node's TLS port, when the cluster speaks TLS (node for node).
     pub tls_ports: Vec<u16>,
-}
-
-/// A free port whose cluster bus port (port + 10000) is a valid port too.
-fn free_port() -> u16 {
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
-        if port <= 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
-            return port;
-        }
-    }
 }
 
 impl EmbeddedCluster {

@@ -519,12 +519,18 @@ pub fn json_files(dir: &std::path::Path) -> Vec<(String, String)> {
 }
 
 /// Waits `d`; tests that cross a time edge sleep real time against the server's clock.
-/// A loopback port nobody listens on right now.
+/// A loopback port nobody listens on right now, whose cluster bus port (port + 10 000) is
+/// free and valid too, so any server may take it, a cluster node included.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if port <= 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
 }
 
 pub async fn sleep(d: Duration) {
