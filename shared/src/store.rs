@@ -6,14 +6,15 @@
 //! Serverless; the ranking keys share `{rk}` (see [`crate::ranking`]). The queue registry
 //! is the one key outside any tag, and no script touches it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::Slot;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo, Slot};
 use redis::{
     Client, Cmd, FromRedisValue, IntoConnectionInfo, RedisError, Script, ServerErrorKind,
     TlsCertificates, ToRedisArgs, Value,
@@ -26,14 +27,22 @@ use crate::ids::QueueId;
 /// The shared connection. Cheap to clone.
 ///
 /// Standalone (`REDIS_MODE=standalone`, the default): one multiplexed connection that
-/// reconnects by itself after Redis comes back, and is replaced when the server it reached
-/// has stopped being the primary (`READONLY` after a failover), so a warm container never
-/// sticks to a demoted node.
+/// reconnects by itself after Redis closes or resets it, and is replaced when the server it
+/// reached has stopped being the primary (`READONLY` after a failover), so a warm container
+/// never sticks to a demoted node.
 ///
 /// Cluster (`REDIS_MODE=cluster`, or `auto` against a cluster): redis-rs's cluster client,
 /// which follows MOVED and ASK, refreshes the topology, and reconnects. Every operation goes
 /// through the same [`Batch`] either way; in cluster mode a batch is sent as one pipeline
 /// per hash slot, all at once, so it still costs one round trip of wall time.
+///
+/// Either way, a reply that times out replaces the connection too. Neither client does that
+/// by itself: a connection whose peer vanished without a reset (a partition, a replaced node,
+/// a failover to a new address) would otherwise time out every request until the kernel gave
+/// up on it, about 15 minutes later. Standalone, the next request opens a new one. Cluster,
+/// a new connection is opened beside the old one and takes over only once it has the slot
+/// map: the old one knows every node, a new one only the configured endpoint, so if that is
+/// what went away, the old one stays and finds the new topology itself.
 #[derive(Clone)]
 pub struct Conn(Arc<Shared>);
 
@@ -44,13 +53,57 @@ struct Shared {
     /// Resolved on first use (for `auto`, by asking the server), then fixed.
     resolved: OnceCell<RedisMode>,
     /// Created on first use in cluster mode; a failed attempt is retried on the next call.
-    cluster: OnceCell<ClusterConnection>,
+    cluster: Current<Arc<OnceCell<ClusterConnection>>>,
+    /// Set while a replacement cluster connection is being opened.
+    renewing: AtomicBool,
+    /// How long opening a replacement cluster connection may take.
+    renew_within: Duration,
 }
 
 struct Standalone {
     client: Client,
     config: ConnectionManagerConfig,
-    current: RwLock<ConnectionManager>,
+    current: Current<ConnectionManager>,
+}
+
+/// The connection in use, numbered, so that when many requests fail on the same one at
+/// once it is replaced once, not once per request.
+struct Current<C> {
+    numbered: RwLock<(u64, C)>,
+}
+
+impl<C: Clone> Current<C> {
+    fn new(connection: C) -> Self {
+        Current {
+            numbered: RwLock::new((0, connection)),
+        }
+    }
+
+    fn get(&self) -> (u64, C) {
+        self.numbered
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts a fresh connection in place of connection number `stale`, unless that one is
+    /// gone already. Says whether it did.
+    fn replace(&self, stale: u64, fresh: impl FnOnce() -> Option<C>) -> bool {
+        let mut numbered = self
+            .numbered
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if numbered.0 != stale {
+            return false;
+        }
+        match fresh() {
+            Some(connection) => {
+                *numbered = (stale + 1, connection);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Creates the connection without waiting for Redis, so a process started during an outage
@@ -97,11 +150,14 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         standalone: Standalone {
             client,
             config,
-            current: RwLock::new(current),
+            current: Current::new(current),
         },
         cluster_client: cluster.build()?,
         resolved: OnceCell::new(),
-        cluster: OnceCell::new(),
+        cluster: Current::new(Arc::new(OnceCell::new())),
+        renewing: AtomicBool::new(false),
+        // Connect to the endpoint, read the slot map, connect to each primary.
+        renew_within: settings.connect_timeout * 2 + settings.response_timeout,
     })))
 }
 
@@ -242,21 +298,72 @@ impl Conn {
         match self.mode().await? {
             RedisMode::Cluster => self.send_cluster(batch).await,
             _ => {
-                let mut manager = self.manager();
+                let (number, mut manager) = self.0.standalone.current.get();
                 let mut pipe = redis::pipe();
                 for (_, cmd) in &batch.entries {
                     pipe.add_command(cmd.clone());
                 }
                 let result = run_pipeline(&mut manager, &pipe, &batch.scripts).await;
-                self.observe(result)
+                if let Err(err) = &result {
+                    if is_demoted(err) || err.is_timeout() {
+                        self.replace_standalone(number, err);
+                    }
+                }
+                result
             }
         }
     }
 
     async fn send_cluster(&self, batch: &Batch) -> Result<Vec<Value>, RedisError> {
-        let conn = self
-            .0
-            .cluster
+        let (number, cell) = self.0.cluster.get();
+        let result = self.send_on_cluster(&cell, batch).await;
+        if let Err(err) = &result {
+            if err.is_timeout() {
+                self.renew_cluster(number);
+            }
+        }
+        result
+    }
+
+    /// Opens a new cluster connection in the background, to take the place of connection
+    /// number `stale` once it has the slot map. One at a time.
+    fn renew_cluster(&self, stale: u64) {
+        if self.0.renewing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let conn = self.clone();
+        tokio::spawn(async move {
+            let shared = &conn.0;
+            let opened = tokio::time::timeout(shared.renew_within, async {
+                let mut fresh = shared.cluster_client.get_async_connection().await?;
+                reaches_every_primary(&mut fresh).await?;
+                Ok::<_, RedisError>(fresh)
+            })
+            .await;
+            match opened {
+                Ok(Ok(fresh)) => {
+                    if shared
+                        .cluster
+                        .replace(stale, || Some(Arc::new(OnceCell::from(fresh))))
+                    {
+                        tracing::warn!("redis did not answer in time; now on a new connection");
+                    }
+                }
+                Ok(Err(err)) => {
+                    tracing::warn!(%err, "could not open a new redis connection; keeping the old")
+                }
+                Err(_) => tracing::warn!("no new redis connection in time; keeping the old"),
+            }
+            shared.renewing.store(false, Ordering::Release);
+        });
+    }
+
+    async fn send_on_cluster(
+        &self,
+        cell: &OnceCell<ClusterConnection>,
+        batch: &Batch,
+    ) -> Result<Vec<Value>, RedisError> {
+        let conn = cell
             .get_or_try_init(|| self.0.cluster_client.get_async_connection())
             .await?
             .clone();
@@ -308,37 +415,60 @@ impl Conn {
     }
 
     fn manager(&self) -> ConnectionManager {
-        self.0
-            .standalone
-            .current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.0.standalone.current.get().1
     }
 
-    /// Passes `result` through, first replacing the standalone connection if the error
-    /// says the server is no longer the primary.
-    fn observe<T>(&self, result: Result<T, RedisError>) -> Result<T, RedisError> {
-        if let Err(err) = &result {
-            if is_demoted(err) {
-                tracing::warn!("redis answered {err}; reconnecting to reach the new primary");
-                let standalone = &self.0.standalone;
-                match ConnectionManager::new_lazy_with_config(
-                    standalone.client.clone(),
-                    standalone.config.clone(),
-                ) {
-                    Ok(fresh) => {
-                        *standalone
-                            .current
-                            .write()
-                            .unwrap_or_else(PoisonError::into_inner) = fresh
-                    }
-                    Err(err) => tracing::warn!(%err, "could not create a new redis connection"),
-                }
-            }
+    /// Replaces standalone connection number `stale`, which `err` showed to be of no more
+    /// use: its server is no longer the primary, or it did not answer in time.
+    fn replace_standalone(&self, stale: u64, err: &RedisError) {
+        let standalone = &self.0.standalone;
+        let replaced = standalone.current.replace(stale, || {
+            ConnectionManager::new_lazy_with_config(
+                standalone.client.clone(),
+                standalone.config.clone(),
+            )
+            .inspect_err(|err| tracing::warn!(%err, "could not create a new redis connection"))
+            .ok()
+        });
+        if replaced {
+            tracing::warn!(%err, "redis connection given up; the next request opens a new one");
         }
-        result
     }
+}
+
+/// Whether `conn` gets an answer from every primary in the slot map it was given. Only
+/// such a connection is better than one that timed out: redis-rs's fan-out skips nodes it
+/// has no connection to, so each primary is asked by address.
+async fn reaches_every_primary(conn: &mut ClusterConnection) -> Result<(), RedisError> {
+    let slots: Vec<Value> = redis::from_redis_value(
+        conn.route_command(
+            redis::cmd("CLUSTER").arg("SLOTS").clone(),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+        )
+        .await?,
+    )?;
+    let mut primaries = HashSet::new();
+    for range in slots {
+        // [first slot, last slot, [host, port, id, ...], replicas...]
+        let Value::Array(parts) = range else { continue };
+        let Some(Value::Array(primary)) = parts.get(2) else {
+            continue;
+        };
+        if let (Some(host), Some(port)) = (primary.first(), primary.get(1)) {
+            primaries.insert((
+                redis::from_redis_value::<String>(host.clone())?,
+                redis::from_redis_value::<u16>(port.clone())?,
+            ));
+        }
+    }
+    for (host, port) in primaries {
+        conn.route_command(
+            redis::cmd("PING"),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port }),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Sends `pipe` in one round trip. If the server lost its script cache (a restart, a

@@ -1,6 +1,7 @@
 //! Redis Cluster as a first-class configuration: a local three-primary cluster, always,
 //! whatever `LINEUP_TEST_REDIS` says. Queues spread over the shards, every script stays in
-//! one slot, discovery needs no SCAN, and a primary's failover under load is survived.
+//! one slot, discovery needs no SCAN, and a primary's failover under load and a shard cut
+//! off by a partition are survived.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -254,4 +255,81 @@ async fn a_primary_failover_under_load_recovers_and_admits_nobody_twice() {
          served ({refused} refused); capacity held, no ticket twice"
     );
     drop(cluster);
+}
+
+/// A partition cuts one shard off (bytes dropped, nothing closed or reset), then heals for
+/// new connections only, as when a node is replaced: the cluster client's connection to it
+/// would time out forever. Meanwhile that shard's queue answers 503 in time and the other
+/// shards serve; once a new connection gets through, the same processes serve it again.
+#[tokio::test]
+async fn a_shard_cut_off_by_a_partition_answers_503_and_is_served_again_once_it_heals() {
+    let app = TestApp::spawn_on_cluster_behind_links(&[
+        ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+        ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+    ])
+    .await;
+    let nodes: Vec<u16> = app
+        .cluster
+        .as_ref()
+        .unwrap()
+        .nodes
+        .iter()
+        .map(|n| n.port())
+        .collect();
+    // One queue on each node, found by asking the nodes where its keys went.
+    let mut queue_on: HashMap<usize, String> = HashMap::new();
+    for i in 0..30 {
+        let queue = format!("split-{i}");
+        assert_eq!(join(&app, &queue, "first").await.status, 201);
+        let keys = keys_per_node(&app, &format!("{}:{{q:{queue}}}:*", app.config.key_prefix)).await;
+        let port = *keys.keys().next().expect("the queue's node");
+        let node = nodes.iter().position(|p| *p == port).expect("a node");
+        queue_on.entry(node).or_insert(queue);
+        if queue_on.len() == nodes.len() {
+            break;
+        }
+    }
+    // Not the node the functions were given as the cluster's address, which a real
+    // configuration endpoint never is either.
+    let (cut_off, healthy) = (&queue_on[&1], &queue_on[&2]);
+
+    app.links[1].partition();
+    for round in 0..3 {
+        let user = format!("during-{round}");
+        let started = Instant::now();
+        let (cut_reply, healthy_reply) = tokio::join!(join(&app, cut_off, &user), async {
+            // After the cut-off request has gone out on the shared connection.
+            sleep(Duration::from_millis(50)).await;
+            join(&app, healthy, &user).await
+        });
+        let took = started.elapsed();
+        assert_eq!(cut_reply.status, 503, "{}", cut_reply.body);
+        assert!(cut_reply.headers.contains_key("retry-after"));
+        assert!(took < Duration::from_millis(2500), "hung for {took:?}");
+        assert_eq!(healthy_reply.status, 201, "{}", healthy_reply.body);
+    }
+
+    app.links[1].heal();
+    let healed = Instant::now();
+    let mut unavailable = 0;
+    let mut retry = join(&app, cut_off, "after").await;
+    while retry.status == 503 && healed.elapsed() < Duration::from_secs(5) {
+        unavailable += 1;
+        sleep(Duration::from_millis(100)).await;
+        retry = join(&app, cut_off, "after").await;
+    }
+    let recovered_in = healed.elapsed();
+    assert_eq!(retry.status, 201, "still {}: {}", retry.status, retry.body);
+    // Nothing sent during the partition reached the shard.
+    assert_eq!(retry.body["ticket"], 2);
+    for (node, queue) in &queue_on {
+        assert_eq!(summary(&app, queue).await.status, 200, "node {node}");
+    }
+    println!(
+        "RELIABILITY: cluster partition: one of 3 shards cut off for 3 rounds; its queue \
+         answered 503 within 2.5 s while the other shards served; served again \
+         {recovered_in:?} after it healed ({unavailable} more 503s), on new connections"
+    );
 }

@@ -1,6 +1,7 @@
 //! Faults: Redis killed under load and started again from its append-only file, a server
-//! that stalls without closing its connections, one that is slow but answers, and a script
-//! cache flushed under the functions' feet. Prints `RELIABILITY:` lines.
+//! that stalls without closing its connections, one that is slow but answers, a network
+//! partition, and a script cache flushed under the functions' feet. Prints `RELIABILITY:`
+//! lines.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -304,8 +305,8 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
 }
 
 /// A stalled server (connected, answering nothing: `CLIENT PAUSE`) is an outage too. Every
-/// request answers 503 with `Retry-After` within the bound instead of waiting for it, the
-/// same connection serves again when it wakes, and work that timed out on the client but
+/// request answers 503 with `Retry-After` within the bound instead of waiting for it, a new
+/// connection serves once it wakes, and work that timed out on the client but
 /// may have run on the server afterwards is never doubled: the buyer's retry finds one
 /// place, the payment's redelivery counts once.
 #[tokio::test]
@@ -393,6 +394,89 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
     assert_eq!(concert_score(&app, "crash-show").await["score"], 1);
 }
 
+/// A network partition: bytes dropped on the way, no connection closed or reset, so only a
+/// timeout can tell. A replaced node, or a failover that moves the endpoint to a new
+/// address, looks the same to the connection a warm container holds: its peer is gone for
+/// good. Every request answers 503 with `Retry-After` within the bound meanwhile, and once a
+/// new connection reaches the server, the same processes serve again within a second or so,
+/// although the connection they held before never comes back.
+#[tokio::test]
+async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_it_heals() {
+    let app = TestApp::spawn_behind_link(
+        &[
+            ("QUEUE_CAPACITY", "1"),
+            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+            ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ],
+        Duration::ZERO,
+    )
+    .await;
+    let early = join(&app, "split", "early").await;
+    assert_eq!(early.status, 201);
+    let early_token = early.token();
+    let payment = paid("pay-split", "split-show", 1, &[], &Utc::now().to_rfc3339());
+
+    app.link().partition();
+    // Three rounds, so that connections opened during the partition are refused too.
+    for _ in 0..3 {
+        let ((issue, issue_took), (poll, poll_took), (verdicts, payment_took)) = tokio::join!(
+            timed(join(&app, "split", "ana")),
+            timed(status(&app, "split", &early_token)),
+            timed(ranking_updater::apply_events(
+                std::slice::from_ref(&payment),
+                &app.stack.ranking_updater,
+            )),
+        );
+        for (reply, took) in [(&issue, issue_took), (&poll, poll_took)] {
+            assert_eq!(reply.status, 503, "{}", reply.body);
+            assert!(reply.headers.contains_key("retry-after"));
+            assert!(took < OUTAGE_BOUND, "hung for {took:?}");
+        }
+        assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
+        assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
+    }
+
+    app.link().heal();
+    let healed = Instant::now();
+    let mut unavailable = 0;
+    let mut retry = join(&app, "split", "ana").await;
+    while retry.status == 503 && healed.elapsed() < RECOVERY {
+        unavailable += 1;
+        sleep(Duration::from_millis(100)).await;
+        retry = join(&app, "split", "ana").await;
+    }
+    let recovered_in = healed.elapsed();
+    // Nothing sent during the partition reached the server: the buyer's first place is
+    // made now, behind the one admitted before, and the payment counts on redelivery.
+    assert_eq!(
+        retry.status, 201,
+        "still {} after {RECOVERY:?}: {}",
+        retry.status, retry.body
+    );
+    assert_eq!(retry.body["ticket"], 2);
+    assert_eq!(retry.body["position"], 1);
+    assert_eq!(
+        status(&app, "split", &early_token).await.body["status"],
+        "active"
+    );
+    assert_eq!(
+        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
+            .await,
+        [Verdict::Applied]
+    );
+    assert_eq!(concert_score(&app, "split-show").await["score"], 1);
+    println!(
+        "RELIABILITY: partition: 3 rounds of an issue, a status and a payment, each 503 or \
+         failed within {OUTAGE_BOUND:?}; served again {recovered_in:?} after it healed \
+         ({unavailable} more 503s), on a new connection; nothing lost or doubled"
+    );
+}
+
+/// How long the functions may take to serve again once a new connection can reach Redis.
+const RECOVERY: Duration = Duration::from_secs(5);
+
 /// How long the stalled server answers nothing: four response timeouts.
 const STALL: Duration = Duration::from_millis(2000);
 
@@ -413,7 +497,7 @@ async fn a_slow_redis_serves_every_concurrent_caller_within_the_timeouts() {
     const BUYERS: usize = 200;
     const PAYMENTS: usize = 100;
     let delay = Duration::from_millis(75);
-    let app = TestApp::spawn_behind_slow_link(
+    let app = TestApp::spawn_behind_link(
         &[
             ("QUEUE_CAPACITY", "50"),
             ("RATE_LIMIT_IP_PER_MINUTE", "0"),

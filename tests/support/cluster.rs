@@ -9,6 +9,7 @@ use lineup::embedded_redis::EmbeddedRedis;
 use tokio::process::Command;
 
 use crate::free_port;
+use crate::link::Link;
 use crate::tls::Certificates;
 
 /// A running cluster.
@@ -54,10 +55,7 @@ impl EmbeddedCluster {
                 tls_ports.push(tls_port);
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let node = EmbeddedRedis::start_on_port(free_port(), &args)
-                .await
-                .expect("a cluster node");
-            nodes.push(node);
+            nodes.push(start_node(&args).await);
         }
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
@@ -85,6 +83,38 @@ impl EmbeddedCluster {
         self.nodes[0].url()
     }
 
+    /// Puts a [`Link`] in front of each node (in node order) and has the node announce the
+    /// link's port, so that clients reach every node only through its link. The nodes keep
+    /// talking to each other directly.
+    pub async fn announce_through_links(&self) -> Vec<Link> {
+        let mut links = Vec::new();
+        for node in &self.nodes {
+            let link = Link::start(node.port(), Duration::ZERO).await;
+            let client = redis::Client::open(node.url()).expect("node url");
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("node connection");
+            redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("cluster-announce-port")
+                .arg(link.port)
+                .arg("cluster-announce-bus-port")
+                .arg(u32::from(node.port()) + 10_000)
+                .query_async::<()>(&mut conn)
+                .await
+                .expect("CONFIG SET cluster-announce-port");
+            links.push(link);
+        }
+        // Until gossip has told every node every link.
+        for node in &self.nodes {
+            for link in &links {
+                wait_for(&node.url(), "CLUSTER NODES", &format!(":{}@", link.port)).await;
+            }
+        }
+        links
+    }
+
     /// The ports of the nodes that are primaries right now.
     pub async fn primaries(&self) -> Vec<u16> {
         let mut primaries = Vec::new();
@@ -104,6 +134,19 @@ impl EmbeddedCluster {
             wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
         }
     }
+}
+
+/// A node on a free port and that port + 10 000 (its bus). Another test can take a port
+/// found free before the node binds it, so a few are tried.
+async fn start_node(args: &[&str]) -> EmbeddedRedis {
+    let mut last_error = None;
+    for _ in 0..5 {
+        match EmbeddedRedis::start_on_port(free_port(), args).await {
+            Ok(node) => return node,
+            Err(err) => last_error = Some(err),
+        }
+    }
+    panic!("no cluster node started: {last_error:?}");
 }
 
 async fn query_role(url: &str) -> redis::RedisResult<String> {

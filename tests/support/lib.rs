@@ -16,11 +16,11 @@ use lineup::queue::WaitingRoom;
 use lineup_local::Stack;
 
 mod cluster;
-mod slow_link;
+mod link;
 mod tls;
 pub use cluster::EmbeddedCluster;
+pub use link::Link;
 use serde_json::{json, Value};
-pub use slow_link::SlowLink;
 pub use tls::{Certificates, CERTIFIED_HOST};
 
 /// A running test environment.
@@ -39,8 +39,9 @@ pub struct TestApp {
     nodes: Vec<String>,
     /// The certificate files of a TLS server, kept while it runs.
     _certificates: Option<Certificates>,
-    /// The proxy the functions reach Redis through, when they do.
-    _slow_link: Option<SlowLink>,
+    /// The proxies the functions reach Redis through, when they do: one, or one per
+    /// cluster node, in node order.
+    pub links: Vec<Link>,
 }
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
@@ -70,15 +71,33 @@ impl TestApp {
         TestApp::build(vars, Publisher::disabled(), None, Some(cluster)).await
     }
 
-    /// The same, on a private server that the functions reach only through a proxy that
-    /// holds every byte back `delay` each way (the tests inspect it directly).
-    pub async fn spawn_behind_slow_link(vars: &[(&str, &str)], delay: Duration) -> TestApp {
+    /// The same, on a private server that the functions reach only through [`Link`], a
+    /// proxy that holds every byte back `delay` each way and can be partitioned (the tests
+    /// inspect the server directly).
+    pub async fn spawn_behind_link(vars: &[(&str, &str)], delay: Duration) -> TestApp {
         let server = EmbeddedRedis::start().await.expect("start redis-server");
-        let link = SlowLink::start(server.port(), delay).await;
+        let link = Link::start(server.port(), delay).await;
         let url = format!("redis://127.0.0.1:{}", link.port);
         let mut app = TestApp::build_on(vars, Publisher::disabled(), Some(server), None, url).await;
-        app._slow_link = Some(link);
+        app.links = vec![link];
         app
+    }
+
+    /// The same on a private cluster of three primaries, each of which the functions reach
+    /// only through its own [`Link`] (`links`, in the order of `cluster.nodes`).
+    pub async fn spawn_on_cluster_behind_links(vars: &[(&str, &str)]) -> TestApp {
+        let cluster = EmbeddedCluster::start(false).await;
+        let links = cluster.announce_through_links().await;
+        let url = format!("redis://127.0.0.1:{}", links[0].port);
+        let mut app =
+            TestApp::build_on(vars, Publisher::disabled(), None, Some(cluster), url).await;
+        app.links = links;
+        app
+    }
+
+    /// The proxy between the functions and Redis ([`TestApp::spawn_behind_link`]).
+    pub fn link(&self) -> &Link {
+        self.links.first().expect("spawned behind a link")
     }
 
     /// The same, on a private server that the functions reach only over TLS, at
@@ -222,7 +241,7 @@ impl TestApp {
             inspect,
             nodes,
             _certificates: None,
-            _slow_link: None,
+            links: Vec::new(),
         }
     }
 
