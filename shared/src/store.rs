@@ -588,3 +588,22 @@ impl QueueKeys {
 pub fn queue_registry_key(prefix: &str) -> String {
     format!("{prefix}:queues")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Current;
+
+    #[test]
+    fn a_connection_is_replaced_once_however_many_requests_failed_on_it() {
+        let current = Current::new("first");
+        let (number, _) = current.get();
+        assert!(current.replace(number, || Some("second")));
+        // A later failure on the first connection leaves the second in place.
+        assert!(!current.replace(number, || panic!("not even built")));
+        assert_eq!(current.get(), (1, "second"));
+        // A failure on the second replaces it.
+        assert!(current.replace(1, || Some("third")));
+        assert!(!current.replace(2, || None));
+        assert_eq!(current.get(), (2, "third"));
+    }
+}
