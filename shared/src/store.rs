@@ -398,10 +398,16 @@ impl Conn {
                 .0
                 .resolved
                 .get_or_try_init(|| async {
+                    let (number, mut manager) = self.0.standalone.current.get();
                     let info: String = redis::cmd("INFO")
                         .arg("cluster")
-                        .query_async(&mut self.manager())
-                        .await?;
+                        .query_async(&mut manager)
+                        .await
+                        .inspect_err(|err| {
+                            if err.is_timeout() {
+                                self.replace_standalone(number, err);
+                            }
+                        })?;
                     Ok::<_, RedisError>(if info.contains("cluster_enabled:1") {
                         RedisMode::Cluster
                     } else {
@@ -412,10 +418,6 @@ impl Conn {
                 .copied(),
             fixed => Ok(fixed),
         }
-    }
-
-    fn manager(&self) -> ConnectionManager {
-        self.0.standalone.current.get().1
     }
 
     /// Replaces standalone connection number `stale`, which `err` showed to be of no more

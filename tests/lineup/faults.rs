@@ -474,6 +474,51 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
     );
 }
 
+/// A container that starts during a partition, its cold-start connection and, in `auto`
+/// mode, its check of what kind of Redis it reached going nowhere, answers 503 in time and
+/// serves once the partition heals, without a restart.
+#[tokio::test]
+async fn a_container_started_during_a_partition_serves_once_it_heals() {
+    let mut app = TestApp::spawn_behind_link(
+        &[
+            ("REDIS_MODE", "auto"),
+            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+            ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ],
+        Duration::ZERO,
+    )
+    .await;
+    app.link().partition();
+    app.new_container().await;
+    for _ in 0..3 {
+        let (reply, took) = timed(join(&app, "late-start", "ana")).await;
+        assert_eq!(reply.status, 503, "{}", reply.body);
+        assert!(reply.headers.contains_key("retry-after"));
+        assert!(took < OUTAGE_BOUND, "hung for {took:?}");
+    }
+
+    app.link().heal();
+    let healed = Instant::now();
+    let mut reply = join(&app, "late-start", "ana").await;
+    while reply.status == 503 && healed.elapsed() < RECOVERY {
+        sleep(Duration::from_millis(100)).await;
+        reply = join(&app, "late-start", "ana").await;
+    }
+    assert_eq!(
+        reply.status, 201,
+        "still {} after {RECOVERY:?}: {}",
+        reply.status, reply.body
+    );
+    assert_eq!(reply.body["ticket"], 1);
+    println!(
+        "RELIABILITY: partition at cold start (REDIS_MODE=auto): 503 within {OUTAGE_BOUND:?}; \
+         served {:?} after it healed",
+        healed.elapsed()
+    );
+}
+
 /// How long the functions may take to serve again once a new connection can reach Redis.
 const RECOVERY: Duration = Duration::from_secs(5);
 
