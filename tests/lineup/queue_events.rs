@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use lineup::publish::{Publisher, SOURCE};
-use lineup_tests::{aws_config_for, sleep, Moto, TestApp};
+use lineup_tests::{aws_config_for, sleep, Moto, TestApp, ThrottlingEndpoint};
 use serde_json::{json, Value};
 
 use crate::queue::{join, leave, promote, status};
@@ -217,4 +217,54 @@ async fn an_unreachable_bus_never_blocks_or_undoes_an_admission() {
     assert_eq!(tick.admitted, 1);
     assert_eq!(tick.unpublished_events, 1, "counted, after bounded retries");
     assert_eq!(status(&app, "show", &first).await.body["status"], "active");
+}
+
+/// EventBridge over its PutEvents quota refuses some entries of a call and takes the rest.
+/// The refused ones are sent again, alone, so every admission reaches the bus exactly once:
+/// none lost, none doubled by resending the whole call.
+#[tokio::test]
+async fn throttled_entries_are_sent_again_and_arrive_once() {
+    const BUYERS: usize = 20;
+    let Some(moto) = Moto::start().await else {
+        eprintln!("skipped: moto_server is not installed");
+        return;
+    };
+    let bus = "lineup-throttled";
+    moto.eventbridge()
+        .create_event_bus()
+        .name(bus)
+        .send()
+        .await
+        .expect("create bus");
+    // The first two calls (the tick's two calls of ten) each lose every other entry.
+    let throttling = ThrottlingEndpoint::start(moto.eventbridge(), 2).await;
+    let config = aws_config_for(&throttling.endpoint);
+    let publisher = Publisher::new(aws_sdk_eventbridge::Client::new(&config), bus);
+    let app = TestApp::spawn_publishing(
+        &[
+            ("QUEUE_CAPACITY", &BUYERS.to_string()),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ],
+        publisher,
+    )
+    .await;
+    crate::settings::put_settings(&app, "show", &json!({"paused": true})).await;
+    for i in 0..BUYERS {
+        assert_eq!(join(&app, "show", &format!("u{i}")).await.status, 201);
+    }
+    crate::settings::put_settings(&app, "show", &json!({"paused": false})).await;
+    let tick = promote(&app).await;
+    assert_eq!(tick.admitted, BUYERS as u64);
+    assert_eq!(tick.unpublished_events, 0);
+    assert_eq!(throttling.refused(), BUYERS as u64 / 2);
+
+    let mut users: Vec<String> = throttling
+        .taken()
+        .iter()
+        .map(|detail| detail["userId"].as_str().expect("userId").to_owned())
+        .collect();
+    users.sort();
+    let mut expected: Vec<String> = (0..BUYERS).map(|i| format!("u{i}")).collect();
+    expected.sort();
+    assert_eq!(users, expected, "each admission once");
 }

@@ -17,10 +17,12 @@ use lineup_local::Stack;
 
 mod cluster;
 mod link;
+mod throttle;
 mod tls;
 pub use cluster::EmbeddedCluster;
 pub use link::Link;
 use serde_json::{json, Value};
+pub use throttle::ThrottlingEndpoint;
 pub use tls::{Certificates, CERTIFIED_HOST};
 
 /// A running test environment.
