@@ -156,8 +156,8 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         resolved: OnceCell::new(),
         cluster: Current::new(Arc::new(OnceCell::new())),
         renewing: AtomicBool::new(false),
-        // Connect to the endpoint, read the slot map, connect to each primary.
-        renew_within: settings.connect_timeout * 2 + settings.response_timeout,
+        // Connect to the endpoint, read the slot map, connect to each primary and ask it.
+        renew_within: (settings.connect_timeout + settings.response_timeout) * 2,
     })))
 }
 
@@ -326,7 +326,7 @@ impl Conn {
     }
 
     /// Opens a new cluster connection in the background, to take the place of connection
-    /// number `stale` once it has the slot map. One at a time.
+    /// number `stale` once it reaches every primary. One at a time.
     fn renew_cluster(&self, stale: u64) {
         if self.0.renewing.swap(true, Ordering::AcqRel) {
             return;
