@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::store::QueueKeys;
-use lineup_tests::{api_request_from, sleep, TestApp};
+use lineup_tests::{api_request_from, sleep, Reply, TestApp};
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
@@ -312,14 +312,8 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
 #[tokio::test]
 async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled() {
     // A private server always: the test stalls all of it.
-    let app = TestApp::spawn_durable(&[
-        ("QUEUE_CAPACITY", "1"),
-        ("REDIS_CONNECT_TIMEOUT_MS", "300"),
-        ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
-        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
-        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
-    ])
-    .await;
+    let app =
+        TestApp::spawn_durable(&[&[("QUEUE_CAPACITY", "1")], QUICK_TO_GIVE_UP].concat()).await;
     let early = join(&app, "stall", "early").await;
     assert_eq!(early.status, 201);
     let payment = paid("pay-stall", "crash-show", 1, &[], &Utc::now().to_rfc3339());
@@ -346,33 +340,12 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
         .unwrap();
     let early_token = early.token();
     let stalled_at = Instant::now();
-    let ((issue, issue_took), (poll, poll_took), (verdicts, payment_took)) = tokio::join!(
-        timed(join(&app, "stall", "ana")),
-        timed(status(&app, "stall", &early_token)),
-        timed(ranking_updater::apply_events(
-            std::slice::from_ref(&payment),
-            &app.stack.ranking_updater,
-        )),
-    );
+    outage_is_answered_in_time(&app, "stall", &early_token, &payment).await;
     assert!(stalled_at.elapsed() < STALL, "the stall ended first");
-    for (reply, took) in [(&issue, issue_took), (&poll, poll_took)] {
-        assert_eq!(reply.status, 503, "{}", reply.body);
-        assert!(reply.headers.contains_key("retry-after"));
-        assert!(took < OUTAGE_BOUND, "hung for {took:?}");
-    }
-    assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
-    assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
 
     // When the server wakes, the same processes serve again.
     sleep(STALL.saturating_sub(stalled_at.elapsed())).await;
-    let mut retry = join(&app, "stall", "ana").await;
-    for _ in 0..50 {
-        if retry.status != 503 {
-            break;
-        }
-        sleep(Duration::from_millis(100)).await;
-        retry = join(&app, "stall", "ana").await;
-    }
+    let (retry, _, _) = join_until_served(&app, "stall", "ana").await;
     // 200 if the stalled issue ran once the server woke, 201 if it never did: one place
     // either way, behind the one buyer admitted before the stall. Likewise the payment is
     // a duplicate if its stalled delivery ran, applied if not, and counted once.
@@ -403,13 +376,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
 #[tokio::test]
 async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_it_heals() {
     let app = TestApp::spawn_behind_link(
-        &[
-            ("QUEUE_CAPACITY", "1"),
-            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
-            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
-            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
-            ("RATE_LIMIT_USER_PER_MINUTE", "0"),
-        ],
+        &[&[("QUEUE_CAPACITY", "1")], QUICK_TO_GIVE_UP].concat(),
         Duration::ZERO,
     )
     .await;
@@ -421,33 +388,11 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
     app.link().partition();
     // Three rounds, so that connections opened during the partition are refused too.
     for _ in 0..3 {
-        let ((issue, issue_took), (poll, poll_took), (verdicts, payment_took)) = tokio::join!(
-            timed(join(&app, "split", "ana")),
-            timed(status(&app, "split", &early_token)),
-            timed(ranking_updater::apply_events(
-                std::slice::from_ref(&payment),
-                &app.stack.ranking_updater,
-            )),
-        );
-        for (reply, took) in [(&issue, issue_took), (&poll, poll_took)] {
-            assert_eq!(reply.status, 503, "{}", reply.body);
-            assert!(reply.headers.contains_key("retry-after"));
-            assert!(took < OUTAGE_BOUND, "hung for {took:?}");
-        }
-        assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
-        assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
+        outage_is_answered_in_time(&app, "split", &early_token, &payment).await;
     }
 
     app.link().heal();
-    let healed = Instant::now();
-    let mut unavailable = 0;
-    let mut retry = join(&app, "split", "ana").await;
-    while retry.status == 503 && healed.elapsed() < RECOVERY {
-        unavailable += 1;
-        sleep(Duration::from_millis(100)).await;
-        retry = join(&app, "split", "ana").await;
-    }
-    let recovered_in = healed.elapsed();
+    let (retry, recovered_in, unavailable) = join_until_served(&app, "split", "ana").await;
     // Nothing sent during the partition reached the server: the buyer's first place is
     // made now, behind the one admitted before, and the payment counts on redelivery.
     assert_eq!(
@@ -480,13 +425,7 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
 #[tokio::test]
 async fn a_container_started_during_a_partition_serves_once_it_heals() {
     let mut app = TestApp::spawn_behind_link(
-        &[
-            ("REDIS_MODE", "auto"),
-            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
-            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
-            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
-            ("RATE_LIMIT_USER_PER_MINUTE", "0"),
-        ],
+        &[&[("REDIS_MODE", "auto")], QUICK_TO_GIVE_UP].concat(),
         Duration::ZERO,
     )
     .await;
@@ -494,18 +433,11 @@ async fn a_container_started_during_a_partition_serves_once_it_heals() {
     app.new_container().await;
     for _ in 0..3 {
         let (reply, took) = timed(join(&app, "late-start", "ana")).await;
-        assert_eq!(reply.status, 503, "{}", reply.body);
-        assert!(reply.headers.contains_key("retry-after"));
-        assert!(took < OUTAGE_BOUND, "hung for {took:?}");
+        assert_unavailable_in_time(&reply, took);
     }
 
     app.link().heal();
-    let healed = Instant::now();
-    let mut reply = join(&app, "late-start", "ana").await;
-    while reply.status == 503 && healed.elapsed() < RECOVERY {
-        sleep(Duration::from_millis(100)).await;
-        reply = join(&app, "late-start", "ana").await;
-    }
+    let (reply, recovered_in, _) = join_until_served(&app, "late-start", "ana").await;
     assert_eq!(
         reply.status, 201,
         "still {} after {RECOVERY:?}: {}",
@@ -514,8 +446,7 @@ async fn a_container_started_during_a_partition_serves_once_it_heals() {
     assert_eq!(reply.body["ticket"], 1);
     println!(
         "RELIABILITY: partition at cold start (REDIS_MODE=auto): 503 within {OUTAGE_BOUND:?}; \
-         served {:?} after it healed",
-        healed.elapsed()
+         served {recovered_in:?} after it healed"
     );
 }
 
@@ -530,6 +461,58 @@ async fn timed<T>(future: impl std::future::Future<Output = T>) -> (T, Duration)
     let started = Instant::now();
     let out = future.await;
     (out, started.elapsed())
+}
+
+/// Short Redis timeouts, so an outage is answered quickly, and no rate limits, so retries
+/// are never refused for being retries.
+pub(crate) const QUICK_TO_GIVE_UP: &[(&str, &str)] = &[
+    ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+    ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+    ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+];
+
+/// Asserts that `reply` is the outage answer, 503 with `Retry-After`, given within the bound.
+pub(crate) fn assert_unavailable_in_time(reply: &Reply, took: Duration) {
+    assert_eq!(reply.status, 503, "{}", reply.body);
+    assert!(reply.headers.contains_key("retry-after"));
+    assert!(took < OUTAGE_BOUND, "hung for {took:?}");
+}
+
+/// An issue, a status poll and a payment at once while Redis is out of reach: each is
+/// answered as an outage (503, or a `failed` payment) within the bound.
+async fn outage_is_answered_in_time(app: &TestApp, queue: &str, token: &str, payment: &Value) {
+    let ((issue, issue_took), (poll, poll_took), (verdicts, payment_took)) = tokio::join!(
+        timed(join(app, queue, "ana")),
+        timed(status(app, queue, token)),
+        timed(ranking_updater::apply_events(
+            std::slice::from_ref(payment),
+            &app.stack.ranking_updater,
+        )),
+    );
+    assert_unavailable_in_time(&issue, issue_took);
+    assert_unavailable_in_time(&poll, poll_took);
+    assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
+    assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
+}
+
+/// `user` asks for a place in `queue` every 100 ms while the answer is 503, for at most
+/// [`RECOVERY`]: the last answer, how long after the first try it came, and how many 503s
+/// came before it.
+pub(crate) async fn join_until_served(
+    app: &TestApp,
+    queue: &str,
+    user: &str,
+) -> (Reply, Duration, u32) {
+    let started = Instant::now();
+    let mut unavailable = 0;
+    let mut reply = join(app, queue, user).await;
+    while reply.status == 503 && started.elapsed() < RECOVERY {
+        unavailable += 1;
+        sleep(Duration::from_millis(100)).await;
+        reply = join(app, queue, user).await;
+    }
+    (reply, started.elapsed(), unavailable)
 }
 
 /// A Redis that is slow but answers within the timeouts (75 ms each way, as from another
