@@ -40,9 +40,10 @@ use crate::ids::QueueId;
 /// by itself: a connection whose peer vanished without a reset (a partition, a replaced node,
 /// a failover to a new address) would otherwise time out every request until the kernel gave
 /// up on it, about 15 minutes later. Standalone, the next request opens a new one. Cluster,
-/// a new connection is opened beside the old one and takes over only once it has the slot
-/// map: the old one knows every node, a new one only the configured endpoint, so if that is
-/// what went away, the old one stays and finds the new topology itself.
+/// a new connection is opened beside the old one and takes over only once every primary in
+/// its slot map answers: the old one knows every node, a new one only the configured
+/// endpoint, so if that is what went away, the old one stays and finds the new topology
+/// itself.
 #[derive(Clone)]
 pub struct Conn(Arc<Shared>);
 
@@ -305,9 +306,7 @@ impl Conn {
                 }
                 let result = run_pipeline(&mut manager, &pipe, &batch.scripts).await;
                 if let Err(err) = &result {
-                    if is_demoted(err) || err.is_timeout() {
-                        self.replace_standalone(number, err);
-                    }
+                    self.replace_standalone_if_stale(number, err);
                 }
                 result
             }
@@ -403,11 +402,7 @@ impl Conn {
                         .arg("cluster")
                         .query_async(&mut manager)
                         .await
-                        .inspect_err(|err| {
-                            if err.is_timeout() {
-                                self.replace_standalone(number, err);
-                            }
-                        })?;
+                        .inspect_err(|err| self.replace_standalone_if_stale(number, err))?;
                     Ok::<_, RedisError>(if info.contains("cluster_enabled:1") {
                         RedisMode::Cluster
                     } else {
@@ -420,9 +415,12 @@ impl Conn {
         }
     }
 
-    /// Replaces standalone connection number `stale`, which `err` showed to be of no more
-    /// use: its server is no longer the primary, or it did not answer in time.
-    fn replace_standalone(&self, stale: u64, err: &RedisError) {
+    /// Replaces standalone connection number `stale` if `err` shows it to be of no more use:
+    /// its server is no longer the primary, or it did not answer in time.
+    fn replace_standalone_if_stale(&self, stale: u64, err: &RedisError) {
+        if !(is_demoted(err) || err.is_timeout()) {
+            return;
+        }
         let standalone = &self.0.standalone;
         let replaced = standalone.current.replace(stale, || {
             ConnectionManager::new_lazy_with_config(
