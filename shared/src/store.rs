@@ -170,6 +170,17 @@ fn trusting(roots: &[u8]) -> TlsCertificates {
     }
 }
 
+/// A script that only reads, yet must read the primary. Its Redis 7 flags leave out
+/// `no-writes`, so a read-only replica refuses it with `READONLY`, as it refuses a write.
+/// A container that only reads (the gatekeeper, the ranking reads) then replaces its
+/// connection after a failover and follows the primary endpoint, instead of reading the
+/// demoted primary for as long as it lives: that one lags, and if cut off from the new
+/// primary it stays frozen at the failover. `allow-oom` keeps reads working when Redis is
+/// full.
+pub fn primary_read_script(body: &str) -> Script {
+    Script::new(&format!("#!lua flags=allow-oom\n{body}"))
+}
+
 /// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
 /// as EVALSHA; a server that lacks the script gets it loaded and the call sent again.
 pub struct ScriptCall {

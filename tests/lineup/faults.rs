@@ -1,7 +1,7 @@
 //! Faults: Redis killed under load and started again from its append-only file, a server
 //! that stalls without closing its connections, one that is slow but answers, a network
-//! partition, and a script cache flushed under the functions' feet. Prints `RELIABILITY:`
-//! lines.
+//! partition, a replication group's failover, and a script cache flushed under the
+//! functions' feet. Prints `RELIABILITY:` lines.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::store::QueueKeys;
-use lineup_tests::{api_request_from, sleep, Reply, TestApp};
+use lineup_local::Stack;
+use lineup_tests::{api_request_from, authorizer_request, sleep, OldPrimary, Reply, TestApp};
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
-use crate::queue::{join, promote, status, summary};
+use crate::queue::{join, leave, promote, status, summary};
 use crate::rankings::paid;
 
 /// The longest any request may take while Redis is down: a few times the configured
@@ -220,7 +221,7 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
     let applied = ledger.applied.lock().unwrap().len() as u64;
     let failed: Vec<Value> = ledger.failed.lock().unwrap().clone();
     let score = |reply: Value| reply["score"].as_u64().unwrap_or(0);
-    let before_redelivery = score(concert_score(&app, "crash-show").await);
+    let before_redelivery = score(concert_score(&app.stack, "crash-show").await);
     assert!(
         before_redelivery >= applied,
         "{before_redelivery} counted, {applied} applied"
@@ -235,7 +236,7 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
         );
     }
     assert_eq!(
-        score(concert_score(&app, "crash-show").await),
+        score(concert_score(&app.stack, "crash-show").await),
         applied + failed.len() as u64
     );
 
@@ -251,18 +252,32 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
     );
 }
 
-async fn concert_score(app: &TestApp, concert: &str) -> Value {
+async fn concert_score(stack: &Stack, concert: &str) -> Value {
     let reply = ranking_api::handle(
         lineup_tests::api_request(
             "GET",
             &format!("/rankings/all-time/concerts/{concert}"),
             None,
         ),
-        &app.stack.ranking_api,
+        &stack.ranking_api,
     )
     .await
     .unwrap();
     lineup_tests::Reply::from(reply).body
+}
+
+/// The gatekeeper's verdict on `token` for `queue`, from the container `stack`.
+async fn gate(stack: &Stack, token: &str, queue: &str) -> bool {
+    queue_authorizer::handle(
+        LambdaEvent::new(
+            authorizer_request(Some(token), Some(queue), None),
+            Context::default(),
+        ),
+        &stack.authorizer,
+    )
+    .await
+    .expect("infallible")
+    .is_authorized
 }
 
 #[tokio::test]
@@ -364,7 +379,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
         matches!(again[0], Verdict::Applied | Verdict::Duplicate),
         "{again:?}"
     );
-    assert_eq!(concert_score(&app, "crash-show").await["score"], 1);
+    assert_eq!(concert_score(&app.stack, "crash-show").await["score"], 1);
 }
 
 /// A network partition: bytes dropped on the way, no connection closed or reset, so only a
@@ -411,7 +426,7 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
             .await,
         [Verdict::Applied]
     );
-    assert_eq!(concert_score(&app, "split-show").await["score"], 1);
+    assert_eq!(concert_score(&app.stack, "split-show").await["score"], 1);
     println!(
         "RELIABILITY: partition: 3 rounds of an issue, a status and a payment, each 503 or \
          failed within {OUTAGE_BOUND:?}; served again {recovered_in:?} after it healed \
@@ -447,6 +462,150 @@ async fn a_container_started_during_a_partition_serves_once_it_heals() {
     println!(
         "RELIABILITY: partition at cold start (REDIS_MODE=auto): 503 within {OUTAGE_BOUND:?}; \
          served {recovered_in:?} after it healed"
+    );
+}
+
+/// A failover of a non-cluster replication group (ElastiCache with cluster mode off): the
+/// replica is promoted, the primary endpoint moves to it, and the old primary becomes its
+/// replica. A warm container's connection still reaches the old primary, which refuses
+/// writes (`READONLY`) without closing anything: the first request it sends there answers
+/// 503, the connection is replaced, and from then on the same processes serve from the new
+/// primary, whose script cache starts empty. Every place, admission and payment that was
+/// acknowledged and replicated before the failover is still there.
+#[tokio::test]
+async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_write() {
+    let app = TestApp::spawn_on_replication_group(
+        &[&[("QUEUE_CAPACITY", "1")], QUICK_TO_GIVE_UP].concat(),
+    )
+    .await;
+    let mut tokens = Vec::new();
+    for user in ["ana", "ben", "cleo"] {
+        let reply = join(&app, "moved", user).await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        tokens.push(reply.token());
+    }
+    let payment = paid("pay-moved", "moved-show", 2, &[], &Utc::now().to_rfc3339());
+    assert_eq!(
+        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
+            .await,
+        [Verdict::Applied]
+    );
+    // Replication is asynchronous, so a failover can lose the last writes before it; that is
+    // the server's side. The client's side is tested from a replica that has them all.
+    app.until_replica_caught_up().await;
+
+    app.fail_over(OldPrimary::Follows).await;
+
+    let (reply, recovered_in, unavailable) = join_until_served(&app, "moved", "dora").await;
+    assert_eq!(
+        reply.status, 201,
+        "still {} after {RECOVERY:?}: {}",
+        reply.status, reply.body
+    );
+    assert_eq!(unavailable, 1, "only the request the old primary refused");
+    // Tickets go on from the replicated counter: nobody jumps ahead of those already waiting.
+    assert_eq!(reply.body["ticket"], 4);
+    assert_eq!(reply.body["position"], 3);
+    assert_eq!(
+        status(&app, "moved", &tokens[0]).await.body["status"],
+        "active"
+    );
+    for (token, position) in [(&tokens[1], 1), (&tokens[2], 2)] {
+        let reply = status(&app, "moved", token).await;
+        assert_eq!(reply.body["position"], position, "{}", reply.body);
+    }
+    assert!(
+        gate(&app.stack, &tokens[0], "moved").await,
+        "the admitted buyer still passes the gate"
+    );
+    assert_eq!(
+        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
+            .await,
+        [Verdict::Duplicate],
+        "the payment's record moved with the data"
+    );
+    assert_eq!(concert_score(&app.stack, "moved-show").await["score"], 2);
+    // Writes land on the new primary: leaving admits the next in line there.
+    assert_eq!(leave(&app, "moved", &tokens[0]).await.status, 204);
+    assert_eq!(
+        status(&app, "moved", &tokens[1]).await.body["status"],
+        "active"
+    );
+    println!(
+        "RELIABILITY: replication group failover: {unavailable} request answered 503 (READONLY \
+         from the demoted primary); served by the new primary {recovered_in:?} after the \
+         endpoint moved; places, admissions and the payment record all kept"
+    );
+}
+
+/// After a failover, a container that only reads (the gatekeeper, the ranking reads)
+/// follows the primary endpoint as well, rather than reading the demoted primary for as long
+/// as the container lives: cut off from the new primary, that one would go on admitting
+/// who left and turning away who was admitted since. The read scripts are refused there
+/// like writes, so the first read fails (the gate closed, a board 503) and the connection
+/// is replaced; every read after that is the new primary's.
+#[tokio::test]
+async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoint() {
+    let app = TestApp::spawn_on_replication_group(
+        &[&[("QUEUE_CAPACITY", "1")], QUICK_TO_GIVE_UP].concat(),
+    )
+    .await;
+    // Two warm containers that only read: a gatekeeper, and a ranking-api.
+    let gatekeeper = app.another_container().await;
+    let boards = app.another_container().await;
+    let ana = join(&app, "watched", "ana").await.token();
+    let ben = join(&app, "watched", "ben").await.token();
+    let first = paid(
+        "pay-watched-1",
+        "watched-show",
+        2,
+        &[],
+        &Utc::now().to_rfc3339(),
+    );
+    let second = paid(
+        "pay-watched-2",
+        "watched-show",
+        3,
+        &[],
+        &Utc::now().to_rfc3339(),
+    );
+    assert_eq!(
+        ranking_updater::apply_events(&[first], &app.stack.ranking_updater).await,
+        [Verdict::Applied]
+    );
+    assert!(gate(&gatekeeper, &ana, "watched").await);
+    assert!(!gate(&gatekeeper, &ben, "watched").await);
+    assert_eq!(concert_score(&boards, "watched-show").await["score"], 2);
+    app.until_replica_caught_up().await;
+
+    app.fail_over(OldPrimary::CutOff).await;
+    // The new primary moves on: ana leaves, ben is admitted, another payment counts.
+    let (served, _, _) = join_until_served(&app, "watched", "cleo").await;
+    assert_eq!(served.status, 201, "{}", served.body);
+    assert_eq!(leave(&app, "watched", &ana).await.status, 204);
+    assert_eq!(
+        ranking_updater::apply_events(&[second], &app.stack.ranking_updater).await,
+        [Verdict::Applied]
+    );
+
+    let (admitted, turned_away) =
+        answer_until(|| gate(&gatekeeper, &ben, "watched"), |allowed| *allowed).await;
+    assert!(
+        admitted,
+        "the gatekeeper still turns ben away after {RECOVERY:?}"
+    );
+    assert_eq!(turned_away, 1, "only the read the demoted primary refused");
+    assert!(!gate(&gatekeeper, &ana, "watched").await, "ana left");
+    let (score, unavailable) = answer_until(
+        || concert_score(&boards, "watched-show"),
+        |score| score.get("score").is_some(),
+    )
+    .await;
+    assert_eq!(score["score"], 5, "{score}");
+    assert_eq!(unavailable, 1, "only the read the demoted primary refused");
+    println!(
+        "RELIABILITY: failover with the old primary cut off: a gatekeeper and a ranking reader \
+         each failed one read there, then read the new primary"
     );
 }
 
@@ -505,14 +664,26 @@ pub(crate) async fn join_until_served(
     user: &str,
 ) -> (Reply, Duration, u32) {
     let started = Instant::now();
-    let mut unavailable = 0;
-    let mut reply = join(app, queue, user).await;
-    while reply.status == 503 && started.elapsed() < RECOVERY {
-        unavailable += 1;
-        sleep(Duration::from_millis(100)).await;
-        reply = join(app, queue, user).await;
-    }
+    let (reply, unavailable) =
+        answer_until(|| join(app, queue, user), |reply| reply.status != 503).await;
     (reply, started.elapsed(), unavailable)
+}
+
+/// Asks `ask` every 100 ms until its answer is `done`, for at most [`RECOVERY`]: the last
+/// answer, and how many came before it.
+async fn answer_until<T, F: std::future::Future<Output = T>>(
+    mut ask: impl FnMut() -> F,
+    done: impl Fn(&T) -> bool,
+) -> (T, u32) {
+    let started = Instant::now();
+    let mut before = 0;
+    let mut answer = ask().await;
+    while !done(&answer) && started.elapsed() < RECOVERY {
+        before += 1;
+        sleep(Duration::from_millis(100)).await;
+        answer = ask().await;
+    }
+    (answer, before)
 }
 
 /// A Redis that is slow but answers within the timeouts (75 ms each way, as from another
@@ -565,7 +736,10 @@ async fn a_slow_redis_serves_every_concurrent_caller_within_the_timeouts() {
     for verdict in &verdicts {
         assert_eq!(verdict.as_slice(), [Verdict::Applied]);
     }
-    assert_eq!(concert_score(&app, "slow-show").await["score"], PAYMENTS);
+    assert_eq!(
+        concert_score(&app.stack, "slow-show").await["score"],
+        PAYMENTS
+    );
     let active = replies
         .iter()
         .filter(|reply| reply.body["status"] == "active")

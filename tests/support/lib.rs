@@ -35,6 +35,8 @@ pub struct TestApp {
     pub redis: Option<EmbeddedRedis>,
     /// Present when the test runs against a local cluster (`LINEUP_TEST_REDIS=cluster`).
     pub cluster: Option<EmbeddedCluster>,
+    /// The replica of `redis`, in a replication group ([`TestApp::spawn_on_replication_group`]).
+    pub replica: Option<EmbeddedRedis>,
     /// A connection for inspecting Redis directly (cluster-aware in cluster mode).
     pub inspect: Inspect,
     /// Every node, for per-node statistics.
@@ -44,6 +46,15 @@ pub struct TestApp {
     /// The proxies the functions reach Redis through, when they do: one, or one per
     /// cluster node, in node order.
     pub links: Vec<Link>,
+}
+
+/// What becomes of the old primary in [`TestApp::fail_over`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OldPrimary {
+    /// It replicates from the new primary.
+    Follows,
+    /// It cannot reach the new primary, and keeps the data it had.
+    CutOff,
 }
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
@@ -83,6 +94,105 @@ impl TestApp {
         let mut app = TestApp::build_on(vars, Publisher::disabled(), Some(server), None, url).await;
         app.links = vec![link];
         app
+    }
+
+    /// The same on a non-cluster replication group: a private primary (`redis`, which the
+    /// tests inspect) and its replica (`replica`), in sync before this returns. The functions
+    /// reach the primary only through [`Link`], which stands for the group's primary
+    /// endpoint: [`Link::retarget`] is the endpoint's move in a failover.
+    pub async fn spawn_on_replication_group(vars: &[(&str, &str)]) -> TestApp {
+        let mut app = TestApp::spawn_behind_link(vars, Duration::ZERO).await;
+        let replica = EmbeddedRedis::start().await.expect("start redis-server");
+        let primary_port = app.redis.as_ref().expect("a private primary").port();
+        // Sync at once, not after the default 5 s wait for more replicas to join.
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("repl-diskless-sync-delay")
+            .arg(0)
+            .query_async::<()>(&mut app.inspect.clone())
+            .await
+            .expect("CONFIG SET");
+        let mut to_replica = redis::Client::open(replica.url())
+            .expect("url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("replica connection");
+        redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(primary_port)
+            .query_async::<()>(&mut to_replica)
+            .await
+            .expect("REPLICAOF");
+        for _ in 0..100 {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut to_replica)
+                .await
+                .expect("INFO");
+            if info.contains("master_link_status:up") {
+                app.replica = Some(replica);
+                return app;
+            }
+            sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the replica did not sync with its primary within 5 s");
+    }
+
+    /// Fails the replication group over as ElastiCache does: the replica is promoted and the
+    /// primary endpoint moves to it ([`Link::retarget`]), so new connections reach it. The
+    /// old primary (`redis`, still reached by the connections opened before) is demoted:
+    /// it refuses writes from then on, and answers reads from what it has, in step with the
+    /// new primary or, cut off from it, frozen at the failover.
+    pub async fn fail_over(&self, old_primary: OldPrimary) {
+        let replica = self.replica.as_ref().expect("a replication group");
+        let mut new_primary = redis::Client::open(replica.url())
+            .expect("url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("replica connection");
+        redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query_async::<()>(&mut new_primary)
+            .await
+            .expect("promote the replica");
+        self.link().retarget(replica.port());
+        let follows = match old_primary {
+            OldPrimary::Follows => replica.port(),
+            // Nothing listens there: the old primary keeps trying, and serves stale reads.
+            OldPrimary::CutOff => free_port(),
+        };
+        redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(follows)
+            .query_async::<()>(&mut self.inspect.clone())
+            .await
+            .expect("demote the old primary");
+    }
+
+    /// Waits until the replica has applied every write the primary has (`WAIT` would only
+    /// wait for the inspecting connection's own writes).
+    pub async fn until_replica_caught_up(&self) {
+        let replica = self.replica.as_ref().expect("a replication group");
+        let mut to_replica = redis::Client::open(replica.url())
+            .expect("url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("replica connection");
+        let primary_offset = self.info_number("replication", "master_repl_offset").await;
+        for _ in 0..100 {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut to_replica)
+                .await
+                .expect("INFO");
+            if info_field(&info, "slave_repl_offset").is_some_and(|offset| offset >= primary_offset)
+            {
+                return;
+            }
+            sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the replica did not reach offset {primary_offset} within 5 s");
     }
 
     /// The same on a private cluster of three primaries, each of which the functions reach
@@ -240,6 +350,7 @@ impl TestApp {
             metrics,
             redis,
             cluster,
+            replica: None,
             inspect,
             nodes,
             _certificates: None,
@@ -250,12 +361,18 @@ impl TestApp {
     /// Replaces the functions by those of a freshly started container: the same settings
     /// and publisher, on a new connection opened the way cold start opens it.
     pub async fn new_container(&mut self) {
+        self.stack = self.another_container().await;
+    }
+
+    /// The functions of another container beside this one: the same settings and
+    /// publisher, on a connection of its own, opened the way cold start opens it.
+    pub async fn another_container(&self) -> Stack {
         let url = self.config.redis.url.clone().expect("REDIS_URL is set");
         let started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
         let publisher = self.stack.queue_api.publisher.clone();
-        self.stack = Stack::new(&started, publisher, self.metrics.clone());
+        Stack::new(&started, publisher, self.metrics.clone())
     }
 
     pub fn room(&self) -> &WaitingRoom {
@@ -322,9 +439,7 @@ impl TestApp {
             .await
             .iter()
             .map(|info| {
-                info.lines()
-                    .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-                    .and_then(|value| value.trim().parse::<i64>().ok())
+                info_field(info, field)
                     .unwrap_or_else(|| panic!("INFO {section} has no numeric {field}"))
             })
             .sum()
@@ -552,6 +667,13 @@ fn free_port() -> u16 {
             return port;
         }
     }
+}
+
+/// A numeric field of an `INFO` reply.
+fn info_field(info: &str, field: &str) -> Option<i64> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 pub async fn sleep(d: Duration) {

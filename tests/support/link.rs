@@ -1,10 +1,12 @@
 //! A TCP proxy on a free loopback port between the functions and Redis, for the faults a
 //! network makes: latency (every byte held back a fixed time each way, without limiting
 //! bandwidth: a Redis that is slow but answers, as from another region) and partitions
-//! (bytes go nowhere and nothing is closed or reset, so only a timeout can tell). Stopped,
-//! with its connections, when dropped.
+//! (bytes go nowhere and nothing is closed or reset, so only a timeout can tell), and an
+//! endpoint that moves to another server (a failover), as a DNS name does: new connections
+//! reach the new server, those already open stay with the old one. Stopped, with its
+//! connections, when dropped.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -21,8 +23,9 @@ pub struct Link {
     proxy: JoinHandle<()>,
 }
 
-#[derive(Default)]
 struct State {
+    /// The port on 127.0.0.1 that new connections are forwarded to.
+    upstream: AtomicU16,
     /// While set, every connection, old or new, is cut.
     partitioned: AtomicBool,
     /// One flag per connection ever accepted: set once it is cut, and never cleared.
@@ -34,7 +37,11 @@ impl Link {
     pub async fn start(upstream: u16, delay: Duration) -> Link {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
         let port = listener.local_addr().expect("its address").port();
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            upstream: AtomicU16::new(upstream),
+            partitioned: AtomicBool::new(false),
+            cut: Mutex::new(Vec::new()),
+        });
         let shared = state.clone();
         let proxy = tokio::spawn(async move {
             // Dropped with the proxy task, which aborts every connection's pumps.
@@ -52,6 +59,7 @@ impl Link {
                     pumps.spawn(swallow(client_read, client_write));
                     continue;
                 }
+                let upstream = shared.upstream.load(Ordering::SeqCst);
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                     continue;
                 };
@@ -83,6 +91,13 @@ impl Link {
     /// without a reset, and only a new connection reaches the server.
     pub fn heal(&self) {
         self.state.partitioned.store(false, Ordering::SeqCst);
+    }
+
+    /// Moves the endpoint to `127.0.0.1:upstream`: new connections reach it, while those
+    /// already open stay with the server they reached, as after a failover updates the
+    /// primary endpoint's DNS record.
+    pub fn retarget(&self, upstream: u16) {
+        self.state.upstream.store(upstream, Ordering::SeqCst);
     }
 }
 

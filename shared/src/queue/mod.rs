@@ -23,7 +23,7 @@ use redis::Script;
 
 use crate::config::QueueConfig;
 use crate::ids::QueueId;
-use crate::store::{Conn, QueueKeys, ScriptCall};
+use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
 
 pub use buyer::{Gate, Issued, Left, QueueSummary};
 pub use events::{QueueEvent, QueueEventKind};
@@ -38,14 +38,19 @@ macro_rules! queue_script {
     ($file:literal) => {
         LazyLock::new(|| Script::new(concat!(include_str!("common.lua"), include_str!($file))))
     };
+    (primary_read $file:literal) => {
+        LazyLock::new(|| {
+            primary_read_script(concat!(include_str!("common.lua"), include_str!($file)))
+        })
+    };
 }
 
 static ISSUE: LazyLock<Script> = queue_script!("issue.lua");
 static STATUS: LazyLock<Script> = queue_script!("status.lua");
 static LEAVE: LazyLock<Script> = queue_script!("leave.lua");
-static CHECK: LazyLock<Script> = queue_script!("check.lua");
+static CHECK: LazyLock<Script> = queue_script!(primary_read "check.lua");
 static RELEASE: LazyLock<Script> = queue_script!("release.lua");
-static SUMMARY: LazyLock<Script> = queue_script!("summary.lua");
+static SUMMARY: LazyLock<Script> = queue_script!(primary_read "summary.lua");
 static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");

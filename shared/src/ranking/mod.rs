@@ -26,11 +26,12 @@ pub use period::{local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre};
-use crate::store::{Batch, Conn, ScriptCall};
+use crate::store::{primary_read_script, Batch, Conn, ScriptCall};
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
-static TOP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("top.lua")));
-static CONCERT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("concert.lua")));
+static TOP: LazyLock<Script> = LazyLock::new(|| primary_read_script(include_str!("top.lua")));
+static CONCERT: LazyLock<Script> =
+    LazyLock::new(|| primary_read_script(include_str!("concert.lua")));
 
 /// The top-N script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
 pub fn top_script() -> &'static Script {
