@@ -36,14 +36,17 @@ use crate::ids::QueueId;
 /// through the same [`Batch`] either way; in cluster mode a batch is sent as one pipeline
 /// per hash slot, all at once, so it still costs one round trip of wall time.
 ///
-/// Either way, a reply that times out replaces the connection too. Neither client does that
-/// by itself: a connection whose peer vanished without a reset (a partition, a replaced node,
-/// a failover to a new address) would otherwise time out every request until the kernel gave
-/// up on it, about 15 minutes later. Standalone, the next request opens a new one. Cluster,
-/// a new connection is opened beside the old one and takes over only once every primary in
-/// its slot map answers: the old one knows every node, a new one only the configured
-/// endpoint, so if that is what went away, the old one stays and finds the new topology
-/// itself.
+/// Either way, a reply that times out can replace the connection too. Neither client does
+/// that by itself: a connection whose peer vanished without a reset (a partition, a replaced
+/// node, a failover to a new address) would otherwise time out every request until the
+/// kernel gave up on it, about 15 minutes later. Standalone, a timeout starts a probe: a
+/// PING on the same connection, allowed [`PROBE_PATIENCE`] response timeouts. No answer, and
+/// the next request opens a new connection. An answer means Redis is slow, not gone, and the
+/// connection stays, so that a Redis already behind is not also sent a reconnection from
+/// every container on every timeout. Cluster, a new connection is opened beside the old one
+/// and takes over only once every primary in its slot map answers: the old one knows every
+/// node, a new one only the configured endpoint, so if that is what went away, the old one
+/// stays and finds the new topology itself.
 #[derive(Clone)]
 pub struct Conn(Arc<Shared>);
 
@@ -59,13 +62,22 @@ struct Shared {
     renewing: AtomicBool,
     /// How long opening a replacement cluster connection may take.
     renew_within: Duration,
+    /// How long a request waits for each reply (`REDIS_RESPONSE_TIMEOUT_MS`).
+    reply_within: Duration,
 }
 
 struct Standalone {
     client: Client,
+    /// Its response timeout is the probe's: [`PROBE_PATIENCE`] times `reply_within`.
     config: ConnectionManagerConfig,
     current: Current<ConnectionManager>,
+    /// Set while a connection that timed out is being probed.
+    probing: AtomicBool,
 }
+
+/// How many response timeouts a probe waits for its PING before the connection that timed
+/// out is given up as dead (see [`Conn`]).
+const PROBE_PATIENCE: u32 = 3;
 
 /// The connection in use, numbered, so that when many requests fail on the same one at
 /// once it is replaced once, not once per request.
@@ -123,7 +135,8 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
     info = info.set_redis_settings(redis_settings);
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(settings.connect_timeout))
-        .set_response_timeout(Some(settings.response_timeout))
+        // Requests time out sooner, by `reply_within`; this bound is the probe's.
+        .set_response_timeout(Some(settings.response_timeout * PROBE_PATIENCE))
         // Fail fast: a request that cannot reach Redis answers 503 at once and the next
         // request tries again, instead of one request waiting through a long backoff.
         .set_number_of_retries(1)
@@ -152,6 +165,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
             client,
             config,
             current: Current::new(current),
+            probing: AtomicBool::new(false),
         },
         cluster_client: cluster.build()?,
         resolved: OnceCell::new(),
@@ -159,6 +173,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         renewing: AtomicBool::new(false),
         // Connect to the endpoint, read the slot map, connect to each primary and ask it.
         renew_within: (settings.connect_timeout + settings.response_timeout) * 2,
+        reply_within: settings.response_timeout,
     })))
 }
 
@@ -315,9 +330,10 @@ impl Conn {
                 for (_, cmd) in &batch.entries {
                     pipe.add_command(cmd.clone());
                 }
-                let result = run_pipeline(&mut manager, &pipe, &batch.scripts).await;
+                let result =
+                    run_pipeline(&mut manager, &pipe, &batch.scripts, self.0.reply_within).await;
                 if let Err(err) = &result {
-                    self.replace_standalone_if_stale(number, err);
+                    self.after_standalone_failure(number, manager, err);
                 }
                 result
             }
@@ -388,7 +404,8 @@ impl Conn {
                 pipe.add_command(batch.entries[*index].1.clone());
             }
             async move {
-                let replies = run_pipeline(&mut conn, &pipe, &batch.scripts).await?;
+                let replies =
+                    run_pipeline(&mut conn, &pipe, &batch.scripts, self.0.reply_within).await?;
                 Ok::<_, RedisError>(indices.into_iter().zip(replies))
             }
         });
@@ -409,11 +426,14 @@ impl Conn {
                 .resolved
                 .get_or_try_init(|| async {
                     let (number, mut manager) = self.0.standalone.current.get();
-                    let info: String = redis::cmd("INFO")
-                        .arg("cluster")
-                        .query_async(&mut manager)
-                        .await
-                        .inspect_err(|err| self.replace_standalone_if_stale(number, err))?;
+                    let info: String = in_time(
+                        self.0.reply_within,
+                        redis::cmd("INFO").arg("cluster").query_async(&mut manager),
+                    )
+                    .await
+                    .inspect_err(|err| {
+                        self.after_standalone_failure(number, manager.clone(), err)
+                    })?;
                     Ok::<_, RedisError>(if info.contains("cluster_enabled:1") {
                         RedisMode::Cluster
                     } else {
@@ -426,12 +446,38 @@ impl Conn {
         }
     }
 
-    /// Replaces standalone connection number `stale` if `err` shows it to be of no more use:
-    /// its server is no longer the primary, or it did not answer in time.
-    fn replace_standalone_if_stale(&self, stale: u64, err: &RedisError) {
-        if !(is_demoted(err) || err.is_timeout()) {
+    /// What a failed request on standalone connection number `number` says about it. A
+    /// demoted server (`READONLY`) is of no more use. A timeout means Redis is slow, or the
+    /// connection is dead: a probe tells which.
+    fn after_standalone_failure(&self, number: u64, manager: ConnectionManager, err: &RedisError) {
+        if is_demoted(err) {
+            self.replace_standalone(number, err);
+        } else if err.is_timeout() {
+            self.probe_standalone(number, manager);
+        }
+    }
+
+    /// Sends connection number `number` a PING in the background, one probe at a time, and
+    /// replaces the connection if no answer comes within [`PROBE_PATIENCE`] response
+    /// timeouts. An answer, however late, shows Redis is slow, not gone: reconnecting then
+    /// would only add TCP, TLS and AUTH work to a server that is already behind, from every
+    /// container at once.
+    fn probe_standalone(&self, number: u64, mut manager: ConnectionManager) {
+        if self.0.standalone.probing.swap(true, Ordering::AcqRel) {
             return;
         }
+        let conn = self.clone();
+        tokio::spawn(async move {
+            match redis::cmd("PING").query_async::<()>(&mut manager).await {
+                Ok(()) => tracing::info!("redis answered late; keeping the connection"),
+                Err(err) => conn.replace_standalone(number, &err),
+            }
+            conn.0.standalone.probing.store(false, Ordering::Release);
+        });
+    }
+
+    /// Puts a new, lazily opened connection in place of standalone connection number `stale`.
+    fn replace_standalone(&self, stale: u64, err: &RedisError) {
         let standalone = &self.0.standalone;
         let replaced = standalone.current.replace(stale, || {
             ConnectionManager::new_lazy_with_config(
@@ -489,16 +535,27 @@ async fn run_pipeline<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     pipe: &redis::Pipeline,
     scripts: &[&'static Script],
+    reply_within: Duration,
 ) -> Result<Vec<Value>, RedisError> {
-    match pipe.query_async(conn).await {
+    match in_time(reply_within, pipe.query_async(conn)).await {
         Err(err) if is_noscript(&err) => {
             for script in scripts {
-                script.load_async(conn).await?;
+                in_time(reply_within, script.load_async(conn)).await?;
             }
-            pipe.query_async(conn).await
+            in_time(reply_within, pipe.query_async(conn)).await
         }
         other => other,
     }
+}
+
+/// What `reply` gives, or a timeout error (`is_timeout`) once `within` has passed.
+async fn in_time<T>(
+    within: Duration,
+    reply: impl std::future::Future<Output = Result<T, RedisError>>,
+) -> Result<T, RedisError> {
+    tokio::time::timeout(within, reply)
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()))
 }
 
 /// Whether `err` says a script is not in the server's cache (after a restart or failover).

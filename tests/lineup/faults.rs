@@ -609,6 +609,37 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
     );
 }
 
+/// A Redis that falls behind, every reply coming later than the response timeout but
+/// coming, keeps the connections it has. Each request answers 503 in time, and a probe's
+/// late answer shows the server is there, so no container adds a reconnection (TCP, TLS,
+/// AUTH) on every timeout to the load that slowed it. Once it catches up, the same
+/// connection serves again at once.
+#[tokio::test]
+async fn a_redis_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections() {
+    let app = TestApp::spawn_behind_link(QUICK_TO_GIVE_UP, Duration::ZERO).await;
+    assert_eq!(join(&app, "behind", "ana").await.status, 201);
+    let opened_before = app.link().connections_accepted();
+    // Every reply 700 ms after its request: past the 500 ms timeout, within a probe's 1.5 s.
+    app.link().set_delay(Duration::from_millis(350));
+    for round in 0..6 {
+        let (reply, took) = timed(join(&app, "behind", &format!("buyer-{round}"))).await;
+        assert_unavailable_in_time(&reply, took);
+    }
+    app.link().set_delay(Duration::ZERO);
+    let caught_up = join(&app, "behind", "bo").await;
+    assert_eq!(caught_up.status, 201, "{}", caught_up.body);
+    let reconnections = app.link().connections_accepted() - opened_before;
+    assert_eq!(
+        reconnections, 0,
+        "no new connection to a Redis that answers, however late"
+    );
+    println!(
+        "RELIABILITY: Redis behind (replies 700 ms late, timeout 500 ms): 6 requests answered \
+         503 in time, {reconnections} reconnections; served at once on the same connection \
+         once it caught up"
+    );
+}
+
 /// How long the functions may take to serve again once a new connection can reach Redis.
 const RECOVERY: Duration = Duration::from_secs(5);
 

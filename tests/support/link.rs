@@ -1,12 +1,13 @@
 //! A TCP proxy on a free loopback port between the functions and Redis, for the faults a
-//! network makes: latency (every byte held back a fixed time each way, without limiting
-//! bandwidth: a Redis that is slow but answers, as from another region) and partitions
+//! network makes: latency (every byte held back a set time each way, without limiting
+//! bandwidth: a Redis that is slow but answers, as from another region or when it falls
+//! behind) and partitions
 //! (bytes go nowhere and nothing is closed or reset, so only a timeout can tell), and an
 //! endpoint that moves to another server (a failover), as a DNS name does: new connections
 //! reach the new server, those already open stay with the old one. Stopped, with its
 //! connections, when dropped.
 
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub struct Link {
 struct State {
     /// The port on 127.0.0.1 that new connections are forwarded to.
     upstream: AtomicU16,
+    /// How long every chunk is held back, each way, in microseconds.
+    delay_micros: AtomicU64,
     /// While set, every connection, old or new, is cut.
     partitioned: AtomicBool,
     /// One flag per connection ever accepted: set once it is cut, and never cleared.
@@ -39,6 +42,7 @@ impl Link {
         let port = listener.local_addr().expect("its address").port();
         let state = Arc::new(State {
             upstream: AtomicU16::new(upstream),
+            delay_micros: AtomicU64::new(delay.as_micros() as u64),
             partitioned: AtomicBool::new(false),
             cut: Mutex::new(Vec::new()),
         });
@@ -64,8 +68,8 @@ impl Link {
                     continue;
                 };
                 let (server_read, server_write) = server.into_split();
-                pumps.spawn(pump(client_read, server_write, delay, cut.clone()));
-                pumps.spawn(pump(server_read, client_write, delay, cut));
+                pumps.spawn(pump(client_read, server_write, shared.clone(), cut.clone()));
+                pumps.spawn(pump(server_read, client_write, shared.clone(), cut));
             }
         });
         Link { port, state, proxy }
@@ -93,11 +97,33 @@ impl Link {
         self.state.partitioned.store(false, Ordering::SeqCst);
     }
 
+    /// How many connections the link has accepted so far.
+    pub fn connections_accepted(&self) -> usize {
+        self.state
+            .cut
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Holds every byte back `delay` each way from now on, on every connection.
+    pub fn set_delay(&self, delay: Duration) {
+        self.state
+            .delay_micros
+            .store(delay.as_micros() as u64, Ordering::SeqCst);
+    }
+
     /// Moves the endpoint to `127.0.0.1:upstream`: new connections reach it, while those
     /// already open stay with the server they reached, as after a failover updates the
     /// primary endpoint's DNS record.
     pub fn retarget(&self, upstream: u16) {
         self.state.upstream.store(upstream, Ordering::SeqCst);
+    }
+}
+
+impl State {
+    fn delay(&self) -> Duration {
+        Duration::from_micros(self.delay_micros.load(Ordering::SeqCst))
     }
 }
 
@@ -107,13 +133,13 @@ impl Drop for Link {
     }
 }
 
-/// Copies `from` to `to`, each chunk written `delay` after it was read, until `cut`. Reading
+/// Copies `from` to `to`, each chunk written the link's delay after it was read, until `cut`. Reading
 /// goes on meanwhile, so the delay adds latency, not a limit on how much is in flight. Once
 /// cut, what arrives is dropped and neither side is closed.
 async fn pump(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
-    delay: Duration,
+    state: Arc<State>,
     cut: Arc<AtomicBool>,
 ) {
     let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
@@ -121,7 +147,7 @@ async fn pump(
         let mut buffer = vec![0; 64 * 1024];
         while let Ok(read @ 1..) = from.read(&mut buffer).await {
             if chunks
-                .send((Instant::now() + delay, buffer[..read].to_vec()))
+                .send((Instant::now() + state.delay(), buffer[..read].to_vec()))
                 .is_err()
             {
                 break;
