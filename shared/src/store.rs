@@ -14,7 +14,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo, Slot};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{
     Client, Cmd, FromRedisValue, IntoConnectionInfo, RedisError, Script, ServerErrorKind,
     TlsCertificates, ToRedisArgs, Value,
@@ -43,10 +43,11 @@ use crate::ids::QueueId;
 /// PING on the same connection, allowed [`PROBE_PATIENCE`] response timeouts. No answer, and
 /// the next request opens a new connection. An answer means Redis is slow, not gone, and the
 /// connection stays, so that a Redis already behind is not also sent a reconnection from
-/// every container on every timeout. Cluster, a new connection is opened beside the old one
-/// and takes over only once every primary in its slot map answers: the old one knows every
-/// node, a new one only the configured endpoint, so if that is what went away, the old one
-/// stays and finds the new topology itself.
+/// every container on every timeout. Cluster, the probe PINGs the primaries the request went
+/// to, and if one does not answer, a new connection is opened beside the old one and takes
+/// over only once every primary in its slot map answers: the old one knows every node, a new
+/// one only the configured endpoint, so if that is what went away, the old one stays and
+/// finds the new topology itself.
 #[derive(Clone)]
 pub struct Conn(Arc<Shared>);
 
@@ -64,15 +65,15 @@ struct Shared {
     renew_within: Duration,
     /// How long a request waits for each reply (`REDIS_RESPONSE_TIMEOUT_MS`).
     reply_within: Duration,
+    /// Set while a connection that timed out is being probed.
+    probing: AtomicBool,
 }
 
 struct Standalone {
     client: Client,
-    /// Its response timeout is the probe's: [`PROBE_PATIENCE`] times `reply_within`.
+    /// Its response timeout is a probe's: [`PROBE_PATIENCE`] times `reply_within`.
     config: ConnectionManagerConfig,
     current: Current<ConnectionManager>,
-    /// Set while a connection that timed out is being probed.
-    probing: AtomicBool,
 }
 
 /// How many response timeouts a probe waits for its PING before the connection that timed
@@ -148,7 +149,8 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
     let current = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
     let mut cluster = ClusterClient::builder(vec![info])
         .connection_timeout(settings.connect_timeout)
-        .response_timeout(settings.response_timeout)
+        // As for standalone: requests time out sooner, by `reply_within`.
+        .response_timeout(settings.response_timeout * PROBE_PATIENCE)
         .retries(2);
     if let Some(user) = &settings.username {
         cluster = cluster.username(user);
@@ -165,7 +167,6 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
             client,
             config,
             current: Current::new(current),
-            probing: AtomicBool::new(false),
         },
         cluster_client: cluster.build()?,
         resolved: OnceCell::new(),
@@ -174,6 +175,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         // Connect to the endpoint, read the slot map, connect to each primary and ask it.
         renew_within: (settings.connect_timeout + settings.response_timeout) * 2,
         reply_within: settings.response_timeout,
+        probing: AtomicBool::new(false),
     })))
 }
 
@@ -345,10 +347,59 @@ impl Conn {
         let result = self.send_on_cluster(&cell, batch).await;
         if let Err(err) = &result {
             if err.is_timeout() {
-                self.renew_cluster(number);
+                let slots = batch.entries.iter().map(|(slot, _)| *slot).collect();
+                self.probe_cluster(number, cell, slots);
             }
         }
         result
+    }
+
+    /// The cluster's [`Conn::probe_standalone`]: PINGs the primaries of `slots` through
+    /// cluster connection number `number`, in the background and one probe at a time, and
+    /// opens a replacement ([`Conn::renew_cluster`]) only if one of them gives no answer
+    /// within [`PROBE_PATIENCE`] response timeouts.
+    fn probe_cluster(
+        &self,
+        number: u64,
+        cell: Arc<OnceCell<ClusterConnection>>,
+        slots: HashSet<Slot>,
+    ) {
+        if self.0.probing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let conn = self.clone();
+        tokio::spawn(async move {
+            let answered = match cell.get() {
+                Some(cluster) => {
+                    let pings = slots.into_iter().map(|slot| {
+                        let mut cluster = cluster.clone();
+                        async move {
+                            cluster
+                                .route_command(
+                                    redis::cmd("PING"),
+                                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                                        Route::with_slot(slot, SlotAddr::Master),
+                                    )),
+                                )
+                                .await
+                        }
+                    });
+                    in_time(
+                        conn.0.reply_within * PROBE_PATIENCE,
+                        futures::future::try_join_all(pings),
+                    )
+                    .await
+                    .map(drop)
+                }
+                // Never connected: nothing to probe.
+                None => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
+            };
+            match answered {
+                Ok(()) => tracing::info!("redis answered late; keeping the connection"),
+                Err(_) => conn.renew_cluster(number),
+            }
+            conn.0.probing.store(false, Ordering::Release);
+        });
     }
 
     /// Opens a new cluster connection in the background, to take the place of connection
@@ -463,7 +514,7 @@ impl Conn {
     /// would only add TCP, TLS and AUTH work to a server that is already behind, from every
     /// container at once.
     fn probe_standalone(&self, number: u64, mut manager: ConnectionManager) {
-        if self.0.standalone.probing.swap(true, Ordering::AcqRel) {
+        if self.0.probing.swap(true, Ordering::AcqRel) {
             return;
         }
         let conn = self.clone();
@@ -472,7 +523,7 @@ impl Conn {
                 Ok(()) => tracing::info!("redis answered late; keeping the connection"),
                 Err(err) => conn.replace_standalone(number, &err),
             }
-            conn.0.standalone.probing.store(false, Ordering::Release);
+            conn.0.probing.store(false, Ordering::Release);
         });
     }
 

@@ -1,7 +1,7 @@
 //! Redis Cluster as a first-class configuration: a local three-primary cluster, always,
 //! whatever `LINEUP_TEST_REDIS` says. Queues spread over the shards, every script stays in
-//! one slot, discovery needs no SCAN, and a primary's failover under load and a shard cut
-//! off by a partition are survived.
+//! one slot, discovery needs no SCAN, and a primary's failover under load, a shard cut off
+//! by a partition and a cluster that falls behind are survived.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -315,5 +315,45 @@ async fn a_shard_cut_off_by_a_partition_answers_503_and_is_served_again_once_it_
         "RELIABILITY: cluster partition: one of 3 shards cut off for 3 rounds; its queue \
          answered 503 within 2.5 s while the other shards served; served again \
          {recovered_in:?} after it healed ({unavailable} more 503s), on new connections"
+    );
+}
+
+/// A cluster that falls behind, every reply later than the response timeout but coming,
+/// keeps the connections it has, as one server does (`faults::a_redis_too_slow…`): the
+/// probe's PING to the primary the request went to is answered late, so no replacement
+/// connection, with a handshake to every primary, is opened on each timeout.
+#[tokio::test]
+async fn a_cluster_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections() {
+    let app = TestApp::spawn_on_cluster_behind_links(QUICK_TO_GIVE_UP).await;
+    assert_eq!(join(&app, "behind", "ana").await.status, 201);
+    let accepted = |app: &TestApp| -> usize {
+        app.links
+            .iter()
+            .map(|link| link.connections_accepted())
+            .sum()
+    };
+    let opened_before = accepted(&app);
+    // Every reply 700 ms after its request: past the 500 ms timeout, within a probe's 1.5 s.
+    for link in &app.links {
+        link.set_delay(Duration::from_millis(350));
+    }
+    for round in 0..6 {
+        let started = Instant::now();
+        let reply = join(&app, "behind", &format!("buyer-{round}")).await;
+        assert_unavailable_in_time(&reply, started.elapsed());
+    }
+    for link in &app.links {
+        link.set_delay(Duration::ZERO);
+    }
+    let caught_up = join(&app, "behind", "bo").await;
+    assert_eq!(caught_up.status, 201, "{}", caught_up.body);
+    let reconnections = accepted(&app) - opened_before;
+    assert_eq!(
+        reconnections, 0,
+        "no new connection to a cluster that answers, however late"
+    );
+    println!(
+        "RELIABILITY: cluster behind (replies 700 ms late, timeout 500 ms): 6 requests answered \
+         503 in time, {reconnections} reconnections; served at once once it caught up"
     );
 }
