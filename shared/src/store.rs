@@ -8,8 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
@@ -29,7 +29,8 @@ use crate::ids::QueueId;
 /// Standalone (`REDIS_MODE=standalone`, the default): one multiplexed connection that
 /// reconnects by itself after Redis closes or resets it, and is replaced when the server it
 /// reached has stopped being the primary (`READONLY` after a failover), so a warm container
-/// never sticks to a demoted node.
+/// never sticks to a demoted node. That replacement happens at most once a response timeout:
+/// while DNS still leads to the demoted node, so does each new connection.
 ///
 /// Cluster (`REDIS_MODE=cluster`, or `auto` against a cluster): redis-rs's cluster client,
 /// which follows MOVED and ASK, refreshes the topology, and reconnects. Every operation goes
@@ -74,6 +75,10 @@ struct Standalone {
     /// Its response timeout is a probe's: [`PROBE_PATIENCE`] times `reply_within`.
     config: ConnectionManagerConfig,
     current: Current<ConnectionManager>,
+    /// Not before this instant is the connection replaced again for reaching a demoted
+    /// server. Until a failover's new address is in DNS, a new connection reaches the same
+    /// demoted node, and one per request would be a reconnection storm against it.
+    next_demoted_replacement: Mutex<Option<Instant>>,
 }
 
 /// How many response timeouts a probe waits for its PING before the connection that timed
@@ -167,6 +172,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
             client,
             config,
             current: Current::new(current),
+            next_demoted_replacement: Mutex::new(None),
         },
         cluster_client: cluster.build()?,
         resolved: OnceCell::new(),
@@ -498,14 +504,34 @@ impl Conn {
     }
 
     /// What a failed request on standalone connection number `number` says about it. A
-    /// demoted server (`READONLY`) is of no more use. A timeout means Redis is slow, or the
-    /// connection is dead: a probe tells which.
+    /// demoted server (`READONLY`) is of no more use: the connection is replaced, at most
+    /// once a response timeout. A timeout means Redis is slow, or the connection is dead: a
+    /// probe tells which.
     fn after_standalone_failure(&self, number: u64, manager: ConnectionManager, err: &RedisError) {
         if is_demoted(err) {
-            self.replace_standalone(number, err);
+            if self.demoted_replacement_due() {
+                self.replace_standalone(number, err);
+            }
         } else if err.is_timeout() {
             self.probe_standalone(number, manager);
         }
+    }
+
+    /// Whether a connection that reached a demoted server may be replaced now; if so, the
+    /// next such replacement waits a response timeout.
+    fn demoted_replacement_due(&self) -> bool {
+        let mut next = self
+            .0
+            .standalone
+            .next_demoted_replacement
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if next.is_some_and(|at| now < at) {
+            return false;
+        }
+        *next = Some(now + self.0.reply_within);
+        true
     }
 
     /// Sends connection number `number` a PING in the background, one probe at a time, and

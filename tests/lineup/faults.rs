@@ -538,6 +538,50 @@ async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_w
     );
 }
 
+/// A failover whose new address takes a while to reach DNS: for that while, a new
+/// connection to the primary endpoint still reaches the demoted node, which refuses every
+/// write. Each request answers 503 at once, and the connection is replaced at most once a
+/// response timeout, not once a request, so the demoted node is not also sent a
+/// reconnection (TCP, TLS, AUTH) for every buyer. Once the endpoint moves, service resumes
+/// within that interval.
+#[tokio::test]
+async fn a_failover_whose_endpoint_lags_reconnects_once_a_timeout_not_once_a_request() {
+    let app = TestApp::spawn_on_replication_group(QUICK_TO_GIVE_UP).await;
+    assert_eq!(join(&app, "lagging", "ana").await.status, 201);
+    app.until_replica_caught_up().await;
+    let opened_before = app.link().connections_accepted();
+    app.fail_over_without_moving_the_endpoint().await;
+    let started = Instant::now();
+    let mut refused = 0;
+    while started.elapsed() < Duration::from_millis(1200) {
+        let (reply, took) = timed(join(&app, "lagging", &format!("buyer-{refused}"))).await;
+        assert_unavailable_in_time(&reply, took);
+        refused += 1;
+        sleep(Duration::from_millis(20)).await;
+    }
+    let reconnections = app.link().connections_accepted() - opened_before;
+    // One replacement at once, then at most one per 500 ms response timeout.
+    let allowed = 1 + started.elapsed().as_millis() as usize / 500;
+    assert!(refused >= 20, "only {refused} requests were sent");
+    assert!(
+        reconnections <= allowed,
+        "{reconnections} reconnections for {refused} refused requests (at most {allowed})"
+    );
+
+    app.link().retarget(app.replica.as_ref().unwrap().port());
+    let (reply, recovered_in, unavailable) = join_until_served(&app, "lagging", "bo").await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(
+        reply.body["ticket"], 2,
+        "the place made before the failover was kept"
+    );
+    println!(
+        "RELIABILITY: failover with the endpoint lagging 1.2 s: {refused} requests answered 503 \
+         at once, {reconnections} reconnections to the demoted node; served {recovered_in:?} \
+         after the endpoint moved ({unavailable} more 503s)"
+    );
+}
+
 /// After a failover, a container that only reads (the gatekeeper, the ranking reads)
 /// follows the primary endpoint as well, rather than reading the demoted primary for as long
 /// as the container lives: cut off from the new primary, that one would go on admitting

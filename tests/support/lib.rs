@@ -144,6 +144,26 @@ impl TestApp {
     /// it refuses writes from then on, and answers reads from what it has, in step with the
     /// new primary or, cut off from it, frozen at the failover.
     pub async fn fail_over(&self, old_primary: OldPrimary) {
+        self.promote_replica().await;
+        let replica = self.replica.as_ref().expect("a replication group");
+        self.link().retarget(replica.port());
+        let follows = match old_primary {
+            OldPrimary::Follows => replica.port(),
+            // Nothing listens there: the old primary keeps trying, and serves stale reads.
+            OldPrimary::CutOff => free_port(),
+        };
+        self.demote_old_primary(follows).await;
+    }
+
+    /// The same, except that the endpoint still leads to the demoted old primary, as while a
+    /// failover's new address has not yet reached DNS; [`Link::retarget`] moves it.
+    pub async fn fail_over_without_moving_the_endpoint(&self) {
+        self.promote_replica().await;
+        let replica = self.replica.as_ref().expect("a replication group");
+        self.demote_old_primary(replica.port()).await;
+    }
+
+    async fn promote_replica(&self) {
         let replica = self.replica.as_ref().expect("a replication group");
         let mut new_primary = redis::Client::open(replica.url())
             .expect("url")
@@ -156,12 +176,9 @@ impl TestApp {
             .query_async::<()>(&mut new_primary)
             .await
             .expect("promote the replica");
-        self.link().retarget(replica.port());
-        let follows = match old_primary {
-            OldPrimary::Follows => replica.port(),
-            // Nothing listens there: the old primary keeps trying, and serves stale reads.
-            OldPrimary::CutOff => free_port(),
-        };
+    }
+
+    async fn demote_old_primary(&self, follows: u16) {
         redis::cmd("REPLICAOF")
             .arg("127.0.0.1")
             .arg(follows)
