@@ -361,51 +361,38 @@ impl Conn {
     }
 
     /// The cluster's [`Conn::probe_standalone`]: PINGs the primaries of `slots` through
-    /// cluster connection number `number`, in the background and one probe at a time, and
-    /// opens a replacement ([`Conn::renew_cluster`]) only if one of them gives no answer
-    /// within [`PROBE_PATIENCE`] response timeouts.
+    /// cluster connection number `number`, and opens a replacement ([`Conn::renew_cluster`])
+    /// only if one of them gives no answer within [`PROBE_PATIENCE`] response timeouts.
     fn probe_cluster(
         &self,
         number: u64,
         cell: Arc<OnceCell<ClusterConnection>>,
         slots: HashSet<Slot>,
     ) {
-        if self.0.probing.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let conn = self.clone();
-        tokio::spawn(async move {
-            let answered = match cell.get() {
-                Some(cluster) => {
-                    let pings = slots.into_iter().map(|slot| {
-                        let mut cluster = cluster.clone();
-                        async move {
-                            cluster
-                                .route_command(
-                                    redis::cmd("PING"),
-                                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
-                                        Route::with_slot(slot, SlotAddr::Master),
-                                    )),
-                                )
-                                .await
-                        }
-                    });
-                    in_time(
-                        conn.0.reply_within * PROBE_PATIENCE,
-                        futures::future::try_join_all(pings),
-                    )
-                    .await
-                    .map(drop)
-                }
+        let patience = self.0.reply_within * PROBE_PATIENCE;
+        let ping = async move {
+            let Some(cluster) = cell.get() else {
                 // Never connected: nothing to probe.
-                None => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
+                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
             };
-            match answered {
-                Ok(()) => tracing::info!("redis answered late; keeping the connection"),
-                Err(_) => conn.renew_cluster(number),
-            }
-            conn.0.probing.store(false, Ordering::Release);
-        });
+            let pings = slots.into_iter().map(|slot| {
+                let mut cluster = cluster.clone();
+                async move {
+                    cluster
+                        .route_command(
+                            redis::cmd("PING"),
+                            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                                Route::with_slot(slot, SlotAddr::Master),
+                            )),
+                        )
+                        .await
+                }
+            });
+            in_time(patience, futures::future::try_join_all(pings))
+                .await
+                .map(drop)
+        };
+        self.probe(ping, move |conn, _| conn.renew_cluster(number));
     }
 
     /// Opens a new cluster connection in the background, to take the place of connection
@@ -534,20 +521,30 @@ impl Conn {
         true
     }
 
-    /// Sends connection number `number` a PING in the background, one probe at a time, and
-    /// replaces the connection if no answer comes within [`PROBE_PATIENCE`] response
-    /// timeouts. An answer, however late, shows Redis is slow, not gone: reconnecting then
-    /// would only add TCP, TLS and AUTH work to a server that is already behind, from every
-    /// container at once.
+    /// Sends standalone connection number `number` a PING, and replaces the connection if no
+    /// answer comes within [`PROBE_PATIENCE`] response timeouts (the manager's own timeout).
     fn probe_standalone(&self, number: u64, mut manager: ConnectionManager) {
+        let ping = async move { redis::cmd("PING").query_async::<()>(&mut manager).await };
+        self.probe(ping, move |conn, err| conn.replace_standalone(number, &err));
+    }
+
+    /// Runs `ping` in the background, one probe at a time, and calls `give_up` if it fails.
+    /// An answer, however late, shows Redis is slow, not gone: reconnecting then would only
+    /// add TCP, TLS and AUTH work to a server that is already behind, from every container
+    /// at once.
+    fn probe(
+        &self,
+        ping: impl std::future::Future<Output = Result<(), RedisError>> + Send + 'static,
+        give_up: impl FnOnce(&Conn, RedisError) + Send + 'static,
+    ) {
         if self.0.probing.swap(true, Ordering::AcqRel) {
             return;
         }
         let conn = self.clone();
         tokio::spawn(async move {
-            match redis::cmd("PING").query_async::<()>(&mut manager).await {
+            match ping.await {
                 Ok(()) => tracing::info!("redis answered late; keeping the connection"),
-                Err(err) => conn.replace_standalone(number, &err),
+                Err(err) => give_up(&conn, err),
             }
             conn.0.probing.store(false, Ordering::Release);
         });
