@@ -93,7 +93,8 @@ pub struct RedisSettings {
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
     /// PEM roots a `rediss://` server's certificate must chain to (`REDIS_CA_FILE`), in place
-    /// of the public web roots; for a Redis behind a private CA.
+    /// of the bundled Amazon roots that ElastiCache's certificates chain to; for a Redis
+    /// behind a private CA or another provider's.
     pub ca_roots: Option<Vec<u8>>,
 }
 
@@ -250,8 +251,8 @@ impl Config {
                 bad(
                     "RANKING_TIME_ZONE",
                     format!(
-                        "{time_zone_name:?} is not an IANA time zone name \
-                         (or this build left it out with CHRONO_TZ_TIMEZONE_FILTER)"
+                        "{time_zone_name:?} is not an IANA time zone name, or not one \
+                         this build carries (.cargo/config.toml lists them)"
                     ),
                 )
             })?,

@@ -16,11 +16,12 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{
-    Client, Cmd, FromRedisValue, IntoConnectionInfo, RedisError, Script, ServerErrorKind,
-    TlsCertificates, ToRedisArgs, Value,
+    Client, Cmd, ConnectionAddr, FromRedisValue, IntoConnectionInfo, RedisError, Script,
+    ServerErrorKind, TlsCertificates, ToRedisArgs, Value,
 };
 use tokio::sync::OnceCell;
 
+use crate::aws::AMAZON_TRUST_SERVICES;
 use crate::config::{RedisMode, RedisSettings};
 use crate::ids::QueueId;
 
@@ -147,7 +148,15 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         // request tries again, instead of one request waiting through a long backoff.
         .set_number_of_retries(1)
         .set_max_delay(Duration::from_millis(200));
-    let client = match &settings.ca_roots {
+    // `rediss://` trusts `REDIS_CA_FILE`, or else the Amazon roots ElastiCache's certificates
+    // chain to: the roots the AWS SDK client trusts too, not the whole public web's.
+    let roots = matches!(info.addr(), ConnectionAddr::TcpTls { .. }).then(|| {
+        settings
+            .ca_roots
+            .as_deref()
+            .unwrap_or(AMAZON_TRUST_SERVICES)
+    });
+    let client = match roots {
         Some(roots) => Client::build_with_tls(info.clone(), trusting(roots))?,
         None => Client::open(info.clone())?,
     };
@@ -163,7 +172,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
     if let Some(password) = &settings.password {
         cluster = cluster.password(password);
     }
-    if let Some(roots) = &settings.ca_roots {
+    if let Some(roots) = roots {
         cluster = cluster.certs(trusting(roots));
     }
     Ok(Conn(Arc::new(Shared {
@@ -185,7 +194,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
     })))
 }
 
-/// TLS that trusts only `roots` (PEM), not the public web roots.
+/// TLS that trusts only `roots` (PEM).
 fn trusting(roots: &[u8]) -> TlsCertificates {
     TlsCertificates {
         client_tls: None,

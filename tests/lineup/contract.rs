@@ -1,7 +1,7 @@
 //! The contracts with the outside: `openapi.yaml`, the template's routes and the handlers'
-//! route tables list the same routes, and every listed route is really served; and in the
-//! template, every payment event that cannot be applied is kept, and two stacks can share an
-//! account and region.
+//! route tables list the same routes, and every listed route is really served; in the
+//! template, every payment event that cannot be applied is kept, two stacks can share an
+//! account and region, and a deploy can name only a ranking zone the build carries.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -11,9 +11,13 @@ use serde_yaml_ng::Value;
 
 use crate::queue::join;
 
-fn read_yaml(name: &str) -> Value {
+fn read_repo_file(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
-    serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    std::fs::read_to_string(&path).unwrap()
+}
+
+fn read_yaml(name: &str) -> Value {
+    serde_yaml_ng::from_str(&read_repo_file(name)).unwrap()
 }
 
 fn implemented() -> BTreeSet<(String, String)> {
@@ -172,4 +176,29 @@ fn every_name_that_must_be_unique_in_the_account_comes_from_the_stack_name() {
     }
     // The cache, its two users and their group.
     assert!(named >= 4, "{named} names found");
+}
+
+/// `RankingTimeZone` offers exactly the zones `.cargo/config.toml` has chrono-tz keep, and
+/// this build has each of them, so no deploy can name a zone that would stop the ranking
+/// functions at start-up, and no zone is carried that a deploy cannot name.
+#[test]
+fn the_template_offers_exactly_the_ranking_zones_the_build_carries() {
+    let parameter = &read_yaml("template.yaml")["Parameters"]["RankingTimeZone"];
+    let offered: BTreeSet<&str> = parameter["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|zone| zone.as_str().unwrap())
+        .collect();
+    assert!(offered.contains(parameter["Default"].as_str().unwrap()));
+
+    let config: toml::Table = toml::from_str(&read_repo_file(".cargo/config.toml")).unwrap();
+    let filter = config["env"]["CHRONO_TZ_TIMEZONE_FILTER"].as_str().unwrap();
+    let filter = regex::Regex::new(filter).unwrap();
+    let carried: BTreeSet<&str> = chrono_tz::TZ_VARIANTS
+        .iter()
+        .map(|zone| zone.name())
+        .filter(|name| filter.is_match(name))
+        .collect();
+    assert_eq!(offered, carried);
 }

@@ -62,7 +62,7 @@ async fn every_function_works_over_tls_and_after_the_server_restarts() {
     assert_eq!(pay_and_read_score(&app, "pay-1").await, 2);
 
     // A restart drops the TLS connection; the next one must be verified against the same
-    // CA, not the public roots.
+    // CA, not the bundled Amazon roots.
     app.redis
         .as_mut()
         .expect("a private server")
@@ -98,7 +98,7 @@ async fn assert_refused(app: &TestApp) {
 
 #[tokio::test]
 async fn a_server_whose_certificate_does_not_chain_to_a_trusted_root_gets_nothing() {
-    // No REDIS_CA_FILE: the public web roots, which never issued the test CA.
+    // No REDIS_CA_FILE: the bundled Amazon roots, which never issued the test CA.
     let app = TestApp::spawn_over_tls(&[("REDIS_CA_FILE", "")], CERTIFIED_HOST).await;
     assert_refused(&app).await;
 }

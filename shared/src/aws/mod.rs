@@ -30,8 +30,9 @@ use tokio::sync::OnceCell;
 
 use crate::config::{read_root_bundle, ConfigError};
 
-/// Amazon Root CA 1–4 and Starfield Services Root CA G2, from Mozilla's CA list.
-const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
+/// Amazon Root CA 1–4 and Starfield Services Root CA G2, from Mozilla's CA list: the roots
+/// AWS endpoints and ElastiCache's certificates chain to.
+pub(crate) const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
 
 /// The process's SDK configuration, read on first use and then shared.
 pub async fn sdk_config() -> Result<&'static SdkConfig, ConfigError> {

@@ -200,21 +200,23 @@ mod tests {
 
     #[test]
     fn a_day_whose_midnight_is_skipped_starts_when_the_clocks_jump() {
-        // Chile moved its clocks from 00:00 (-04) to 01:00 (-03) on 2024-09-08.
-        let santiago = settings(chrono_tz::America::Santiago);
+        // Brazil moved its clocks from 00:00 (-03) to 01:00 (-02) on 2018-11-04, its last
+        // daylight-saving start. (A zone .cargo/config.toml lists, unlike Chile's, which
+        // still does this.)
+        let sao_paulo = settings(chrono_tz::America::Sao_Paulo);
         assert_eq!(
-            Period::Daily.expires_at(day("2024-09-06"), &santiago),
-            Some(instant("2024-09-08T04:00:00Z")),
+            Period::Daily.expires_at(day("2018-11-02"), &sao_paulo),
+            Some(instant("2018-11-04T03:00:00Z")),
         );
         assert_eq!(
-            Period::Daily.expires_at(day("2024-09-07"), &santiago),
-            Some(instant("2024-09-09T03:00:00Z")),
+            Period::Daily.expires_at(day("2018-11-03"), &sao_paulo),
+            Some(instant("2018-11-05T02:00:00Z")),
         );
-        // Falling back, the clocks went from 00:00 (-03) to 23:00 (-04) of the day before,
-        // so 2024-04-07 started at the midnight an hour later.
+        // Falling back, the clocks went from 00:00 (-02) to 23:00 (-03) of the day before,
+        // so 2019-02-17 started at the midnight an hour later.
         assert_eq!(
-            Period::Daily.expires_at(day("2024-04-05"), &santiago),
-            Some(instant("2024-04-07T04:00:00Z")),
+            Period::Daily.expires_at(day("2019-02-15"), &sao_paulo),
+            Some(instant("2019-02-17T03:00:00Z")),
         );
     }
 
