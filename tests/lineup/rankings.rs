@@ -477,3 +477,286 @@ fn script_calls(calls: &std::collections::HashMap<&str, u64>) -> u64 {
         .map(|name| calls.get(name).copied().unwrap_or(0))
         .sum()
 }
+
+/// The result name a verdict is reported with (`applied`, `pending`, `conflict`, …).
+pub(crate) fn result(verdict: &Verdict) -> String {
+    serde_json::to_value(verdict).unwrap()["result"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn results(verdicts: &[Verdict]) -> Vec<String> {
+    verdicts.iter().map(result).collect()
+}
+
+/// The counts of the updater's EMF records so far, summed per metric.
+fn ranking_metric(app: &TestApp, name: &str) -> u64 {
+    app.metrics
+        .lines()
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["service"] == "rankings")
+        .map(|record| record[name].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[tokio::test]
+async fn a_refund_that_arrives_before_its_payment_takes_effect_when_the_payment_lands() {
+    let app = TestApp::spawn(&[]).await;
+    let at = now();
+    // A partial refund with its own id, and a whole refund without one, each before its
+    // payment; the first is redelivered before the payment too.
+    let early = refunded("p1", Some("r1"), "c1", 1, &at);
+    let whole = refunded("p2", None, "c2", 2, &at);
+    assert_eq!(
+        results(&send(&app, &[early.clone(), whole.clone()]).await),
+        ["pending", "pending"]
+    );
+    assert_eq!(results(&send(&app, &[early]).await), ["duplicate"]);
+    assert_eq!(read(&app, "/rankings/daily").await.body["total"], 0);
+
+    assert_eq!(
+        send(
+            &app,
+            &[
+                paid("p1", "c1", 3, &["rock"], &at),
+                paid("p2", "c2", 2, &["rock"], &at),
+                paid("p3", "c3", 1, &["rock"], &at),
+            ]
+        )
+        .await,
+        [Verdict::Applied, Verdict::Applied, Verdict::Applied]
+    );
+    // The boards show each payment minus its refunds; the fully refunded one is on none.
+    for path in [
+        "/rankings/daily",
+        "/rankings/weekly?genre=rock",
+        "/rankings/all-time",
+    ] {
+        assert_eq!(
+            items(&read(&app, path).await),
+            [("c1".into(), 2, 1), ("c3".into(), 1, 2)],
+            "{path}"
+        );
+    }
+    // The refunds are done: redelivered, they change nothing; a later refund of the rest
+    // still applies to what is left.
+    assert_eq!(results(&send(&app, &[whole]).await), ["duplicate"]);
+    assert_eq!(
+        send(&app, &[refunded("p1", Some("r2"), "c1", 5, &at)]).await,
+        [Verdict::Applied]
+    );
+    assert_eq!(
+        items(&read(&app, "/rankings/all-time").await),
+        [("c3".into(), 1, 1)]
+    );
+    assert_eq!(ranking_metric(&app, "eventsPending"), 2);
+}
+
+#[tokio::test]
+async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
+    let app = TestApp::spawn(&[]).await;
+    let at = now();
+    assert_eq!(
+        send(&app, &[paid("p1", "c1", 2, &["rock"], &at)]).await,
+        [Verdict::Applied]
+    );
+    let others = [
+        paid("p1", "c2", 2, &["rock"], &at),
+        paid("p1", "c1", 3, &["rock"], &at),
+        paid("p1", "c1", 2, &["pop"], &at),
+        paid("p1", "c1", 2, &[], &at),
+    ];
+    for other in &others {
+        assert_eq!(
+            results(&send(&app, std::slice::from_ref(other)).await),
+            ["conflict"],
+            "{other}"
+        );
+    }
+    // Identical redeliveries (genres in any order or repeated) stay duplicates.
+    assert_eq!(
+        send(&app, &[paid("p1", "c1", 2, &["rock", "rock"], &at)]).await,
+        [Verdict::Duplicate]
+    );
+    let refund = refunded("p1", Some("r1"), "c1", 1, &at);
+    assert_eq!(send(&app, &[refund]).await, [Verdict::Applied]);
+    for other in [
+        refunded("p1", Some("r1"), "c1", 2, &at),
+        refunded("p9", Some("r1"), "c1", 1, &at),
+    ] {
+        assert_eq!(
+            results(&send(&app, std::slice::from_ref(&other)).await),
+            ["conflict"],
+            "{other}"
+        );
+    }
+    assert_eq!(
+        items(&read(&app, "/rankings/all-time?genre=rock").await),
+        [("c1".into(), 1, 1)]
+    );
+    assert_eq!(
+        read(&app, "/rankings/all-time?genre=pop").await.body["total"],
+        0
+    );
+    assert_eq!(ranking_metric(&app, "eventsConflict"), 6);
+
+    // On SQS a conflict is a batch item failure, so it lands in the dead-letter queue.
+    let record = |id: &str, body: &Value| json!({"messageId": id, "receiptHandle": "h", "body": body.to_string(), "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"});
+    let batch = json!({"Records": [
+        record("m1", &paid("p1", "c1", 2, &["rock"], &at)),
+        record("m2", &others[0]),
+        record("m3", &paid("p2", "c2", 1, &[], &at)),
+    ]});
+    let response = ranking_updater::handle(
+        LambdaEvent::new(batch, Context::default()),
+        &app.stack.ranking_updater,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        response["batchItemFailures"],
+        json!([{"itemIdentifier": "m2"}])
+    );
+    // A direct EventBridge invocation fails, so EventBridge retries it into its DLQ.
+    let err = ranking_updater::handle(
+        LambdaEvent::new(others[1].clone(), Context::default()),
+        &app.stack.ranking_updater,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("conflict"), "{err}");
+}
+
+#[tokio::test]
+async fn event_times_outside_the_window_around_the_server_clock_are_refused() {
+    let app = TestApp::spawn(&[]).await; // dedupe 35 days
+    let ago = |days: i64| (Utc::now() - Days::days(days)).to_rfc3339();
+    let ahead = |seconds: i64| (Utc::now() + Days::seconds(seconds)).to_rfc3339();
+    let verdicts = send(
+        &app,
+        &[
+            paid("far-future", "c1", 5, &["rock"], "9999-12-31T00:00:00Z"),
+            paid("year-one", "c1", 5, &["rock"], "0001-01-01T00:00:00Z"),
+            paid("replayed-36-days-late", "c1", 5, &[], &ago(36)),
+            paid("two-minutes-ahead", "c1", 5, &[], &ahead(120)),
+            paid("ten-seconds-ahead", "c2", 1, &[], &ahead(10)),
+            paid("34-days-late", "c3", 1, &[], &ago(34)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        results(&verdicts),
+        [
+            "implausible",
+            "implausible",
+            "implausible",
+            "implausible",
+            "applied",
+            "applied"
+        ],
+        "{verdicts:?}"
+    );
+    assert_eq!(
+        items(&read(&app, "/rankings/all-time").await),
+        [("c2".into(), 1, 1), ("c3".into(), 1, 2)]
+    );
+    // Nothing was written for the refused events: no board, no payment record.
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:{{rk}}:*", app.config.key_prefix))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(
+        keys.iter()
+            .all(|k| !k.contains("9999") && !k.contains("0001") && !k.contains("far-future")),
+        "{keys:?}"
+    );
+    assert_eq!(ranking_metric(&app, "eventsImplausible"), 4);
+}
+
+#[tokio::test]
+async fn a_cancellation_outlives_the_dedupe_window() {
+    let app = TestApp::spawn(&[("RANKING_DEDUPE_DAYS", "1")]).await;
+    let cancel = envelope("ConcertCancelled", json!({"concertId": "doomed"}));
+    assert_eq!(send(&app, &[cancel]).await, [Verdict::Applied]);
+    // A day passes: every key that lives for the dedupe window goes, as time would take it.
+    let mut inspect = app.inspect.clone();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:{{rk}}:*", app.config.key_prefix))
+        .query_async(&mut inspect)
+        .await
+        .unwrap();
+    for key in keys {
+        let ttl: i64 = redis::cmd("TTL")
+            .arg(&key)
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        if ttl > 0 && ttl <= 86_400 {
+            redis::cmd("DEL")
+                .arg(&key)
+                .query_async::<()>(&mut inspect)
+                .await
+                .unwrap();
+        }
+    }
+    let late = send(&app, &[paid("p-late", "doomed", 3, &["rock"], &now())]).await;
+    assert!(matches!(&late[0], Verdict::Ignored(_)), "{late:?}");
+    for path in ["/rankings/daily", "/rankings/all-time?genre=rock"] {
+        assert_eq!(read(&app, path).await.body["total"], 0, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn the_concert_index_keeps_live_boards_only_and_ends_with_them() {
+    let app = TestApp::spawn(&[]).await;
+    let prefix = &app.config.key_prefix;
+    let index = format!("{prefix}:{{rk}}:concert:c1:boards");
+    let mut inspect = app.inspect.clone();
+    // The index is scored by each board's expiry; a board that expired an hour ago is
+    // still listed, as after a quiet hour.
+    let expired_board = format!("{prefix}:{{rk}}:board:daily:2026-01-01");
+    let an_hour_ago = Utc::now().timestamp() - 3600;
+    redis::cmd("ZADD")
+        .arg(&index)
+        .arg(an_hour_ago)
+        .arg(&expired_board)
+        .query_async::<()>(&mut inspect)
+        .await
+        .unwrap();
+    assert_eq!(
+        send(&app, &[paid("p1", "c1", 1, &["rock"], &now())]).await,
+        [Verdict::Applied]
+    );
+    let listed: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(&index)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut inspect)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 8, "4 periods × (overall, rock): {listed:?}");
+    for (board, expires) in &listed {
+        let expire_time: i64 = redis::cmd("EXPIRETIME")
+            .arg(board)
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        if board.contains(":all-time:") {
+            assert_eq!(expire_time, -1, "{board}");
+            assert!(expires.is_infinite(), "{board}");
+        } else {
+            assert_eq!(*expires as i64, expire_time, "{board}");
+        }
+    }
+    // Cancellation still reaches every board the index lists.
+    let cancel = envelope("ConcertCancelled", json!({"concertId": "c1"}));
+    assert_eq!(send(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(
+        read(&app, "/rankings/all-time?genre=rock").await.body["total"],
+        0
+    );
+}
