@@ -209,3 +209,80 @@ async fn a_payment_with_a_buyer_costs_two_scripts_in_one_pipeline() {
     );
     assert!(!calls.contains_key("eval") && !calls.contains_key("script|load"));
 }
+
+#[tokio::test]
+async fn a_redelivered_future_dated_payment_never_ends_the_next_session() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "show", "buyer").await.token();
+    // The producer's clock runs 30 s ahead: within the skew the rankings accept.
+    let mut ahead = payment("pay-ahead", "show", "buyer");
+    ahead["detail"]["completedAt"] =
+        json!((Utc::now() + chrono::Duration::seconds(30)).to_rfc3339());
+    assert_eq!(
+        pay(&app, std::slice::from_ref(&ahead)).await,
+        [ranking_updater::Verdict::Applied]
+    );
+    assert!(!gate(&app, &first, "show").await, "the paid session ended");
+    let second = join(&app, "show", "buyer").await.token();
+    assert!(gate(&app, &second, "show").await);
+    // The same payment delivered again releases nothing.
+    assert_eq!(
+        pay(&app, &[ahead]).await,
+        [ranking_updater::Verdict::Duplicate]
+    );
+    assert!(
+        gate(&app, &second, "show").await,
+        "the next session lives on"
+    );
+}
+
+#[tokio::test]
+async fn a_payment_pinned_to_a_ticket_releases_that_session_only() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "show", "buyer").await;
+    let first_ticket = first.body["ticket"].as_u64().unwrap();
+    assert_eq!(leave(&app, "show", &first.token()).await.status, 204);
+    let second = join(&app, "show", "buyer").await;
+    let second_ticket = second.body["ticket"].as_u64().unwrap();
+    assert_ne!(first_ticket, second_ticket);
+    assert!(gate(&app, &second.token(), "show").await);
+
+    // A payment made in the first session, delivered now, names that session's ticket.
+    let mut old = payment("pay-first", "show", "buyer");
+    old["detail"]["ticket"] = json!(first_ticket);
+    assert_eq!(pay(&app, &[old]).await, [ranking_updater::Verdict::Applied]);
+    assert!(gate(&app, &second.token(), "show").await);
+
+    // The ticket decides, not the producer's clock: a payment stamped an hour early but
+    // naming the live ticket ends that session.
+    let mut pinned = payment("pay-second", "show", "buyer");
+    pinned["detail"]["ticket"] = json!(second_ticket);
+    pinned["detail"]["completedAt"] = json!((Utc::now() - chrono::Duration::hours(1)).to_rfc3339());
+    assert_eq!(
+        pay(&app, &[pinned]).await,
+        [ranking_updater::Verdict::Applied]
+    );
+    assert!(!gate(&app, &second.token(), "show").await);
+
+    // A ticket must come with the buyer it belongs to, and be a ticket number.
+    for bad in [json!(0), json!(-1), json!("7")] {
+        let mut event = payment("pay-bad", "show", "buyer");
+        event["detail"]["ticket"] = bad.clone();
+        let verdicts = pay(&app, &[event]).await;
+        assert!(
+            matches!(&verdicts[0], ranking_updater::Verdict::Rejected(r) if r.contains("ticket")),
+            "{bad}: {verdicts:?}"
+        );
+    }
+    let mut anonymous = payment("pay-anon", "show", "buyer");
+    anonymous["detail"]
+        .as_object_mut()
+        .unwrap()
+        .remove("userId");
+    anonymous["detail"]["ticket"] = json!(second_ticket);
+    let verdicts = pay(&app, &[anonymous]).await;
+    assert!(
+        matches!(&verdicts[0], ranking_updater::Verdict::Rejected(r) if r.contains("ticket")),
+        "{verdicts:?}"
+    );
+}
