@@ -238,3 +238,52 @@ async fn the_local_stack_limits_by_the_tcp_peer_address() {
     assert!(head.contains("retry-after:"), "{head}");
     server.abort();
 }
+
+#[tokio::test]
+async fn the_local_stack_answers_503_with_retry_after_while_redis_is_out_of_reach() {
+    // A private server always: the test stops it.
+    let mut app = TestApp::spawn_durable(crate::faults::QUICK_TO_GIVE_UP).await;
+    let (addr, server) = serve(&app).await;
+    let (status, _, issued) = send(
+        addr,
+        "POST",
+        "/queues/live/tokens",
+        Some(r#"{"userId":"ana"}"#),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let token = serde_json::from_str::<Value>(&issued).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let event = crate::rankings::paid("p1", "c1", 1, &[], &chrono::Utc::now().to_rfc3339());
+
+    app.redis.as_mut().expect("a private server").stop().await;
+    let (status, head, body) = send(addr, "POST", "/events", Some(&event.to_string())).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(head.contains("retry-after:"), "{head}");
+    assert!(
+        head.contains("content-type: application/problem+json"),
+        "{head}"
+    );
+    let (status, head, body) = send_with_headers(
+        addr,
+        "GET",
+        "/queues/live/admission",
+        None,
+        &[("x-queue-token", &token)],
+    )
+    .await;
+    assert_eq!(status, 503, "the gate is closed, but as an outage: {body}");
+    assert!(head.contains("retry-after:"), "{head}");
+    assert!(
+        head.contains("content-type: application/problem+json"),
+        "{head}"
+    );
+    // A request the authorizer refuses on its own is still a 403.
+    assert_eq!(
+        send(addr, "GET", "/queues/live/admission", None).await.0,
+        403
+    );
+    server.abort();
+}
