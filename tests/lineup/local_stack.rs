@@ -180,7 +180,7 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
 
     let event = |payment: &str| {
         serde_json::json!({"id": payment, "detail-type": "PaymentCompleted", "source": "lineup.payments",
-            "time": "2026-11-22T10:00:00Z", "detail": {"paymentId": payment, "concertId": "local-show", "seats": 2}})
+            "time": chrono::Utc::now().to_rfc3339(), "detail": {"paymentId": payment, "concertId": "local-show", "seats": 2}})
     };
     let batch = serde_json::json!([event("p1"), event("p1"), {"detail-type": "PaymentCompleted", "source": "lineup.payments", "detail": {}}]);
     let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;

@@ -44,6 +44,7 @@ async fn every_sample_event_runs_through_its_handler() {
         ("RANKING_DAILY_RETENTION_DAYS", "3650"),
         ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),
         ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
+        ("RANKING_DEDUPE_DAYS", "3660"),
     ])
     .await;
     let files = json_files(&dir);

@@ -4,9 +4,10 @@
 //!
 //! Invoked by an EventBridge rule with one event, or by SQS with a batch whose bodies are
 //! EventBridge events. A batch is applied in one round trip and answers with
-//! `batchItemFailures`, so only bad or failed messages are retried. A direct event that is
-//! malformed or meets a Redis outage fails the invocation, so Lambda retries it twice and
-//! then parks it in the dead-letter queue (`template.yaml`): nothing is lost.
+//! `batchItemFailures`, so only bad, conflicting, implausible or failed messages are retried
+//! (and then land in the dead-letter queue). A direct event that is one of those fails the
+//! invocation, so Lambda retries it twice and then parks it in the dead-letter queue
+//! (`template.yaml`): nothing is lost.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
@@ -34,12 +35,31 @@ pub struct Deps {
 pub enum Verdict {
     Applied,
     Duplicate,
+    /// A refund whose payment has not landed: kept, and applied when the payment lands.
+    Pending,
     /// Not for the rankings, or nothing to do.
     Ignored(String),
-    /// Malformed: retrying will not help.
+    /// An id delivered before with other contents: a producer bug for a person.
+    Conflict(String),
+    /// A payment time outside the window around the server's clock.
+    Implausible(String),
+    /// Malformed, or more than the rankings keep: retrying will not help.
     Rejected(String),
     /// Redis could not be reached: retrying will.
     Failed(String),
+}
+
+impl Verdict {
+    /// Whether the event goes back to its sender: retried, then to the dead-letter queue.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Conflict(_)
+                | Verdict::Implausible(_)
+                | Verdict::Rejected(_)
+                | Verdict::Failed(_)
+        )
+    }
 }
 
 impl From<Outcome> for Verdict {
@@ -47,7 +67,11 @@ impl From<Outcome> for Verdict {
         match outcome {
             Outcome::Applied => Verdict::Applied,
             Outcome::Duplicate => Verdict::Duplicate,
+            Outcome::Pending => Verdict::Pending,
             Outcome::Ignored(reason) => Verdict::Ignored(reason),
+            Outcome::Conflict(reason) => Verdict::Conflict(reason),
+            Outcome::Implausible(reason) => Verdict::Implausible(reason),
+            Outcome::Refused(reason) => Verdict::Rejected(reason),
         }
     }
 }
@@ -77,6 +101,8 @@ pub async fn handle(
         .remove(0)
     {
         Verdict::Rejected(reason) => Err(format!("rejected event: {reason}").into()),
+        Verdict::Conflict(reason) => Err(format!("conflicting event: {reason}").into()),
+        Verdict::Implausible(reason) => Err(format!("implausible event: {reason}").into()),
         Verdict::Failed(reason) => {
             Err(format!("event not applied, will be retried: {reason}").into())
         }
@@ -100,7 +126,7 @@ pub async fn handle_batch(batch: SqsEvent, deps: &Deps) -> SqsBatchResponse {
     let verdicts = apply_events(&bodies, deps).await;
     let mut response = SqsBatchResponse::default();
     for (record, verdict) in batch.records.iter().zip(verdicts) {
-        if matches!(verdict, Verdict::Rejected(_) | Verdict::Failed(_)) {
+        if verdict.is_failure() {
             let mut failure = BatchItemFailure::default();
             failure.item_identifier = record.message_id.clone().unwrap_or_default();
             response.batch_item_failures.push(failure);
@@ -153,6 +179,15 @@ pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
                 .unwrap_or_else(|| Verdict::Failed("no outcome".into()))
         })
         .collect();
+    for verdict in &verdicts {
+        match verdict {
+            Verdict::Conflict(reason) => {
+                tracing::warn!(%reason, "event conflicts with an earlier delivery of its id")
+            }
+            Verdict::Implausible(reason) => tracing::warn!(%reason, "event time implausible"),
+            _ => {}
+        }
+    }
     deps.metrics.emit(&metrics(&verdicts, late, released.len()));
     verdicts
 }
@@ -216,6 +251,15 @@ fn metrics(verdicts: &[Verdict], late: u64, released: usize) -> Record {
         .count(
             "eventsDuplicate",
             count(|v| matches!(v, Verdict::Duplicate)),
+        )
+        .count("eventsPending", count(|v| matches!(v, Verdict::Pending)))
+        .count(
+            "eventsConflict",
+            count(|v| matches!(v, Verdict::Conflict(_))),
+        )
+        .count(
+            "eventsImplausible",
+            count(|v| matches!(v, Verdict::Implausible(_))),
         )
         .count("eventsLate", late)
         .count("eventsIgnored", count(|v| matches!(v, Verdict::Ignored(_))))

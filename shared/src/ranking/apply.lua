@@ -1,37 +1,128 @@
--- Applies a batch of ranking commands atomically. ARGV[1]: dedupe TTL in seconds;
--- ARGV[2..]: one JSON command each. Every key named carries the {rk} hash tag; the keys a
--- command names are also passed in KEYS. Refunds and cancellations reach the boards the
--- payment record or the concert index names, which carry the same tag.
--- Scores are negated seats. Returns one outcome per command.
-local TTL = tonumber(ARGV[1])
-local NOW = tonumber(redis.call('TIME')[1])
+-- Applies a batch of ranking commands atomically. ARGV[1]: the dedupe window in seconds;
+-- ARGV[2]: how far ahead of the server clock a payment's time may be, in ms; ARGV[3]: most
+-- refunds that may wait for one payment; ARGV[4..]: one JSON command each. Every key named
+-- carries the {rk} hash tag; the keys a command names are also passed in KEYS. Refunds and
+-- cancellations reach the boards the payment record or the concert index names, which carry
+-- the same tag. Scores are negated seats. Returns one outcome per command: a word, then
+-- ': ' and a reason for those that have one.
+local TTL, SKEW_MS, MAX_PENDING = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local FIRST_COMMAND = 4
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1])
+local NOW_MS = NOW * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
-local function pay(op)
-  if redis.call('EXISTS', op.record) == 1 then return 'duplicate' end
-  if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
-  local counted = {}
-  for _, board in ipairs(op.boards) do
-    local key, expires_at = board[1], board[2]
-    -- A board past its retention is not recreated; longer boards still count.
-    if expires_at == 0 or expires_at > NOW then
-      redis.call('ZINCRBY', key, -op.seats, op.concert)
-      if expires_at > 0 then redis.call('EXPIREAT', key, expires_at) end
-      redis.call('SADD', op.index, key)
-      counted[#counted + 1] = key
+-- The concert index is a sorted set of board keys scored by each board's expiry (inf for
+-- the all-time board). One written as a plain set by an earlier version is rewritten once.
+local function upgrade_index(index)
+  if redis.call('TYPE', index).ok ~= 'set' then return end
+  local boards = redis.call('SMEMBERS', index)
+  redis.call('DEL', index)
+  for _, key in ipairs(boards) do
+    local expires_at = redis.call('EXPIRETIME', key)
+    if expires_at == -1 then
+      redis.call('ZADD', index, 'inf', key)
+    elseif expires_at > 0 then
+      redis.call('ZADD', index, expires_at, key)
     end
   end
-  redis.call('HSET', op.record, 'concert', op.concert, 'seats', op.seats,
-    'boards', table.concat(counted, ' '))
+end
+
+-- Drops boards that have expired from the index, and lets the index end with its last
+-- board: never while it lists the all-time board.
+local function prune_index(index)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', NOW)
+  local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  if #last == 0 then return end
+  if last[2] == 'inf' then
+    redis.call('PERSIST', index)
+  else
+    redis.call('EXPIREAT', index, tonumber(last[2]))
+  end
+end
+
+-- What a payment's redeliveries must repeat: its concert, seats and genres.
+local function payment_contents(op)
+  return 'concertId=' .. op.concert .. ' seats=' .. op.seats .. ' genres=' ..
+    table.concat(op.genres, ',')
+end
+
+-- Seats of the refunds waiting for this payment (those naming its concert), which are
+-- then done.
+local function take_pending(op)
+  local seats = 0
+  for _, refund in ipairs(redis.call('HVALS', op.pending)) do
+    local concert, refunded = string.match(refund, '^(%S+) (%d+)$')
+    if concert == op.concert then seats = seats + tonumber(refunded) end
+  end
+  redis.call('DEL', op.pending)
+  return seats
+end
+
+local function pay(op)
+  local contents = payment_contents(op)
+  local seen = redis.call('HMGET', op.record, 'concert', 'contents')
+  if seen[1] then
+    -- A record written by an earlier version has no contents to compare.
+    if not seen[2] or seen[2] == contents then return 'duplicate' end
+    return 'conflict: paymentId was first delivered with ' .. seen[2] .. ', now with ' .. contents
+  end
+  if op.at > NOW_MS + SKEW_MS then
+    return 'implausible: completedAt is more than ' .. SKEW_MS / 1000 ..
+      ' s ahead of the server clock'
+  end
+  if op.at < (NOW - TTL) * 1000 then
+    return 'implausible: completedAt is older than the dedupe window (' .. TTL / 86400 ..
+      ' days)'
+  end
+  if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
+  local seats = op.seats - math.min(op.seats, take_pending(op))
+  local counted = {}
+  if seats > 0 then
+    upgrade_index(op.index)
+    for _, board in ipairs(op.boards) do
+      local key, expires_at = board[1], board[2]
+      -- A board past its retention is not recreated; longer boards still count.
+      if expires_at == 0 or expires_at > NOW then
+        redis.call('ZINCRBY', key, -seats, op.concert)
+        if expires_at > 0 then
+          redis.call('EXPIREAT', key, expires_at)
+          redis.call('ZADD', op.index, expires_at, key)
+        else
+          redis.call('ZADD', op.index, 'inf', key)
+        end
+        counted[#counted + 1] = key
+      end
+    end
+    prune_index(op.index)
+  end
+  redis.call('HSET', op.record, 'concert', op.concert, 'seats', seats,
+    'boards', table.concat(counted, ' '), 'contents', contents)
   redis.call('EXPIRE', op.record, TTL)
   return 'applied'
 end
 
 local function refund(op)
-  if redis.call('EXISTS', op.dedupe) == 1 then return 'duplicate' end
+  local contents = 'paymentId=' .. op.payment .. ' concertId=' .. op.concert .. ' seats=' ..
+    op.seats
+  local seen = redis.call('GET', op.dedupe)
+  if seen then
+    -- '1' is the mark of an earlier version, which kept no contents.
+    if seen == '1' or seen == contents then return 'duplicate' end
+    return 'conflict: refund was first delivered with ' .. seen .. ', now with ' .. contents
+  end
   local record = redis.call('HMGET', op.record, 'concert', 'seats', 'boards')
-  if not record[1] then return 'ignored: payment not seen' end
+  if not record[1] then
+    -- The payment has not landed yet: the refund waits for it.
+    if redis.call('HLEN', op.pending) >= MAX_PENDING then
+      return 'refused: ' .. MAX_PENDING .. ' refunds already wait for this payment'
+    end
+    redis.call('HSET', op.pending, op.dedupe, op.concert .. ' ' .. op.seats)
+    redis.call('EXPIRE', op.pending, TTL)
+    redis.call('SET', op.dedupe, contents, 'EX', TTL)
+    return 'pending'
+  end
   if record[1] ~= op.concert then return 'ignored: concertId differs from the payment' end
-  redis.call('SET', op.dedupe, 1, 'EX', TTL)
+  redis.call('SET', op.dedupe, contents, 'EX', TTL)
   local seats = math.min(op.seats, tonumber(record[2]))
   if seats <= 0 then return 'ignored: payment already fully refunded' end
   redis.call('HINCRBY', op.record, 'seats', -seats)
@@ -49,17 +140,20 @@ local function refund(op)
 end
 
 local function cancel(op)
-  for _, key in ipairs(redis.call('SMEMBERS', op.index)) do
+  upgrade_index(op.index)
+  for _, key in ipairs(redis.call('ZRANGE', op.index, 0, -1)) do
     redis.call('ZREM', key, op.concert)
   end
   redis.call('DEL', op.index)
-  if redis.call('SET', op.cancelled, 1, 'EX', TTL, 'NX') then return 'applied' end
+  -- The marker never expires: a cancelled concert never comes back.
+  if redis.call('SET', op.cancelled, 1, 'NX') then return 'applied' end
+  redis.call('PERSIST', op.cancelled) -- written with a TTL by an earlier version
   return 'duplicate'
 end
 
 local handlers = {pay = pay, refund = refund, cancel = cancel}
 local outcomes = {}
-for i = 2, #ARGV do
+for i = FIRST_COMMAND, #ARGV do
   local op = cjson.decode(ARGV[i])
   outcomes[#outcomes + 1] = handlers[op.op](op)
 end

@@ -14,6 +14,7 @@ mod events;
 mod period;
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use redis::Script;
@@ -25,7 +26,7 @@ pub use period::{local_day, parse_date, Period};
 
 use crate::config::RankingSettings;
 use crate::error::Error;
-use crate::ids::{ConcertId, Genre};
+use crate::ids::{ConcertId, Genre, PaymentId};
 use crate::store::{primary_read_script, Batch, Conn, ScriptCall};
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
@@ -41,13 +42,49 @@ pub fn top_script() -> &'static Script {
 /// Most events per script call; a larger batch costs one more round trip per this many.
 pub const EVENTS_PER_CALL: usize = 100;
 
+/// How far ahead of the server's clock a payment's `completedAt` may be.
+pub const FUTURE_SKEW: Duration = Duration::from_secs(60);
+
+/// Most refunds that may wait for one payment that has not landed yet.
+pub const MAX_PENDING_REFUNDS: u32 = 8;
+
 /// What applying one command did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Applied,
     Duplicate,
-    /// Valid, but nothing to do (for example a refund of a payment never seen).
+    /// A refund whose payment has not landed: kept, and applied when the payment lands.
+    Pending,
+    /// Valid, but nothing to do (for example a payment for a cancelled concert).
     Ignored(String),
+    /// An id seen before with other contents: a producer bug for a person to look at.
+    Conflict(String),
+    /// A payment whose time lies outside the window around the server's clock.
+    Implausible(String),
+    /// Valid, but more than the rankings keep (too many refunds waiting for one payment).
+    Refused(String),
+}
+
+impl Outcome {
+    /// Decodes one outcome of the apply script: a word, then `: ` and the reason.
+    fn from_reply(reply: &str) -> Result<Self, Error> {
+        let (word, reason) = reply.split_once(": ").unwrap_or((reply, ""));
+        let reason = reason.to_owned();
+        Ok(match word {
+            "applied" => Outcome::Applied,
+            "duplicate" => Outcome::Duplicate,
+            "pending" => Outcome::Pending,
+            "ignored" => Outcome::Ignored(reason),
+            "conflict" => Outcome::Conflict(reason),
+            "implausible" => Outcome::Implausible(reason),
+            "refused" => Outcome::Refused(reason),
+            other => {
+                return Err(Error::Internal(format!(
+                    "ranking script returned {other:?}"
+                )))
+            }
+        })
+    }
 }
 
 /// One board: a period bucket, overall or for one genre.
@@ -127,7 +164,10 @@ impl Rankings {
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
                 let mut keys = Vec::new();
-                invocation.arg(self.settings.dedupe.as_secs());
+                invocation
+                    .arg(self.settings.dedupe.as_secs())
+                    .arg(FUTURE_SKEW.as_millis() as u64)
+                    .arg(MAX_PENDING_REFUNDS);
                 for command in chunk {
                     let op = self.op(command, &mut keys);
                     invocation.arg(op.to_string());
@@ -151,11 +191,9 @@ impl Rankings {
                 .ok_or_else(|| Error::Internal("missing ranking reply".into()))?;
             let texts: Vec<String> = redis::from_redis_value_ref(reply)
                 .map_err(|err| Error::Internal(format!("ranking reply: {err}")))?;
-            outcomes.extend(texts.into_iter().map(|reply| match reply.as_str() {
-                "applied" => Outcome::Applied,
-                "duplicate" => Outcome::Duplicate,
-                other => Outcome::Ignored(other.trim_start_matches("ignored: ").to_owned()),
-            }));
+            for text in texts {
+                outcomes.push(Outcome::from_reply(&text)?);
+            }
         }
         Ok(outcomes)
     }
@@ -185,13 +223,17 @@ impl Rankings {
                         ])
                     })
                     .collect();
+                let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
                 json!({
                     "op": "pay",
                     "record": note(self.key(&format!("payment:{payment}"))),
+                    "pending": note(self.pending_key(payment)),
                     "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
                     "index": note(self.key(&format!("concert:{concert}:boards"))),
                     "concert": concert.as_str(),
                     "seats": seats,
+                    "genres": genres,
+                    "at": completed_at.timestamp_millis(),
                     "boards": boards,
                 })
             }
@@ -208,7 +250,9 @@ impl Rankings {
                 json!({
                     "op": "refund",
                     "record": note(self.key(&format!("payment:{payment}"))),
+                    "pending": note(self.pending_key(payment)),
                     "dedupe": note(self.key(&dedupe)),
+                    "payment": payment.as_str(),
                     "concert": concert.as_str(),
                     "seats": seats,
                 })
@@ -220,6 +264,11 @@ impl Rankings {
                 "concert": concert.as_str(),
             }),
         }
+    }
+
+    /// The refunds waiting for `payment` to land.
+    fn pending_key(&self, payment: &PaymentId) -> String {
+        self.key(&format!("payment:{payment}:pending-refunds"))
     }
 
     /// Every board a payment at `at` counts on, with each board's expiry.
