@@ -23,7 +23,7 @@ use tokio::sync::OnceCell;
 
 use crate::aws::AMAZON_TRUST_SERVICES;
 use crate::config::{RedisMode, RedisSettings};
-use crate::ids::QueueId;
+use crate::ids::{PaymentId, QueueId};
 
 /// The shared connection. Cheap to clone.
 ///
@@ -732,6 +732,12 @@ impl QueueKeys {
         .chain(self.seen.iter())
         .map(String::as_str)
     }
+}
+
+/// The marker of a payment's release in `queue`, under the queue's hash tag: set by the
+/// payment's first delivery, so a redelivery releases nothing.
+pub fn queue_payment_key(prefix: &str, queue: &QueueId, payment: &PaymentId) -> String {
+    format!("{prefix}:{{q:{queue}}}:paid:{payment}")
 }
 
 /// The set of queue ids that have ever had a buyer, so the promoter and reaper find queues

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 17] = [
+const EXPECTED: [(&str, &str); 18] = [
     ("queue-api.issue.json", "201"),
     ("queue-api.issue-jwt.json", "201"),
     ("queue-api.status.json", "200"),
@@ -22,6 +22,8 @@ const EXPECTED: [(&str, &str); 17] = [
     ("queue-promoter.schedule.json", "ticked"),
     ("queue-reaper.schedule.json", "reaped"),
     ("ranking-updater.payment-completed.json", "applied"),
+    // A payment naming the session (ticket) it was made in.
+    ("ranking-updater.payment-completed-ticket.json", "applied"),
     ("ranking-updater.payment-refunded.json", "applied"),
     ("ranking-updater.sqs-batch.json", "no failures"),
     // Dead letters read back from the dead-letter queue, one of them pay-1001 again: the

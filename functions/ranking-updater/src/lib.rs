@@ -13,8 +13,8 @@ use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent
 use lambda_runtime::LambdaEvent;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Publisher;
-use lineup::queue::{QueueEvent, WaitingRoom};
-use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings};
+use lineup::queue::{Paid, QueueEvent, WaitingRoom};
+use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
 use lineup::store::{Batch, Conn};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -202,15 +202,25 @@ async fn apply_commands(
         .iter()
         .filter_map(|command| match command {
             Command::Payment {
+                payment,
                 buyer: Some((queue, user)),
                 completed_at,
+                ticket,
                 ..
-            } => Some((
-                queue,
-                user,
-                deps.room
-                    .stage_release(&mut batch, queue, user, *completed_at),
-            )),
+            } => {
+                let paid = Paid {
+                    queue,
+                    user,
+                    payment,
+                    completed_at: *completed_at,
+                    ticket: *ticket,
+                };
+                let remember = deps.rankings.settings().dedupe;
+                let index = deps
+                    .room
+                    .stage_release(&mut batch, &paid, remember, FUTURE_SKEW);
+                Some((queue, user, index))
+            }
             _ => None,
         })
         .collect();

@@ -2,6 +2,7 @@
 //! (is this token active right now?); the release after payment; and the queue summary.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -13,8 +14,8 @@ use super::{
     WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
-use crate::ids::{QueueId, UserId};
-use crate::store::{queue_registry_key, Batch, QueueKeys};
+use crate::ids::{PaymentId, QueueId, UserId};
+use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -45,6 +46,18 @@ impl Issued {
 #[derive(Debug, Clone, Default)]
 pub struct Left {
     pub events: Vec<QueueEvent>,
+}
+
+/// A payment that ends the buyer's session it was made in.
+#[derive(Debug, Clone)]
+pub struct Paid<'a> {
+    pub queue: &'a QueueId,
+    pub user: &'a UserId,
+    pub payment: &'a PaymentId,
+    /// The producer's `completedAt`: bounded by the server's clock, never trusted alone.
+    pub completed_at: DateTime<Utc>,
+    /// The ticket of the session paid for, when the event names it.
+    pub ticket: Option<u64>,
 }
 
 /// A gatekeeper's answer: the token is active until this instant.
@@ -180,20 +193,26 @@ impl WaitingRoom {
         Ok(Some(Left { events }))
     }
 
-    /// Stages the release of `user`'s session in `queue` after a payment at `paid_at`;
-    /// [`WaitingRoom::released`] reads the reply. Idempotent: a session that began after
-    /// the payment, or is already over, is left alone.
+    /// Stages the release of the session `paid` was made in; [`WaitingRoom::released`]
+    /// reads the reply. Once per payment: its first delivery leaves a marker for `remember`,
+    /// and a redelivery releases nothing. That delivery ends the session with the ticket the
+    /// payment names or, without one, a session that began before the payment by the
+    /// server's clock; a payment more than `skew` ahead of that clock releases nothing.
     pub fn stage_release(
         &self,
         batch: &mut Batch,
-        queue: &QueueId,
-        user: &UserId,
-        paid_at: DateTime<Utc>,
+        paid: &Paid<'_>,
+        remember: Duration,
+        skew: Duration,
     ) -> usize {
-        let mut invocation = self.invocation(&RELEASE, queue);
+        let mut invocation = self.invocation(&RELEASE, paid.queue);
         invocation
-            .arg(user.as_str())
-            .arg(paid_at.timestamp_millis());
+            .key(queue_payment_key(&self.prefix, paid.queue, paid.payment))
+            .arg(paid.user.as_str())
+            .arg(paid.completed_at.timestamp_millis())
+            .arg(paid.ticket.unwrap_or(0))
+            .arg(remember.as_secs().max(1))
+            .arg(skew.as_millis() as u64);
         batch.script(invocation)
     }
 

@@ -23,6 +23,9 @@ pub enum Command {
         /// The buyer whose waiting-room session the payment ends, when the event names
         /// both `queueId` and `userId`.
         buyer: Option<(QueueId, UserId)>,
+        /// The ticket of the session the payment was made in, when the event names it: only
+        /// that session is ended.
+        ticket: Option<u64>,
     },
     /// Take back up to `seats` of a payment from the boards it counted on.
     Refund {
@@ -57,6 +60,8 @@ struct PaymentCompleted {
     queue_id: Option<String>,
     #[serde(default)]
     user_id: Option<String>,
+    #[serde(default)]
+    ticket: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +112,14 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
             // Optional, still validated so a malformed id is caught at the edge.
             let queue = d.queue_id.as_deref().map(QueueId::parse).transpose()?;
             let user = d.user_id.as_deref().map(UserId::parse).transpose()?;
+            let buyer = queue.zip(user);
+            let ticket = match d.ticket {
+                Some(0) => return Err(Error::invalid("ticket", "must be at least 1")),
+                Some(_) if buyer.is_none() => {
+                    return Err(Error::invalid("ticket", "needs queueId and userId"))
+                }
+                ticket => ticket,
+            };
             Command::Payment {
                 payment: PaymentId::parse(&d.payment_id)?,
                 concert: ConcertId::parse(&d.concert_id)?,
@@ -115,7 +128,8 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
                 completed_at: d.completed_at.or(envelope.time).ok_or_else(|| {
                     Error::invalid("completedAt", "missing, and the event has no time")
                 })?,
-                buyer: queue.zip(user),
+                buyer,
+                ticket,
             }
         }
         "PaymentRefunded" => {
