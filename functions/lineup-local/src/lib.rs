@@ -134,7 +134,8 @@ fn is_protected(path: &str) -> bool {
 }
 
 /// Runs `queue-authorizer` as API Gateway would: with the request's headers and path
-/// parameters, attaching its context to the request when it allows, 403 when it denies.
+/// parameters, attaching its context to the request when it allows, 403 when it denies,
+/// and 503 with `Retry-After` when it could not ask Redis.
 async fn authorize(
     request: lambda_http::Request,
     stack: &Stack,
@@ -168,22 +169,19 @@ async fn authorize(
                      "sourceIp": "127.0.0.1", "userAgent": ""}
         }
     });
-    let answer = match queue_authorizer::handle(
-        LambdaEvent::new(event, Context::default()),
-        &stack.authorizer,
-    )
-    .await
-    {
-        Ok(answer) => answer,
-        Err(never) => match never {},
+    let context = match queue_authorizer::decide_event(event, &stack.authorizer).await {
+        Ok(context) => context,
+        Err(queue_authorizer::Denied::Refused(reason)) => {
+            tracing::info!(reason, "denied");
+            return Err(Error::Forbidden(
+                "the queue authorizer denied this request".into(),
+            ));
+        }
+        // API Gateway would answer a deny; locally the outage is a 503, like every route's.
+        Err(queue_authorizer::Denied::Unavailable(err)) => return Err(err),
     };
-    if !answer.is_authorized {
-        return Err(Error::Forbidden(
-            "the queue authorizer denied this request".into(),
-        ));
-    }
     let mut authorizer = aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizer::default();
-    authorizer.fields = match answer.context {
+    authorizer.fields = match context {
         Value::Object(fields) => fields.into_iter().collect(),
         _ => Default::default(),
     };
@@ -209,7 +207,8 @@ fn redact_tokens(path: &str) -> String {
 }
 
 /// `POST /events`: one EventBridge event or a JSON array of them, applied by the ranking
-/// updater's own code. Answers with one verdict per event.
+/// updater's own code. Answers with one verdict per event, or with the problem that kept
+/// them from being applied (503 with `Retry-After` when Redis is out of reach).
 async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_http::Response<Body> {
     if request.method() != Method::POST {
         return lineup::http::problem(&Error::MethodNotAllowed { allow: "POST" });
@@ -219,7 +218,13 @@ async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_ht
         Ok(event) => vec![event],
         Err(err) => return lineup::http::problem(&err),
     };
-    let verdicts = ranking_updater::apply_events(&events, &stack.ranking_updater).await;
+    let (verdicts, error) =
+        ranking_updater::apply_events_reporting(&events, &stack.ranking_updater).await;
+    // Redis out of reach: 503 with Retry-After, like every other route. A retry is safe:
+    // whatever ran is deduplicated.
+    if let Some(err) = error {
+        return lineup::http::problem(&err);
+    }
     let results: Vec<Value> = events
         .iter()
         .zip(verdicts)

@@ -9,6 +9,7 @@
 //!
 //! Anything else is a deny, never an error: a missing or forged token, another queue's
 //! token, a payload that is not an authorizer request, and a Redis outage (fail closed).
+//! [`decide_event`] tells an outage from a refusal, for the local stack's 503.
 //! The context carries `userId`, `queueId` and `activeUntil`, never the token.
 
 use aws_lambda_events::event::apigw::{
@@ -33,24 +34,39 @@ pub struct Deps {
     pub queue_path_parameter: String,
 }
 
+/// Why a request is denied.
+#[derive(Debug)]
+pub enum Denied {
+    /// The request does not pass.
+    Refused(&'static str),
+    /// Redis could not be asked: denied all the same (fail closed).
+    Unavailable(lineup::Error),
+}
+
+impl From<&'static str> for Denied {
+    fn from(reason: &'static str) -> Self {
+        Denied::Refused(reason)
+    }
+}
+
 /// Answers one authorization request. Never fails.
 pub async fn handle(
     event: LambdaEvent<Value>,
     deps: &Deps,
 ) -> Result<ApiGatewayV2CustomAuthorizerSimpleResponse, std::convert::Infallible> {
-    let decision =
-        match serde_json::from_value::<ApiGatewayV2CustomAuthorizerV2Request>(event.payload) {
-            Ok(request) => decide(&request, deps).await,
-            Err(_) => Err("not an HTTP API authorizer request"),
-        };
     let mut response = ApiGatewayV2CustomAuthorizerSimpleResponse::default();
-    match decision {
+    match decide_event(event.payload, deps).await {
         Ok(context) => {
             response.is_authorized = true;
             response.context = context;
         }
-        Err(reason) => {
-            tracing::info!(reason, "denied");
+        Err(denied) => {
+            match denied {
+                Denied::Refused(reason) => tracing::info!(reason, "denied"),
+                Denied::Unavailable(err) => {
+                    tracing::warn!(error = %err, "queue check failed; denying")
+                }
+            }
             response.is_authorized = false;
             response.context = json!({});
         }
@@ -58,11 +74,19 @@ pub async fn handle(
     Ok(response)
 }
 
+/// The context to pass on for an authorizer request (as JSON), or why it is denied.
+pub async fn decide_event(payload: Value, deps: &Deps) -> Result<Value, Denied> {
+    match serde_json::from_value::<ApiGatewayV2CustomAuthorizerV2Request>(payload) {
+        Ok(request) => decide(&request, deps).await,
+        Err(_) => Err("not an HTTP API authorizer request".into()),
+    }
+}
+
 /// The context to pass on, or why the request is denied.
 async fn decide(
     request: &ApiGatewayV2CustomAuthorizerV2Request,
     deps: &Deps,
-) -> Result<Value, &'static str> {
+) -> Result<Value, Denied> {
     let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
     let token = header(TOKEN_HEADER).ok_or("no x-queue-token header")?;
     let from_header = header(QUEUE_HEADER);
@@ -71,9 +95,11 @@ async fn decide(
         .get(&deps.queue_path_parameter)
         .map(String::as_str);
     let queue = match (from_header, from_path) {
-        (Some(h), Some(p)) if h != p => return Err("x-queue-id differs from the path's queue"),
+        (Some(h), Some(p)) if h != p => {
+            return Err("x-queue-id differs from the path's queue".into())
+        }
         (Some(q), _) | (None, Some(q)) => QueueId::parse(q).map_err(|_| "malformed queue id")?,
-        (None, None) => return Err("no queue named"),
+        (None, None) => return Err("no queue named".into()),
     };
     let claims = TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| claims.queue == queue)
@@ -84,10 +110,7 @@ async fn decide(
             "queueId": claims.queue.as_str(),
             "activeUntil": gate.active_until.to_rfc3339_opts(SecondsFormat::Millis, true),
         })),
-        Ok(None) => Err("token not active"),
-        Err(err) => {
-            tracing::warn!(error = %err, "queue check failed; denying");
-            Err("queue store unavailable")
-        }
+        Ok(None) => Err("token not active".into()),
+        Err(err) => Err(Denied::Unavailable(err)),
     }
 }

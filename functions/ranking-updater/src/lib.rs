@@ -136,8 +136,17 @@ pub async fn handle_batch(batch: SqsEvent, deps: &Deps) -> SqsBatchResponse {
 }
 
 /// Applies events (EventBridge envelopes as JSON) in one round trip; one verdict each.
-/// The local stack's `POST /events` and both invocation shapes come through here.
+/// Both invocation shapes come through here.
 pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
+    apply_events_reporting(events, deps).await.0
+}
+
+/// [`apply_events`], with the error that kept the valid events from being applied (they
+/// are then [`Verdict::Failed`]), for the local stack's `POST /events` to answer with.
+pub async fn apply_events_reporting(
+    events: &[Value],
+    deps: &Deps,
+) -> (Vec<Verdict>, Option<lineup::Error>) {
     let source = &deps.rankings.settings().event_source;
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(events.len());
     let mut commands: Vec<Command> = Vec::new();
@@ -158,13 +167,14 @@ pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
         }
     }
 
-    let (outcomes, released) = match apply_commands(&commands, deps).await {
-        Ok(done) => done,
+    let (outcomes, released, error) = match apply_commands(&commands, deps).await {
+        Ok((outcomes, released)) => (outcomes, released, None),
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
             (
                 vec![Verdict::Failed(err.to_string()); commands.len()],
                 Vec::new(),
+                Some(err),
             )
         }
     };
@@ -189,7 +199,7 @@ pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
         }
     }
     deps.metrics.emit(&metrics(&verdicts, late, released.len()));
-    verdicts
+    (verdicts, error)
 }
 
 /// Applies the commands and releases the paying buyers' sessions, in one round trip.
