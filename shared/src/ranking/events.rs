@@ -252,6 +252,39 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_comes_with_its_buyer() {
+        let detail = |extra: Value| {
+            let mut d =
+                json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1", "userId": "u1"});
+            d.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            event("PaymentCompleted", d)
+        };
+        let parsed = parse_event(&detail(json!({"ticket": 7})), "lineup.payments").unwrap();
+        assert!(
+            matches!(
+                parsed,
+                Parsed::Command(Command::Payment {
+                    ticket: Some(7),
+                    buyer: Some(_),
+                    ..
+                })
+            ),
+            "{parsed:?}"
+        );
+        for bad in [
+            json!({"ticket": 0}),
+            json!({"ticket": -1}),
+            json!({"ticket": "7"}),
+            json!({"ticket": 7, "userId": null}),
+        ] {
+            let err = parse_event(&detail(bad.clone()), "lineup.payments").unwrap_err();
+            assert!(err.to_string().contains("ticket"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn other_sources_and_types_are_ignored() {
         let mut other = event("PaymentCompleted", json!({}));
         other["source"] = json!("aws.ec2");

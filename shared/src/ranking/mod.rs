@@ -327,3 +327,28 @@ impl Rankings {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    #[test]
+    fn script_outcomes_decode_with_their_reasons() {
+        let cases = [
+            ("applied", Outcome::Applied),
+            ("duplicate", Outcome::Duplicate),
+            ("pending", Outcome::Pending),
+            (
+                "ignored: concert cancelled",
+                Outcome::Ignored("concert cancelled".into()),
+            ),
+            ("conflict: a: b", Outcome::Conflict("a: b".into())),
+            ("implausible: ahead", Outcome::Implausible("ahead".into())),
+            ("refused: full", Outcome::Refused("full".into())),
+        ];
+        for (reply, outcome) in cases {
+            assert_eq!(Outcome::from_reply(reply).unwrap(), outcome, "{reply}");
+        }
+        assert!(Outcome::from_reply("exploded").is_err());
+    }
+}
