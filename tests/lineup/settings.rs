@@ -146,6 +146,8 @@ async fn invalid_settings_are_rejected_and_nothing_changes() {
         (json!({"sessionSeconds": 86_401}), "sessionSeconds"),
         (json!({"admitPerTick": 0}), "admitPerTick"),
         (json!({"waitingIdleSeconds": 0}), "waitingIdleSeconds"),
+        // Too short for a buyer polling every second to have time for the round trip.
+        (json!({"waitingIdleSeconds": 4}), "waitingIdleSeconds"),
         (json!({"paused": "yes"}), "paused"),
         (json!({"capacty": 5}), "capacty"),
         (json!([1, 2]), "body"),

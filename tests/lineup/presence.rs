@@ -1,0 +1,134 @@
+//! Presence of waiters: a buyer who polls as told keeps its place at the shortest idle
+//! period allowed, one who stops is dropped within the documented bound. Prints
+//! `RELIABILITY:` lines.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
+use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
+use lineup_tests::{sleep, TestApp};
+
+use crate::queue::{join, promote, status};
+
+/// The shortest idle period a queue may have, as a string for the environment.
+fn shortest_idle() -> (u64, String) {
+    let idle = WAITING_IDLE_SECONDS_RANGE.0;
+    (idle, idle.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_polling_as_told_is_never_dropped_at_the_shortest_idle_period() {
+    let (idle, idle_var) = shortest_idle();
+    let app = Arc::new(
+        TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await,
+    );
+    assert_eq!(join(&app, "show", "holder").await.body["status"], "active");
+    let waiter = join(&app, "show", "waiter").await;
+    assert_eq!(waiter.body["status"], "waiting");
+    let stop = Arc::new(AtomicBool::new(false));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let housekeeping = {
+        let (app, stop, dropped) = (app.clone(), stop.clone(), dropped.clone());
+        tokio::spawn(async move {
+            let mut runs = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let tick = promote(&app).await;
+                let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+                dropped.fetch_add(tick.abandoned + reaped.abandoned(), Ordering::Relaxed);
+                runs += 1;
+                sleep(Duration::from_millis(150)).await;
+            }
+            runs
+        })
+    };
+    // The client as a buyer's browser runs it: poll, then sleep exactly pollAfterSeconds.
+    let token = waiter.token();
+    let until = Instant::now() + Duration::from_secs(3 * idle);
+    let mut polls = 0;
+    let mut longest = Duration::ZERO;
+    let mut last = Instant::now();
+    let mut poll_after = waiter.body["pollAfterSeconds"].as_u64().unwrap();
+    while Instant::now() < until {
+        sleep(Duration::from_secs(poll_after)).await;
+        let reply = status(&app, "show", &token).await;
+        longest = longest.max(last.elapsed());
+        last = Instant::now();
+        assert_eq!(
+            reply.status, 200,
+            "dropped after {polls} polls every {poll_after} s (idle {idle} s): {}",
+            reply.body
+        );
+        assert_eq!(reply.body["status"], "waiting");
+        poll_after = reply.body["pollAfterSeconds"].as_u64().unwrap();
+        assert!(poll_after >= 1 && poll_after <= idle / 3, "{poll_after}");
+        polls += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let runs = housekeeping.await.unwrap();
+    assert_eq!(dropped.load(Ordering::Relaxed), 0);
+    assert!(runs > 5, "{runs} promoter and reaper runs");
+    println!(
+        "RELIABILITY: presence: idle {idle} s, a client sleeping pollAfterSeconds ({poll_after} s) \
+         polled {polls} times (longest gap {longest:?}) beside {runs} promoter ticks and reaper \
+         runs; dropped 0"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_idle_periods() {
+    let (idle, idle_var) = shortest_idle();
+    let idle_ms = idle * 1000;
+    let window = Duration::from_millis(idle_ms / u64::from(IDLE_WINDOWS));
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await;
+    join(&app, "show", "holder").await;
+    // Waiters whose last polls fall at different points of a heartbeat window.
+    const WAITERS: usize = 5;
+    let mut last_poll: HashMap<String, (Instant, Instant)> = HashMap::new();
+    for i in 0..WAITERS {
+        let user = format!("walker-{i}");
+        let sent = Instant::now();
+        let reply = join(&app, "show", &user).await;
+        assert_eq!(reply.body["status"], "waiting");
+        last_poll.insert(user, (sent, Instant::now()));
+        sleep(window / WAITERS as u32).await;
+    }
+    let idle = Duration::from_millis(idle_ms);
+    let bound = idle + window;
+    let mut dropped_after: Vec<(Duration, Duration)> = Vec::new();
+    let deadline = Instant::now() + bound + Duration::from_secs(2);
+    while dropped_after.len() < WAITERS && Instant::now() < deadline {
+        let sent = Instant::now();
+        let report = queue_reaper::reap_all(&app.stack.reaper).await;
+        let done = Instant::now();
+        for event in report.events() {
+            assert_eq!(event.kind, QueueEventKind::Abandoned);
+            let (poll_sent, poll_done) = last_poll[&event.user_id];
+            // At the earliest: the reply of the reaper run that dropped it, against the
+            // moment its last poll was sent. At the latest: that run's start, against the
+            // moment its last poll was answered.
+            dropped_after.push((done - poll_sent, sent - poll_done));
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(dropped_after.len(), WAITERS, "all dropped by {deadline:?}");
+    let slack = Duration::from_millis(250);
+    for (earliest, latest) in &dropped_after {
+        assert!(
+            *earliest >= idle,
+            "dropped after {earliest:?}, before {idle:?}"
+        );
+        assert!(
+            *latest <= bound + slack,
+            "dropped after {latest:?}, past {bound:?}"
+        );
+    }
+    let min = dropped_after.iter().map(|d| d.0).min().unwrap();
+    let max = dropped_after.iter().map(|d| d.1).max().unwrap();
+    println!(
+        "RELIABILITY: presence: {WAITERS} waiters who stopped polling (idle {idle:?}) were dropped \
+         {min:?}–{max:?} after their last poll (bound {idle:?}–{bound:?})"
+    );
+}
