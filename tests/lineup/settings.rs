@@ -112,21 +112,21 @@ async fn admit_per_tick_limits_each_tick() {
 
 #[tokio::test]
 async fn changing_the_idle_period_gives_every_waiter_a_fresh_period_to_poll() {
-    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "1")]).await;
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
     join(&app, "show", "holder").await;
     let waiter = join(&app, "show", "waiter").await.token();
-    put_settings(&app, "show", &json!({"waitingIdleSeconds": 2})).await;
-    // Past the old idle period, within the new one: still in line.
-    sleep(Duration::from_millis(1300)).await;
+    put_settings(&app, "show", &json!({"waitingIdleSeconds": 6})).await;
+    // Past the old idle period (and its tenth), within the new one: still in line.
+    sleep(Duration::from_millis(5700)).await;
     assert_eq!(
         status(&app, "show", &waiter).await.body["status"],
         "waiting"
     );
     // poll_after follows the queue's own idle period.
     let polled = status(&app, "show", &waiter).await;
-    assert!(polled.body["pollAfterSeconds"].as_u64().unwrap() <= 1);
-    // Unseen for longer than the new period: gone, and the reaper reports it.
-    sleep(Duration::from_millis(2300)).await;
+    assert!(polled.body["pollAfterSeconds"].as_u64().unwrap() <= 2);
+    // Unseen for longer than the new period and its tenth: gone, and the reaper reports it.
+    sleep(Duration::from_millis(6800)).await;
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(reaped.abandoned(), 1);
     assert_eq!(status(&app, "show", &waiter).await.status, 404);

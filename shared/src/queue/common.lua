@@ -24,15 +24,17 @@ local PAUSED = stored[5] == '1'
 -- Until this instant every waiter counts as present: set when the idle period changes,
 -- because heartbeats recorded in windows of the old length cannot be read under the new.
 local PRESENCE_GRACE_UNTIL = tonumber(stored[6] or '0')
--- The idle period spans SEEN_SLOTS - 1 windows; one more slot is being recycled.
+-- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
+-- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
 
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
--- Only windows lying wholly inside the idle period count, so nobody unseen for the whole
--- idle period is ever treated as present.
-local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS) + 1
+-- A window counts until the idle period has passed since its end, so a waiter is present
+-- for at least the idle period after its last heartbeat and at most one window longer:
+-- dropped 1.0-1.1 idle periods after it. Eleven slots hold every window that counts.
+local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
 
 local slot_windows = nil
 local function window_in_slot(slot)
