@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lineup::ids::QueueId;
 use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
 use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
+use lineup::store::QueueKeys;
 use lineup_tests::{sleep, TestApp};
 
 use crate::queue::{join, promote, status};
@@ -130,5 +132,73 @@ async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_i
     println!(
         "RELIABILITY: presence: {WAITERS} waiters who stopped polling (idle {idle:?}) were dropped \
          {min:?}–{max:?} after their last poll (bound {idle:?}–{bound:?})"
+    );
+}
+
+#[tokio::test]
+async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
+    let keys = QueueKeys::new(&app.config.key_prefix, &QueueId::parse("long").unwrap());
+    let mut inspect = app.inspect.clone();
+    assert_eq!(join(&app, "long", "holder").await.body["status"], "active");
+    // A queue that has issued 50 million tickets in its life.
+    let mut set_seq = async |seq: u64| {
+        redis::cmd("HSET")
+            .arg(&keys.meta)
+            .arg("seq")
+            .arg(seq)
+            .query_async::<()>(&mut inspect.clone())
+            .await
+            .unwrap();
+    };
+    set_seq(50_000_000).await;
+    let mut tokens = HashMap::new();
+    for user in ["a", "walker", "c"] {
+        let reply = join(&app, "long", user).await;
+        assert_eq!(reply.body["status"], "waiting");
+        tokens.insert(
+            user,
+            (reply.body["ticket"].as_u64().unwrap(), reply.token()),
+        );
+    }
+    // The last ticket of a 32-ticket chunk, too.
+    set_seq(50_000_030).await;
+    let reply = join(&app, "long", "d").await;
+    tokens.insert("d", (reply.body["ticket"].as_u64().unwrap(), reply.token()));
+    assert_eq!(tokens["a"].0, 50_000_001);
+    assert_eq!(tokens["d"].0, 50_000_031);
+
+    let mut presence_bytes = 0u64;
+    for key in &keys.seen {
+        let usage: Option<u64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        presence_bytes += usage.unwrap_or(0);
+    }
+    assert!(
+        presence_bytes <= 1000,
+        "presence of 4 waiters at ticket 50 million takes {presence_bytes} bytes"
+    );
+
+    // Presence still works at these tickets: the walker goes, the others stay.
+    for _ in 0..6 {
+        sleep(Duration::from_secs(1)).await;
+        for user in ["a", "c", "d"] {
+            let reply = status(&app, "long", &tokens[user].1).await;
+            assert_eq!(reply.body["status"], "waiting", "{user}: {}", reply.body);
+        }
+    }
+    let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+    let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
+    assert_eq!(dropped, ["walker"]);
+    status(&app, "long", &tokens["walker"].1)
+        .await
+        .assert_problem(404);
+    println!(
+        "RELIABILITY: memory: the presence keys of 4 waiters at ticket 50 000 000 hold \
+         {presence_bytes} bytes"
     );
 }
