@@ -142,7 +142,7 @@ async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
     let mut inspect = app.inspect.clone();
     assert_eq!(join(&app, "long", "holder").await.body["status"], "active");
     // A queue that has issued 50 million tickets in its life.
-    let mut set_seq = async |seq: u64| {
+    let set_seq = async |seq: u64| {
         redis::cmd("HSET")
             .arg(&keys.meta)
             .arg("seq")

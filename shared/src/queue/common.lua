@@ -1,6 +1,6 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, then the rotating heartbeat bitmaps.
+-- counters, then the rotating heartbeat hashes.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
 -- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
 -- override the defaults, so every script sees the settings in force at that moment.
@@ -46,6 +46,13 @@ local function window_in_slot(slot)
   return tonumber(slot_windows[slot + 1])
 end
 
+-- Heartbeats are kept per window in a hash of 32-ticket chunks: field ticket // 32, value a
+-- 32-bit mask (the bit library's signed 32-bit numbers), so presence memory follows the
+-- waiters seen, not the tickets ever issued, and no call allocates more than a field.
+local function chunk_of(ticket)
+  return string.format('%d', math.floor(ticket / 32)), bit.lshift(1, ticket % 32)
+end
+
 -- Records that the holder of `ticket` was seen now.
 local function heartbeat(ticket)
   local slot = CURRENT_WINDOW % SEEN_SLOTS
@@ -55,17 +62,23 @@ local function heartbeat(ticket)
     redis.call('HSET', META, 'seen-window:' .. slot, CURRENT_WINDOW)
     slot_windows[slot + 1] = CURRENT_WINDOW
   end
-  redis.call('SETBIT', key, ticket, 1)
-  redis.call('PEXPIRE', key, IDLE_MS + 2 * WINDOW_MS)
+  local chunk, mask = chunk_of(ticket)
+  local seen = tonumber(redis.call('HGET', key, chunk) or '0')
+  if bit.band(seen, mask) == 0 then
+    redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
+    redis.call('PEXPIRE', key, IDLE_MS + 2 * WINDOW_MS)
+  end
 end
 
 -- Whether the holder of `ticket` was seen within the idle period.
 local function is_present(ticket)
   if NOW < PRESENCE_GRACE_UNTIL then return true end
+  local chunk, mask = chunk_of(ticket)
   for window = CURRENT_WINDOW, FIRST_LIVE_WINDOW, -1 do
     local slot = window % SEEN_SLOTS
-    if window_in_slot(slot) == window and redis.call('GETBIT', KEYS[FIRST_SEEN + slot], ticket) == 1 then
-      return true
+    if window_in_slot(slot) == window then
+      local seen = redis.call('HGET', KEYS[FIRST_SEEN + slot], chunk)
+      if seen and bit.band(tonumber(seen), mask) ~= 0 then return true end
     end
   end
   return false

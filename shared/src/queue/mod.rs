@@ -7,8 +7,8 @@
 //! present, who is active, and how promotion picks the next buyers.
 //!
 //! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
-//! rotating time-window bitmaps. A waiter unseen for the idle period is never promoted;
-//! the promoter or reaper removes it and reports it as abandoned.
+//! rotating time-window hashes of 32-ticket chunks. A waiter unseen for 1.1 idle periods is
+//! never promoted; the promoter or reaper removes it and reports it as abandoned.
 
 mod buyer;
 mod events;
