@@ -11,7 +11,7 @@ use lineup::ids::QueueId;
 use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
 use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
 use lineup::store::QueueKeys;
-use lineup_tests::{sleep, TestApp};
+use lineup_tests::{sleep, Reply, TestApp};
 
 use crate::queue::{join, promote, status};
 
@@ -200,5 +200,112 @@ async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
     println!(
         "RELIABILITY: memory: the presence keys of 4 waiters at ticket 50 000 000 hold \
          {presence_bytes} bytes"
+    );
+}
+
+/// Polls `token` as a buyer's browser does until `until`: after an answer, sleeps
+/// `pollAfterSeconds`; after a 503, its `Retry-After`. Returns the 503s met, or the
+/// answer that dropped it.
+async fn poll_as_told(app: &TestApp, token: &str, until: Instant) -> Result<u64, Reply> {
+    let mut unavailable = 0;
+    while Instant::now() < until {
+        let reply = status(app, "show", token).await;
+        let wait = match reply.status {
+            200 => reply.body["pollAfterSeconds"].as_u64().unwrap(),
+            503 => {
+                unavailable += 1;
+                reply.headers["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            }
+            _ => return Err(reply),
+        };
+        sleep(Duration::from_secs(wait)).await;
+    }
+    Ok(unavailable)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
+    let (idle, idle_var) = shortest_idle();
+    let mut app = TestApp::spawn_durable(&[
+        ("QUEUE_CAPACITY", "1"),
+        ("WAITING_IDLE_SECONDS", &idle_var),
+        ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+        ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+    ])
+    .await;
+    let mut server = app.redis.take().expect("a private server");
+    let app = Arc::new(app);
+    join(&app, "show", "holder").await;
+    let mut tokens = Vec::new();
+    for user in ["back-1", "gone", "back-2"] {
+        let reply = join(&app, "show", user).await;
+        assert_eq!(reply.body["status"], "waiting");
+        tokens.push(reply.token());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let housekeeping = {
+        let (app, stop) = (app.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut dropped: Vec<(String, Instant)> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                promote(&app).await;
+                let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+                let now = Instant::now();
+                dropped.extend(reaped.events().map(|e| (e.user_id.clone(), now)));
+                sleep(Duration::from_millis(150)).await;
+            }
+            dropped
+        })
+    };
+    let outage = Duration::from_millis(idle * 1000 * 3 / 2);
+    let back_at = Instant::now() + Duration::from_secs(2) + outage;
+    // Polled through the outage and a little more than two idle periods after it: the
+    // grace, then one idle period and its tenth in which "gone" is dropped.
+    let until = back_at + Duration::from_millis(idle * 2300);
+    let clients: Vec<_> = [&tokens[0], &tokens[2]]
+        .into_iter()
+        .map(|token| {
+            let (app, token) = (app.clone(), token.clone());
+            tokio::spawn(async move { poll_as_told(&app, &token, until).await })
+        })
+        .collect();
+
+    sleep(Duration::from_secs(2)).await;
+    server.stop().await; // SIGKILL, as a crash
+    sleep(outage).await;
+    server
+        .restart()
+        .await
+        .expect("restart from the append-only file");
+    let restarted = Instant::now();
+    let mut unavailable = 0;
+    for client in clients {
+        match client.await.unwrap() {
+            Ok(n) => unavailable += n,
+            Err(reply) => panic!("a waiter polling as told was dropped: {}", reply.body),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let dropped = housekeeping.await.unwrap();
+    assert!(unavailable > 0, "the clients met the outage");
+    let users: Vec<_> = dropped.iter().map(|(u, _)| u.as_str()).collect();
+    assert_eq!(
+        users,
+        ["gone"],
+        "only the waiter who never came back is dropped"
+    );
+    let gone_after = dropped[0].1 - restarted;
+    status(&app, "show", &tokens[1]).await.assert_problem(404);
+    for token in [&tokens[0], &tokens[2]] {
+        assert_eq!(status(&app, "show", token).await.body["status"], "waiting");
+    }
+    println!(
+        "RELIABILITY: presence: redis-server SIGKILLed for {outage:?} (idle {idle} s) while 3 \
+         waited; the 2 who polled as told through it ({unavailable} 503s) kept their places; \
+         the one who never came back was dropped {gone_after:?} after the restart"
     );
 }
