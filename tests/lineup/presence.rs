@@ -13,7 +13,7 @@ use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
 use lineup::store::QueueKeys;
 use lineup_tests::{sleep, Reply, TestApp};
 
-use crate::queue::{join, promote, status};
+use crate::queue::{join, promote, status, summary};
 
 /// The shortest idle period a queue may have, as a string for the environment.
 fn shortest_idle() -> (u64, String) {
@@ -308,4 +308,15 @@ async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
          waited; the 2 who polled as told through it ({unavailable} 503s) kept their places; \
          the one who never came back was dropped {gone_after:?} after the restart"
     );
+}
+
+/// Waits `d` while calls keep reaching `queue` (a summary read every half second), as the
+/// promoter's ticks keep a deployed queue served. A longer gap in which nothing reaches a
+/// queue counts as an outage and earns its waiters a grace.
+pub(crate) async fn served_for(app: &TestApp, queue: &str, d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        assert_eq!(summary(app, queue).await.status, 200);
+        sleep((until - Instant::now()).min(Duration::from_millis(500))).await;
+    }
 }

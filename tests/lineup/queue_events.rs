@@ -9,6 +9,7 @@ use lineup::publish::{Publisher, SOURCE};
 use lineup_tests::{aws_config_for, sleep, Moto, TestApp, ThrottlingEndpoint};
 use serde_json::{json, Value};
 
+use crate::presence::served_for;
 use crate::queue::{join, leave, promote, status};
 use crate::rankings::envelope;
 
@@ -136,7 +137,7 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
                "completedAt": Utc::now().to_rfc3339()}),
     );
     ranking_updater::apply_events(&[paid], &app.stack.ranking_updater).await;
-    sleep(Duration::from_millis(5800)).await;
+    served_for(&app, "show", Duration::from_millis(5800)).await;
     assert_eq!(
         queue_reaper::reap_all(&app.stack.reaper).await.abandoned(),
         1

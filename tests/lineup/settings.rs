@@ -5,6 +5,7 @@ use std::time::Duration;
 use lineup_tests::{api_request, sleep, Reply, TestApp};
 use serde_json::{json, Value};
 
+use crate::presence::served_for;
 use crate::queue::{join, promote, status, summary};
 
 pub(crate) async fn put_settings(app: &TestApp, queue: &str, body: &Value) -> Reply {
@@ -126,7 +127,7 @@ async fn changing_the_idle_period_gives_every_waiter_a_fresh_period_to_poll() {
     let polled = status(&app, "show", &waiter).await;
     assert!(polled.body["pollAfterSeconds"].as_u64().unwrap() <= 2);
     // Unseen for longer than the new period and its tenth: gone, and the reaper reports it.
-    sleep(Duration::from_millis(6800)).await;
+    served_for(&app, "show", Duration::from_millis(6800)).await;
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(reaped.abandoned(), 1);
     assert_eq!(status(&app, "show", &waiter).await.status, 404);

@@ -15,15 +15,12 @@ local ARG = 5
 local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused', 'presence-grace-until')
+  'admit-per-tick', 'paused')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
 local ADMIT_PER_TICK = tonumber(stored[4] or ARGV[4])
 local PAUSED = stored[5] == '1'
--- Until this instant every waiter counts as present: set when the idle period changes,
--- because heartbeats recorded in windows of the old length cannot be read under the new.
-local PRESENCE_GRACE_UNTIL = tonumber(stored[6] or '0')
 -- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
 -- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
@@ -36,14 +33,49 @@ local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
 -- dropped 1.0-1.1 idle periods after it. Eleven slots hold every window that counts.
 local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
 
-local slot_windows = nil
+-- Presence bookkeeping in meta, read in one HMGET: the last instant any script ran for the
+-- queue (kept to within half a window), the end of the presence grace, and the window
+-- each heartbeat slot holds.
+local PRESENCE_FIELDS = {'last-call', 'presence-grace-until'}
+for i = 0, SEEN_SLOTS - 1 do PRESENCE_FIELDS[#PRESENCE_FIELDS + 1] = 'seen-window:' .. i end
+local presence_state = redis.call('HMGET', META, unpack(PRESENCE_FIELDS))
+local slot_windows = {}
+for slot = 0, SEEN_SLOTS - 1 do slot_windows[slot + 1] = tonumber(presence_state[slot + 3]) end
 local function window_in_slot(slot)
-  if not slot_windows then
-    local fields = {}
-    for i = 0, SEEN_SLOTS - 1 do fields[#fields + 1] = 'seen-window:' .. i end
-    slot_windows = redis.call('HMGET', META, unpack(fields))
+  return slot_windows[slot + 1]
+end
+-- Until this instant every waiter counts as present. Set when the idle period changes
+-- (heartbeats recorded in windows of the old length cannot be read under the new), and
+-- after an outage, below.
+local PRESENCE_GRACE_UNTIL = tonumber(presence_state[2] or '0')
+
+-- An outage: no script ran for the queue for over a third of the idle period (Redis down,
+-- unreachable or stalled), so waiters who poll as told may have had no heartbeat recorded.
+-- If anyone was present when it began, every waiter counts as present for one idle period
+-- from now: a grace as long as the outage, plus the idle period to poll again. Requiring a
+-- heartbeat live at the gap's start means a quiet queue, where nothing calls for a while,
+-- gets at most one such grace per heartbeat, not an endless chain of them. Only a queue that
+-- has had a heartbeat keeps the clock, so a call for an unknown queue writes nothing.
+local LAST_CALL = tonumber(presence_state[1])
+local has_heartbeats = next(slot_windows) ~= nil
+if has_heartbeats and (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL) then
+  local grace = PRESENCE_GRACE_UNTIL
+  if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 then
+    local live_then = math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS)
+    for slot = 1, SEEN_SLOTS do
+      local window = slot_windows[slot]
+      if window and window >= live_then and window * WINDOW_MS <= LAST_CALL then
+        grace = math.max(grace, NOW + IDLE_MS)
+        break
+      end
+    end
   end
-  return tonumber(slot_windows[slot + 1])
+  if grace ~= PRESENCE_GRACE_UNTIL then
+    PRESENCE_GRACE_UNTIL = grace
+    redis.call('HSET', META, 'last-call', NOW, 'presence-grace-until', grace)
+  else
+    redis.call('HSET', META, 'last-call', NOW)
+  end
 end
 
 -- Heartbeats are kept per window in a hash of 32-ticket chunks: field ticket // 32, value a
