@@ -320,3 +320,26 @@ pub(crate) async fn served_for(app: &TestApp, queue: &str, d: Duration) {
         sleep((until - Instant::now()).min(Duration::from_millis(500))).await;
     }
 }
+
+#[tokio::test]
+async fn the_summary_stops_counting_a_walked_away_waiter_within_the_documented_bound() {
+    let (idle, idle_var) = shortest_idle();
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await;
+    join(&app, "show", "holder").await;
+    let walked = Instant::now();
+    join(&app, "show", "walker").await;
+    let polling = join(&app, "show", "patient").await.token();
+    assert_eq!(summary(&app, "show").await.body["waiting"], 2);
+    // The bound without the reaper's interval: the idle period and one window after the
+    // walker's last poll. The other waiter polls as told meanwhile.
+    let bound = Duration::from_millis(idle * 1000 + idle * 1000 / u64::from(IDLE_WINDOWS));
+    while walked.elapsed() < bound {
+        assert_eq!(status(&app, "show", &polling).await.status, 200);
+        sleep((bound - walked.elapsed()).min(Duration::from_secs(1))).await;
+    }
+    // One reaper run examines the whole line.
+    let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+    let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
+    assert_eq!(dropped, ["walker"]);
+    assert_eq!(summary(&app, "show").await.body["waiting"], 1);
+}
