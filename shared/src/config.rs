@@ -417,6 +417,9 @@ mod tests {
         assert_eq!(err.variable, "RANKING_TIME_ZONE");
         let err = config(&[SECRET, ("REDIS_URL", "http://x")]).unwrap_err();
         assert_eq!(err.variable, "REDIS_URL");
+        // Too short for a buyer polling every second to have time for the round trip.
+        let err = config(&[SECRET, ("WAITING_IDLE_SECONDS", "4")]).unwrap_err();
+        assert_eq!(err.variable, "WAITING_IDLE_SECONDS");
     }
 
     #[test]

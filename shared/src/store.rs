@@ -693,11 +693,12 @@ pub struct QueueKeys {
     /// Hashes of issue requests per user and per source IP in a one-minute window, two
     /// used in turn.
     pub rate: [String; 2],
-    /// Bitmaps of heartbeats by ticket, one per time window, reused in rotation.
+    /// Hashes of heartbeats, one per time window, reused in rotation: field ticket ÷ 32,
+    /// value the 32-bit mask of that chunk's tickets seen in the window.
     pub seen: Vec<String>,
 }
 
-/// How many heartbeat bitmaps rotate per queue: one per window of the idle period plus
+/// How many heartbeat hashes rotate per queue: one per window of the idle period plus
 /// the window being written.
 pub const SEEN_WINDOWS: usize = crate::queue::IDLE_WINDOWS as usize + 1;
 

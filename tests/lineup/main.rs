@@ -10,6 +10,7 @@ mod gate;
 mod load;
 mod local_stack;
 mod metrics;
+mod presence;
 mod queue;
 mod queue_events;
 mod rankings;

@@ -226,16 +226,16 @@ async fn racing_promoters_never_push_active_above_capacity() {
 
 #[tokio::test]
 async fn waiters_who_stop_polling_are_never_promoted_and_get_reaped() {
-    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "2")]).await;
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
     let active = join(&app, "show", "holder").await;
     let gone = join(&app, "show", "walked-away").await;
     let polling = join(&app, "show", "patient").await;
     let also_gone = join(&app, "show", "also-walked").await;
-    for _ in 0..5 {
-        sleep(Duration::from_millis(500)).await;
+    for _ in 0..6 {
+        sleep(Duration::from_millis(1000)).await;
         assert_eq!(status(&app, "show", &polling.token()).await.status, 200);
     }
-    // 2.5 s without a poll: the two walkers are absent. Leaving frees the place; the
+    // 6 s without a poll, past 1.1 idle periods: the two walkers are absent. Leaving frees the place; the
     // absent head of the line is skipped, not admitted.
     leave(&app, "show", &active.token()).await;
     assert_eq!(
@@ -256,11 +256,11 @@ async fn waiters_who_stop_polling_are_never_promoted_and_get_reaped() {
 
 #[tokio::test]
 async fn a_poll_within_the_idle_period_keeps_the_place() {
-    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "2")]).await;
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
     join(&app, "show", "holder").await;
     let waiter = join(&app, "show", "waiter").await;
-    for _ in 0..4 {
-        sleep(Duration::from_millis(900)).await;
+    for _ in 0..2 {
+        sleep(Duration::from_millis(4700)).await;
         let reply = status(&app, "show", &waiter.token()).await;
         assert_eq!(reply.body["status"], "waiting");
         assert!(reply.body["pollAfterSeconds"].as_u64().unwrap() <= 1);

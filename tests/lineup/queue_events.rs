@@ -9,6 +9,7 @@ use lineup::publish::{Publisher, SOURCE};
 use lineup_tests::{aws_config_for, sleep, Moto, TestApp, ThrottlingEndpoint};
 use serde_json::{json, Value};
 
+use crate::presence::served_for;
 use crate::queue::{join, leave, promote, status};
 use crate::rankings::envelope;
 
@@ -105,7 +106,7 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
         &[
             ("QUEUE_CAPACITY", "1"),
             ("SESSION_SECONDS", "2"),
-            ("WAITING_IDLE_SECONDS", "2"),
+            ("WAITING_IDLE_SECONDS", "5"),
         ],
         publisher,
     )
@@ -120,8 +121,8 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
     tokens.push(join(&app, "show", "u3").await.token());
     let u4 = join(&app, "show", "u4").await.token();
     tokens.push(u4.clone());
-    for _ in 0..5 {
-        sleep(Duration::from_millis(500)).await;
+    for _ in 0..6 {
+        sleep(Duration::from_millis(1000)).await;
         status(&app, "show", &u4).await;
     }
     // The tick expires u2, drops u3 and admits u4; u4 then pays and is released.
@@ -136,7 +137,7 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
                "completedAt": Utc::now().to_rfc3339()}),
     );
     ranking_updater::apply_events(&[paid], &app.stack.ranking_updater).await;
-    sleep(Duration::from_millis(2300)).await;
+    served_for(&app, "show", Duration::from_millis(5800)).await;
     assert_eq!(
         queue_reaper::reap_all(&app.stack.reaper).await.abandoned(),
         1

@@ -5,6 +5,7 @@ use std::time::Duration;
 use lineup_tests::{api_request, sleep, Reply, TestApp};
 use serde_json::{json, Value};
 
+use crate::presence::served_for;
 use crate::queue::{join, promote, status, summary};
 
 pub(crate) async fn put_settings(app: &TestApp, queue: &str, body: &Value) -> Reply {
@@ -112,21 +113,21 @@ async fn admit_per_tick_limits_each_tick() {
 
 #[tokio::test]
 async fn changing_the_idle_period_gives_every_waiter_a_fresh_period_to_poll() {
-    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "1")]).await;
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
     join(&app, "show", "holder").await;
     let waiter = join(&app, "show", "waiter").await.token();
-    put_settings(&app, "show", &json!({"waitingIdleSeconds": 2})).await;
-    // Past the old idle period, within the new one: still in line.
-    sleep(Duration::from_millis(1300)).await;
+    put_settings(&app, "show", &json!({"waitingIdleSeconds": 6})).await;
+    // Past the old idle period (and its tenth), within the new one: still in line.
+    sleep(Duration::from_millis(5700)).await;
     assert_eq!(
         status(&app, "show", &waiter).await.body["status"],
         "waiting"
     );
     // poll_after follows the queue's own idle period.
     let polled = status(&app, "show", &waiter).await;
-    assert!(polled.body["pollAfterSeconds"].as_u64().unwrap() <= 1);
-    // Unseen for longer than the new period: gone, and the reaper reports it.
-    sleep(Duration::from_millis(2300)).await;
+    assert!(polled.body["pollAfterSeconds"].as_u64().unwrap() <= 2);
+    // Unseen for longer than the new period and its tenth: gone, and the reaper reports it.
+    served_for(&app, "show", Duration::from_millis(6800)).await;
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(reaped.abandoned(), 1);
     assert_eq!(status(&app, "show", &waiter).await.status, 404);
@@ -146,6 +147,8 @@ async fn invalid_settings_are_rejected_and_nothing_changes() {
         (json!({"sessionSeconds": 86_401}), "sessionSeconds"),
         (json!({"admitPerTick": 0}), "admitPerTick"),
         (json!({"waitingIdleSeconds": 0}), "waitingIdleSeconds"),
+        // Too short for a buyer polling every second to have time for the round trip.
+        (json!({"waitingIdleSeconds": 4}), "waitingIdleSeconds"),
         (json!({"paused": "yes"}), "paused"),
         (json!({"capacty": 5}), "capacty"),
         (json!([1, 2]), "body"),

@@ -1,6 +1,6 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, then the rotating heartbeat bitmaps.
+-- counters, then the rotating heartbeat hashes.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
 -- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
 -- override the defaults, so every script sees the settings in force at that moment.
@@ -15,33 +15,74 @@ local ARG = 5
 local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused', 'presence-grace-until')
+  'admit-per-tick', 'paused')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
 local ADMIT_PER_TICK = tonumber(stored[4] or ARGV[4])
 local PAUSED = stored[5] == '1'
--- Until this instant every waiter counts as present: set when the idle period changes,
--- because heartbeats recorded in windows of the old length cannot be read under the new.
-local PRESENCE_GRACE_UNTIL = tonumber(stored[6] or '0')
--- The idle period spans SEEN_SLOTS - 1 windows; one more slot is being recycled.
+-- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
+-- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
 
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
--- Only windows lying wholly inside the idle period count, so nobody unseen for the whole
--- idle period is ever treated as present.
-local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS) + 1
+-- A window counts until the idle period has passed since its end, so a waiter is present
+-- for at least the idle period after its last heartbeat and at most one window longer:
+-- dropped 1.0-1.1 idle periods after it. Eleven slots hold every window that counts.
+local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
 
-local slot_windows = nil
+-- Presence bookkeeping in meta, read in one HMGET: the last instant any script ran for the
+-- queue (kept to within half a window), the end of the presence grace, and the window
+-- each heartbeat slot holds.
+local PRESENCE_FIELDS = {'last-call', 'presence-grace-until'}
+for i = 0, SEEN_SLOTS - 1 do PRESENCE_FIELDS[#PRESENCE_FIELDS + 1] = 'seen-window:' .. i end
+local presence_state = redis.call('HMGET', META, unpack(PRESENCE_FIELDS))
+local slot_windows = {}
+for slot = 0, SEEN_SLOTS - 1 do slot_windows[slot + 1] = tonumber(presence_state[slot + 3]) end
 local function window_in_slot(slot)
-  if not slot_windows then
-    local fields = {}
-    for i = 0, SEEN_SLOTS - 1 do fields[#fields + 1] = 'seen-window:' .. i end
-    slot_windows = redis.call('HMGET', META, unpack(fields))
+  return slot_windows[slot + 1]
+end
+-- Until this instant every waiter counts as present. Set when the idle period changes
+-- (heartbeats recorded in windows of the old length cannot be read under the new), and
+-- after an outage, below.
+local PRESENCE_GRACE_UNTIL = tonumber(presence_state[2] or '0')
+
+-- An outage: no script ran for the queue for over a third of the idle period (Redis down,
+-- unreachable or stalled), so waiters who poll as told may have had no heartbeat recorded.
+-- If anyone was present when it began, every waiter counts as present for one idle period
+-- from now: a grace as long as the outage, plus the idle period to poll again. Requiring a
+-- heartbeat live at the gap's start means a quiet queue, where nothing calls for a while,
+-- gets at most one such grace per heartbeat, not an endless chain of them. Only a queue that
+-- has had a heartbeat keeps the clock, so a call for an unknown queue writes nothing.
+local LAST_CALL = tonumber(presence_state[1])
+local has_heartbeats = next(slot_windows) ~= nil
+if has_heartbeats and (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL) then
+  local grace = PRESENCE_GRACE_UNTIL
+  if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 then
+    local live_then = math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS)
+    for slot = 1, SEEN_SLOTS do
+      local window = slot_windows[slot]
+      if window and window >= live_then and window * WINDOW_MS <= LAST_CALL then
+        grace = math.max(grace, NOW + IDLE_MS)
+        break
+      end
+    end
   end
-  return tonumber(slot_windows[slot + 1])
+  if grace ~= PRESENCE_GRACE_UNTIL then
+    PRESENCE_GRACE_UNTIL = grace
+    redis.call('HSET', META, 'last-call', NOW, 'presence-grace-until', grace)
+  else
+    redis.call('HSET', META, 'last-call', NOW)
+  end
+end
+
+-- Heartbeats are kept per window in a hash of 32-ticket chunks: field ticket // 32, value a
+-- 32-bit mask (the bit library's signed 32-bit numbers), so presence memory follows the
+-- waiters seen, not the tickets ever issued, and no call allocates more than a field.
+local function chunk_of(ticket)
+  return string.format('%d', math.floor(ticket / 32)), bit.lshift(1, ticket % 32)
 end
 
 -- Records that the holder of `ticket` was seen now.
@@ -53,17 +94,23 @@ local function heartbeat(ticket)
     redis.call('HSET', META, 'seen-window:' .. slot, CURRENT_WINDOW)
     slot_windows[slot + 1] = CURRENT_WINDOW
   end
-  redis.call('SETBIT', key, ticket, 1)
-  redis.call('PEXPIRE', key, IDLE_MS + 2 * WINDOW_MS)
+  local chunk, mask = chunk_of(ticket)
+  local seen = tonumber(redis.call('HGET', key, chunk) or '0')
+  if bit.band(seen, mask) == 0 then
+    redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
+    redis.call('PEXPIRE', key, IDLE_MS + 2 * WINDOW_MS)
+  end
 end
 
 -- Whether the holder of `ticket` was seen within the idle period.
 local function is_present(ticket)
   if NOW < PRESENCE_GRACE_UNTIL then return true end
+  local chunk, mask = chunk_of(ticket)
   for window = CURRENT_WINDOW, FIRST_LIVE_WINDOW, -1 do
     local slot = window % SEEN_SLOTS
-    if window_in_slot(slot) == window and redis.call('GETBIT', KEYS[FIRST_SEEN + slot], ticket) == 1 then
-      return true
+    if window_in_slot(slot) == window then
+      local seen = redis.call('HGET', KEYS[FIRST_SEEN + slot], chunk)
+      if seen and bit.band(tonumber(seen), mask) ~= 0 then return true end
     end
   end
   return false

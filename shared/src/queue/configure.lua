@@ -21,7 +21,7 @@ if new_idle ~= old_idle then
     redis.call('UNLINK', KEYS[FIRST_SEEN + slot])
     redis.call('HDEL', META, 'seen-window:' .. slot)
   end
-  redis.call('HSET', SETTINGS, 'presence-grace-until', NOW + new_idle)
+  redis.call('HSET', META, 'presence-grace-until', NOW + new_idle)
 end
 return {tonumber(now_set[1] or ARGV[1]), tonumber(now_set[2] or ARGV[2]),
   tonumber(now_set[4] or ARGV[4]), new_idle, now_set[5] == '1' and 1 or 0}

@@ -7,8 +7,8 @@
 //! present, who is active, and how promotion picks the next buyers.
 //!
 //! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
-//! rotating time-window bitmaps. A waiter unseen for the idle period is never promoted;
-//! the promoter or reaper removes it and reports it as abandoned.
+//! rotating time-window hashes of 32-ticket chunks. A waiter unseen for 1.1 idle periods is
+//! never promoted; the promoter or reaper removes it and reports it as abandoned.
 
 mod buyer;
 mod events;
@@ -31,7 +31,7 @@ pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, R
 pub use settings::{QueueSettings, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
-/// plus a tenth of it after its last poll.
+/// plus a tenth of it after its last poll (one window: heartbeats are kept by window).
 pub const IDLE_WINDOWS: u32 = 10;
 
 macro_rules! queue_script {
@@ -143,7 +143,10 @@ impl TokenState {
     }
 
     /// When to poll again: about a tenth of the expected wait, at least 1 s, and never more
-    /// than a third of the idle period, so a buyer who follows it is never dropped as absent.
+    /// than a third of the idle period (rounded down), so a buyer who follows it is never
+    /// dropped as absent: a waiter counts as present for at least the whole idle period after
+    /// its last poll, which leaves two thirds of it (4 s or more, as the idle period is at
+    /// least 5 s) for the round trip.
     pub fn poll_after_seconds(&self, now: DateTime<Utc>) -> u64 {
         let ceiling = (self.waiting_idle.as_secs() / 3).max(1);
         let wanted = match self.standing {

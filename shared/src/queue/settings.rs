@@ -70,7 +70,9 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 pub const CAPACITY_RANGE: (u64, u64) = (1, 1_000_000);
 pub const SESSION_SECONDS_RANGE: (u64, u64) = (1, 86_400);
 pub const ADMIT_PER_TICK_RANGE: (u64, u64) = (1, 1_000_000);
-pub const WAITING_IDLE_SECONDS_RANGE: (u64, u64) = (1, 86_400);
+/// At least 5 s: a buyer told to poll every second (the shortest `pollAfterSeconds`, at most
+/// a third of the idle period) then has 4 s or more for its round trip.
+pub const WAITING_IDLE_SECONDS_RANGE: (u64, u64) = (5, 86_400);
 
 /// `value` as a whole number within the range. JSON has one number type, so an integral
 /// `60.0` is accepted as 60; `2.5`, negatives and anything out of range are not.

@@ -1,0 +1,345 @@
+//! Presence of waiters: a buyer who polls as told keeps its place at the shortest idle
+//! period allowed, one who stops is dropped within the documented bound. Prints
+//! `RELIABILITY:` lines.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lineup::ids::QueueId;
+use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
+use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
+use lineup::store::QueueKeys;
+use lineup_tests::{sleep, Reply, TestApp};
+
+use crate::queue::{join, promote, status, summary};
+
+/// The shortest idle period a queue may have, as a string for the environment.
+fn shortest_idle() -> (u64, String) {
+    let idle = WAITING_IDLE_SECONDS_RANGE.0;
+    (idle, idle.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_polling_as_told_is_never_dropped_at_the_shortest_idle_period() {
+    let (idle, idle_var) = shortest_idle();
+    let app = Arc::new(
+        TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await,
+    );
+    assert_eq!(join(&app, "show", "holder").await.body["status"], "active");
+    let waiter = join(&app, "show", "waiter").await;
+    assert_eq!(waiter.body["status"], "waiting");
+    let stop = Arc::new(AtomicBool::new(false));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let housekeeping = {
+        let (app, stop, dropped) = (app.clone(), stop.clone(), dropped.clone());
+        tokio::spawn(async move {
+            let mut runs = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let tick = promote(&app).await;
+                let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+                dropped.fetch_add(tick.abandoned + reaped.abandoned(), Ordering::Relaxed);
+                runs += 1;
+                sleep(Duration::from_millis(150)).await;
+            }
+            runs
+        })
+    };
+    // The client as a buyer's browser runs it: poll, then sleep exactly pollAfterSeconds.
+    let token = waiter.token();
+    let until = Instant::now() + Duration::from_secs(3 * idle);
+    let mut polls = 0;
+    let mut longest = Duration::ZERO;
+    let mut last = Instant::now();
+    let mut poll_after = waiter.body["pollAfterSeconds"].as_u64().unwrap();
+    while Instant::now() < until {
+        sleep(Duration::from_secs(poll_after)).await;
+        let reply = status(&app, "show", &token).await;
+        longest = longest.max(last.elapsed());
+        last = Instant::now();
+        assert_eq!(
+            reply.status, 200,
+            "dropped after {polls} polls every {poll_after} s (idle {idle} s): {}",
+            reply.body
+        );
+        assert_eq!(reply.body["status"], "waiting");
+        poll_after = reply.body["pollAfterSeconds"].as_u64().unwrap();
+        assert!(poll_after >= 1 && poll_after <= idle / 3, "{poll_after}");
+        polls += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let runs = housekeeping.await.unwrap();
+    assert_eq!(dropped.load(Ordering::Relaxed), 0);
+    assert!(runs > 5, "{runs} promoter and reaper runs");
+    println!(
+        "RELIABILITY: presence: idle {idle} s, a client sleeping pollAfterSeconds ({poll_after} s) \
+         polled {polls} times (longest gap {longest:?}) beside {runs} promoter ticks and reaper \
+         runs; dropped 0"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_idle_periods() {
+    let (idle, idle_var) = shortest_idle();
+    let idle_ms = idle * 1000;
+    let window = Duration::from_millis(idle_ms / u64::from(IDLE_WINDOWS));
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await;
+    join(&app, "show", "holder").await;
+    // Waiters whose last polls fall at different points of a heartbeat window.
+    const WAITERS: usize = 5;
+    let mut last_poll: HashMap<String, (Instant, Instant)> = HashMap::new();
+    for i in 0..WAITERS {
+        let user = format!("walker-{i}");
+        let sent = Instant::now();
+        let reply = join(&app, "show", &user).await;
+        assert_eq!(reply.body["status"], "waiting");
+        last_poll.insert(user, (sent, Instant::now()));
+        sleep(window / WAITERS as u32).await;
+    }
+    let idle = Duration::from_millis(idle_ms);
+    let bound = idle + window;
+    let mut dropped_after: Vec<(Duration, Duration)> = Vec::new();
+    let deadline = Instant::now() + bound + Duration::from_secs(2);
+    while dropped_after.len() < WAITERS && Instant::now() < deadline {
+        let sent = Instant::now();
+        let report = queue_reaper::reap_all(&app.stack.reaper).await;
+        let done = Instant::now();
+        for event in report.events() {
+            assert_eq!(event.kind, QueueEventKind::Abandoned);
+            let (poll_sent, poll_done) = last_poll[&event.user_id];
+            // At the earliest: the reply of the reaper run that dropped it, against the
+            // moment its last poll was sent. At the latest: that run's start, against the
+            // moment its last poll was answered.
+            dropped_after.push((done - poll_sent, sent - poll_done));
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(dropped_after.len(), WAITERS, "all dropped by {deadline:?}");
+    let slack = Duration::from_millis(250);
+    for (earliest, latest) in &dropped_after {
+        assert!(
+            *earliest >= idle,
+            "dropped after {earliest:?}, before {idle:?}"
+        );
+        assert!(
+            *latest <= bound + slack,
+            "dropped after {latest:?}, past {bound:?}"
+        );
+    }
+    let min = dropped_after.iter().map(|d| d.0).min().unwrap();
+    let max = dropped_after.iter().map(|d| d.1).max().unwrap();
+    println!(
+        "RELIABILITY: presence: {WAITERS} waiters who stopped polling (idle {idle:?}) were dropped \
+         {min:?}–{max:?} after their last poll (bound {idle:?}–{bound:?})"
+    );
+}
+
+#[tokio::test]
+async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
+    let keys = QueueKeys::new(&app.config.key_prefix, &QueueId::parse("long").unwrap());
+    let mut inspect = app.inspect.clone();
+    assert_eq!(join(&app, "long", "holder").await.body["status"], "active");
+    // A queue that has issued 50 million tickets in its life.
+    let set_seq = async |seq: u64| {
+        redis::cmd("HSET")
+            .arg(&keys.meta)
+            .arg("seq")
+            .arg(seq)
+            .query_async::<()>(&mut inspect.clone())
+            .await
+            .unwrap();
+    };
+    set_seq(50_000_000).await;
+    let mut tokens = HashMap::new();
+    for user in ["a", "walker", "c"] {
+        let reply = join(&app, "long", user).await;
+        assert_eq!(reply.body["status"], "waiting");
+        tokens.insert(
+            user,
+            (reply.body["ticket"].as_u64().unwrap(), reply.token()),
+        );
+    }
+    // The last ticket of a 32-ticket chunk, too.
+    set_seq(50_000_030).await;
+    let reply = join(&app, "long", "d").await;
+    tokens.insert("d", (reply.body["ticket"].as_u64().unwrap(), reply.token()));
+    assert_eq!(tokens["a"].0, 50_000_001);
+    assert_eq!(tokens["d"].0, 50_000_031);
+
+    let mut presence_bytes = 0u64;
+    for key in &keys.seen {
+        let usage: Option<u64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        presence_bytes += usage.unwrap_or(0);
+    }
+    assert!(
+        presence_bytes <= 1000,
+        "presence of 4 waiters at ticket 50 million takes {presence_bytes} bytes"
+    );
+
+    // Presence still works at these tickets: the walker goes, the others stay.
+    for _ in 0..6 {
+        sleep(Duration::from_secs(1)).await;
+        for user in ["a", "c", "d"] {
+            let reply = status(&app, "long", &tokens[user].1).await;
+            assert_eq!(reply.body["status"], "waiting", "{user}: {}", reply.body);
+        }
+    }
+    let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+    let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
+    assert_eq!(dropped, ["walker"]);
+    status(&app, "long", &tokens["walker"].1)
+        .await
+        .assert_problem(404);
+    println!(
+        "RELIABILITY: memory: the presence keys of 4 waiters at ticket 50 000 000 hold \
+         {presence_bytes} bytes"
+    );
+}
+
+/// Polls `token` as a buyer's browser does until `until`: after an answer, sleeps
+/// `pollAfterSeconds`; after a 503, its `Retry-After`. Returns the 503s met, or the
+/// answer that dropped it.
+async fn poll_as_told(app: &TestApp, token: &str, until: Instant) -> Result<u64, Reply> {
+    let mut unavailable = 0;
+    while Instant::now() < until {
+        let reply = status(app, "show", token).await;
+        let wait = match reply.status {
+            200 => reply.body["pollAfterSeconds"].as_u64().unwrap(),
+            503 => {
+                unavailable += 1;
+                reply.headers["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            }
+            _ => return Err(reply),
+        };
+        sleep(Duration::from_secs(wait)).await;
+    }
+    Ok(unavailable)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
+    let (idle, idle_var) = shortest_idle();
+    let mut app = TestApp::spawn_durable(&[
+        ("QUEUE_CAPACITY", "1"),
+        ("WAITING_IDLE_SECONDS", &idle_var),
+        ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+        ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+    ])
+    .await;
+    let mut server = app.redis.take().expect("a private server");
+    let app = Arc::new(app);
+    join(&app, "show", "holder").await;
+    let mut tokens = Vec::new();
+    for user in ["back-1", "gone", "back-2"] {
+        let reply = join(&app, "show", user).await;
+        assert_eq!(reply.body["status"], "waiting");
+        tokens.push(reply.token());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let housekeeping = {
+        let (app, stop) = (app.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut dropped: Vec<(String, Instant)> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                promote(&app).await;
+                let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+                let now = Instant::now();
+                dropped.extend(reaped.events().map(|e| (e.user_id.clone(), now)));
+                sleep(Duration::from_millis(150)).await;
+            }
+            dropped
+        })
+    };
+    let outage = Duration::from_millis(idle * 1000 * 3 / 2);
+    let back_at = Instant::now() + Duration::from_secs(2) + outage;
+    // Polled through the outage and a little more than two idle periods after it: the
+    // grace, then one idle period and its tenth in which "gone" is dropped.
+    let until = back_at + Duration::from_millis(idle * 2300);
+    let clients: Vec<_> = [&tokens[0], &tokens[2]]
+        .into_iter()
+        .map(|token| {
+            let (app, token) = (app.clone(), token.clone());
+            tokio::spawn(async move { poll_as_told(&app, &token, until).await })
+        })
+        .collect();
+
+    sleep(Duration::from_secs(2)).await;
+    server.stop().await; // SIGKILL, as a crash
+    sleep(outage).await;
+    server
+        .restart()
+        .await
+        .expect("restart from the append-only file");
+    let restarted = Instant::now();
+    let mut unavailable = 0;
+    for client in clients {
+        match client.await.unwrap() {
+            Ok(n) => unavailable += n,
+            Err(reply) => panic!("a waiter polling as told was dropped: {}", reply.body),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let dropped = housekeeping.await.unwrap();
+    assert!(unavailable > 0, "the clients met the outage");
+    let users: Vec<_> = dropped.iter().map(|(u, _)| u.as_str()).collect();
+    assert_eq!(
+        users,
+        ["gone"],
+        "only the waiter who never came back is dropped"
+    );
+    let gone_after = dropped[0].1 - restarted;
+    status(&app, "show", &tokens[1]).await.assert_problem(404);
+    for token in [&tokens[0], &tokens[2]] {
+        assert_eq!(status(&app, "show", token).await.body["status"], "waiting");
+    }
+    println!(
+        "RELIABILITY: presence: redis-server SIGKILLed for {outage:?} (idle {idle} s) while 3 \
+         waited; the 2 who polled as told through it ({unavailable} 503s) kept their places; \
+         the one who never came back was dropped {gone_after:?} after the restart"
+    );
+}
+
+/// Waits `d` while calls keep reaching `queue` (a summary read every half second), as the
+/// promoter's ticks keep a deployed queue served. A longer gap in which nothing reaches a
+/// queue counts as an outage and earns its waiters a grace.
+pub(crate) async fn served_for(app: &TestApp, queue: &str, d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        assert_eq!(summary(app, queue).await.status, 200);
+        sleep((until - Instant::now()).min(Duration::from_millis(500))).await;
+    }
+}
+
+#[tokio::test]
+async fn the_summary_stops_counting_a_walked_away_waiter_within_the_documented_bound() {
+    let (idle, idle_var) = shortest_idle();
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await;
+    join(&app, "show", "holder").await;
+    let walked = Instant::now();
+    join(&app, "show", "walker").await;
+    let polling = join(&app, "show", "patient").await.token();
+    assert_eq!(summary(&app, "show").await.body["waiting"], 2);
+    // The bound without the reaper's interval: the idle period and one window after the
+    // walker's last poll. The other waiter polls as told meanwhile.
+    let bound = Duration::from_millis(idle * 1000 + idle * 1000 / u64::from(IDLE_WINDOWS));
+    while walked.elapsed() < bound {
+        assert_eq!(status(&app, "show", &polling).await.status, 200);
+        sleep((bound - walked.elapsed()).min(Duration::from_secs(1))).await;
+    }
+    // One reaper run examines the whole line.
+    let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+    let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
+    assert_eq!(dropped, ["walker"]);
+    assert_eq!(summary(&app, "show").await.body["waiting"], 1);
+}
