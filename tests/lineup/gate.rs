@@ -15,7 +15,7 @@ async fn gate(app: &TestApp, token: &str, queue: &str) -> bool {
         .0
 }
 
-fn payment(payment: &str, queue: &str, user: &str) -> Value {
+pub(crate) fn payment(payment: &str, queue: &str, user: &str) -> Value {
     envelope(
         "PaymentCompleted",
         json!({"paymentId": payment, "concertId": "c1", "seats": 2, "queueId": queue, "userId": user,
@@ -23,7 +23,7 @@ fn payment(payment: &str, queue: &str, user: &str) -> Value {
     )
 }
 
-async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
+pub(crate) async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await
 }
 
