@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use lineup_tests::{sleep, TestApp};
 
-use crate::queue::{join, status};
+use crate::gate::{pay, payment};
+use crate::queue::{join, leave, status};
 
 const CAPACITY: usize = 2;
 const SESSION: Duration = Duration::from_secs(3);
@@ -24,8 +25,8 @@ struct Waiter {
     admitted: Option<DateTime<Utc>>,
 }
 
-/// Joins at `arrive_after` and polls until admitted; its session then runs out.
-async fn waiter(app: &TestApp, name: String, arrive_after: Duration) -> Waiter {
+/// Joins at `arrive_after` and polls until admitted.
+async fn waiter(app: &TestApp, name: String, arrive_after: Duration) -> (Waiter, String) {
     sleep(arrive_after).await;
     let mut seen = Waiter::default();
     let joined = join(app, "sale", &name).await;
@@ -56,23 +57,38 @@ async fn waiter(app: &TestApp, name: String, arrive_after: Duration) -> Waiter {
         sleep(POLL).await;
         reply = status(app, "sale", &token).await;
     }
-    seen
+    (seen, token)
+}
+
+/// Ends the session of buyer `i` after `after`: even ones leave, odd ones pay (the payment
+/// releases the session, and the place is filled on the next tick).
+async fn end_early(app: &TestApp, i: usize, name: &str, token: &str, after: Duration) {
+    sleep(after).await;
+    if i % 2 == 0 {
+        assert_eq!(leave(app, "sale", token).await.status, 204);
+    } else {
+        pay(app, &[payment(&format!("pay-{name}"), "sale", name)]).await;
+    }
 }
 
 /// Runs an on-sale: `CAPACITY` buyers take every place at once, then `waiters` arrive one
-/// every `pace`; a promoter ticks every `TICK` until all are admitted. Returns each waiter's
-/// first estimate ÷ its actual wait, after checking that no estimate rose while the waiter's
-/// position held.
-async fn on_sale(waiters: usize, pace: Duration) -> Vec<f64> {
+/// every `pace`; a promoter ticks every `TICK` until all are admitted. Sessions run out, or
+/// with `pays_after` each buyer ends theirs that long after admission. Returns each
+/// waiter's first estimate ÷ its actual wait, after checking that no estimate rose while the
+/// waiter's position held.
+async fn on_sale(waiters: usize, pace: Duration, pays_after: Option<Duration>) -> Vec<f64> {
     let app = TestApp::spawn(&[
         ("QUEUE_CAPACITY", &CAPACITY.to_string()),
         ("SESSION_SECONDS", &SESSION.as_secs().to_string()),
         ("WAITING_IDLE_SECONDS", "30"),
     ])
     .await;
+    let mut firsts = Vec::new();
     for i in 0..CAPACITY {
-        let first = join(&app, "sale", &format!("first-{i}")).await;
+        let name = format!("first-{i}");
+        let first = join(&app, "sale", &name).await;
         assert_eq!(first.body["status"], "active");
+        firsts.push((i, name, first.token()));
     }
     let done = std::sync::atomic::AtomicBool::new(false);
     let promoter = async {
@@ -86,8 +102,28 @@ async fn on_sale(waiters: usize, pace: Duration) -> Vec<f64> {
         }
     };
     let buyers = async {
-        let seen =
-            join_all((0..waiters).map(|i| waiter(&app, format!("w{i}"), pace * i as u32))).await;
+        let first_buyers = join_all(firsts.iter().map(|(i, name, token)| async {
+            if let Some(after) = pays_after {
+                end_early(&app, *i, name, token, after).await;
+            }
+        }));
+        let waiters = join_all((0..waiters).map(|i| {
+            let app = &app;
+            async move {
+                let name = format!("w{i}");
+                let (seen, token) = waiter(app, name.clone(), pace * i as u32).await;
+                if let Some(after) = pays_after {
+                    end_early(app, i, &name, &token, after).await;
+                }
+                seen
+            }
+        }));
+        let ((), seen) = tokio::join!(
+            async {
+                first_buyers.await;
+            },
+            waiters
+        );
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         seen
     };
@@ -121,10 +157,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank]
 }
 
-#[tokio::test]
-async fn the_first_estimate_a_waiter_sees_is_within_half_again_of_its_wait_and_never_rises() {
-    let mut ratios = on_sale(10, Duration::from_millis(700)).await;
-    assert!(ratios.len() >= 8, "{ratios:?}");
+/// Checks the spread of `ratios` and prints it.
+fn report(mut ratios: Vec<f64>, waiters: usize, endings: &str) {
+    assert!(ratios.len() + CAPACITY >= waiters, "{ratios:?}");
     ratios.sort_by(f64::total_cmp);
     let (p10, median, p90) = (
         percentile(&ratios, 0.1),
@@ -133,7 +168,7 @@ async fn the_first_estimate_a_waiter_sees_is_within_half_again_of_its_wait_and_n
     );
     println!(
         "RELIABILITY: honest estimates: {} waiters behind a full queue (capacity {CAPACITY}, \
-         {} s sessions ending by expiry, ticks every {} ms): first estimate ÷ actual wait \
+         {} s sessions {endings}, ticks every {} ms): first estimate ÷ actual wait \
          median {median:.2}, p10 {p10:.2}, p90 {p90:.2}; no estimate rose while its position held",
         ratios.len(),
         SESSION.as_secs(),
@@ -145,4 +180,21 @@ async fn the_first_estimate_a_waiter_sees_is_within_half_again_of_its_wait_and_n
             "first estimate ÷ actual wait out of bounds: {ratios:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn the_first_estimate_a_waiter_sees_is_within_half_again_of_its_wait_and_never_rises() {
+    let ratios = on_sale(10, Duration::from_millis(700), None).await;
+    report(ratios, 10, "ending by expiry");
+}
+
+#[tokio::test]
+async fn estimates_stay_honest_when_buyers_pay_or_leave_before_their_session_ends() {
+    let ratios = on_sale(
+        10,
+        Duration::from_millis(500),
+        Some(Duration::from_millis(1500)),
+    )
+    .await;
+    report(ratios, 10, "ended after 1.5 s by leaving or paying");
 }
