@@ -64,7 +64,7 @@ async fn waiter(app: &TestApp, name: String, arrive_after: Duration) -> (Waiter,
 /// releases the session, and the place is filled on the next tick).
 async fn end_early(app: &TestApp, i: usize, name: &str, token: &str, after: Duration) {
     sleep(after).await;
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         assert_eq!(leave(app, "sale", token).await.status, 204);
     } else {
         pay(app, &[payment(&format!("pay-{name}"), "sale", name)]).await;

@@ -81,9 +81,36 @@ local function active_entry(user)
   return tonumber(ticket), tonumber(since)
 end
 
-local function end_session(user)
+-- How long sessions really last: buyers who pay or leave end theirs early. A running mean
+-- of the lengths of the sessions that ended, over the first MEAN_SESSIONS, then weighted
+-- 1/MEAN_SESSIONS per session. Absent until a session has ended.
+local MEAN_SESSIONS = 32
+local function note_session_lengths(lengths)
+  if #lengths == 0 then return end
+  local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples')
+  local mean, samples = tonumber(stored[1]) or 0, tonumber(stored[2]) or 0
+  for _, ms in ipairs(lengths) do
+    samples = math.min(samples + 1, MEAN_SESSIONS)
+    mean = mean + (ms - mean) / samples
+  end
+  redis.call('HSET', META, 'session-mean-ms', math.floor(mean), 'session-samples', samples)
+end
+
+-- Ends `user`'s session (live or lapsed) and returns its ticket and its length in ms.
+local function close_session(user)
+  local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
+  local ticket, since = active_entry(user)
   redis.call('ZREM', ACTIVE, user)
   redis.call('HDEL', TICKETS, user)
+  if not until_ms or not since then return ticket, nil end
+  return ticket, math.max(0, math.min(until_ms, NOW) - since)
+end
+
+-- Ends `user`'s session now, and counts its length towards the mean.
+local function end_session(user)
+  local ticket, length = close_session(user)
+  note_session_lengths({length})
+  return ticket
 end
 
 -- Removes up to `limit` expired sessions; returns them as {user, ticket} pairs. Counting
@@ -91,12 +118,13 @@ end
 -- counted or checked. Only the promoter and reaper call it, so they can report each one.
 local function purge_expired(limit)
   local users = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', NOW, 'LIMIT', 0, limit)
-  local expired = {}
+  local expired, lengths = {}, {}
   for _, user in ipairs(users) do
-    local ticket = active_entry(user)
+    local ticket, length = close_session(user)
     expired[#expired + 1] = {user, ticket or 0}
-    end_session(user)
+    lengths[#lengths + 1] = length
   end
+  note_session_lengths(lengths)
   return expired
 end
 
@@ -165,15 +193,46 @@ local function needs_registration()
   return redis.call('HEXISTS', META, 'registered') == 0 and 1 or 0
 end
 
+-- The expected wait in ms of the waiter at `position`, or '' while none is honest: the queue
+-- is paused, or no session has ended yet, so how long sessions last is not measured.
+-- The places free one after another. The k-th to free is free now if fewer than capacity
+-- sessions are live; else it is the live session with the (k − free)-th earliest end, which
+-- frees when expected: its start plus the mean session length, not after its end, not before
+-- now. The waiter at position p takes the ((p − 1) mod capacity + 1)-th place to free, after
+-- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
+-- ZRANGE by index on the active set.
+local function wait_estimate(position)
+  if PAUSED or CAPACITY < 1 then return '' end
+  local mean = tonumber(redis.call('HGET', META, 'session-mean-ms'))
+  if not mean then return '' end
+  mean = math.min(mean, SESSION_MS)
+  local place = (position - 1) % CAPACITY + 1
+  local rounds = math.floor((position - 1) / CAPACITY)
+  local ended = redis.call('ZCOUNT', ACTIVE, '-inf', NOW)
+  local free = CAPACITY - (redis.call('ZCARD', ACTIVE) - ended)
+  local frees_at = NOW
+  if place > free then
+    local index = ended + place - free - 1
+    local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
+    if #entry == 2 then
+      local until_ms = tonumber(entry[2])
+      local _, since = active_entry(entry[1])
+      frees_at = math.max(NOW, math.min(until_ms, (since or until_ms) + mean))
+    end
+  end
+  return string.format('%d', frees_at - NOW + rounds * mean)
+end
+
 -- The reply every buyer-facing script gives for a token:
--- {created, status, ticket, position, active_until_ms, rate, idle_ms, paused, register}.
+-- {created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}.
 local function waiting_reply(created, user, ticket)
-  return {created, 'waiting', ticket, redis.call('ZRANK', WAITING, user) + 1, 0, rate(),
-    IDLE_MS, PAUSED_FLAG, needs_registration()}
+  local position = redis.call('ZRANK', WAITING, user) + 1
+  return {created, 'waiting', ticket, position, 0, wait_estimate(position), IDLE_MS,
+    PAUSED_FLAG, needs_registration()}
 end
 
 local function active_reply(created, ticket, until_ms)
-  return {created, 'active', ticket, 0, until_ms, rate(), IDLE_MS, PAUSED_FLAG,
+  return {created, 'active', ticket, 0, until_ms, '', IDLE_MS, PAUSED_FLAG,
     needs_registration()}
 end
 

@@ -119,8 +119,9 @@ pub enum Standing {
 pub struct TokenState {
     pub ticket: u64,
     pub standing: Standing,
-    /// Measured admissions per minute, if any have been measured.
-    pub admission_rate_per_minute: Option<f64>,
+    /// A waiter's expected wait, once the length of sessions is measured (see `common.lua`,
+    /// `wait_estimate`); `None` before that, while paused, and once active.
+    pub expected_wait: Option<Duration>,
     /// The queue's idle period in force.
     pub waiting_idle: Duration,
     /// Whether admissions are paused in this queue.
@@ -128,17 +129,16 @@ pub struct TokenState {
 }
 
 impl TokenState {
-    /// `ceil(position × 60 / rate)`: the time the line ahead takes to clear at the measured
-    /// admission rate. `None` while no rate has been measured or the queue is paused (no
-    /// honest estimate exists then), 0 once active.
+    /// The expected wait in whole seconds, rounded up: from when the active sessions are
+    /// expected to end, given how long sessions have lasted. `None` until a session has ended
+    /// and while the queue is paused (no honest estimate exists then), 0 once active.
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
             Standing::Waiting { .. } if self.paused => None,
-            Standing::Waiting { position } => {
-                let rate = self.admission_rate_per_minute.filter(|r| *r > 0.0)?;
-                Some((position as f64 * 60.0 / rate).ceil() as u64)
-            }
+            Standing::Waiting { .. } => self
+                .expected_wait
+                .map(|wait| wait.as_millis().div_ceil(1000) as u64),
         }
     }
 
@@ -157,12 +157,13 @@ impl TokenState {
 }
 
 /// The reply of the buyer-facing scripts:
-/// `{created, status, ticket, position, active_until_ms, rate, idle_ms, paused, register}`.
+/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}`
+/// (`wait_ms` is `''` when no estimate is honest).
 type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8, u8);
 
 /// Decodes a [`ScriptReply`]: whether the entry is new and its state, or `None` if gone.
 fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate::Error> {
-    let (created, status, ticket, position, until_ms, rate, idle_ms, paused, _) = reply;
+    let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, _) = reply;
     let standing = match status.as_str() {
         "gone" => return Ok(None),
         "limited" => {
@@ -186,7 +187,7 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
         TokenState {
             ticket,
             standing,
-            admission_rate_per_minute: parse_rate(&rate),
+            expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
             waiting_idle: Duration::from_millis(idle_ms),
             paused: paused == 1,
         },
