@@ -177,7 +177,7 @@ async fn sessions_expire_per_token_before_any_reaper_runs() {
     // "early" was activated 2.1 s ago, "late" 1.1 s ago.
     status(&app, "show", &early.token())
         .await
-        .assert_problem(404);
+        .assert_problem(410);
     assert_eq!(
         status(&app, "show", &late.token()).await.body["status"],
         "active"
@@ -247,10 +247,10 @@ async fn waiters_who_stop_polling_are_never_promoted_and_get_reaped() {
     assert_eq!(report.abandoned(), 1, "{report:?}");
     status(&app, "show", &gone.token())
         .await
-        .assert_problem(404);
+        .assert_problem(410);
     status(&app, "show", &also_gone.token())
         .await
-        .assert_problem(404);
+        .assert_problem(410);
     assert_eq!(summary(&app, "show").await.body["waiting"], 0);
 }
 
@@ -285,7 +285,7 @@ async fn leaving_frees_the_place_for_the_next_waiter_at_once() {
     );
     status(&app, "show", &second.token())
         .await
-        .assert_problem(404);
+        .assert_problem(410);
 
     // An active buyer leaving hands the place to the next waiter, without a promoter.
     let reply = leave(&app, "show", &first.token()).await;
@@ -297,7 +297,7 @@ async fn leaving_frees_the_place_for_the_next_waiter_at_once() {
     );
     leave(&app, "show", &first.token())
         .await
-        .assert_problem(404);
+        .assert_problem(410);
 }
 
 #[tokio::test]

@@ -129,7 +129,7 @@ async fn changing_the_idle_period_gives_every_waiter_a_fresh_period_to_poll() {
     sleep(Duration::from_millis(2300)).await;
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(reaped.abandoned(), 1);
-    assert_eq!(status(&app, "show", &waiter).await.status, 404);
+    assert_eq!(status(&app, "show", &waiter).await.status, 410);
 }
 
 #[tokio::test]

@@ -1,13 +1,14 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, then the rotating heartbeat bitmaps.
+-- counters, the two rotating departure records, then the rotating heartbeat bitmaps.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
 -- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
 -- override the defaults, so every script sees the settings in force at that moment.
 -- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local RATE_KEYS = {KEYS[6], KEYS[7]}
-local FIRST_SEEN = 8
+local GONE_KEYS = {KEYS[8], KEYS[9]}
+local FIRST_SEEN = 10
 local SEEN_SLOTS = #KEYS - FIRST_SEEN + 1
 local ARG = 5
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
@@ -106,10 +107,59 @@ local function close_session(user)
   return ticket, math.max(0, math.min(until_ms, NOW) - since)
 end
 
--- Ends `user`'s session now, and counts its length towards the mean.
-local function end_session(user)
+-- Why tickets lost their place, so that a buyer can be told: ticket → 'expired', 'paid',
+-- 'dropped' or 'left', in two hashes used in turn, one per generation of GONE_MS. A record
+-- lives one to two generations, so the hashes hold the departures of two generations at
+-- most, and each expires on its own once no longer written.
+local GONE_MS = math.max(SESSION_MS, IDLE_MS, 300000)
+
+local function record_departures(tickets, reason)
+  local fields = {}
+  for _, ticket in ipairs(tickets) do
+    if ticket and ticket ~= 0 then
+      fields[#fields + 1] = ticket
+      fields[#fields + 1] = reason
+    end
+  end
+  if #fields == 0 then return end
+  local generation = math.floor(NOW / GONE_MS)
+  local slot = generation % 2
+  local key = GONE_KEYS[slot + 1]
+  if tonumber(redis.call('HGET', META, 'gone-generation:' .. slot)) ~= generation then
+    redis.call('UNLINK', key)
+    redis.call('HSET', META, 'gone-generation:' .. slot, generation)
+  end
+  redis.call('HSET', key, unpack(fields))
+  redis.call('PEXPIRE', key, 2 * GONE_MS)
+end
+
+-- The recorded reason `ticket` lost its place, or 'unknown'.
+local function recorded_departure(ticket)
+  local generation = math.floor(NOW / GONE_MS)
+  local marks = redis.call('HMGET', META, 'gone-generation:0', 'gone-generation:1')
+  for back = 0, 1 do
+    local slot = (generation - back) % 2
+    if tonumber(marks[slot + 1]) == generation - back then
+      local reason = redis.call('HGET', GONE_KEYS[slot + 1], ticket)
+      if reason then return reason end
+    end
+  end
+  return 'unknown'
+end
+
+-- The tickets of {user, ticket} pairs.
+local function tickets_of(pairs)
+  local tickets = {}
+  for _, pair in ipairs(pairs) do tickets[#tickets + 1] = pair[2] end
+  return tickets
+end
+
+-- Ends `user`'s session now for `reason` ('left' or 'paid'), counts its length towards the
+-- mean and records why it ended. Returns its ticket.
+local function end_session(user, reason)
   local ticket, length = close_session(user)
   note_session_lengths({length})
+  record_departures({ticket}, reason)
   return ticket
 end
 
@@ -125,6 +175,7 @@ local function purge_expired(limit)
     lengths[#lengths + 1] = length
   end
   note_session_lengths(lengths)
+  record_departures(tickets_of(expired), 'expired')
   return expired
 end
 
@@ -178,6 +229,7 @@ local function promote(limit)
       redis.call('HSET', META, 'admitted-through', last_ticket)
     end
   end
+  record_departures(tickets_of(dropped), 'dropped')
   return admitted, dropped
 end
 
@@ -236,7 +288,6 @@ local function active_reply(created, ticket, until_ms)
     needs_registration()}
 end
 
-local GONE = {0, 'gone', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
 
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
 local function is_idle(idle_after)
@@ -245,23 +296,37 @@ local function is_idle(idle_after)
     and NOW - last_issue >= idle_after
 end
 
--- Finds the live waiting or active entry for `user` holding `ticket` (any ticket when
--- nil). Returns 'waiting'|'active'|nil, ticket, session end. A lapsed entry is left for
--- the promoter or reaper, which report what they remove.
+-- Finds `user`'s entry holding `ticket` (any ticket when nil). Returns the state, the
+-- ticket and the session end: 'waiting' or 'active' when live; 'dropped' for a waiter absent
+-- for the idle period, 'expired' for a session past its end (a lapsed entry is left for the
+-- promoter or reaper, which report what they remove); nil when there is no such entry.
 local function find(user, ticket)
   local waiting = redis.call('ZSCORE', WAITING, user)
   if waiting and (ticket == nil or tonumber(waiting) == ticket) then
     waiting = tonumber(waiting)
     if is_present(waiting) then return 'waiting', waiting end
-    return nil
+    return 'dropped', waiting
   end
   local until_ms = redis.call('ZSCORE', ACTIVE, user)
   if until_ms then
     local held = active_entry(user)
     until_ms = tonumber(until_ms)
-    if (ticket == nil or held == ticket) and until_ms > NOW then
-      return 'active', held, until_ms
+    if ticket == nil or held == ticket then
+      if until_ms > NOW then return 'active', held, until_ms end
+      return 'expired', held
     end
   end
   return nil
+end
+
+-- Why `ticket` holds no place, given what find() said: 'dropped', 'expired', 'paid', 'left'
+-- or 'unknown'.
+local function departure(state, ticket)
+  if state == 'dropped' or state == 'expired' then return state end
+  return recorded_departure(ticket)
+end
+
+-- The reply for a token that holds no place: its departure in place of the status.
+local function gone_reply(state, ticket)
+  return {0, departure(state, ticket), 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
 end

@@ -25,7 +25,7 @@ use crate::config::QueueConfig;
 use crate::ids::QueueId;
 use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
 
-pub use buyer::{Gate, Issued, Left, QueueSummary};
+pub use buyer::{Gate, Issued, Left, QueueSummary, Refusal};
 pub use events::{QueueEvent, QueueEventKind};
 pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, REAP_CHUNK};
 pub use settings::{QueueSettings, SettingsChange};
@@ -114,6 +114,77 @@ pub enum Standing {
     Active { until: DateTime<Utc> },
 }
 
+/// Why a token no longer holds a place, as the scripts record it (for one to two
+/// generations of `max(session, idle period, 5 min)`; after that the token is unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// The session ran out.
+    Expired,
+    /// The session was released after its payment.
+    Paid,
+    /// Dropped from the line for not polling within the idle period.
+    Dropped,
+    /// The buyer left the line or gave up the session.
+    Left,
+}
+
+impl Departure {
+    /// The departure a script names, if it names one.
+    fn from_script(raw: &str) -> Option<Self> {
+        match raw {
+            "expired" => Some(Departure::Expired),
+            "paid" => Some(Departure::Paid),
+            "dropped" => Some(Departure::Dropped),
+            "left" => Some(Departure::Left),
+            _ => None,
+        }
+    }
+
+    /// The problem type's last segment, and the gatekeeper's deny reason.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Departure::Expired | Departure::Paid => "session-ended",
+            Departure::Dropped => "dropped-for-absence",
+            Departure::Left => "left",
+        }
+    }
+
+    /// The problem title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Departure::Expired | Departure::Paid => "Session ended",
+            Departure::Dropped => "Dropped for absence",
+            Departure::Left => "Left the queue",
+        }
+    }
+}
+
+impl std::fmt::Display for Departure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Departure::Expired => {
+                "the session ended when its time ran out; joining again takes a new place at the \
+                 back of the line"
+            }
+            Departure::Paid => "the session ended with its payment",
+            Departure::Dropped => {
+                "dropped from the line for not polling within the idle period; joining again \
+                 takes a new place at the back of the line"
+            }
+            Departure::Left => "this token left the queue",
+        })
+    }
+}
+
+/// The error for a token a script found holding no place: its departure (`Gone`), or
+/// `unknown` (`NotFound`). `None` when `raw` is neither.
+fn gone(raw: &str) -> Option<crate::Error> {
+    match raw {
+        "unknown" => Some(crate::Error::unknown_token()),
+        other => Departure::from_script(other).map(crate::Error::Gone),
+    }
+}
+
 /// A live token's state, as the scripts report it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenState {
@@ -161,11 +232,14 @@ impl TokenState {
 /// (`wait_ms` is `''` when no estimate is honest).
 type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8, u8);
 
-/// Decodes a [`ScriptReply`]: whether the entry is new and its state, or `None` if gone.
-fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate::Error> {
+/// Decodes a [`ScriptReply`]: whether the entry is new and its state. A token that holds no
+/// place is an error: [`crate::Error::Gone`] with its departure, or not found.
+fn decode_reply(reply: ScriptReply) -> Result<(bool, TokenState), crate::Error> {
     let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, _) = reply;
+    if let Some(err) = gone(&status) {
+        return Err(err);
+    }
     let standing = match status.as_str() {
-        "gone" => return Ok(None),
         "limited" => {
             return Err(crate::Error::RateLimited {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
@@ -182,7 +256,7 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
             )))
         }
     };
-    Ok(Some((
+    Ok((
         created == 1,
         TokenState {
             ticket,
@@ -191,7 +265,7 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
             waiting_idle: Duration::from_millis(idle_ms),
             paused: paused == 1,
         },
-    )))
+    ))
 }
 
 /// The instant `ms` milliseconds after the epoch, as the scripts report times.

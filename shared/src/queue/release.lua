@@ -9,5 +9,5 @@ local ticket, since = active_entry(user)
 if not until_ms or not ticket or tonumber(until_ms) <= NOW or since > paid_at + CLOCK_SLACK_MS then
   return {0, 0}
 end
-end_session(user)
+end_session(user, 'paid')
 return {1, ticket}
