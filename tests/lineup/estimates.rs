@@ -198,3 +198,31 @@ async fn estimates_stay_honest_when_buyers_pay_or_leave_before_their_session_end
     .await;
     report(ratios, 10, "ended after 1.5 s by leaving or paying");
 }
+
+#[tokio::test]
+async fn an_estimate_does_not_rise_when_a_long_session_is_paid_for_before_the_next_tick() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let first = join(&app, "sale", "first").await.token();
+    join(&app, "sale", "w0").await;
+    let mut behind = Vec::new();
+    for i in 1..4 {
+        behind.push(join(&app, "sale", &format!("w{i}")).await.token());
+    }
+    // A 1.1 s session sets the mean; w0 takes the place and keeps it for 3 s.
+    sleep(Duration::from_millis(1100)).await;
+    assert_eq!(leave(&app, "sale", &first).await.status, 204);
+    sleep(Duration::from_millis(3000)).await;
+    let before = status(&app, "sale", &behind[2]).await;
+    assert_eq!(before.body["position"], 3);
+    let before = before.body["estimatedWaitSeconds"]
+        .as_u64()
+        .expect("estimate");
+    // w0 pays: the place is free until the next tick, and nobody moved.
+    pay(&app, &[payment("pay-w0", "sale", "w0")]).await;
+    let after = status(&app, "sale", &behind[2]).await;
+    assert_eq!(after.body["position"], 3);
+    let after = after.body["estimatedWaitSeconds"]
+        .as_u64()
+        .expect("estimate");
+    assert!(after <= before, "rose from {before} s to {after} s");
+}
