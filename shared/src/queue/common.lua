@@ -84,17 +84,34 @@ end
 
 -- How long sessions really last: buyers who pay or leave end theirs early. A running mean
 -- of the lengths of the sessions that ended, over the first MEAN_SESSIONS, then weighted
--- 1/MEAN_SESSIONS per session. Absent until a session has ended.
+-- 1/MEAN_SESSIONS per session. Absent until a session has ended. An ended session's length
+-- waits in `meta` (pending-ms, pending-sessions) until a promotion moves the line, and only
+-- then counts: the mean changes only when every waiter's position does, so no estimate
+-- rises while a position holds.
 local MEAN_SESSIONS = 32
 local function note_session_lengths(lengths)
-  if #lengths == 0 then return end
-  local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples')
-  local mean, samples = tonumber(stored[1]) or 0, tonumber(stored[2]) or 0
+  local sum, count = 0, 0
   for _, ms in ipairs(lengths) do
+    sum, count = sum + ms, count + 1
+  end
+  if count == 0 then return end
+  redis.call('HINCRBY', META, 'pending-ms', sum)
+  redis.call('HINCRBY', META, 'pending-sessions', count)
+end
+
+local function count_session_lengths()
+  local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples', 'pending-ms',
+    'pending-sessions')
+  local pending = tonumber(stored[4]) or 0
+  if pending == 0 then return end
+  local average = (tonumber(stored[3]) or 0) / pending
+  local mean, samples = tonumber(stored[1]) or 0, tonumber(stored[2]) or 0
+  for _ = 1, math.min(pending, MEAN_SESSIONS) do
     samples = math.min(samples + 1, MEAN_SESSIONS)
-    mean = mean + (ms - mean) / samples
+    mean = mean + (average - mean) / samples
   end
   redis.call('HSET', META, 'session-mean-ms', math.floor(mean), 'session-samples', samples)
+  redis.call('HDEL', META, 'pending-ms', 'pending-sessions')
 end
 
 -- Ends `user`'s session (live or lapsed) and returns its ticket and its length in ms.
@@ -154,8 +171,8 @@ local function tickets_of(pairs)
   return tickets
 end
 
--- Ends `user`'s session now for `reason` ('left' or 'paid'), counts its length towards the
--- mean and records why it ended. Returns its ticket.
+-- Ends `user`'s session now for `reason` ('left' or 'paid'), notes its length for the mean
+-- and records why it ended. Returns its ticket.
 local function end_session(user, reason)
   local ticket, length = close_session(user)
   note_session_lengths({length})
@@ -172,7 +189,7 @@ local function purge_expired(limit)
   for _, user in ipairs(users) do
     local ticket, length = close_session(user)
     expired[#expired + 1] = {user, ticket or 0}
-    lengths[#lengths + 1] = length
+    if length then lengths[#lengths + 1] = length end
   end
   note_session_lengths(lengths)
   record_departures(tickets_of(expired), 'expired')
@@ -230,6 +247,7 @@ local function promote(limit)
     end
   end
   record_departures(tickets_of(dropped), 'dropped')
+  if #admitted + #dropped > 0 then count_session_lengths() end
   return admitted, dropped
 end
 
