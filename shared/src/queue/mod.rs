@@ -9,6 +9,10 @@
 //! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
 //! rotating time-window bitmaps. A waiter unseen for the idle period is never promoted;
 //! the promoter or reaper removes it and reports it as abandoned.
+//!
+//! Wait estimates come from the live sessions' ends and the measured mean session length
+//! (`wait_estimate` in `common.lua`). A token that lost its place is answered with its
+//! [`Departure`], recorded for a while by whatever removed it.
 
 mod buyer;
 mod events;
