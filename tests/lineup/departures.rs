@@ -53,6 +53,17 @@ async fn an_expired_session_is_gone_before_and_after_the_promoter_removes_it() {
 }
 
 #[tokio::test]
+async fn an_expired_session_replaced_by_joining_again_is_still_told_ended() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("SESSION_SECONDS", "1")]).await;
+    let old = join(&app, "show", "buyer").await.token();
+    sleep(Duration::from_millis(1100)).await;
+    // No promoter ran: joining again replaces the lapsed session with a new one.
+    let again = join(&app, "show", "buyer").await;
+    assert_eq!(again.body["status"], "active");
+    assert_gone(&app, &old, "session-ended").await;
+}
+
+#[tokio::test]
 async fn a_session_released_after_payment_has_ended() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     let buyer = join(&app, "show", "buyer").await.token();
