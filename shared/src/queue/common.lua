@@ -306,7 +306,6 @@ local function active_reply(created, ticket, until_ms)
     needs_registration()}
 end
 
-
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
 local function is_idle(idle_after)
   local last_issue = tonumber(redis.call('HGET', META, 'last-issue') or '0')
