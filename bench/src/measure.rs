@@ -81,7 +81,7 @@ impl Bench {
             .queue_api("GET", &format!("/queues/{queue}/tokens/{token}"), None)
             .await;
         assert!(
-            reply.status == 200 || reply.status == 404,
+            reply.status == 200 || reply.status == 404 || reply.status == 410,
             "status: {}",
             reply.body
         );

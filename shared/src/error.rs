@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::queue::Departure;
+
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -15,6 +17,9 @@ pub enum Error {
     /// The thing named does not exist, or is not the caller's to see (404).
     #[error("{0}")]
     NotFound(String),
+    /// The token's session or place is over, for the reason given (410).
+    #[error("{0}")]
+    Gone(Departure),
     /// The route exists but not with this method (405).
     #[error("method not allowed; allowed: {allow}")]
     MethodNotAllowed { allow: &'static str },
@@ -42,6 +47,12 @@ impl Error {
             field,
             detail: detail.into(),
         }
+    }
+
+    /// A token that this queue does not know: malformed, forged, another queue's, or one
+    /// whose departure is no longer recorded (404).
+    pub fn unknown_token() -> Self {
+        Error::NotFound("no waiting or active token like this in this queue".into())
     }
 
     /// A deserialisation failure of `field`, naming the path inside it that did not fit.

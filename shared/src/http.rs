@@ -40,6 +40,7 @@ pub fn problem(err: &Error) -> Response<Body> {
         ),
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
+        Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
         Error::MethodNotAllowed { .. } => (
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed",

@@ -693,6 +693,10 @@ pub struct QueueKeys {
     /// Hashes of issue requests per user and per source IP in a one-minute window, two
     /// used in turn.
     pub rate: [String; 2],
+    /// Hashes of ticket → why it lost its place (`expired`, `paid`, `dropped`, `left`), one
+    /// per generation of `max(session, idle period, 5 min)`, used in turn, each expiring
+    /// two generations after its last write: a record lives one to two generations.
+    pub gone: [String; 2],
     /// Hashes of heartbeats, one per time window, reused in rotation: field ticket ÷ 32,
     /// value the 32-bit mask of that chunk's tickets seen in the window.
     pub seen: Vec<String>,
@@ -712,6 +716,7 @@ impl QueueKeys {
             meta: format!("{base}:meta"),
             settings: format!("{base}:settings"),
             rate: [format!("{base}:rate:0"), format!("{base}:rate:1")],
+            gone: [format!("{base}:gone:0"), format!("{base}:gone:1")],
             seen: (0..SEEN_WINDOWS)
                 .map(|i| format!("{base}:seen:{i}"))
                 .collect(),
@@ -728,6 +733,8 @@ impl QueueKeys {
             &self.settings,
             &self.rate[0],
             &self.rate[1],
+            &self.gone[0],
+            &self.gone[1],
         ]
         .into_iter()
         .chain(self.seen.iter())

@@ -15,7 +15,7 @@ async fn gate(app: &TestApp, token: &str, queue: &str) -> bool {
         .0
 }
 
-fn payment(payment: &str, queue: &str, user: &str) -> Value {
+pub(crate) fn payment(payment: &str, queue: &str, user: &str) -> Value {
     envelope(
         "PaymentCompleted",
         json!({"paymentId": payment, "concertId": "c1", "seats": 2, "queueId": queue, "userId": user,
@@ -23,7 +23,7 @@ fn payment(payment: &str, queue: &str, user: &str) -> Value {
     )
 }
 
-async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
+pub(crate) async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await
 }
 
@@ -157,7 +157,7 @@ async fn payment_releases_the_session_and_the_next_waiter_is_admitted_on_the_nex
     .await;
     assert_eq!(verdicts[0], ranking_updater::Verdict::Applied);
     assert_eq!(verdicts[1], ranking_updater::Verdict::Duplicate);
-    assert_eq!(status(&app, "show", &buyer).await.status, 404);
+    assert_eq!(status(&app, "show", &buyer).await.status, 410);
     assert_eq!(
         status(&app, "show", &next).await.body["status"],
         "waiting",
@@ -176,7 +176,7 @@ async fn a_replayed_payment_never_ends_a_later_session_of_the_same_buyer() {
     let first = join(&app, "show", "buyer").await.token();
     let old_payment = payment("pay-old", "show", "buyer");
     pay(&app, std::slice::from_ref(&old_payment)).await;
-    assert_eq!(status(&app, "show", &first).await.status, 404);
+    assert_eq!(status(&app, "show", &first).await.status, 410);
 
     // A redelivery stamped ten seconds before the buyer's next session (beyond the clock
     // slack) arrives while that session is live...

@@ -4,6 +4,8 @@ mod abuse;
 mod bad_input;
 mod cluster;
 mod contract;
+mod departures;
+mod estimates;
 mod faults;
 mod fixtures;
 mod gate;

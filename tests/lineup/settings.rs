@@ -130,7 +130,7 @@ async fn changing_the_idle_period_gives_every_waiter_a_fresh_period_to_poll() {
     served_for(&app, "show", Duration::from_millis(6800)).await;
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(reaped.abandoned(), 1);
-    assert_eq!(status(&app, "show", &waiter).await.status, 404);
+    assert_eq!(status(&app, "show", &waiter).await.status, 410);
 }
 
 #[tokio::test]

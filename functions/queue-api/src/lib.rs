@@ -5,6 +5,10 @@
 //! | `POST /queues/{queueId}/tokens` | take a place (201), or get one's existing place (200) |
 //! | `GET /queues/{queueId}/tokens/{token}` | where the token stands; a waiter's heartbeat |
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
+//!
+//! A token that no longer holds a place is 410 Gone on both token routes, with a problem type
+//! saying why (`session-ended`, `dropped-for-absence`, `left`); one the queue does not know
+//! (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
@@ -142,20 +146,13 @@ async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Respons
 fn claims_on(queue: &QueueId, token: &str, deps: &Deps) -> Result<TokenClaims, Error> {
     TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| &claims.queue == queue)
-        .ok_or_else(token_not_found)
+        .ok_or_else(Error::unknown_token)
 }
 
-fn token_not_found() -> Error {
-    Error::NotFound("no waiting or active token like this in this queue".into())
-}
-
+/// A token's standing; 410 with the reason when its session or place is over.
 async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
     let claims = claims_on(queue, token, deps)?;
-    let state = deps
-        .room
-        .status(&claims)
-        .await?
-        .ok_or_else(token_not_found)?;
+    let state = deps.room.status(&claims).await?;
     Ok(json(
         StatusCode::OK,
         &TokenStatus::new(&claims, &state, deps),
@@ -164,11 +161,7 @@ async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Bo
 
 async fn leave(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
     let claims = claims_on(queue, token, deps)?;
-    let left = deps
-        .room
-        .leave(&claims)
-        .await?
-        .ok_or_else(token_not_found)?;
+    let left = deps.room.leave(&claims).await?;
     deps.publisher.publish(&left.events).await;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

@@ -9,8 +9,11 @@
 //!
 //! Anything else is a deny, never an error: a missing or forged token, another queue's
 //! token, a payload that is not an authorizer request, and a Redis outage (fail closed).
+//! The context carries `userId`, `queueId` and `activeUntil`, never the token. A deny's
+//! context is `{"reason": …}`, the reason also logged: for a genuine token, `waiting` or what
+//! queue-api's status answers as its problem type (`session-ended`, `dropped-for-absence`,
+//! `left`, `not-found`); a forged or other queue's token is `not-found` too.
 //! [`decide_event`] tells an outage from a refusal, for the local stack's 503.
-//! The context carries `userId`, `queueId` and `activeUntil`, never the token.
 
 use aws_lambda_events::event::apigw::{
     ApiGatewayV2CustomAuthorizerSimpleResponse, ApiGatewayV2CustomAuthorizerV2Request,
@@ -18,7 +21,7 @@ use aws_lambda_events::event::apigw::{
 use chrono::SecondsFormat;
 use lambda_runtime::LambdaEvent;
 use lineup::ids::QueueId;
-use lineup::queue::WaitingRoom;
+use lineup::queue::{Refusal, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use serde_json::{json, Value};
 
@@ -61,14 +64,18 @@ pub async fn handle(
             response.context = context;
         }
         Err(denied) => {
-            match denied {
-                Denied::Refused(reason) => tracing::info!(reason, "denied"),
-                Denied::Unavailable(err) => {
-                    tracing::warn!(error = %err, "queue check failed; denying")
+            let reason = match denied {
+                Denied::Refused(reason) => {
+                    tracing::info!(reason, "denied");
+                    reason
                 }
-            }
+                Denied::Unavailable(err) => {
+                    tracing::warn!(error = %err, "queue check failed; denying");
+                    "queue store unavailable"
+                }
+            };
             response.is_authorized = false;
-            response.context = json!({});
+            response.context = json!({ "reason": reason });
         }
     }
     Ok(response)
@@ -103,14 +110,14 @@ async fn decide(
     };
     let claims = TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| claims.queue == queue)
-        .ok_or("not a genuine token of this queue")?;
+        .ok_or(Refusal::Unknown.reason())?;
     match deps.room.check(&claims).await {
-        Ok(Some(gate)) => Ok(json!({
+        Ok(Ok(gate)) => Ok(json!({
             "userId": claims.user.as_str(),
             "queueId": claims.queue.as_str(),
             "activeUntil": gate.active_until.to_rfc3339_opts(SecondsFormat::Millis, true),
         })),
-        Ok(None) => Err("token not active".into()),
+        Ok(Err(refusal)) => Err(refusal.reason().into()),
         Err(err) => Err(Denied::Unavailable(err)),
     }
 }

@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
 use super::settings::{QueueSettings, SettingsReply};
 use super::{
-    decode_reply, instant, parse_rate, QueueEvent, QueueEventKind, ScriptReply, TokenState,
-    WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
+    decode_reply, gone, instant, parse_rate, Departure, QueueEvent, QueueEventKind, ScriptReply,
+    TokenState, WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
@@ -66,6 +66,29 @@ pub struct Gate {
     pub active_until: DateTime<Utc>,
 }
 
+/// Why the gatekeeper turns a genuine token away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Still in line, not yet admitted.
+    Waiting,
+    /// The session or place is over.
+    Gone(Departure),
+    /// The queue does not know this token.
+    Unknown,
+}
+
+impl Refusal {
+    /// The deny reason: `waiting`, or what queue-api's status would answer as the problem
+    /// type (`session-ended`, `dropped-for-absence`, `left`, `not-found`).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::Waiting => "waiting",
+            Refusal::Gone(departure) => departure.kind(),
+            Refusal::Unknown => "not-found",
+        }
+    }
+}
+
 /// A queue at a glance. Cacheable for a few seconds: a client that knows its own ticket
 /// estimates its place as `ticket − admittedThrough` without a call of its own.
 #[derive(Debug, Clone, Serialize)]
@@ -98,8 +121,7 @@ impl WaitingRoom {
             .arg(self.config.rate_limit_ip_per_minute);
         let reply: ScriptReply = self.conn.invoke(invocation).await?;
         self.register_if_needed(queue, &reply).await?;
-        let (created, state) = decode_reply(reply)?
-            .ok_or_else(|| Error::Internal("issue script found no entry".into()))?;
+        let (created, state) = decode_reply(reply)?;
         Ok(Issued {
             created,
             claims: TokenClaims {
@@ -111,14 +133,14 @@ impl WaitingRoom {
         })
     }
 
-    /// Where the token stands, or `None` when it is neither waiting nor active. Counts as the
-    /// waiter's heartbeat.
-    pub async fn status(&self, claims: &TokenClaims) -> Result<Option<TokenState>, Error> {
+    /// Where the token stands. Counts as the waiter's heartbeat. A token that is neither
+    /// waiting nor active is [`Error::Gone`] with its departure, or not found.
+    pub async fn status(&self, claims: &TokenClaims) -> Result<TokenState, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
         let reply: ScriptReply = self.conn.invoke(invocation).await?;
         self.register_if_needed(&claims.queue, &reply).await?;
-        Ok(decode_reply(reply)?.map(|(_, state)| state))
+        Ok(decode_reply(reply)?.1)
     }
 
     /// Adds `queue` to the registry when the script found it unmarked: once per queue
@@ -153,28 +175,37 @@ impl WaitingRoom {
         Ok(())
     }
 
-    /// Whether the token is active right now: the gatekeeper's question. Read-only; a
-    /// waiter's check is not a heartbeat.
-    pub async fn check(&self, claims: &TokenClaims) -> Result<Option<Gate>, Error> {
+    /// Whether the token is active right now: the gatekeeper's question, or why not.
+    /// Read-only; a waiter's check is not a heartbeat.
+    pub async fn check(&self, claims: &TokenClaims) -> Result<Result<Gate, Refusal>, Error> {
         let mut invocation = self.invocation(&CHECK, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let until_ms: i64 = self.conn.invoke(invocation).await?;
-        Ok(match until_ms {
-            0 => None,
-            ms => Some(Gate {
-                active_until: instant(ms)?,
-            }),
-        })
+        let (until_ms, why): (i64, String) = self.conn.invoke(invocation).await?;
+        if until_ms != 0 {
+            return Ok(Ok(Gate {
+                active_until: instant(until_ms)?,
+            }));
+        }
+        Ok(Err(match why.as_str() {
+            "waiting" => Refusal::Waiting,
+            "unknown" => Refusal::Unknown,
+            other => Refusal::Gone(
+                Departure::from_script(other)
+                    .ok_or_else(|| Error::Internal(format!("check script returned {other:?}")))?,
+            ),
+        }))
     }
 
-    /// Gives up the token's place. Returns `None` when it held none.
-    pub async fn leave(&self, claims: &TokenClaims) -> Result<Option<Left>, Error> {
+    /// Gives up the token's place. A token that held none is [`Error::Gone`] with its
+    /// departure, or not found.
+    pub async fn leave(&self, claims: &TokenClaims) -> Result<Left, Error> {
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
         let (left, place, admitted, dropped): (u8, String, AdmittedReply, SeatsReply) =
             self.conn.invoke(invocation).await?;
         if left == 0 {
-            return Ok(None);
+            return Err(gone(&place)
+                .unwrap_or_else(|| Error::Internal(format!("leave script returned {place:?}"))));
         }
         let queue = &claims.queue;
         let reason = if place == "active" {
@@ -190,7 +221,7 @@ impl WaitingRoom {
         )];
         events.extend(admitted_events(queue, admitted));
         events.extend(seat_events(QueueEventKind::Abandoned, queue, dropped));
-        Ok(Some(Left { events }))
+        Ok(Left { events })
     }
 
     /// Stages the release of the session `paid` was made in; [`WaitingRoom::released`]

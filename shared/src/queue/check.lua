@@ -1,5 +1,8 @@
--- Gatekeeper check: ARGV[ARG] user, ARGV[ARG + 1] ticket. Read-only. Returns the session
--- end in ms when that ticket is active right now, else 0.
-local state, _, until_ms = find(ARGV[ARG], tonumber(ARGV[ARG + 1]))
-if state == 'active' then return until_ms end
-return 0
+-- Gatekeeper check: ARGV[ARG] user, ARGV[ARG + 1] ticket. Read-only. Returns {session end
+-- in ms, ''} when that ticket is active right now, else {0, why}: 'waiting' or its
+-- departure ('expired', 'paid', 'dropped', 'left', 'unknown').
+local ticket = tonumber(ARGV[ARG + 1])
+local state, _, until_ms = find(ARGV[ARG], ticket)
+if state == 'active' then return {until_ms, ''} end
+if state == 'waiting' then return {0, 'waiting'} end
+return {0, departure(state, ticket)}

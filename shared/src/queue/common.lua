@@ -1,14 +1,17 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, then the rotating heartbeat hashes.
+-- counters, the two rotating departure records, then the rotating heartbeat hashes.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
 -- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
 -- override the defaults, so every script sees the settings in force at that moment.
 -- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local RATE_KEYS = {KEYS[6], KEYS[7]}
-local FIRST_SEEN = 8
-local SEEN_SLOTS = #KEYS - FIRST_SEEN + 1
+local GONE_KEYS = {KEYS[8], KEYS[9]}
+local FIRST_SEEN = 10
+-- store::SEEN_WINDOWS (a unit test holds them equal); a script's own keys follow them.
+local SEEN_SLOTS = 11
+local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS
 local ARG = 5
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
@@ -128,9 +131,102 @@ local function active_entry(user)
   return tonumber(ticket), tonumber(since)
 end
 
-local function end_session(user)
+-- How long sessions really last: buyers who pay or leave end theirs early. A running mean
+-- of the lengths of the sessions that ended, over the first MEAN_SESSIONS, then weighted
+-- 1/MEAN_SESSIONS per session. Absent until a session has ended. An ended session's length
+-- waits in `meta` (pending-ms, pending-sessions) until a promotion moves the line, and only
+-- then counts: the mean changes only when every waiter's position does, so no estimate
+-- rises while a position holds.
+local MEAN_SESSIONS = 32
+local function note_session_lengths(lengths)
+  local sum, count = 0, 0
+  for _, ms in ipairs(lengths) do
+    sum, count = sum + ms, count + 1
+  end
+  if count == 0 then return end
+  redis.call('HINCRBY', META, 'pending-ms', sum)
+  redis.call('HINCRBY', META, 'pending-sessions', count)
+end
+
+local function count_session_lengths()
+  local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples', 'pending-ms',
+    'pending-sessions')
+  local pending = tonumber(stored[4]) or 0
+  if pending == 0 then return end
+  local average = (tonumber(stored[3]) or 0) / pending
+  local mean, samples = tonumber(stored[1]) or 0, tonumber(stored[2]) or 0
+  for _ = 1, math.min(pending, MEAN_SESSIONS) do
+    samples = math.min(samples + 1, MEAN_SESSIONS)
+    mean = mean + (average - mean) / samples
+  end
+  redis.call('HSET', META, 'session-mean-ms', math.floor(mean), 'session-samples', samples)
+  redis.call('HDEL', META, 'pending-ms', 'pending-sessions')
+end
+
+-- Ends `user`'s session (live or lapsed) and returns its ticket and its length in ms.
+local function close_session(user)
+  local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
+  local ticket, since = active_entry(user)
   redis.call('ZREM', ACTIVE, user)
   redis.call('HDEL', TICKETS, user)
+  if not until_ms or not since then return ticket, nil end
+  return ticket, math.max(0, math.min(until_ms, NOW) - since)
+end
+
+-- Why tickets lost their place, so that a buyer can be told: ticket → 'expired', 'paid',
+-- 'dropped' or 'left', in two hashes used in turn, one per generation of GONE_MS. A record
+-- lives one to two generations, so the hashes hold the departures of two generations at
+-- most, and each expires on its own once no longer written.
+local GONE_MS = math.max(SESSION_MS, IDLE_MS, 300000)
+
+local function record_departures(tickets, reason)
+  local fields = {}
+  for _, ticket in ipairs(tickets) do
+    if ticket and ticket ~= 0 then
+      fields[#fields + 1] = ticket
+      fields[#fields + 1] = reason
+    end
+  end
+  if #fields == 0 then return end
+  local generation = math.floor(NOW / GONE_MS)
+  local slot = generation % 2
+  local key = GONE_KEYS[slot + 1]
+  if tonumber(redis.call('HGET', META, 'gone-generation:' .. slot)) ~= generation then
+    redis.call('UNLINK', key)
+    redis.call('HSET', META, 'gone-generation:' .. slot, generation)
+  end
+  redis.call('HSET', key, unpack(fields))
+  redis.call('PEXPIRE', key, 2 * GONE_MS)
+end
+
+-- The recorded reason `ticket` lost its place, or 'unknown'.
+local function recorded_departure(ticket)
+  local generation = math.floor(NOW / GONE_MS)
+  local marks = redis.call('HMGET', META, 'gone-generation:0', 'gone-generation:1')
+  for back = 0, 1 do
+    local slot = (generation - back) % 2
+    if tonumber(marks[slot + 1]) == generation - back then
+      local reason = redis.call('HGET', GONE_KEYS[slot + 1], ticket)
+      if reason then return reason end
+    end
+  end
+  return 'unknown'
+end
+
+-- The tickets of {user, ticket} pairs.
+local function tickets_of(pairs)
+  local tickets = {}
+  for _, pair in ipairs(pairs) do tickets[#tickets + 1] = pair[2] end
+  return tickets
+end
+
+-- Ends `user`'s session now for `reason` ('left' or 'paid'), notes its length for the mean
+-- and records why it ended. Returns its ticket.
+local function end_session(user, reason)
+  local ticket, length = close_session(user)
+  note_session_lengths({length})
+  record_departures({ticket}, reason)
+  return ticket
 end
 
 -- Removes up to `limit` expired sessions; returns them as {user, ticket} pairs. Counting
@@ -138,12 +234,14 @@ end
 -- counted or checked. Only the promoter and reaper call it, so they can report each one.
 local function purge_expired(limit)
   local users = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', NOW, 'LIMIT', 0, limit)
-  local expired = {}
+  local expired, lengths = {}, {}
   for _, user in ipairs(users) do
-    local ticket = active_entry(user)
+    local ticket, length = close_session(user)
     expired[#expired + 1] = {user, ticket or 0}
-    end_session(user)
+    if length then lengths[#lengths + 1] = length end
   end
+  note_session_lengths(lengths)
+  record_departures(tickets_of(expired), 'expired')
   return expired
 end
 
@@ -197,6 +295,8 @@ local function promote(limit)
       redis.call('HSET', META, 'admitted-through', last_ticket)
     end
   end
+  record_departures(tickets_of(dropped), 'dropped')
+  if #admitted + #dropped > 0 then count_session_lengths() end
   return admitted, dropped
 end
 
@@ -212,19 +312,48 @@ local function needs_registration()
   return redis.call('HEXISTS', META, 'registered') == 0 and 1 or 0
 end
 
+-- The expected wait in ms of the waiter at `position`, or '' while none is honest: the queue
+-- is paused, or no session has ended yet, so how long sessions last is not measured.
+-- The places free one after another. The k-th to free is free now if fewer than capacity
+-- sessions are live; else it is the live session with the (k − free)-th earliest end, which
+-- frees when expected: its start plus the mean session length, not after its end, not before
+-- now. The waiter at position p takes the ((p − 1) mod capacity + 1)-th place to free, after
+-- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
+-- ZRANGE by index on the active set.
+local function wait_estimate(position)
+  if PAUSED or CAPACITY < 1 then return '' end
+  local mean = tonumber(redis.call('HGET', META, 'session-mean-ms'))
+  if not mean then return '' end
+  mean = math.min(mean, SESSION_MS)
+  local place = (position - 1) % CAPACITY + 1
+  local rounds = math.floor((position - 1) / CAPACITY)
+  local ended = redis.call('ZCOUNT', ACTIVE, '-inf', NOW)
+  local free = CAPACITY - (redis.call('ZCARD', ACTIVE) - ended)
+  local frees_at = NOW
+  if place > free then
+    local index = ended + place - free - 1
+    local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
+    if #entry == 2 then
+      local until_ms = tonumber(entry[2])
+      local _, since = active_entry(entry[1])
+      frees_at = math.max(NOW, math.min(until_ms, (since or until_ms) + mean))
+    end
+  end
+  return string.format('%d', frees_at - NOW + rounds * mean)
+end
+
 -- The reply every buyer-facing script gives for a token:
--- {created, status, ticket, position, active_until_ms, rate, idle_ms, paused, register}.
+-- {created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}.
 local function waiting_reply(created, user, ticket)
-  return {created, 'waiting', ticket, redis.call('ZRANK', WAITING, user) + 1, 0, rate(),
-    IDLE_MS, PAUSED_FLAG, needs_registration()}
+  local position = redis.call('ZRANK', WAITING, user) + 1
+  return {created, 'waiting', ticket, position, 0, wait_estimate(position), IDLE_MS,
+    PAUSED_FLAG, needs_registration()}
 end
 
 local function active_reply(created, ticket, until_ms)
-  return {created, 'active', ticket, 0, until_ms, rate(), IDLE_MS, PAUSED_FLAG,
+  return {created, 'active', ticket, 0, until_ms, '', IDLE_MS, PAUSED_FLAG,
     needs_registration()}
 end
-
-local GONE = {0, 'gone', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
 
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
 local function is_idle(idle_after)
@@ -233,23 +362,37 @@ local function is_idle(idle_after)
     and NOW - last_issue >= idle_after
 end
 
--- Finds the live waiting or active entry for `user` holding `ticket` (any ticket when
--- nil). Returns 'waiting'|'active'|nil, ticket, session end. A lapsed entry is left for
--- the promoter or reaper, which report what they remove.
+-- Finds `user`'s entry holding `ticket` (any ticket when nil). Returns the state, the
+-- ticket and the session end: 'waiting' or 'active' when live; 'dropped' for a waiter absent
+-- for the idle period, 'expired' for a session past its end (a lapsed entry is left for the
+-- promoter or reaper, which report what they remove); nil when there is no such entry.
 local function find(user, ticket)
   local waiting = redis.call('ZSCORE', WAITING, user)
   if waiting and (ticket == nil or tonumber(waiting) == ticket) then
     waiting = tonumber(waiting)
     if is_present(waiting) then return 'waiting', waiting end
-    return nil
+    return 'dropped', waiting
   end
   local until_ms = redis.call('ZSCORE', ACTIVE, user)
   if until_ms then
     local held = active_entry(user)
     until_ms = tonumber(until_ms)
-    if (ticket == nil or held == ticket) and until_ms > NOW then
-      return 'active', held, until_ms
+    if ticket == nil or held == ticket then
+      if until_ms > NOW then return 'active', held, until_ms end
+      return 'expired', held
     end
   end
   return nil
+end
+
+-- Why `ticket` holds no place, given what find() said: 'dropped', 'expired', 'paid', 'left'
+-- or 'unknown'.
+local function departure(state, ticket)
+  if state == 'dropped' or state == 'expired' then return state end
+  return recorded_departure(ticket)
+end
+
+-- The reply for a token that holds no place: its departure in place of the status.
+local function gone_reply(state, ticket)
+  return {0, departure(state, ticket), 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
 end

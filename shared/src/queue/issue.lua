@@ -36,6 +36,9 @@ if state == 'waiting' then
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
+elseif state == 'dropped' or state == 'expired' then
+  -- The lapsed entry may be replaced below, before a promoter or reaper meets it.
+  record_departures({ticket}, state)
 end
 
 ticket = redis.call('HINCRBY', META, 'seq', 1)

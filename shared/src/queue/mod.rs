@@ -9,6 +9,10 @@
 //! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
 //! rotating time-window hashes of 32-ticket chunks. A waiter unseen for 1.1 idle periods is
 //! never promoted; the promoter or reaper removes it and reports it as abandoned.
+//!
+//! Wait estimates come from the live sessions' ends and the measured mean session length
+//! (`wait_estimate` in `common.lua`). A token that lost its place is answered with its
+//! [`Departure`], recorded for a while by whatever removed it.
 
 mod buyer;
 mod events;
@@ -25,7 +29,7 @@ use crate::config::QueueConfig;
 use crate::ids::QueueId;
 use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
 
-pub use buyer::{Gate, Issued, Left, Paid, QueueSummary};
+pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal};
 pub use events::{QueueEvent, QueueEventKind};
 pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, REAP_CHUNK};
 pub use settings::{QueueSettings, SettingsChange};
@@ -114,13 +118,85 @@ pub enum Standing {
     Active { until: DateTime<Utc> },
 }
 
+/// Why a token no longer holds a place, as the scripts record it (for one to two
+/// generations of `max(session, idle period, 5 min)`; after that the token is unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// The session ran out.
+    Expired,
+    /// The session was released after its payment.
+    Paid,
+    /// Dropped from the line for not polling within the idle period.
+    Dropped,
+    /// The buyer left the line or gave up the session.
+    Left,
+}
+
+impl Departure {
+    /// The departure a script names, if it names one.
+    fn from_script(raw: &str) -> Option<Self> {
+        match raw {
+            "expired" => Some(Departure::Expired),
+            "paid" => Some(Departure::Paid),
+            "dropped" => Some(Departure::Dropped),
+            "left" => Some(Departure::Left),
+            _ => None,
+        }
+    }
+
+    /// The problem type's last segment, and the gatekeeper's deny reason.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Departure::Expired | Departure::Paid => "session-ended",
+            Departure::Dropped => "dropped-for-absence",
+            Departure::Left => "left",
+        }
+    }
+
+    /// The problem title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Departure::Expired | Departure::Paid => "Session ended",
+            Departure::Dropped => "Dropped for absence",
+            Departure::Left => "Left the queue",
+        }
+    }
+}
+
+impl std::fmt::Display for Departure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Departure::Expired => {
+                "the session ended when its time ran out; joining again takes a new place at the \
+                 back of the line"
+            }
+            Departure::Paid => "the session ended with its payment",
+            Departure::Dropped => {
+                "dropped from the line for not polling within the idle period; joining again \
+                 takes a new place at the back of the line"
+            }
+            Departure::Left => "this token left the queue",
+        })
+    }
+}
+
+/// The error for a token a script found holding no place: its departure (`Gone`), or
+/// `unknown` (`NotFound`). `None` when `raw` is neither.
+fn gone(raw: &str) -> Option<crate::Error> {
+    match raw {
+        "unknown" => Some(crate::Error::unknown_token()),
+        other => Departure::from_script(other).map(crate::Error::Gone),
+    }
+}
+
 /// A live token's state, as the scripts report it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenState {
     pub ticket: u64,
     pub standing: Standing,
-    /// Measured admissions per minute, if any have been measured.
-    pub admission_rate_per_minute: Option<f64>,
+    /// A waiter's expected wait, once the length of sessions is measured (see `common.lua`,
+    /// `wait_estimate`); `None` before that, while paused, and once active.
+    pub expected_wait: Option<Duration>,
     /// The queue's idle period in force.
     pub waiting_idle: Duration,
     /// Whether admissions are paused in this queue.
@@ -128,17 +204,16 @@ pub struct TokenState {
 }
 
 impl TokenState {
-    /// `ceil(position × 60 / rate)`: the time the line ahead takes to clear at the measured
-    /// admission rate. `None` while no rate has been measured or the queue is paused (no
-    /// honest estimate exists then), 0 once active.
+    /// The expected wait in whole seconds, rounded up: from when the active sessions are
+    /// expected to end, given how long sessions have lasted. `None` until a session has ended
+    /// and while the queue is paused (no honest estimate exists then), 0 once active.
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
             Standing::Waiting { .. } if self.paused => None,
-            Standing::Waiting { position } => {
-                let rate = self.admission_rate_per_minute.filter(|r| *r > 0.0)?;
-                Some((position as f64 * 60.0 / rate).ceil() as u64)
-            }
+            Standing::Waiting { .. } => self
+                .expected_wait
+                .map(|wait| wait.as_millis().div_ceil(1000) as u64),
         }
     }
 
@@ -160,14 +235,18 @@ impl TokenState {
 }
 
 /// The reply of the buyer-facing scripts:
-/// `{created, status, ticket, position, active_until_ms, rate, idle_ms, paused, register}`.
+/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}`
+/// (`wait_ms` is `''` when no estimate is honest).
 type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8, u8);
 
-/// Decodes a [`ScriptReply`]: whether the entry is new and its state, or `None` if gone.
-fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate::Error> {
-    let (created, status, ticket, position, until_ms, rate, idle_ms, paused, _) = reply;
+/// Decodes a [`ScriptReply`]: whether the entry is new and its state. A token that holds no
+/// place is an error: [`crate::Error::Gone`] with its departure, or not found.
+fn decode_reply(reply: ScriptReply) -> Result<(bool, TokenState), crate::Error> {
+    let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, _) = reply;
+    if let Some(err) = gone(&status) {
+        return Err(err);
+    }
     let standing = match status.as_str() {
-        "gone" => return Ok(None),
         "limited" => {
             return Err(crate::Error::RateLimited {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
@@ -184,16 +263,16 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
             )))
         }
     };
-    Ok(Some((
+    Ok((
         created == 1,
         TokenState {
             ticket,
             standing,
-            admission_rate_per_minute: parse_rate(&rate),
+            expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
             waiting_idle: Duration::from_millis(idle_ms),
             paused: paused == 1,
         },
-    )))
+    ))
 }
 
 /// The instant `ms` milliseconds after the epoch, as the scripts report times.
@@ -209,4 +288,17 @@ fn parse_rate(raw: &str) -> Option<f64> {
 /// Converts a duration to whole milliseconds for a script argument.
 fn millis(d: Duration) -> u64 {
     d.as_millis() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::SEEN_WINDOWS;
+
+    /// The prelude finds a script's own keys after the heartbeat hashes, so it must know
+    /// how many there are.
+    #[test]
+    fn the_prelude_counts_the_heartbeat_hashes_the_keys_carry() {
+        let line = format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n");
+        assert!(include_str!("common.lua").contains(&line), "{line}");
+    }
 }

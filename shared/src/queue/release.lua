@@ -1,8 +1,7 @@
 -- Release after payment. ARGV[ARG]: user; ARGV[ARG + 1]: the payment's completedAt in ms;
 -- ARGV[ARG + 2]: the ticket the payment names, or 0; ARGV[ARG + 3]: how long the payment is
 -- remembered, in seconds; ARGV[ARG + 4]: how far ahead of the server clock a payment may
--- be, in ms. The last key is this payment's release marker (the prelude counts it among the
--- heartbeat windows; the release reads none of them).
+-- be, in ms. The script's own key, after the prelude's, is this payment's release marker.
 -- A payment releases at most once: its first delivery sets the marker, and a redelivery
 -- finds it and releases nothing. The first delivery ends the buyer's live session only if
 -- it is the one paid for: the ticket named, or else a session that began before the payment
@@ -10,7 +9,7 @@
 -- skew), so a late, repeated or future-dated event never ends a later session of the same
 -- buyer. The freed place is filled on the next promotion tick. Returns {released (0|1),
 -- ticket}.
-local MARKER = KEYS[#KEYS]
+local MARKER = KEYS[OWN_KEYS]
 local user, paid_at = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local paid_ticket, remember, skew = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3]),
   tonumber(ARGV[ARG + 4])
@@ -26,5 +25,5 @@ if paid_ticket > 0 then
 elseif since > math.min(paid_at, NOW) + CLOCK_SLACK_MS then
   return {0, 0}
 end
-end_session(user)
+end_session(user, 'paid')
 return {1, ticket}

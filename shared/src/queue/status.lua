@@ -1,4 +1,5 @@
 -- Status: ARGV[ARG] user, ARGV[ARG + 1] ticket. A waiter's status poll is its heartbeat.
+-- A token that holds no place is answered with its departure in place of the status.
 local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(user, ticket)
 if state == 'waiting' then
@@ -7,4 +8,4 @@ if state == 'waiting' then
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
 end
-return GONE
+return gone_reply(state, ticket)
