@@ -7,6 +7,7 @@ mod contract;
 mod faults;
 mod fixtures;
 mod gate;
+mod identity;
 mod load;
 mod local_stack;
 mod metrics;
