@@ -129,6 +129,9 @@ pub struct Config {
     /// The path parameter `queue-authorizer` reads the queue id from, when the
     /// `x-queue-id` header is absent.
     pub authorizer_queue_path_parameter: String,
+    /// `ALLOW_BODY_USER_ID=unsafe`: a buyer without a verified JWT is whoever the body's
+    /// `userId` names. Only for the local stack and tests: anyone can then be anyone.
+    pub allow_body_user_id: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -318,7 +321,19 @@ impl Config {
             }
         };
 
+        let allow_body_user_id = match vars.string("ALLOW_BODY_USER_ID").as_deref().map(str::trim) {
+            None | Some("no") => false,
+            Some("unsafe") => true,
+            Some(other) => {
+                return Err(bad(
+                    "ALLOW_BODY_USER_ID",
+                    format!("{other:?} is not no or unsafe"),
+                ))
+            }
+        };
+
         Ok(Config {
+            allow_body_user_id,
             event_bus: vars.string("EVENT_BUS_NAME"),
             authorizer_queue_path_parameter: vars
                 .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
@@ -397,6 +412,25 @@ mod tests {
         assert_eq!(c.queue.waiting_idle, Duration::from_secs(120));
         assert_eq!(c.queue.promote_tick, Duration::from_secs(10));
         assert_eq!(c.queue.promote_budget, Duration::from_secs(50));
+    }
+
+    #[test]
+    fn a_body_user_id_is_trusted_only_when_asked_for_by_name() {
+        assert!(!config(&[SECRET]).unwrap().allow_body_user_id);
+        assert!(
+            !config(&[SECRET, ("ALLOW_BODY_USER_ID", "no")])
+                .unwrap()
+                .allow_body_user_id
+        );
+        assert!(
+            config(&[SECRET, ("ALLOW_BODY_USER_ID", "unsafe")])
+                .unwrap()
+                .allow_body_user_id
+        );
+        for vague in ["true", "1", "yes"] {
+            let err = config(&[SECRET, ("ALLOW_BODY_USER_ID", vague)]).unwrap_err();
+            assert_eq!(err.variable, "ALLOW_BODY_USER_ID");
+        }
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub enum Error {
     /// A field, parameter or body failed validation (400).
     #[error("invalid {field}: {detail}")]
     Invalid { field: &'static str, detail: String },
+    /// The caller's identity is missing: no verified JWT where one is required (401).
+    #[error("{0}")]
+    Unauthorized(String),
     /// The caller is authenticated as someone else (403).
     #[error("{0}")]
     Forbidden(String),

@@ -40,6 +40,8 @@ async fn every_sample_event_runs_through_its_handler() {
     let sample_env = &env["QueueApiFunction"];
     let app = TestApp::spawn(&[
         ("TOKEN_SECRET", sample_env["TOKEN_SECRET"].as_str().unwrap()),
+        // As deployed: the buyer is the JWT's sub.
+        ("ALLOW_BODY_USER_ID", "no"),
         // The samples are dated; keep their boards open whenever the test runs.
         ("RANKING_DAILY_RETENTION_DAYS", "3650"),
         ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),

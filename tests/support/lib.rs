@@ -324,6 +324,11 @@ impl TestApp {
             // One promotion tick per promoter invocation unless a test asks for more.
             ("PROMOTE_BUDGET_SECONDS".into(), "0".into()),
         ]);
+        // The local stack's defaults (a body `userId` names the buyer); a test of the
+        // deployed defaults overrides them.
+        for (k, v) in lineup_local::LOCAL_DEFAULTS {
+            all.insert(k.to_string(), v.to_string());
+        }
         if cluster.is_some() {
             all.insert("REDIS_MODE".into(), "cluster".into());
         }

@@ -9,6 +9,12 @@
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //!
+//! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
+//! on the buyer routes (take a place, status, leave). A body `userId` names the buyer only
+//! where `ALLOW_BODY_USER_ID=unsafe` (the local stack); otherwise a request without a
+//! verified `sub` is 401. A token binds its user: status and leave with another user's JWT
+//! are 403.
+//!
 //! Leaving publishes `QueueTokenReleased`, and `QueueTokenActivated` for whoever took the
 //! freed place; an issue admitted at once publishes `QueueTokenActivated`.
 
@@ -42,6 +48,8 @@ pub struct Deps {
     pub room: WaitingRoom,
     pub token_key: TokenKey,
     pub publisher: Publisher,
+    /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
+    pub allow_body_user_id: bool,
 }
 
 /// How long a CDN or browser may reuse a queue summary.
@@ -83,8 +91,8 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         ["queues", queue, "tokens", token] => {
             let queue = QueueId::parse(queue)?;
             match *method {
-                Method::GET => status(deps, &queue, token).await,
-                Method::DELETE => leave(deps, &queue, token).await,
+                Method::GET => status(request, deps, &queue, token).await,
+                Method::DELETE => leave(request, deps, &queue, token).await,
                 _ => Err(Error::MethodNotAllowed {
                     allow: "GET, DELETE",
                 }),
@@ -100,9 +108,18 @@ struct IssueBody {
     user_id: Option<String>,
 }
 
-/// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`.
-fn caller(request: &Request) -> Result<UserId, Error> {
+/// The 401 for a buyer route reached without a verified identity.
+fn no_identity() -> Error {
+    Error::Unauthorized("a verified JWT (Authorization: Bearer) is required".into())
+}
+
+/// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`
+/// where the deployment allows it.
+fn caller(request: &Request, deps: &Deps) -> Result<UserId, Error> {
     let subject = jwt_subject(request);
+    if subject.is_none() && !deps.allow_body_user_id {
+        return Err(no_identity());
+    }
     let body: Option<IssueBody> = match (&subject, request.body().as_ref().is_empty()) {
         // With a verified identity the body is optional.
         (Some(_), true) => None,
@@ -120,7 +137,7 @@ fn caller(request: &Request) -> Result<UserId, Error> {
 }
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
-    let user = caller(request)?;
+    let user = caller(request, deps)?;
     let issued = deps
         .room
         .issue(&queue, &user, http::source_ip(request))
@@ -137,20 +154,41 @@ async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Respons
     ))
 }
 
-/// The claims of a token shown on `queue`'s path. Malformed, forged and other queues'
-/// tokens are all simply not found here.
-fn claims_on(queue: &QueueId, token: &str, deps: &Deps) -> Result<TokenClaims, Error> {
-    TokenClaims::verify(token, &deps.token_key)
+/// The claims of a token shown on `queue`'s path, held by the caller. Malformed, forged and
+/// other queues' tokens are all simply not found here; a token issued to another user than
+/// the caller's verified JWT names is 403.
+fn claims_on(
+    request: &Request,
+    queue: &QueueId,
+    token: &str,
+    deps: &Deps,
+) -> Result<TokenClaims, Error> {
+    let subject = jwt_subject(request);
+    if subject.is_none() && !deps.allow_body_user_id {
+        return Err(no_identity());
+    }
+    let claims = TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| &claims.queue == queue)
-        .ok_or_else(token_not_found)
+        .ok_or_else(token_not_found)?;
+    match subject {
+        Some(sub) if sub != claims.user.as_str() => Err(Error::Forbidden(
+            "this token was issued to another user".into(),
+        )),
+        _ => Ok(claims),
+    }
 }
 
 fn token_not_found() -> Error {
     Error::NotFound("no waiting or active token like this in this queue".into())
 }
 
-async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
-    let claims = claims_on(queue, token, deps)?;
+async fn status(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+    token: &str,
+) -> Result<Response<Body>, Error> {
+    let claims = claims_on(request, queue, token, deps)?;
     let state = deps
         .room
         .status(&claims)
@@ -162,8 +200,13 @@ async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Bo
     ))
 }
 
-async fn leave(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
-    let claims = claims_on(queue, token, deps)?;
+async fn leave(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+    token: &str,
+) -> Result<Response<Body>, Error> {
+    let claims = claims_on(request, queue, token, deps)?;
     let left = deps
         .room
         .leave(&claims)
