@@ -8,6 +8,7 @@ mod faults;
 mod fixtures;
 mod gate;
 mod identity;
+mod keys;
 mod load;
 mod local_stack;
 mod metrics;
