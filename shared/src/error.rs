@@ -18,6 +18,9 @@ pub enum Error {
     /// The thing named does not exist, or is not the caller's to see (404).
     #[error("{0}")]
     NotFound(String),
+    /// The deployment already holds its most live queues, `MAX_QUEUES` (409).
+    #[error("this deployment holds its most live queues ({max}); a queue leaves when it retires")]
+    QueueLimit { max: u32 },
     /// The route exists but not with this method (405).
     #[error("method not allowed; allowed: {allow}")]
     MethodNotAllowed { allow: &'static str },

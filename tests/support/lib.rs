@@ -324,8 +324,8 @@ impl TestApp {
             // One promotion tick per promoter invocation unless a test asks for more.
             ("PROMOTE_BUDGET_SECONDS".into(), "0".into()),
         ]);
-        // The local stack's defaults (a body `userId` names the buyer); a test of the
-        // deployed defaults overrides them.
+        // The local stack's defaults (a body `userId` names the buyer, any buyer creates a
+        // queue); a test of the deployed defaults overrides them.
         for (k, v) in lineup_local::LOCAL_DEFAULTS {
             all.insert(k.to_string(), v.to_string());
         }

@@ -27,8 +27,10 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 /// The settings the local stack runs with where the environment does not say otherwise:
-/// it has no JWT authorizer in front, so the body's `userId` names the buyer.
-pub const LOCAL_DEFAULTS: &[(&str, &str)] = &[("ALLOW_BODY_USER_ID", "unsafe")];
+/// it has no JWT authorizer in front, so the body's `userId` names the buyer; and any
+/// buyer's first token request creates a queue, so a walk-through needs no operator step.
+pub const LOCAL_DEFAULTS: &[(&str, &str)] =
+    &[("ALLOW_BODY_USER_ID", "unsafe"), ("QUEUE_CREATION", "open")];
 
 /// `name` from the environment, else from [`LOCAL_DEFAULTS`].
 pub fn local_setting(name: &str) -> Option<String> {

@@ -55,6 +55,8 @@ static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
+/// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
+static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("register.lua")));
 
 /// The issue script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
 pub fn issue_script() -> &'static Script {
@@ -100,7 +102,8 @@ impl WaitingRoom {
             .arg(self.config.capacity)
             .arg(millis(self.config.session))
             .arg(millis(self.config.waiting_idle))
-            .arg(self.config.admit_per_tick);
+            .arg(self.config.admit_per_tick)
+            .arg(millis(self.config.retire_after));
         invocation
     }
 }
@@ -170,6 +173,11 @@ fn decode_reply(reply: ScriptReply) -> Result<Option<(bool, TokenState)>, crate:
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
             })
+        }
+        "no-queue" => {
+            return Err(crate::Error::NotFound(
+                "no such queue: an operator creates it with PUT /queues/{queueId}/settings".into(),
+            ))
         }
         "waiting" => Standing::Waiting { position },
         "active" => Standing::Active {
