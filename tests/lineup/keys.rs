@@ -257,3 +257,48 @@ async fn after_retirement_tickets_restart_and_an_old_token_takes_no_one_s_place(
     let ben = status(&app, "onsale", &ben.token()).await;
     assert_eq!(ben.body["status"], "active", "{}", ben.body);
 }
+
+#[tokio::test]
+async fn an_operator_closes_an_empty_queue_and_then_none_of_its_keys_is_left() {
+    let app = TestApp::spawn(&[
+        OPERATOR_CREATES,
+        ("SESSION_SECONDS", "1"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ])
+    .await;
+    let close = || {
+        app.queue_api(lineup_tests::api_request(
+            "DELETE",
+            "/queues/onsale/settings",
+            None,
+        ))
+    };
+    assert_eq!(
+        put_settings(&app, "onsale", &json!({"capacity": 1}))
+            .await
+            .status,
+        200
+    );
+    let ana = join(&app, "onsale", "ana").await.token();
+    let ben = join(&app, "onsale", "ben").await.token();
+    // Not while anyone holds a place: pause it and let it drain first.
+    close().await.assert_problem(409);
+    assert_eq!(leave(&app, "onsale", &ben).await.status, 204);
+    assert_eq!(leave(&app, "onsale", &ana).await.status, 204);
+    assert_eq!(close().await.status, 204);
+    join(&app, "onsale", "carl").await.assert_problem(404);
+    // Closing a queue that does not exist is done already.
+    assert_eq!(close().await.status, 204);
+
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    let left: Vec<(String, i64)> = app
+        .keys_with_ttl()
+        .await
+        .into_iter()
+        .filter(|(_, ttl)| *ttl == -1)
+        .collect();
+    assert_eq!(left, []);
+}
