@@ -18,6 +18,9 @@ pub enum Error {
     /// The thing named does not exist, or is not the caller's to see (404).
     #[error("{0}")]
     NotFound(String),
+    /// The request conflicts with the current state, such as closing a queue in use (409).
+    #[error("{0}")]
+    Conflict(String),
     /// The deployment already holds its most live queues, `MAX_QUEUES` (409).
     #[error("this deployment holds its most live queues ({max}); a queue leaves when it retires")]
     QueueLimit { max: u32 },

@@ -41,6 +41,7 @@ pub fn problem(err: &Error) -> Response<Body> {
         Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "Unauthorized", "unauthorized"),
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
+        Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
         Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
         Error::MethodNotAllowed { .. } => (
             StatusCode::METHOD_NOT_ALLOWED,

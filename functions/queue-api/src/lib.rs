@@ -6,7 +6,8 @@
 //! | `GET /queues/{queueId}/tokens/{token}` | where the token stands; a waiter's heartbeat |
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
-//! | `PUT /queues/{queueId}/settings` | change the queue's settings (IAM-protected in AWS) |
+//! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
+//! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //!
 //! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/queues/{queueId}"),
     ("PUT", "/queues/{queueId}/settings"),
+    ("DELETE", "/queues/{queueId}/settings"),
     ("GET", "/queues/{queueId}/admission"),
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
@@ -78,7 +80,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         },
         ["queues", queue, "settings"] => match *method {
             Method::PUT => configure(request, deps, QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "PUT" }),
+            Method::DELETE => close(deps, QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed {
+                allow: "PUT, DELETE",
+            }),
         },
         ["queues", queue, "admission"] => match *method {
             Method::GET => admission(request, &QueueId::parse(queue)?),
@@ -235,6 +240,12 @@ async fn configure(
     let settings = deps.room.configure(&queue, &change).await?;
     tracing::info!(%queue, ?settings, "queue settings changed");
     Ok(json(StatusCode::OK, &settings))
+}
+
+async fn close(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
+    deps.room.close(&queue).await?;
+    tracing::info!(%queue, "queue closed");
+    Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
 /// What `queue-authorizer` let through: its context, which never holds the token.

@@ -52,6 +52,7 @@ static CHECK: LazyLock<Script> = queue_script!(primary_read "check.lua");
 static RELEASE: LazyLock<Script> = queue_script!("release.lua");
 static SUMMARY: LazyLock<Script> = queue_script!(primary_read "summary.lua");
 static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
+static CLOSE: LazyLock<Script> = queue_script!("close.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
