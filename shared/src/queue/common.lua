@@ -3,8 +3,8 @@
 -- counters, then the rotating heartbeat bitmaps.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, then the script's own arguments
--- from ARGV[ARG]. A queue's own settings (PUT .../settings)
--- override the defaults, so every script sees the settings in force at that moment.
+-- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
+-- every script sees the settings in force at that moment.
 -- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local RATE_KEYS = {KEYS[6], KEYS[7]}
