@@ -32,6 +32,26 @@ pub enum SecretPolicy {
     GenerateIfMissing,
 }
 
+/// Who may create a queue (`QUEUE_CREATION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueCreation {
+    /// Only an operator, with `PUT /queues/{queueId}/settings`; a token request for any
+    /// other queue is 404 and writes nothing. The default.
+    Operator,
+    /// Any buyer's first token request creates the queue (the local stack, tests).
+    Open,
+}
+
+impl QueueCreation {
+    /// The issue script's argument.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueCreation::Operator => "operator",
+            QueueCreation::Open => "open",
+        }
+    }
+}
+
 /// How the waiting room behaves: the defaults of every queue's own settings, and the
 /// timing of the scheduled work.
 #[derive(Debug, Clone)]
@@ -56,6 +76,11 @@ pub struct QueueConfig {
     pub rate_limit_user_per_minute: u32,
     /// Most token requests per source IP per queue per minute; 0 turns the limit off.
     pub rate_limit_ip_per_minute: u32,
+    /// Who may create a queue.
+    pub creation: QueueCreation,
+    /// Most queues live (in the registry) at once: the promoter and the reaper visit each
+    /// of them every run.
+    pub max_queues: u32,
 }
 
 /// How the rankings behave.
@@ -129,6 +154,9 @@ pub struct Config {
     /// The path parameter `queue-authorizer` reads the queue id from, when the
     /// `x-queue-id` header is absent.
     pub authorizer_queue_path_parameter: String,
+    /// `ALLOW_BODY_USER_ID=unsafe`: a buyer without a verified JWT is whoever the body's
+    /// `userId` names. Only for the local stack and tests: anyone can then be anyone.
+    pub allow_body_user_id: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -238,6 +266,17 @@ impl Config {
                 600,
                 (0, 1_000_000),
             )? as u32,
+            creation: match vars.string("QUEUE_CREATION").as_deref().map(str::trim) {
+                None | Some("operator") => QueueCreation::Operator,
+                Some("open") => QueueCreation::Open,
+                Some(other) => {
+                    return Err(bad(
+                        "QUEUE_CREATION",
+                        format!("{other:?} is not operator or open"),
+                    ))
+                }
+            },
+            max_queues: vars.number("MAX_QUEUES", 1_000, (1, 100_000))? as u32,
         };
 
         let time_zone_name = vars
@@ -318,7 +357,19 @@ impl Config {
             }
         };
 
+        let allow_body_user_id = match vars.string("ALLOW_BODY_USER_ID").as_deref().map(str::trim) {
+            None | Some("no") => false,
+            Some("unsafe") => true,
+            Some(other) => {
+                return Err(bad(
+                    "ALLOW_BODY_USER_ID",
+                    format!("{other:?} is not no or unsafe"),
+                ))
+            }
+        };
+
         Ok(Config {
+            allow_body_user_id,
             event_bus: vars.string("EVENT_BUS_NAME"),
             authorizer_queue_path_parameter: vars
                 .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
@@ -397,6 +448,37 @@ mod tests {
         assert_eq!(c.queue.waiting_idle, Duration::from_secs(120));
         assert_eq!(c.queue.promote_tick, Duration::from_secs(10));
         assert_eq!(c.queue.promote_budget, Duration::from_secs(50));
+        assert_eq!(c.queue.creation, QueueCreation::Operator);
+        assert_eq!(c.queue.max_queues, 1_000);
+    }
+
+    #[test]
+    fn queue_creation_is_operator_or_open() {
+        let open = config(&[SECRET, ("QUEUE_CREATION", "open")]).unwrap();
+        assert_eq!(open.queue.creation, QueueCreation::Open);
+        let err = config(&[SECRET, ("QUEUE_CREATION", "anyone")]).unwrap_err();
+        assert_eq!(err.variable, "QUEUE_CREATION");
+        let err = config(&[SECRET, ("MAX_QUEUES", "0")]).unwrap_err();
+        assert_eq!(err.variable, "MAX_QUEUES");
+    }
+
+    #[test]
+    fn a_body_user_id_is_trusted_only_when_asked_for_by_name() {
+        assert!(!config(&[SECRET]).unwrap().allow_body_user_id);
+        assert!(
+            !config(&[SECRET, ("ALLOW_BODY_USER_ID", "no")])
+                .unwrap()
+                .allow_body_user_id
+        );
+        assert!(
+            config(&[SECRET, ("ALLOW_BODY_USER_ID", "unsafe")])
+                .unwrap()
+                .allow_body_user_id
+        );
+        for vague in ["true", "1", "yes"] {
+            let err = config(&[SECRET, ("ALLOW_BODY_USER_ID", vague)]).unwrap_err();
+            assert_eq!(err.variable, "ALLOW_BODY_USER_ID");
+        }
     }
 
     #[test]

@@ -11,6 +11,9 @@ pub enum Error {
     /// A field, parameter or body failed validation (400).
     #[error("invalid {field}: {detail}")]
     Invalid { field: &'static str, detail: String },
+    /// The caller's identity is missing: no verified JWT where one is required (401).
+    #[error("{0}")]
+    Unauthorized(String),
     /// The caller is authenticated as someone else (403).
     #[error("{0}")]
     Forbidden(String),
@@ -20,6 +23,12 @@ pub enum Error {
     /// The token's session or place is over, for the reason given (410).
     #[error("{0}")]
     Gone(Departure),
+    /// The request conflicts with the current state, such as closing a queue in use (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The deployment already holds its most live queues, `MAX_QUEUES` (409).
+    #[error("this deployment holds its most live queues ({max}); a queue leaves when it retires")]
+    QueueLimit { max: u32 },
     /// The route exists but not with this method (405).
     #[error("method not allowed; allowed: {allow}")]
     MethodNotAllowed { allow: &'static str },

@@ -38,9 +38,12 @@ pub fn problem(err: &Error) -> Response<Body> {
             "Invalid request",
             "invalid-request",
         ),
+        Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "Unauthorized", "unauthorized"),
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
         Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
+        Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
+        Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
         Error::MethodNotAllowed { .. } => (
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed",
@@ -95,6 +98,9 @@ pub fn problem(err: &Error) -> Response<Body> {
         }
         Error::MethodNotAllowed { allow } => {
             headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        Error::Unauthorized(_) => {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         _ => {}
     }
@@ -179,7 +185,8 @@ fn parse_body<T: DeserializeOwned>(request: &Request, object_only: bool) -> Resu
     Ok(value)
 }
 
-/// The `sub` claim of an API Gateway JWT authorizer, when one ran.
+/// The `sub` claim of an API Gateway JWT authorizer, when one ran: the only buyer identity
+/// API Gateway has verified.
 pub fn jwt_subject(request: &Request) -> Option<String> {
     match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(context) => context

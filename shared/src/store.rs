@@ -4,7 +4,7 @@
 //! Every key starts with `KEY_PREFIX`. The keys of one queue share the hash tag
 //! `{q:<queueId>}`, so each queue script runs on one shard of Redis Cluster or ElastiCache
 //! Serverless; the ranking keys share `{rk}` (see [`crate::ranking`]). The queue registry
-//! is the one key outside any tag, and no script touches it.
+//! is the one key outside any tag; the one script that touches it touches nothing else.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -686,9 +686,12 @@ pub struct QueueKeys {
     /// Hash: user id → `ticket:since` of each active buyer, so a token can be matched and
     /// a payment can tell whether it belongs to this session.
     pub active_tickets: String,
-    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping.
+    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping,
+    /// the registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
+    /// queue's last buyer reply, settings change or promotion tick; deleted on retirement.
     pub meta: String,
-    /// Hash: the queue's own settings, where they differ from the environment's defaults.
+    /// Hash: the queue's own settings, where they differ from the environment's defaults, and
+    /// when an operator created the queue. The operator's: no TTL, kept on retirement.
     pub settings: String,
     /// Hashes of issue requests per user and per source IP in a one-minute window, two
     /// used in turn.
@@ -748,8 +751,8 @@ pub fn queue_payment_key(prefix: &str, queue: &QueueId, payment: &PaymentId) -> 
     format!("{prefix}:{{q:{queue}}}:paid:{payment}")
 }
 
-/// The set of queue ids that have ever had a buyer, so the promoter and reaper find queues
-/// without scanning the keyspace.
+/// The set of live queue ids (at most `MAX_QUEUES`), so the promoter and reaper find queues
+/// without scanning the keyspace. A queue leaves it when the reaper retires it.
 pub fn queue_registry_key(prefix: &str) -> String {
     format!("{prefix}:queues")
 }

@@ -202,3 +202,86 @@ fn the_template_offers_exactly_the_ranking_zones_the_build_carries() {
         .collect();
     assert_eq!(offered, carried);
 }
+
+/// The routes where the caller is a buyer. In AWS a buyer is who a verified JWT says, so
+/// API Gateway checks the JWT before the function runs.
+const BUYER_ROUTES: [(&str, &str); 3] = [
+    ("POST", "/queues/{queueId}/tokens"),
+    ("GET", "/queues/{queueId}/tokens/{token}"),
+    ("DELETE", "/queues/{queueId}/tokens/{token}"),
+];
+
+#[test]
+fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
+    let template = read_yaml("template.yaml");
+    for parameter in ["JwtIssuer", "JwtAudience"] {
+        assert!(
+            template["Parameters"].get(parameter).is_some(),
+            "the template takes {parameter}"
+        );
+    }
+    let authorizers = &template["Resources"]["HttpApi"]["Properties"]["Auth"]["Authorizers"];
+    let (name, jwt) = authorizers
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .find(|(_, a)| a.get("JwtConfiguration").is_some())
+        .expect("a JWT authorizer");
+    let name = name.as_str().unwrap();
+    let configuration = &jwt["JwtConfiguration"];
+    assert_eq!(get_att(&configuration["issuer"]), "!Ref JwtIssuer");
+    let audiences: Vec<String> = configuration["audience"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(get_att)
+        .collect();
+    assert_eq!(audiences, ["!Ref JwtAudience"]);
+    assert_eq!(
+        jwt["IdentitySource"].as_str(),
+        Some("$request.header.Authorization")
+    );
+
+    let mut guarded = BTreeSet::new();
+    for (_, resource) in template["Resources"].as_mapping().unwrap() {
+        let Some(events) = resource["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for (_, event) in events {
+            let properties = &event["Properties"];
+            if event["Type"].as_str() == Some("HttpApi")
+                && properties["Auth"]["Authorizer"].as_str() == Some(name)
+            {
+                guarded.insert((
+                    properties["Method"].as_str().unwrap().to_uppercase(),
+                    properties["Path"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    let buyer: BTreeSet<(String, String)> = BUYER_ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(guarded, buyer, "exactly the buyer routes check the JWT");
+
+    let spec = read_yaml("openapi.yaml");
+    let scheme = spec["components"]["securitySchemes"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .find(|(_, s)| {
+            s["type"].as_str() == Some("http") && s["bearerFormat"].as_str() == Some("JWT")
+        })
+        .map(|(n, _)| n.as_str().unwrap().to_owned())
+        .expect("a bearer JWT security scheme");
+    for (method, path) in BUYER_ROUTES {
+        let operation = &spec["paths"][path][method.to_lowercase().as_str()];
+        let security = format!("{:?}", operation["security"]);
+        assert!(security.contains(&scheme), "{method} {path}: {security}");
+        assert!(
+            operation["responses"].get("401").is_some(),
+            "{method} {path} documents 401"
+        );
+    }
+}

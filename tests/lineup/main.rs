@@ -9,6 +9,8 @@ mod estimates;
 mod faults;
 mod fixtures;
 mod gate;
+mod identity;
+mod keys;
 mod load;
 mod local_stack;
 mod metrics;

@@ -10,15 +10,18 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 18] = [
+const EXPECTED: [(&str, &str); 19] = [
+    // An operator creates the queue first.
+    ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
     ("queue-api.issue-jwt.json", "201"),
     ("queue-api.status.json", "200"),
     ("queue-api.summary.json", "200"),
     ("queue-authorizer.request.json", "allowed"),
     ("queue-api.admission.json", "200"),
-    ("queue-api.settings.json", "200"),
     ("queue-api.leave.json", "204"),
+    // An operator closes last season's queue, which nobody is in.
+    ("queue-api.close.json", "204"),
     ("queue-promoter.schedule.json", "ticked"),
     ("queue-reaper.schedule.json", "reaped"),
     ("ranking-updater.payment-completed.json", "applied"),
@@ -42,6 +45,9 @@ async fn every_sample_event_runs_through_its_handler() {
     let sample_env = &env["QueueApiFunction"];
     let app = TestApp::spawn(&[
         ("TOKEN_SECRET", sample_env["TOKEN_SECRET"].as_str().unwrap()),
+        // As deployed: the buyer is the JWT's sub, and only an operator creates a queue.
+        ("ALLOW_BODY_USER_ID", "no"),
+        ("QUEUE_CREATION", "operator"),
         // The samples are dated; keep their boards open whenever the test runs.
         ("RANKING_DAILY_RETENTION_DAYS", "3650"),
         ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),

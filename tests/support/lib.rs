@@ -324,6 +324,11 @@ impl TestApp {
             // One promotion tick per promoter invocation unless a test asks for more.
             ("PROMOTE_BUDGET_SECONDS".into(), "0".into()),
         ]);
+        // The local stack's defaults (a body `userId` names the buyer, any buyer creates a
+        // queue); a test of the deployed defaults overrides them.
+        for (k, v) in lineup_local::LOCAL_DEFAULTS {
+            all.insert(k.to_string(), v.to_string());
+        }
         if cluster.is_some() {
             all.insert("REDIS_MODE".into(), "cluster".into());
         }
@@ -448,6 +453,49 @@ impl TestApp {
         .await
         .expect("infallible");
         (answer.is_authorized, answer.context)
+    }
+
+    /// Every key under this app's `KEY_PREFIX`, on every node, with its TTL in seconds (-1:
+    /// none).
+    pub async fn keys_with_ttl(&self) -> Vec<(String, i64)> {
+        let pattern = format!("{}:*", self.config.key_prefix);
+        let mut found = Vec::new();
+        for node in &self.nodes {
+            let mut conn = redis::Client::open(node.as_str())
+                .expect("url")
+                .get_multiplexed_async_connection()
+                .await
+                .expect("node connection");
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await
+                    .expect("SCAN");
+                for key in keys {
+                    let ttl: i64 = redis::cmd("TTL")
+                        .arg(&key)
+                        .query_async(&mut conn)
+                        .await
+                        .expect("TTL");
+                    // -2: gone since the scan saw it.
+                    if ttl != -2 {
+                        found.push((key, ttl));
+                    }
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        found.sort();
+        found
     }
 
     /// One numeric field of an `INFO` section, summed over the nodes.

@@ -26,6 +26,22 @@ use lineup::Error;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
+/// The settings the local stack runs with where the environment does not say otherwise:
+/// it has no JWT authorizer in front, so the body's `userId` names the buyer; and any
+/// buyer's first token request creates a queue, so a walk-through needs no operator step.
+pub const LOCAL_DEFAULTS: &[(&str, &str)] =
+    &[("ALLOW_BODY_USER_ID", "unsafe"), ("QUEUE_CREATION", "open")];
+
+/// `name` from the environment, else from [`LOCAL_DEFAULTS`].
+pub fn local_setting(name: &str) -> Option<String> {
+    std::env::var(name).ok().or_else(|| {
+        LOCAL_DEFAULTS
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| (*v).to_owned())
+    })
+}
+
 /// The dependencies of every function, built once.
 #[derive(Clone)]
 pub struct Stack {
@@ -46,6 +62,7 @@ impl Stack {
                 room: room.clone(),
                 token_key: started.config.token_key.clone(),
                 publisher: publisher.clone(),
+                allow_body_user_id: started.config.allow_body_user_id,
             },
             authorizer: queue_authorizer::Deps {
                 room: room.clone(),

@@ -4,12 +4,12 @@ use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
 use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
-use lineup_local::{serve, spawn_schedules, Stack};
+use lineup_local::{local_setting, serve, spawn_schedules, Stack};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     lineup::telemetry::init();
-    let config = Config::from_env(SecretPolicy::GenerateIfMissing)?;
+    let config = Config::from_lookup(local_setting, SecretPolicy::GenerateIfMissing)?;
 
     // Kept alive for the life of the process; dropping it stops the server.
     let mut embedded = None;

@@ -10,8 +10,15 @@
 //! saying why (`session-ended`, `dropped-for-absence`, `left`); one the queue does not know
 //! (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
-//! | `PUT /queues/{queueId}/settings` | change the queue's settings (IAM-protected in AWS) |
+//! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
+//! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
+//!
+//! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
+//! on the buyer routes (take a place, status, leave). A body `userId` names the buyer only
+//! where `ALLOW_BODY_USER_ID=unsafe` (the local stack); otherwise a request without a
+//! verified `sub` is 401. A token binds its user: status and leave with another user's JWT
+//! are 403.
 //!
 //! Leaving publishes `QueueTokenReleased`, and `QueueTokenActivated` for whoever took the
 //! freed place; an issue admitted at once publishes `QueueTokenActivated`.
@@ -34,6 +41,7 @@ use serde::{Deserialize, Serialize};
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/queues/{queueId}"),
     ("PUT", "/queues/{queueId}/settings"),
+    ("DELETE", "/queues/{queueId}/settings"),
     ("GET", "/queues/{queueId}/admission"),
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
@@ -46,6 +54,8 @@ pub struct Deps {
     pub room: WaitingRoom,
     pub token_key: TokenKey,
     pub publisher: Publisher,
+    /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
+    pub allow_body_user_id: bool,
 }
 
 /// How long a CDN or browser may reuse a queue summary.
@@ -74,7 +84,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         },
         ["queues", queue, "settings"] => match *method {
             Method::PUT => configure(request, deps, QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "PUT" }),
+            Method::DELETE => close(deps, QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed {
+                allow: "PUT, DELETE",
+            }),
         },
         ["queues", queue, "admission"] => match *method {
             Method::GET => admission(request, &QueueId::parse(queue)?),
@@ -87,8 +100,8 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         ["queues", queue, "tokens", token] => {
             let queue = QueueId::parse(queue)?;
             match *method {
-                Method::GET => status(deps, &queue, token).await,
-                Method::DELETE => leave(deps, &queue, token).await,
+                Method::GET => status(request, deps, &queue, token).await,
+                Method::DELETE => leave(request, deps, &queue, token).await,
                 _ => Err(Error::MethodNotAllowed {
                     allow: "GET, DELETE",
                 }),
@@ -104,9 +117,18 @@ struct IssueBody {
     user_id: Option<String>,
 }
 
-/// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`.
-fn caller(request: &Request) -> Result<UserId, Error> {
+/// The 401 for a buyer route reached without a verified identity.
+fn no_identity() -> Error {
+    Error::Unauthorized("a verified JWT (Authorization: Bearer) is required".into())
+}
+
+/// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`
+/// where the deployment allows it.
+fn caller(request: &Request, deps: &Deps) -> Result<UserId, Error> {
     let subject = jwt_subject(request);
+    if subject.is_none() && !deps.allow_body_user_id {
+        return Err(no_identity());
+    }
     let body: Option<IssueBody> = match (&subject, request.body().as_ref().is_empty()) {
         // With a verified identity the body is optional.
         (Some(_), true) => None,
@@ -124,7 +146,7 @@ fn caller(request: &Request) -> Result<UserId, Error> {
 }
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
-    let user = caller(request)?;
+    let user = caller(request, deps)?;
     let issued = deps
         .room
         .issue(&queue, &user, http::source_ip(request))
@@ -141,17 +163,38 @@ async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Respons
     ))
 }
 
-/// The claims of a token shown on `queue`'s path. Malformed, forged and other queues'
-/// tokens are all simply not found here.
-fn claims_on(queue: &QueueId, token: &str, deps: &Deps) -> Result<TokenClaims, Error> {
-    TokenClaims::verify(token, &deps.token_key)
+/// The claims of a token shown on `queue`'s path, held by the caller. Malformed, forged and
+/// other queues' tokens are all simply not found here; a token issued to another user than
+/// the caller's verified JWT names is 403.
+fn claims_on(
+    request: &Request,
+    queue: &QueueId,
+    token: &str,
+    deps: &Deps,
+) -> Result<TokenClaims, Error> {
+    let subject = jwt_subject(request);
+    if subject.is_none() && !deps.allow_body_user_id {
+        return Err(no_identity());
+    }
+    let claims = TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| &claims.queue == queue)
-        .ok_or_else(Error::unknown_token)
+        .ok_or_else(Error::unknown_token)?;
+    match subject {
+        Some(sub) if sub != claims.user.as_str() => Err(Error::Forbidden(
+            "this token was issued to another user".into(),
+        )),
+        _ => Ok(claims),
+    }
 }
 
 /// A token's standing; 410 with the reason when its session or place is over.
-async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
-    let claims = claims_on(queue, token, deps)?;
+async fn status(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+    token: &str,
+) -> Result<Response<Body>, Error> {
+    let claims = claims_on(request, queue, token, deps)?;
     let state = deps.room.status(&claims).await?;
     Ok(json(
         StatusCode::OK,
@@ -159,8 +202,13 @@ async fn status(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Bo
     ))
 }
 
-async fn leave(deps: &Deps, queue: &QueueId, token: &str) -> Result<Response<Body>, Error> {
-    let claims = claims_on(queue, token, deps)?;
+async fn leave(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+    token: &str,
+) -> Result<Response<Body>, Error> {
+    let claims = claims_on(request, queue, token, deps)?;
     let left = deps.room.leave(&claims).await?;
     deps.publisher.publish(&left.events).await;
     Ok(http::empty(StatusCode::NO_CONTENT))
@@ -185,6 +233,12 @@ async fn configure(
     let settings = deps.room.configure(&queue, &change).await?;
     tracing::info!(%queue, ?settings, "queue settings changed");
     Ok(json(StatusCode::OK, &settings))
+}
+
+async fn close(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
+    deps.room.close(&queue).await?;
+    tracing::info!(%queue, "queue closed");
+    Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
 /// What `queue-authorizer` let through: its context, which never holds the token.

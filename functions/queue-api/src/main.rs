@@ -10,6 +10,7 @@ async fn main() -> Result<(), Error> {
         room: started.room(),
         token_key: started.config.token_key.clone(),
         publisher: started.publisher.clone(),
+        allow_body_user_id: started.config.allow_body_user_id,
     };
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))

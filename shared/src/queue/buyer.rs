@@ -11,11 +11,11 @@ use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
 use super::settings::{QueueSettings, SettingsReply};
 use super::{
     decode_reply, gone, instant, parse_rate, Departure, QueueEvent, QueueEventKind, ScriptReply,
-    TokenState, WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
+    TokenState, WaitingRoom, CHECK, ISSUE, LEAVE, REGISTER, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
-use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys};
+use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys, ScriptCall};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -105,21 +105,32 @@ pub struct QueueSummary {
 
 impl WaitingRoom {
     /// Gives `user` a place in `queue`, or their existing one, unless the user or the
-    /// source address is over its rate limit ([`Error::RateLimited`]). A queue's first buyer
-    /// also registers it: two more round trips, once per queue (see `register_if_needed`).
+    /// source address is over its rate limit ([`Error::RateLimited`]). A queue that no
+    /// operator created is [`Error::NotFound`] unless creation is open. A queue's first buyer
+    /// also registers it, within `MAX_QUEUES` ([`Error::QueueLimit`]): two more round trips,
+    /// once per queue; nothing is written for a queue that could not register.
     pub async fn issue(
         &self,
         queue: &QueueId,
         user: &UserId,
         source: Option<IpAddr>,
     ) -> Result<Issued, Error> {
-        let mut invocation = self.invocation(&ISSUE, queue);
-        invocation
-            .arg(user.as_str())
-            .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
-            .arg(self.config.rate_limit_user_per_minute)
-            .arg(self.config.rate_limit_ip_per_minute);
-        let reply: ScriptReply = self.conn.invoke(invocation).await?;
+        let call = |registered_now: bool| {
+            let mut invocation = self.invocation(&ISSUE, queue);
+            invocation
+                .arg(user.as_str())
+                .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
+                .arg(self.config.rate_limit_user_per_minute)
+                .arg(self.config.rate_limit_ip_per_minute)
+                .arg(self.config.creation.as_str())
+                .arg(u8::from(registered_now));
+            invocation
+        };
+        let mut reply: ScriptReply = self.conn.invoke(call(false)).await?;
+        if reply.1 == "unregistered" {
+            self.register(queue).await?;
+            reply = self.conn.invoke(call(true)).await?;
+        }
         self.register_if_needed(queue, &reply).await?;
         let (created, state) = decode_reply(reply)?;
         Ok(Issued {
@@ -143,10 +154,25 @@ impl WaitingRoom {
         Ok(decode_reply(reply)?.1)
     }
 
-    /// Adds `queue` to the registry when the script found it unmarked: once per queue
-    /// (and again after the reaper retires it), so the registry key is no hot spot. The
-    /// registry is written first and the mark second: a crash in between leaves the queue
-    /// unmarked, and the next issue or status registers it again.
+    /// Adds `queue` to the registry unless it already holds `MAX_QUEUES` others.
+    async fn register(&self, queue: &QueueId) -> Result<(), Error> {
+        let mut call = ScriptCall::new(&REGISTER);
+        call.key(queue_registry_key(&self.prefix))
+            .arg(queue.as_str())
+            .arg(self.config.max_queues);
+        let registered: u8 = self.conn.invoke(call).await?;
+        if registered == 0 {
+            return Err(Error::QueueLimit {
+                max: self.config.max_queues,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds `queue` to the registry when the status script found a live queue unmarked,
+    /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted. The registry
+    /// is written first and the mark second: a crash in between leaves the queue unmarked,
+    /// and the next issue or status registers it again.
     async fn register_if_needed(&self, queue: &QueueId, reply: &ScriptReply) -> Result<(), Error> {
         if reply.8 == 0 {
             return Ok(());

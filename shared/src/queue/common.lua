@@ -1,9 +1,10 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
 -- counters, the two rotating departure records, then the rotating heartbeat hashes.
--- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, then
--- the script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings)
--- override the defaults, so every script sees the settings in force at that moment.
+-- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
+-- after which an empty queue without arrivals retires, then the script's own arguments
+-- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
+-- every script sees the settings in force at that moment.
 -- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local RATE_KEYS = {KEYS[6], KEYS[7]}
@@ -12,7 +13,7 @@ local FIRST_SEEN = 10
 -- store::SEEN_WINDOWS (a unit test holds them equal); a script's own keys follow them.
 local SEEN_SLOTS = 11
 local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS
-local ARG = 5
+local ARG = 6
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
 local SLICE = 32
@@ -306,6 +307,15 @@ end
 
 local PAUSED_FLAG = PAUSED and 1 or 0
 
+-- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,
+-- settings change or promotion tick: longer than any place can outlive those (a waiter
+-- polls within the idle period, a session lasts the session length), so the counter never
+-- restarts under a live token. The reaper deletes it sooner when it retires the queue.
+local KEEP_MS = SESSION_MS + IDLE_MS + tonumber(ARGV[5])
+local function keep_meta()
+  redis.call('PEXPIRE', META, KEEP_MS)
+end
+
 -- 1 while the queue is not known to be in the registry: the caller then adds it and marks
 -- it registered. Checked by issue and status, so a failed registration is retried.
 local function needs_registration()
@@ -345,12 +355,14 @@ end
 -- The reply every buyer-facing script gives for a token:
 -- {created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}.
 local function waiting_reply(created, user, ticket)
+  keep_meta()
   local position = redis.call('ZRANK', WAITING, user) + 1
   return {created, 'waiting', ticket, position, 0, wait_estimate(position), IDLE_MS,
     PAUSED_FLAG, needs_registration()}
 end
 
 local function active_reply(created, ticket, until_ms)
+  keep_meta()
   return {created, 'active', ticket, 0, until_ms, '', IDLE_MS, PAUSED_FLAG,
     needs_registration()}
 end

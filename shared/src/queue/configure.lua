@@ -1,8 +1,12 @@
 -- Settings: ARGV[ARG..] pairs of field name and value; an empty value returns the field to
 -- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused.
--- The caller has validated every value. Returns the settings in force afterwards, as
--- {capacity, session ms, admit per tick, idle ms, paused}.
+-- The caller has validated every value. Settings always hold 'created' (when the operator
+-- first set them), so a queue an operator created stays created whatever is reset.
+-- Returns the settings in force afterwards, as {capacity, session ms, admit per tick,
+-- idle ms, paused}.
 local old_idle = IDLE_MS
+redis.call('HSETNX', SETTINGS, 'created', NOW)
+keep_meta()
 for i = ARG, #ARGV, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
   if value == '' then

@@ -140,7 +140,7 @@ type PromoteReply = (
 type ReapReply = (SeatsReply, SeatsReply, u64, u8);
 
 impl WaitingRoom {
-    /// Every queue that ever had a buyer.
+    /// Every live queue: registered by its first buyer, until the reaper retires it.
     pub async fn registered_queues(&self) -> Result<Vec<QueueId>, Error> {
         let registry = queue_registry_key(&self.prefix);
         let raw: Vec<String> = self

@@ -1,11 +1,26 @@
 -- Issue: ARGV[ARG] user, ARGV[ARG + 1] source IP ('' when unknown), ARGV[ARG + 2] and
 -- ARGV[ARG + 3] the most issue requests per minute per user and per IP in this queue
--- (0: no limit). A limited request changes nothing but its counters and is answered
+-- (0: no limit), ARGV[ARG + 4] who may create a queue ('open' or 'operator'), ARGV[ARG + 5]
+-- 1 when the caller has just put the queue in the registry.
+-- A queue exists once an operator gave it settings, or, with open creation, at once. For a
+-- queue that does not exist the answer is 'no-queue', and nothing is written. A queue not
+-- in the registry is answered 'unregistered', and nothing is written: the caller adds it
+-- (within MAX_QUEUES) and calls again with ARGV[ARG + 5] = 1, which marks it registered.
+-- A limited request changes nothing but its counters and is answered
 -- 'limited' with the ms until the window ends. Otherwise returns the buyer's live entry,
 -- or a new ticket that is active at once only when the queue is not paused, nobody waits
 -- and a place is free.
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
+
+if ARGV[ARG + 4] ~= 'open' and redis.call('EXISTS', SETTINGS) == 0 then
+  return {0, 'no-queue', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+end
+if ARGV[ARG + 5] == '1' then
+  redis.call('HSET', META, 'registered', 1)
+elseif redis.call('HEXISTS', META, 'registered') == 0 then
+  return {0, 'unregistered', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+end
 
 -- Fixed one-minute windows, counted in two hashes used in turn (the window's parity picks
 -- one; a hash still holding an older window is cleared first).
@@ -26,6 +41,7 @@ if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
     over = true
   end
   if over then
+    keep_meta()
     return {0, 'limited', 0, 0, (window + 1) * 60000 - NOW, '', IDLE_MS, PAUSED_FLAG, 0}
   end
 end

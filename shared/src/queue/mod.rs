@@ -56,9 +56,12 @@ static CHECK: LazyLock<Script> = queue_script!(primary_read "check.lua");
 static RELEASE: LazyLock<Script> = queue_script!("release.lua");
 static SUMMARY: LazyLock<Script> = queue_script!(primary_read "summary.lua");
 static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
+static CLOSE: LazyLock<Script> = queue_script!("close.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
+/// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
+static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("register.lua")));
 
 /// The issue script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
 pub fn issue_script() -> &'static Script {
@@ -104,7 +107,8 @@ impl WaitingRoom {
             .arg(self.config.capacity)
             .arg(millis(self.config.session))
             .arg(millis(self.config.waiting_idle))
-            .arg(self.config.admit_per_tick);
+            .arg(self.config.admit_per_tick)
+            .arg(millis(self.config.retire_after));
         invocation
     }
 }
@@ -252,6 +256,11 @@ fn decode_reply(reply: ScriptReply) -> Result<(bool, TokenState), crate::Error> 
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
             })
+        }
+        "no-queue" => {
+            return Err(crate::Error::NotFound(
+                "no such queue: an operator creates it with PUT /queues/{queueId}/settings".into(),
+            ))
         }
         "waiting" => Standing::Waiting { position },
         "active" => Standing::Active {

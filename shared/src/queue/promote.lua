@@ -6,6 +6,12 @@
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more} with the
 -- lists as promote() and purge_expired() give them; more is 1 when another call this tick
 -- could admit more.
+-- A queue retired since the promoter listed it: nothing to do, and nothing written.
+if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
+    and redis.call('EXISTS', ACTIVE) == 0 then
+  return {{}, {}, {}, 0, 0, '', 0, 0}
+end
+keep_meta()
 local remaining = tonumber(ARGV[ARG]) or ADMIT_PER_TICK
 local expired = purge_expired(SLICE)
 local waiting_before = redis.call('ZCARD', WAITING)

@@ -1,11 +1,12 @@
 //! A queue's own settings, changed at runtime (`PUT /queues/{queueId}/settings`) and read
 //! by every script of that queue in the same round trip as its work. A setting a queue
-//! has not set follows the environment's default.
+//! has not set follows the environment's default. The first change creates the queue
+//! (under `QUEUE_CREATION=operator`); `DELETE /queues/{queueId}/settings` closes it.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
-use super::{WaitingRoom, CONFIGURE};
+use super::{WaitingRoom, CLOSE, CONFIGURE};
 use crate::error::Error;
 use crate::ids::QueueId;
 
@@ -155,5 +156,18 @@ impl WaitingRoom {
         }
         let reply: SettingsReply = self.conn.invoke(invocation).await?;
         Ok(QueueSettings::from_reply(reply))
+    }
+
+    /// Removes `queue`'s settings, and so (under `QUEUE_CREATION=operator`) the queue: no
+    /// more token requests. Only an empty queue closes ([`Error::Conflict`] otherwise: pause
+    /// it and let it drain). The reaper then retires it as any idle queue.
+    pub async fn close(&self, queue: &QueueId) -> Result<(), Error> {
+        let closed: u8 = self.conn.invoke(self.invocation(&CLOSE, queue)).await?;
+        if closed == 0 {
+            return Err(Error::Conflict(
+                "the queue still has buyers waiting or active; pause it and let it drain".into(),
+            ));
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,304 @@
+//! Every key ends: each key lineup writes has a TTL or an owner that deletes it, except the
+//! documented few. Who may create a queue, and how many one deployment holds.
+
+use std::time::Duration;
+
+use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::{authorizer_request, sleep, TestApp};
+use serde_json::json;
+
+use crate::queue::{join, leave, promote, status};
+use crate::rankings::{envelope, paid};
+use crate::settings::put_settings;
+
+/// The deployed default: only an operator creates a queue.
+const OPERATOR_CREATES: (&str, &str) = ("QUEUE_CREATION", "operator");
+
+async fn reap(app: &TestApp) {
+    queue_reaper::handle(
+        LambdaEvent::new(json!({}), Context::default()),
+        &app.stack.reaper,
+    )
+    .await
+    .expect("reaper");
+}
+
+/// The keys of `queue`.
+async fn queue_keys(app: &TestApp, queue: &str) -> Vec<String> {
+    let tag = format!("{{q:{queue}}}");
+    app.keys_with_ttl()
+        .await
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.contains(&tag))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_token_request_for_a_queue_no_operator_created_is_404_and_writes_nothing() {
+    let app = TestApp::spawn(&[OPERATOR_CREATES]).await;
+    let reply = join(&app, "invented", "mallory").await;
+    reply.assert_problem(404);
+    assert!(
+        reply.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no such queue"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(app.keys_with_ttl().await, [], "nothing was written");
+
+    let created = put_settings(&app, "onsale", &json!({"capacity": 1})).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(join(&app, "onsale", "ana").await.status, 201);
+    // Even a settings change back to every default keeps the queue.
+    let reset = put_settings(&app, "onsale", &json!({"capacity": null})).await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    assert_eq!(join(&app, "onsale", "ben").await.status, 201);
+}
+
+#[tokio::test]
+async fn a_deployment_holds_at_most_max_queues_live_queues() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CREATION", "open"),
+        ("MAX_QUEUES", "2"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+        ("SESSION_SECONDS", "1"),
+    ])
+    .await;
+    assert_eq!(join(&app, "q1", "ana").await.status, 201);
+    assert_eq!(join(&app, "q2", "ana").await.status, 201);
+    let full = join(&app, "q3", "ana").await;
+    full.assert_problem(409);
+    assert_eq!(queue_keys(&app, "q3").await, Vec::<String>::new());
+    // Existing queues still take buyers.
+    assert_eq!(join(&app, "q1", "ben").await.status, 201);
+
+    // Once the reaper retires the idle ones, there is room again.
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    assert_eq!(join(&app, "q3", "ana").await.status, 201);
+}
+
+/// Keys without a TTL that the README documents as owned on purpose: `(what, matches)`.
+fn documented_exception(key: &str) -> Option<&'static str> {
+    if key.contains("{q:operated}") && key.ends_with(":settings") {
+        return Some("settings an operator created");
+    }
+    if key.contains(":{rk}:board:all-time:") {
+        return Some("all-time board");
+    }
+    let concert = key.split(":{rk}:concert:").nth(1)?;
+    if concert.ends_with(":cancelled") {
+        return Some("cancellation marker");
+    }
+    // Pruned of expired boards by the rankings (not yet here), needed by cancellation.
+    if concert.ends_with(":boards") {
+        return Some("concert index");
+    }
+    None
+}
+
+#[tokio::test]
+async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
+    const QUEUES: usize = 24;
+    let app = TestApp::spawn(&[
+        ("QUEUE_CREATION", "open"),
+        ("QUEUE_CAPACITY", "2"),
+        ("SESSION_SECONDS", "1"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+        ("RANKING_DAILY_RETENTION_DAYS", "1"),
+        ("RANKING_WEEKLY_RETENTION_WEEKS", "1"),
+        ("RANKING_MONTHLY_RETENTION_MONTHS", "1"),
+        ("RANKING_DEDUPE_DAYS", "1"),
+    ])
+    .await;
+    // An operator's queue beside the buyers' own.
+    let queues: Vec<String> = (0..QUEUES)
+        .map(|i| format!("q{i}"))
+        .chain(["operated".to_owned()])
+        .collect();
+    assert_eq!(
+        put_settings(&app, "operated", &json!({"capacity": 2}))
+            .await
+            .status,
+        200
+    );
+    for queue in &queues {
+        let tokens: Vec<String> = join_all(&app, queue, &["u1", "u2", "u3", "u4"]).await;
+        for token in &tokens[2..] {
+            assert_eq!(status(&app, queue, token).await.status, 200);
+        }
+        // One active and one waiter leave; the freed place goes to the other waiter.
+        assert_eq!(leave(&app, queue, &tokens[0]).await.status, 204);
+        assert_eq!(leave(&app, queue, &tokens[3]).await.status, 204);
+    }
+    promote(&app).await;
+    let today = chrono::Utc::now().to_rfc3339();
+    let events = [
+        paid("pay-1", "kept", 2, &["rock"], &today),
+        paid("pay-2", "doomed", 1, &["jazz"], &today),
+        envelope(
+            "PaymentRefunded",
+            json!({"paymentId": "pay-1", "refundId": "ref-1", "concertId": "kept", "seats": 1,
+                   "genres": ["rock"], "completedAt": today}),
+        ),
+        envelope("ConcertCancelled", json!({"concertId": "doomed"})),
+    ];
+    ranking_updater::apply_events(&events, &app.stack.ranking_updater).await;
+
+    // Every session ends; the queues go idle and the reaper retires them.
+    sleep(Duration::from_millis(1_200)).await;
+    promote(&app).await;
+    reap(&app).await;
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    // A promoter still holding the last tick's list of queues visits the retired ones.
+    for _ in 0..2 {
+        assert_eq!(promote(&app).await.failed_ticks, 0);
+    }
+
+    let keys = app.keys_with_ttl().await;
+    let without_ttl: Vec<&str> = keys
+        .iter()
+        .filter(|(_, ttl)| *ttl == -1)
+        .map(|(key, _)| key.as_str())
+        .collect();
+    let undocumented: Vec<&str> = without_ttl
+        .iter()
+        .copied()
+        .filter(|key| documented_exception(key).is_none())
+        .collect();
+    assert_eq!(
+        undocumented,
+        Vec::<&str>::new(),
+        "keys without a TTL that no one owns ({} keys in all)",
+        keys.len()
+    );
+    // The operator's settings are the one queue key left without a TTL.
+    assert!(
+        without_ttl.iter().any(|key| key.contains("{q:operated}")),
+        "{without_ttl:?}"
+    );
+    println!(
+        "RELIABILITY: every key ends: {} queues created, used and retired, 4 ranking events; \
+         {} keys left, {} without a TTL, all documented: {without_ttl:?}",
+        queues.len(),
+        keys.len(),
+        without_ttl.len()
+    );
+}
+
+/// Tokens for `users` in `queue`, in order.
+async fn join_all(app: &TestApp, queue: &str, users: &[&str]) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for user in users {
+        let reply = join(app, queue, user).await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        tokens.push(reply.token());
+    }
+    tokens
+}
+
+#[tokio::test]
+async fn a_queue_the_reaper_never_visits_still_ends() {
+    // Its registration lost, say: a crash between the queue's first issue and the registry.
+    let app = TestApp::spawn(&[
+        ("QUEUE_CREATION", "open"),
+        ("SESSION_SECONDS", "1"),
+        ("WAITING_IDLE_SECONDS", "3"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+        // No rate-limit counters, which live their own two minutes.
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ])
+    .await;
+    let token = join(&app, "forgotten", "ana").await.token();
+    assert_eq!(leave(&app, "forgotten", &token).await.status, 204);
+    assert_ne!(queue_keys(&app, "forgotten").await, Vec::<String>::new());
+    // Session, idle period and retirement delay after the last activity, and a margin.
+    sleep(Duration::from_millis(5_500)).await;
+    assert_eq!(queue_keys(&app, "forgotten").await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn after_retirement_tickets_restart_and_an_old_token_takes_no_one_s_place() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CREATION", "open"),
+        ("SESSION_SECONDS", "1"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+    ])
+    .await;
+    let old = join(&app, "onsale", "ana").await;
+    assert_eq!(old.body["ticket"], 1);
+    let old = old.token();
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    assert_eq!(
+        app.keys_with_ttl()
+            .await
+            .iter()
+            .filter(|(key, _)| key.ends_with(":meta"))
+            .count(),
+        0,
+        "the reaper retired the queue and its counter"
+    );
+
+    let ben = join(&app, "onsale", "ben").await;
+    assert_eq!(ben.body["ticket"], 1, "the counter restarted");
+    // Ana's old token names ticket 1 too, but it binds Ana: it finds no place.
+    status(&app, "onsale", &old).await.assert_problem(404);
+    let (allowed, _) = app
+        .authorize(authorizer_request(Some(&old), Some("onsale"), None))
+        .await;
+    assert!(!allowed, "the gatekeeper lets no old token through");
+    leave(&app, "onsale", &old).await.assert_problem(404);
+    let ben = status(&app, "onsale", &ben.token()).await;
+    assert_eq!(ben.body["status"], "active", "{}", ben.body);
+}
+
+#[tokio::test]
+async fn an_operator_closes_an_empty_queue_and_then_none_of_its_keys_is_left() {
+    let app = TestApp::spawn(&[
+        OPERATOR_CREATES,
+        ("SESSION_SECONDS", "1"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ])
+    .await;
+    let close = || {
+        app.queue_api(lineup_tests::api_request(
+            "DELETE",
+            "/queues/onsale/settings",
+            None,
+        ))
+    };
+    assert_eq!(
+        put_settings(&app, "onsale", &json!({"capacity": 1}))
+            .await
+            .status,
+        200
+    );
+    let ana = join(&app, "onsale", "ana").await.token();
+    let ben = join(&app, "onsale", "ben").await.token();
+    // Not while anyone holds a place: pause it and let it drain first.
+    close().await.assert_problem(409);
+    assert_eq!(leave(&app, "onsale", &ben).await.status, 204);
+    assert_eq!(leave(&app, "onsale", &ana).await.status, 204);
+    assert_eq!(close().await.status, 204);
+    join(&app, "onsale", "carl").await.assert_problem(404);
+    // Closing a queue that does not exist is done already.
+    assert_eq!(close().await.status, 204);
+
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    let left: Vec<(String, i64)> = app
+        .keys_with_ttl()
+        .await
+        .into_iter()
+        .filter(|(_, ttl)| *ttl == -1)
+        .collect();
+    assert_eq!(left, []);
+}
