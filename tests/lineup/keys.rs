@@ -259,6 +259,31 @@ async fn after_retirement_tickets_restart_and_an_old_token_takes_no_one_s_place(
 }
 
 #[tokio::test]
+async fn an_old_token_is_not_told_what_became_of_the_buyer_who_took_its_ticket_number() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CREATION", "open"),
+        ("SESSION_SECONDS", "1"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+    ])
+    .await;
+    let old = join(&app, "onsale", "ana").await.token();
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    // The counter restarted: Ben holds ticket 1 now, and leaves.
+    let ben = join(&app, "onsale", "ben").await;
+    assert_eq!(ben.body["ticket"], 1, "the counter restarted");
+    assert_eq!(leave(&app, "onsale", &ben.token()).await.status, 204);
+    status(&app, "onsale", &ben.token()).await.assert_problem(410);
+    // Ana's old token names ticket 1 as well; what Ben did is not hers to be told.
+    status(&app, "onsale", &old).await.assert_problem(404);
+    let (allowed, context) = app
+        .authorize(authorizer_request(Some(&old), Some("onsale"), None))
+        .await;
+    assert!(!allowed);
+    assert_eq!(context["reason"], "not-found", "{context}");
+}
+
+#[tokio::test]
 async fn an_operator_closes_an_empty_queue_and_then_none_of_its_keys_is_left() {
     let app = TestApp::spawn(&[
         OPERATOR_CREATES,
