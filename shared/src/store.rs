@@ -696,7 +696,7 @@ pub struct QueueKeys {
     /// Hashes of issue requests per user and per source IP in a one-minute window, two
     /// used in turn.
     pub rate: [String; 2],
-    /// Hashes of ticket → why it lost its place (`expired`, `paid`, `dropped`, `left`), one
+    /// Hashes of ticket → why it lost its place (`expired`, `paid`, `dropped`, `left`) and whose it was, one
     /// per generation of `max(session, idle period, 5 min)`, used in turn, each expiring
     /// two generations after its last write: a record lives one to two generations.
     pub gone: [String; 2],

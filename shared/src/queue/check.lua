@@ -5,4 +5,4 @@ local ticket = tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(ARGV[ARG], ticket)
 if state == 'active' then return {until_ms, ''} end
 if state == 'waiting' then return {0, 'waiting'} end
-return {0, departure(state, ticket)}
+return {0, departure(state, ARGV[ARG], ticket)}

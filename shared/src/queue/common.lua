@@ -174,18 +174,22 @@ local function close_session(user)
   return ticket, math.max(0, math.min(until_ms, NOW) - since)
 end
 
--- Why tickets lost their place, so that a buyer can be told: ticket → 'expired', 'paid',
--- 'dropped' or 'left', in two hashes used in turn, one per generation of GONE_MS. A record
--- lives one to two generations, so the hashes hold the departures of two generations at
--- most, and each expires on its own once no longer written.
+-- Why tickets lost their place, so that a buyer can be told: ticket → "reason user", the
+-- reason 'expired', 'paid', 'dropped' or 'left'. The user is kept because a queue's ticket
+-- numbers restart after it retires: an old token naming a reused number is told nothing of
+-- the buyer who holds it now. Two hashes used in turn, one per generation of GONE_MS: a
+-- record lives one to two generations, so the hashes hold the departures of two generations
+-- at most, and each expires on its own once no longer written.
 local GONE_MS = math.max(SESSION_MS, IDLE_MS, 300000)
 
-local function record_departures(tickets, reason)
+-- Records `reason` for each {user, ticket} pair.
+local function record_departures(pairs, reason)
   local fields = {}
-  for _, ticket in ipairs(tickets) do
+  for _, pair in ipairs(pairs) do
+    local user, ticket = pair[1], pair[2]
     if ticket and ticket ~= 0 then
       fields[#fields + 1] = ticket
-      fields[#fields + 1] = reason
+      fields[#fields + 1] = reason .. ' ' .. user
     end
   end
   if #fields == 0 then return end
@@ -200,25 +204,22 @@ local function record_departures(tickets, reason)
   redis.call('PEXPIRE', key, 2 * GONE_MS)
 end
 
--- The recorded reason `ticket` lost its place, or 'unknown'.
-local function recorded_departure(ticket)
+-- The recorded reason `user`'s `ticket` lost its place, or 'unknown'.
+local function recorded_departure(user, ticket)
   local generation = math.floor(NOW / GONE_MS)
   local marks = redis.call('HMGET', META, 'gone-generation:0', 'gone-generation:1')
   for back = 0, 1 do
     local slot = (generation - back) % 2
     if tonumber(marks[slot + 1]) == generation - back then
-      local reason = redis.call('HGET', GONE_KEYS[slot + 1], ticket)
-      if reason then return reason end
+      local record = redis.call('HGET', GONE_KEYS[slot + 1], ticket)
+      if record then
+        local reason, holder = string.match(record, '^(%S+) (.+)$')
+        if holder == user then return reason end
+        return 'unknown'
+      end
     end
   end
   return 'unknown'
-end
-
--- The tickets of {user, ticket} pairs.
-local function tickets_of(pairs)
-  local tickets = {}
-  for _, pair in ipairs(pairs) do tickets[#tickets + 1] = pair[2] end
-  return tickets
 end
 
 -- Ends `user`'s session now for `reason` ('left' or 'paid'), notes its length for the mean
@@ -226,7 +227,7 @@ end
 local function end_session(user, reason)
   local ticket, length = close_session(user)
   note_session_lengths({length})
-  record_departures({ticket}, reason)
+  record_departures({{user, ticket}}, reason)
   return ticket
 end
 
@@ -242,7 +243,7 @@ local function purge_expired(limit)
     if length then lengths[#lengths + 1] = length end
   end
   note_session_lengths(lengths)
-  record_departures(tickets_of(expired), 'expired')
+  record_departures(expired, 'expired')
   return expired
 end
 
@@ -296,7 +297,7 @@ local function promote(limit)
       redis.call('HSET', META, 'admitted-through', last_ticket)
     end
   end
-  record_departures(tickets_of(dropped), 'dropped')
+  record_departures(dropped, 'dropped')
   if #admitted + #dropped > 0 then count_session_lengths() end
   return admitted, dropped
 end
@@ -397,14 +398,14 @@ local function find(user, ticket)
   return nil
 end
 
--- Why `ticket` holds no place, given what find() said: 'dropped', 'expired', 'paid', 'left'
--- or 'unknown'.
-local function departure(state, ticket)
+-- Why `user`'s `ticket` holds no place, given what find() said: 'dropped', 'expired',
+-- 'paid', 'left' or 'unknown'.
+local function departure(state, user, ticket)
   if state == 'dropped' or state == 'expired' then return state end
-  return recorded_departure(ticket)
+  return recorded_departure(user, ticket)
 end
 
 -- The reply for a token that holds no place: its departure in place of the status.
-local function gone_reply(state, ticket)
-  return {0, departure(state, ticket), 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+local function gone_reply(state, user, ticket)
+  return {0, departure(state, user, ticket), 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
 end

@@ -54,7 +54,7 @@ elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
 elseif state == 'dropped' or state == 'expired' then
   -- The lapsed entry may be replaced below, before a promoter or reaper meets it.
-  record_departures({ticket}, state)
+  record_departures({{user, ticket}}, state)
 end
 
 ticket = redis.call('HINCRBY', META, 'seq', 1)

@@ -6,11 +6,11 @@ local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state = find(user, ticket)
 if state == 'waiting' then
   redis.call('ZREM', WAITING, user)
-  record_departures({ticket}, 'left')
+  record_departures({{user, ticket}}, 'left')
   return {1, 'waiting', {}, {}}
 elseif state == 'active' then
   end_session(user, 'left')
   local admitted, dropped = promote(ADMIT_PER_TICK)
   return {1, 'active', admitted, dropped}
 end
-return {0, departure(state, ticket), {}, {}}
+return {0, departure(state, user, ticket), {}, {}}

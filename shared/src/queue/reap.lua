@@ -16,7 +16,7 @@ for i = 1, #rows, 2 do
   end
 end
 if #users > 0 then redis.call('ZREM', WAITING, unpack(users)) end
-record_departures(tickets_of(abandoned), 'dropped')
+record_departures(abandoned, 'dropped')
 if #rows == 2 * chunk then return {expired, abandoned, tonumber(rows[#rows]), 0} end
 -- The line is done, but more expired sessions may wait: call again from the line's end.
 if #expired == chunk then return {expired, abandoned, math.max(tonumber(rows[#rows]) or cursor, 1), 0} end

@@ -8,4 +8,4 @@ if state == 'waiting' then
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
 end
-return gone_reply(state, ticket)
+return gone_reply(state, user, ticket)
