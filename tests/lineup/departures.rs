@@ -22,7 +22,7 @@ async fn assert_gone(app: &TestApp, token: &str, kind: &str) {
     assert_denied(app, token, kind).await;
 }
 
-fn assert_kind(reply: &Reply, code: u16, kind: &str) {
+pub(crate) fn assert_kind(reply: &Reply, code: u16, kind: &str) {
     reply.assert_problem(code);
     assert_eq!(
         reply.body["type"],

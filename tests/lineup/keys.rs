@@ -93,7 +93,8 @@ fn documented_exception(key: &str) -> Option<&'static str> {
     if concert.ends_with(":cancelled") {
         return Some("cancellation marker");
     }
-    // Pruned of expired boards by the rankings (not yet here), needed by cancellation.
+    // Needed by cancellation, pruned of expired boards, and without a TTL only while it lists
+    // an all-time board (checked below).
     if concert.ends_with(":boards") {
         return Some("concert index");
     }
@@ -175,6 +176,37 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
         Vec::<&str>::new(),
         "keys without a TTL that no one owns ({} keys in all)",
         keys.len()
+    );
+    // The cancelled concert's marker is permanent; each concert index left without a TTL
+    // lists an all-time board, and only live boards.
+    let mut inspect = app.inspect.clone();
+    for key in without_ttl.iter().filter(|key| key.ends_with(":boards")) {
+        let listed: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        assert!(
+            listed
+                .iter()
+                .any(|(board, score)| board.contains(":board:all-time:") && score.is_infinite()),
+            "{key}: {listed:?}"
+        );
+        for (board, _) in &listed {
+            assert!(
+                keys.iter().any(|(k, _)| k == board),
+                "{key} lists {board}, gone"
+            );
+        }
+    }
+    assert!(
+        without_ttl
+            .iter()
+            .any(|key| key.ends_with(":{rk}:concert:doomed:cancelled")),
+        "{without_ttl:?}"
     );
     // The operator's settings are the one queue key left without a TTL.
     assert!(

@@ -194,9 +194,11 @@ async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
     assert_eq!(dropped, ["walker"]);
-    status(&app, "long", &tokens["walker"].1)
-        .await
-        .assert_problem(404);
+    crate::departures::assert_kind(
+        &status(&app, "long", &tokens["walker"].1).await,
+        410,
+        "dropped-for-absence",
+    );
     println!(
         "RELIABILITY: memory: the presence keys of 4 waiters at ticket 50 000 000 hold \
          {presence_bytes} bytes"
@@ -299,7 +301,11 @@ async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
         "only the waiter who never came back is dropped"
     );
     let gone_after = dropped[0].1 - restarted;
-    status(&app, "show", &tokens[1]).await.assert_problem(404);
+    crate::departures::assert_kind(
+        &status(&app, "show", &tokens[1]).await,
+        410,
+        "dropped-for-absence",
+    );
     for token in [&tokens[0], &tokens[2]] {
         assert_eq!(status(&app, "show", token).await.body["status"], "waiting");
     }
