@@ -112,7 +112,7 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
         ("RANKING_DAILY_RETENTION_DAYS", "1"),
         ("RANKING_WEEKLY_RETENTION_WEEKS", "1"),
         ("RANKING_MONTHLY_RETENTION_MONTHS", "1"),
-        ("RANKING_DEDUPE_DAYS", "1"),
+        ("RANKING_DEDUPE_DAYS", "3"),
     ])
     .await;
     // An operator's queue beside the buyers' own.
@@ -137,7 +137,10 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
     }
     promote(&app).await;
     let today = chrono::Utc::now().to_rfc3339();
+    // Late, but within the dedupe window: its day's board is past its one-day retention.
+    let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
     let events = [
+        paid("pay-0", "late", 1, &["pop"], &two_days_ago),
         paid("pay-1", "kept", 2, &["rock"], &today),
         paid("pay-2", "doomed", 1, &["jazz"], &today),
         envelope(
@@ -147,7 +150,14 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
         ),
         envelope("ConcertCancelled", json!({"concertId": "doomed"})),
     ];
-    ranking_updater::apply_events(&events, &app.stack.ranking_updater).await;
+    let verdicts = ranking_updater::apply_events(&events, &app.stack.ranking_updater).await;
+    assert!(
+        verdicts.iter().all(|v| matches!(
+            v,
+            ranking_updater::Verdict::Applied | ranking_updater::Verdict::Pending
+        )),
+        "{verdicts:?}"
+    );
 
     // Every session ends; the queues go idle and the reaper retires them.
     sleep(Duration::from_millis(1_200)).await;
