@@ -174,6 +174,19 @@ local function close_session(user)
   return ticket, math.max(0, math.min(until_ms, NOW) - since)
 end
 
+-- Of two hashes used in turn, one per period of `period_ms`, the one for the current period
+-- (its parity picks it); one still holding an older period is cleared first. `mark` names
+-- the meta fields that say which period each holds.
+local function current_of_two(keys, mark, period_ms)
+  local period = math.floor(NOW / period_ms)
+  local slot = period % 2
+  if tonumber(redis.call('HGET', META, mark .. slot)) ~= period then
+    redis.call('UNLINK', keys[slot + 1])
+    redis.call('HSET', META, mark .. slot, period)
+  end
+  return keys[slot + 1], period
+end
+
 -- Why tickets lost their place, so that a buyer can be told: ticket → "reason user", the
 -- reason 'expired', 'paid', 'dropped' or 'left'. The user is kept because a queue's ticket
 -- numbers restart after it retires: an old token naming a reused number is told nothing of
@@ -193,13 +206,7 @@ local function record_departures(pairs, reason)
     end
   end
   if #fields == 0 then return end
-  local generation = math.floor(NOW / GONE_MS)
-  local slot = generation % 2
-  local key = GONE_KEYS[slot + 1]
-  if tonumber(redis.call('HGET', META, 'gone-generation:' .. slot)) ~= generation then
-    redis.call('UNLINK', key)
-    redis.call('HSET', META, 'gone-generation:' .. slot, generation)
-  end
+  local key = current_of_two(GONE_KEYS, 'gone-generation:', GONE_MS)
   redis.call('HSET', key, unpack(fields))
   redis.call('PEXPIRE', key, 2 * GONE_MS)
 end

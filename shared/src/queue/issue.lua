@@ -22,16 +22,9 @@ elseif redis.call('HEXISTS', META, 'registered') == 0 then
   return {0, 'unregistered', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
 end
 
--- Fixed one-minute windows, counted in two hashes used in turn (the window's parity picks
--- one; a hash still holding an older window is cleared first).
+-- Fixed one-minute windows, counted in two hashes used in turn.
 if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
-  local window = math.floor(NOW / 60000)
-  local slot = window % 2
-  local counters = RATE_KEYS[slot + 1]
-  if tonumber(redis.call('HGET', META, 'rate-window:' .. slot)) ~= window then
-    redis.call('UNLINK', counters)
-    redis.call('HSET', META, 'rate-window:' .. slot, window)
-  end
+  local counters, window = current_of_two(RATE_KEYS, 'rate-window:', 60000)
   redis.call('PEXPIRE', counters, 120000)
   local over = false
   if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
