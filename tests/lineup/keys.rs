@@ -81,7 +81,8 @@ async fn a_deployment_holds_at_most_max_queues_live_queues() {
     assert_eq!(join(&app, "q3", "ana").await.status, 201);
 }
 
-/// Keys without a TTL that the README documents as owned on purpose: `(what, matches)`.
+/// Keys without a TTL that docs/waiting-room.md and docs/rankings.md document as owned on
+/// purpose: `(what, matches)`.
 fn documented_exception(key: &str) -> Option<&'static str> {
     if key.contains("{q:operated}") && key.ends_with(":settings") {
         return Some("settings an operator created");
