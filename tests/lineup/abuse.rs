@@ -22,6 +22,9 @@ async fn join_from(app: &TestApp, queue: &str, user: &str, ip: &str) -> Reply {
     .await
 }
 
+/// One user asks for a token past `RATE_LIMIT_USER_PER_MINUTE`. The next request is 429 with a
+/// `Retry-After` of 1–60 s. Another user is still served, the limited user's place is intact, and
+/// the limit is per queue as well.
 #[tokio::test]
 async fn a_user_hammering_the_issue_route_is_limited_and_others_are_not() {
     let app = TestApp::spawn(&[("RATE_LIMIT_USER_PER_MINUTE", "5"), ("QUEUE_CAPACITY", "1")]).await;
@@ -44,6 +47,7 @@ async fn a_user_hammering_the_issue_route_is_limited_and_others_are_not() {
     assert_eq!(join(&app, "other-show", "script").await.status, 201);
 }
 
+/// Thirty clicks in a row from one person, under the default limits: none is refused.
 #[tokio::test]
 async fn a_person_clicking_fast_is_never_limited_by_the_defaults() {
     let app = TestApp::spawn(&[]).await;
@@ -52,6 +56,9 @@ async fn a_person_clicking_fast_is_never_limited_by_the_defaults() {
     }
 }
 
+/// Many users behind one address (API Gateway's `sourceIp`): past `RATE_LIMIT_IP_PER_MINUTE` the
+/// next is 429, and another address is still served. With both limits at 0, 200 requests from one
+/// user and address all pass.
 #[tokio::test]
 async fn one_source_address_is_limited_across_users_and_zero_turns_limits_off() {
     let app = TestApp::spawn(&[("RATE_LIMIT_IP_PER_MINUTE", "3")]).await;
@@ -84,6 +91,8 @@ async fn one_source_address_is_limited_across_users_and_zero_turns_limits_off() 
     }
 }
 
+/// Every single-character alteration of a token, and a token signed with another key, is 404 on
+/// status and leave. A token on another queue's path is 404 too. The real token still works.
 #[tokio::test]
 async fn a_token_cannot_be_forged_altered_or_borrowed() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
@@ -112,6 +121,10 @@ async fn a_token_cannot_be_forged_altered_or_borrowed() {
     assert_eq!(status(&app, "show", &alice).await.body["status"], "active");
 }
 
+/// Hostile queue ids (braces, spaces, encoded slashes, newlines, NUL, unicode, `*`, `?`, empty) and
+/// user ids (braces, newlines, unicode, 65 characters, empty) are 4xx and write nothing. Valid ids
+/// that look like key parts (`a:b`, `u:waiting`) still get keys of their own, inside their queue's
+/// hash tag.
 #[tokio::test]
 async fn ids_cannot_reach_outside_their_own_keys() {
     let app = TestApp::spawn(&[]).await;
@@ -179,6 +192,8 @@ impl Write for Captured {
     }
 }
 
+/// The whole flow (issue, status, a bad token, the gatekeeper, leave, a tick, a reaper run) with
+/// logs captured at TRACE. No token, nor its last 16 characters, appears in any log line.
 #[tokio::test]
 async fn no_token_reaches_any_log_line() {
     let captured = Captured::default();

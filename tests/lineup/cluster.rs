@@ -136,6 +136,11 @@ async fn request(app: &TestApp, queue: &str, user: &str) -> lineup_tests::Reply 
     .await
 }
 
+/// A local cluster of 3 primaries with a replica each. A primary is SIGKILLed while buyers keep
+/// arriving in 6 queues. Its queue answers 503 until the replica takes over, then is served again
+/// with no restart. Arrivals on the other shards are served meanwhile. Capacity holds, and no
+/// ticket is held twice. No acknowledged place is lost here; writes lost to asynchronous
+/// replication are not covered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_failover_under_load_recovers_and_admits_nobody_twice() {
     let mut app = TestApp::spawn_on_cluster(
@@ -262,6 +267,11 @@ async fn a_primary_failover_under_load_recovers_and_admits_nobody_twice() {
 /// new connections only, as when a node is replaced: the cluster client's connection to it
 /// would time out forever. Meanwhile that shard's queue answers 503 in time and the other
 /// shards serve; once a new connection gets through, the same processes serve it again.
+///
+/// The nodes announce a proxy each. One shard is cut off for three rounds. Its queue answers 503
+/// within 2.5 s while a queue on another shard is served in every round. After the heal it is
+/// served again, with one more 503: the timeout whose probe failed opens the new connection, which
+/// takes over only once it reaches every primary. Without the replacement, the shard stays 503.
 #[tokio::test]
 async fn a_shard_cut_off_by_a_partition_answers_503_and_is_served_again_once_it_heals() {
     let app = TestApp::spawn_on_cluster_behind_links(QUICK_TO_GIVE_UP).await;
@@ -322,6 +332,9 @@ async fn a_shard_cut_off_by_a_partition_answers_503_and_is_served_again_once_it_
 /// keeps the connections it has, as one server does (`faults::a_redis_too_slow…`): the
 /// probe's PING to the primary the request went to is answered late, so no replacement
 /// connection, with a handshake to every primary, is opened on each timeout.
+///
+/// Every node is behind its own proxy, and replies come 700 ms late against a 500 ms timeout. Each
+/// of 6 buyers answers 503 with `Retry-After` within 2.5 s, with no new connection opened.
 #[tokio::test]
 async fn a_cluster_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections() {
     let app = TestApp::spawn_on_cluster_behind_links(QUICK_TO_GIVE_UP).await;

@@ -34,6 +34,14 @@ struct Ledger {
     requests: AtomicU64,
 }
 
+/// `redis-server` (append-only file, `appendfsync always`) is SIGKILLed under load and restarted
+/// 1.5 s later, while buyers, payments and a promoter keep going (about 2 000 requests and
+/// payments). Every request during the outage must answer 503 with `Retry-After` within the bound
+/// (connect 300 ms, response 500 ms). The promoter reports failed ticks instead of failing, and the
+/// same processes serve again after the restart. Afterwards: every buyer told it holds a place
+/// still does (or was admitted and its 1 s session ended); every applied payment is counted; every
+/// payment answered "failed" counts exactly once when redelivered; every active buyer has its
+/// ticket record; nobody is both waiting and active.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover() {
     let mut app = TestApp::spawn_durable(&[
@@ -280,6 +288,8 @@ async fn gate(stack: &Stack, token: &str, queue: &str) -> bool {
     .is_authorized
 }
 
+/// `SCRIPT FLUSH` before each of issue, status, promotion tick, payment, leave and summary: each
+/// call reloads its script and succeeds.
 #[tokio::test]
 async fn a_flushed_script_cache_is_reloaded_transparently() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
@@ -324,6 +334,10 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
 /// connection serves once it wakes, and work that timed out on the client but
 /// may have run on the server afterwards is never doubled: the buyer's retry finds one
 /// place, the payment's redelivery counts once.
+///
+/// The stall lasts 2 s (`CLIENT PAUSE ALL`) while a buyer joins, another polls and a payment
+/// arrives. Each answers after the 500 ms response timeout, not after the stall. The stalled work
+/// may then run on the server, as it usually does; the test accepts either way.
 #[tokio::test]
 async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled() {
     // A private server always: the test stalls all of it.
@@ -388,6 +402,13 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
 /// good. Every request answers 503 with `Retry-After` within the bound meanwhile, and once a
 /// new connection reaches the server, the same processes serve again within a second or so,
 /// although the connection they held before never comes back.
+///
+/// The partition lasts three rounds of an issue, a status and a payment, then heals for new
+/// connections only. Every request answers 503 (the payment `failed`) within 2.5 s. Service comes
+/// back on a new connection, after one more 503: the connection in hand when it healed has to fail
+/// its probe first. Nothing sent during the partition reaches the server: the buyer's place is
+/// ticket 2 and the payment counts once. Without the replacement, the old connection would time out
+/// every request for good (in production, until the kernel gives up on it, about 15 minutes).
 #[tokio::test]
 async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_it_heals() {
     let app = TestApp::spawn_behind_link(
@@ -437,6 +458,9 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
 /// A container that starts during a partition, its cold-start connection and, in `auto`
 /// mode, its check of what kind of Redis it reached going nowhere, answers 503 in time and
 /// serves once the partition heals, without a restart.
+///
+/// It runs with `REDIS_MODE=auto`, so its first step is asking the server what it is. The bound is
+/// 2.5 s.
 #[tokio::test]
 async fn a_container_started_during_a_partition_serves_once_it_heals() {
     let mut app = TestApp::spawn_behind_link(
@@ -472,6 +496,12 @@ async fn a_container_started_during_a_partition_serves_once_it_heals() {
 /// 503, the connection is replaced, and from then on the same processes serve from the new
 /// primary, whose script cache starts empty. Every place, admission and payment that was
 /// acknowledged and replicated before the failover is still there.
+///
+/// The functions reach the primary through a proxy that stands for the group's primary endpoint.
+/// First 3 buyers, an admission and a payment, all replicated. Then the failover. The old primary
+/// replicates from the new one. The first write on the old connection answers 503 (`READONLY`); the
+/// next is served by the new primary. Tickets go on from 4, and every place, the admission and the
+/// payment record are kept (the redelivered payment is a duplicate).
 #[tokio::test]
 async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_write() {
     let app = TestApp::spawn_on_replication_group(
@@ -544,6 +574,10 @@ async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_w
 /// response timeout, not once a request, so the demoted node is not also sent a
 /// reconnection (TCP, TLS, AUTH) for every buyer. Once the endpoint moves, service resumes
 /// within that interval.
+///
+/// The endpoint stays on the demoted node for 1.2 s. Requests answer 503 at once, with about one
+/// reconnection per response timeout. Service resumes soon after the endpoint moves, with the place
+/// made before kept.
 #[tokio::test]
 async fn a_failover_whose_endpoint_lags_reconnects_once_a_timeout_not_once_a_request() {
     let app = TestApp::spawn_on_replication_group(QUICK_TO_GIVE_UP).await;
@@ -588,6 +622,11 @@ async fn a_failover_whose_endpoint_lags_reconnects_once_a_timeout_not_once_a_req
 /// who left and turning away who was admitted since. The read scripts are refused there
 /// like writes, so the first read fails (the gate closed, a board 503) and the connection
 /// is replaced; every read after that is the new primary's.
+///
+/// Here the old primary is cut off from the new one and serves the reads it had. Two warm
+/// containers only read: a gatekeeper and a ranking reader. Each fails one read there, then reads
+/// the new primary: the buyer admitted since passes the gate, the one who left does not, and the
+/// board shows both payments.
 #[tokio::test]
 async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoint() {
     let app = TestApp::spawn_on_replication_group(
@@ -658,6 +697,12 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
 /// late answer shows the server is there, so no container adds a reconnection (TCP, TLS,
 /// AUTH) on every timeout to the load that slowed it. Once it catches up, the same
 /// connection serves again at once.
+///
+/// After a first request is served, a proxy holds every byte back 350 ms each way: each reply comes
+/// 700 ms after its request, past the 500 ms response timeout but within a probe's 1.5 s. Then 6
+/// buyers call one after another, as a Lambda container sends them, and the delay is removed. Each
+/// must answer 503 with `Retry-After` within 2.5 s, with no new connection opened. Without the
+/// probe, each timeout would replace the connection.
 #[tokio::test]
 async fn a_redis_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections() {
     let app = TestApp::spawn_behind_link(QUICK_TO_GIVE_UP, Duration::ZERO).await;
@@ -766,6 +811,11 @@ async fn answer_until<T, F: std::future::Future<Output = T>>(
 /// requests share the container's one connection in a pipeline, so each waits a few round
 /// trips, not for the others. Were they served one after another, most would pass the
 /// response timeout and answer 503.
+///
+/// A proxy holds every byte back 75 ms each way (150 ms round trips), with the default 1 s response
+/// timeout. 200 token requests and 100 payments arrive at once, from a cold script cache. All must
+/// be served: tickets 1…200, capacity 50 held, all 100 payments counted. Served one after another
+/// they would take at least 45 s.
 #[tokio::test]
 async fn a_slow_redis_serves_every_concurrent_caller_within_the_timeouts() {
     const BUYERS: usize = 200;

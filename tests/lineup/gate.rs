@@ -210,6 +210,8 @@ async fn a_payment_with_a_buyer_costs_two_scripts_in_one_pipeline() {
     assert!(!calls.contains_key("eval") && !calls.contains_key("script|load"));
 }
 
+/// A buyer's payment stamped 30 s ahead, redelivered once the buyer's next session began: the
+/// redelivery is a duplicate, and the next session lives on.
 #[tokio::test]
 async fn a_redelivered_future_dated_payment_never_ends_the_next_session() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
@@ -236,6 +238,8 @@ async fn a_redelivered_future_dated_payment_never_ends_the_next_session() {
     );
 }
 
+/// A payment naming the ticket of the buyer's earlier session, delivered during the next one, ends
+/// no session. One naming the live ticket, stamped an hour early, ends it.
 #[tokio::test]
 async fn a_payment_pinned_to_a_ticket_releases_that_session_only() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;

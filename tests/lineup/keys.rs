@@ -34,6 +34,9 @@ async fn queue_keys(app: &TestApp, queue: &str) -> Vec<String> {
         .collect()
 }
 
+/// Under `QUEUE_CREATION=operator`, a token request for a queue no operator created is 404 "no such
+/// queue" and writes no key. Once an operator gives it settings, buyers are served, also after a
+/// settings change back to every default.
 #[tokio::test]
 async fn a_token_request_for_a_queue_no_operator_created_is_404_and_writes_nothing() {
     let app = TestApp::spawn(&[OPERATOR_CREATES]).await;
@@ -58,6 +61,9 @@ async fn a_token_request_for_a_queue_no_operator_created_is_404_and_writes_nothi
     assert_eq!(join(&app, "onsale", "ben").await.status, 201);
 }
 
+/// Under `MAX_QUEUES=2`, a token request that would make a third queue live is 409 and writes no
+/// key. The live queues still take buyers. Once the reaper retires an idle queue, the third is
+/// served.
 #[tokio::test]
 async fn a_deployment_holds_at_most_max_queues_live_queues() {
     let app = TestApp::spawn(&[
@@ -81,7 +87,8 @@ async fn a_deployment_holds_at_most_max_queues_live_queues() {
     assert_eq!(join(&app, "q3", "ana").await.status, 201);
 }
 
-/// Keys without a TTL that the README documents as owned on purpose: `(what, matches)`.
+/// Keys without a TTL that docs/waiting-room.md and docs/rankings.md document as owned on
+/// purpose: `(what, matches)`.
 fn documented_exception(key: &str) -> Option<&'static str> {
     if key.contains("{q:operated}") && key.ends_with(":settings") {
         return Some("settings an operator created");
@@ -101,6 +108,15 @@ fn documented_exception(key: &str) -> Option<&'static str> {
     None
 }
 
+/// 25 queues (24 made by buyers under `QUEUE_CREATION=open`, 1 by an operator), each with 4 buyers:
+/// issues, status polls, a leave from the line and one from a session, promotion ticks, 1 s
+/// sessions running out, and reaper runs retiring every queue after 1 s without arrivals. Then a
+/// promoter visits the retired queues from its last list. Payments run beside them (one two days
+/// late, its day's board past a one-day retention), with a refund and a cancellation. Then every
+/// key is scanned. The only keys without a TTL may be the documented ones: the operator's
+/// `settings`, the all-time boards, the cancelled concert's marker, and the concerts' board
+/// indexes, each listing an all-time board and only live boards. Every queue's `meta` goes with its
+/// retirement.
 #[tokio::test]
 async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
     const QUEUES: usize = 24;
@@ -243,6 +259,9 @@ async fn join_all(app: &TestApp, queue: &str, users: &[&str]) -> Vec<String> {
     tokens
 }
 
+/// A queue whose registration was lost (say, a crash between its first issue and the registry).
+/// Session, idle period and retirement delay after its last call (7 s), plus a margin, its keys are
+/// gone but for the record that its buyer left, which has a TTL and ends on its own.
 #[tokio::test]
 async fn a_queue_the_reaper_never_visits_still_ends() {
     // Its registration lost, say: a crash between the queue's first issue and the registry.
@@ -276,6 +295,8 @@ async fn a_queue_the_reaper_never_visits_still_ends() {
     );
 }
 
+/// After a retirement, tickets start again at 1. The old ticket-1 token finds no place: it is 404,
+/// and the gatekeeper denies it.
 #[tokio::test]
 async fn after_retirement_tickets_restart_and_an_old_token_takes_no_one_s_place() {
     let app = TestApp::spawn(&[
@@ -312,6 +333,8 @@ async fn after_retirement_tickets_restart_and_an_old_token_takes_no_one_s_place(
     assert_eq!(ben.body["status"], "active", "{}", ben.body);
 }
 
+/// An old token whose ticket number was reused after the queue retired is 404. It is never told
+/// what became of the new buyer holding that number.
 #[tokio::test]
 async fn an_old_token_is_not_told_what_became_of_the_buyer_who_took_its_ticket_number() {
     let app = TestApp::spawn(&[

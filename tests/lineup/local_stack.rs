@@ -214,6 +214,8 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
     server.abort();
 }
 
+/// Over real HTTP, the local stack takes the source address from the TCP peer, so the per-address
+/// rate limit applies there too.
 #[tokio::test]
 async fn the_local_stack_limits_by_the_tcp_peer_address() {
     let app = TestApp::spawn(&[("RATE_LIMIT_IP_PER_MINUTE", "2")]).await;
@@ -239,6 +241,10 @@ async fn the_local_stack_limits_by_the_tcp_peer_address() {
     server.abort();
 }
 
+/// `lineup-local` over real HTTP with its Redis stopped: a `POST /events` payment, and the sample
+/// protected route with a token that was active. Both must answer 503 with `Retry-After` as
+/// `application/problem+json`, not 200 with a `failed` result and not 403. A request without a
+/// token is still 403.
 #[tokio::test]
 async fn the_local_stack_answers_503_with_retry_after_while_redis_is_out_of_reach() {
     // A private server always: the test stops it.

@@ -21,6 +21,9 @@ fn shortest_idle() -> (u64, String) {
     (idle, idle.to_string())
 }
 
+/// At the shortest idle period allowed (5 s), a client sleeps exactly `pollAfterSeconds` (1 s)
+/// between polls for three idle periods. A promoter tick and a reaper run every 0.15 s beside it.
+/// The client must never be dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_polling_as_told_is_never_dropped_at_the_shortest_idle_period() {
     let (idle, idle_var) = shortest_idle();
@@ -79,6 +82,9 @@ async fn a_waiter_polling_as_told_is_never_dropped_at_the_shortest_idle_period()
     );
 }
 
+/// Five waiters stop polling, their last polls spread over one heartbeat window, with a reaper run
+/// every 10 ms. Each must be dropped 1.0–1.1 idle periods after its last poll (5.0–5.5 s at the
+/// shortest idle period). The `RELIABILITY:` line gives the times seen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_idle_periods() {
     let (idle, idle_var) = shortest_idle();
@@ -135,6 +141,10 @@ async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_i
     );
 }
 
+/// A queue whose ticket counter is at 50 000 000. Four waiters are issued tickets 50 000 001–50 000
+/// 031 (the first and last bit of a 32-ticket chunk); some poll, one walks away. Their presence
+/// keys must stay under 1 000 bytes. Presence must still work there: the walker is dropped and the
+/// three who poll are kept.
 #[tokio::test]
 async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "5")]).await;
@@ -229,6 +239,11 @@ async fn poll_as_told(app: &TestApp, token: &str, until: Instant) -> Result<u64,
     Ok(unavailable)
 }
 
+/// At the shortest idle period (5 s), `redis-server` is SIGKILLed for 7.5 s (1.5 idle periods;
+/// append-only file) while 3 wait. A promoter tick and a reaper run every 0.15 s. Two waiters keep
+/// polling as told, getting 503s with `Retry-After`; one never comes back. Both who polled must
+/// keep their places. The one who never came back must be dropped one idle period after the
+/// restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
     let (idle, idle_var) = shortest_idle();

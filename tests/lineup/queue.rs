@@ -597,6 +597,8 @@ async fn restart_redis_then_join(app: &mut TestApp, queue: &str, user: &str) -> 
     None
 }
 
+/// The server is turned into a replica (`READONLY`) mid-session. Requests answer 503 while it is
+/// demoted. The connection is replaced and serves once a primary answers.
 #[tokio::test]
 async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
     let app = TestApp::spawn(&[]).await;

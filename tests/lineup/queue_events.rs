@@ -201,6 +201,7 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
     );
 }
 
+/// With the bus unreachable, admissions stand and the failed entries are counted.
 #[tokio::test]
 async fn an_unreachable_bus_never_blocks_or_undoes_an_admission() {
     // Nothing listens on this port: every PutEvents fails.
@@ -223,6 +224,10 @@ async fn an_unreachable_bus_never_blocks_or_undoes_an_admission() {
 /// EventBridge over its PutEvents quota refuses some entries of a call and takes the rest.
 /// The refused ones are sent again, alone, so every admission reaches the bus exactly once:
 /// none lost, none doubled by resending the whole call.
+///
+/// The endpoint in front of moto refuses every other entry of the first two PutEvents calls with
+/// `ThrottlingException`, while a tick admits 20 buyers. Each of the 20 admissions must reach the
+/// bus exactly once. Resending the whole call instead fails this test (doubles).
 #[tokio::test]
 async fn throttled_entries_are_sent_again_and_arrive_once() {
     const BUYERS: usize = 20;

@@ -500,6 +500,9 @@ fn ranking_metric(app: &TestApp, name: &str) -> u64 {
         .sum()
 }
 
+/// Refunds delivered before their payment: a partial one, redelivered, and a whole one. When the
+/// payment lands, the boards show it minus its refunds. The fully refunded payment is on no board.
+/// The redelivered refund is a duplicate.
 #[tokio::test]
 async fn a_refund_that_arrives_before_its_payment_takes_effect_when_the_payment_lands() {
     let app = TestApp::spawn(&[]).await;
@@ -553,6 +556,10 @@ async fn a_refund_that_arrives_before_its_payment_takes_effect_when_the_payment_
     assert_eq!(ranking_metric(&app, "eventsPending"), 2);
 }
 
+/// Six redeliveries of a payment or refund id with another concert, seat count, genres or payment,
+/// also inside an SQS batch and as a direct invocation. Each is answered `conflict`, counted in
+/// `eventsConflict`, reported as the SQS batch item failure, and fails the direct invocation.
+/// Nothing on the boards moves.
 #[tokio::test]
 async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
     let app = TestApp::spawn(&[]).await;
@@ -628,6 +635,9 @@ async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
     assert!(err.to_string().contains("conflict"), "{err}");
 }
 
+/// Payments stamped in year 9999, in year 1, 36 days late, and 2 minutes ahead of the server clock
+/// are `implausible` and write no key. Payments 10 s ahead and 34 days late count (the dedupe
+/// window is 35 days).
 #[tokio::test]
 async fn event_times_outside_the_window_around_the_server_clock_are_refused() {
     let app = TestApp::spawn(&[]).await; // dedupe 35 days
@@ -675,6 +685,8 @@ async fn event_times_outside_the_window_around_the_server_clock_are_refused() {
     assert_eq!(ranking_metric(&app, "eventsImplausible"), 4);
 }
 
+/// A payment for a concert cancelled longer ago than the dedupe window: the concert stays off every
+/// board.
 #[tokio::test]
 async fn a_cancellation_outlives_the_dedupe_window() {
     let app = TestApp::spawn(&[("RANKING_DEDUPE_DAYS", "1")]).await;

@@ -272,6 +272,13 @@ fn day_in(period: &str, bucket: &str) -> String {
     }
 }
 
+/// 10 000 events (payments, refunds, 5 cancellations) over 41 days, 7 ISO weeks, 2 months and 4
+/// genres. Each is delivered 1–3 times, shuffled within windows of 100, so some refunds come a
+/// window before their payment. Each window's calls run concurrently, by three paths: direct, SQS
+/// batches of up to 10, and single EventBridge invocations. Every board (daily, weekly, monthly,
+/// all-time; overall and per genre) must equal an independent in-memory model of the stream, in
+/// which every refund counts whatever its order of arrival. Redis must hold no other board. The
+/// `RELIABILITY:` line gives the counts of events, deliveries, calls and boards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
     let app = TestApp::spawn(&[

@@ -54,6 +54,10 @@ async fn pay_and_read_score(app: &TestApp, payment: &str) -> Value {
     Reply::from(board).body["score"].clone()
 }
 
+/// A private server reachable only on its TLS port, with a certificate for `localhost` from a CA
+/// made for the run. Through `REDIS_CA_FILE`, every function works over `rediss://` (issue, status,
+/// gatekeeper, payment, board), and again after the server restarts, on a connection verified
+/// against the same CA.
 #[tokio::test]
 async fn every_function_works_over_tls_and_after_the_server_restarts() {
     let mut app = TestApp::spawn_over_tls(&[("QUEUE_CAPACITY", "1")], CERTIFIED_HOST).await;
@@ -110,6 +114,8 @@ async fn a_server_whose_certificate_names_another_host_gets_nothing() {
     assert_refused(&app).await;
 }
 
+/// A cluster of 3 primaries that speaks TLS to clients and on its bus, with 6 queues spread over
+/// its shards. The client follows the slots to all 3 primaries and verifies each.
 #[tokio::test]
 async fn every_function_works_over_tls_on_a_cluster() {
     let app = TestApp::spawn_on_tls_cluster(&[("QUEUE_CAPACITY", "1")]).await;
