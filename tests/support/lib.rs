@@ -337,11 +337,12 @@ impl TestApp {
         }
         let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
             .expect("test config");
-        let started = Started::connect(config.clone(), &url, Publishing::Nothing)
+        let mut started = Started::connect(config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
+        started.publisher = publisher;
         let metrics = MetricsSink::memory();
-        let stack = Stack::new(&started, publisher, metrics.clone());
+        let stack = Stack::new(&started, metrics.clone());
         // Private servers' plaintext ports, even when the functions use TLS.
         let plain = redis.as_ref().map_or(url.clone(), EmbeddedRedis::url);
         let (inspect, nodes) = match &cluster {
@@ -390,11 +391,11 @@ impl TestApp {
     /// publisher, on a connection of its own, opened the way cold start opens it.
     pub async fn another_container(&self) -> Stack {
         let url = self.config.redis.url.clone().expect("REDIS_URL is set");
-        let started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
+        let mut started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
-        let publisher = self.stack.queue_api.publisher.clone();
-        Stack::new(&started, publisher, self.metrics.clone())
+        started.publisher = self.stack.queue_api.publisher.clone();
+        Stack::new(&started, self.metrics.clone())
     }
 
     pub fn room(&self) -> &WaitingRoom {

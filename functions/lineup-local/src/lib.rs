@@ -21,7 +21,6 @@ use lambda_runtime::{Context, LambdaEvent};
 use lineup::cold_start::Started;
 use lineup::http::MAX_BODY_BYTES;
 use lineup::metrics::MetricsSink;
-use lineup::publish::Publisher;
 use lineup::Error;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -54,42 +53,16 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Every function's dependencies, wired as each function's `main.rs` wires them.
-    pub fn new(started: &Started, publisher: Publisher, metrics: MetricsSink) -> Self {
-        let room = started.room();
+    /// Every function's dependencies, built by each function's own `Deps::new`, as its
+    /// `main.rs` builds them; metrics go to `metrics`.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
         Stack {
-            queue_api: queue_api::Deps {
-                room: room.clone(),
-                token_key: started.config.token_key.clone(),
-                publisher: publisher.clone(),
-                allow_body_user_id: started.config.allow_body_user_id,
-            },
-            authorizer: queue_authorizer::Deps {
-                room: room.clone(),
-                token_key: started.config.token_key.clone(),
-                queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
-            },
-            promoter: queue_promoter::Deps {
-                room: room.clone(),
-                publisher: publisher.clone(),
-                metrics: metrics.clone(),
-                known_queues: Default::default(),
-            },
-            reaper: queue_reaper::Deps {
-                room: room.clone(),
-                publisher: publisher.clone(),
-                metrics: metrics.clone(),
-            },
-            ranking_api: ranking_api::Deps {
-                rankings: started.rankings(),
-            },
-            ranking_updater: ranking_updater::Deps {
-                conn: started.conn.clone(),
-                rankings: started.rankings(),
-                room,
-                publisher,
-                metrics,
-            },
+            queue_api: queue_api::Deps::new(started),
+            authorizer: queue_authorizer::Deps::new(started),
+            promoter: queue_promoter::Deps::new(started, metrics.clone()),
+            reaper: queue_reaper::Deps::new(started, metrics.clone()),
+            ranking_api: ranking_api::Deps::new(started),
+            ranking_updater: ranking_updater::Deps::new(started, metrics),
         }
     }
 }

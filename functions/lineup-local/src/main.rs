@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let started = Started::connect(config, &url, Publishing::QueueEvents).await?;
-    let stack = Stack::new(&started, started.publisher.clone(), MetricsSink::Stdout);
+    let stack = Stack::new(&started, MetricsSink::Stdout);
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
