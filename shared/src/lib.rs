@@ -16,13 +16,11 @@
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines.
 //! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
 //! - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
-//! - [`embedded_redis`]: a private `redis-server` for the local stack and the tests.
 //! - [`telemetry`]: tracing set-up shared by every binary.
 
 pub mod aws;
 pub mod cold_start;
 pub mod config;
-pub mod embedded_redis;
 pub mod error;
 pub mod http;
 pub mod ids;

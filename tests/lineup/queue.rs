@@ -604,7 +604,7 @@ async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
         eprintln!("skipped: REDIS_URL points at a shared server this test must not demote");
         return;
     }
-    let other = lineup::embedded_redis::EmbeddedRedis::start()
+    let other = lineup_local::embedded_redis::EmbeddedRedis::start()
         .await
         .unwrap();
     assert_eq!(join(&app, "show", "before").await.status, 201);

@@ -9,10 +9,10 @@ use std::time::Duration;
 use lambda_http::{Body, Response};
 use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
-use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
 use lineup::queue::WaitingRoom;
+use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::Stack;
 
 mod cluster;

@@ -4,6 +4,8 @@
 //! `GET /queues/{queueId}/admission` goes through `queue-authorizer` first, as the sample
 //! protected route does behind API Gateway.
 
+pub mod embedded_redis;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;

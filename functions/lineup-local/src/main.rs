@@ -2,8 +2,8 @@
 
 use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
-use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
+use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::{local_setting, serve, spawn_schedules, Stack};
 
 #[tokio::main]
