@@ -17,8 +17,10 @@
 //! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
 //! - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
 //! - [`telemetry`]: tracing set-up shared by every binary.
+//! - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
 
 pub mod aws;
+pub mod bench_support;
 pub mod cold_start;
 pub mod config;
 pub mod error;
