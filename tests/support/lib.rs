@@ -1,6 +1,8 @@
 //! Test support: a real Redis per test (a private `redis-server` on a free port, or
 //! `REDIS_URL` with a unique key prefix), the functions wired to it exactly as their
-//! `main.rs` wires them, and helpers to build the events AWS would send.
+//! `main.rs` wires them, and helpers to build the events AWS would send. The calls and
+//! checks that several suites share live here too: [`queue`] (a buyer's and an operator's
+//! calls), [`rankings`] (payment events and board reads) and [`outage`] (Redis out of reach).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +19,9 @@ use lineup_local::Stack;
 
 mod cluster;
 mod link;
+pub mod outage;
+pub mod queue;
+pub mod rankings;
 mod throttle;
 mod tls;
 pub use cluster::EmbeddedCluster;
