@@ -278,20 +278,9 @@ impl Bench {
             .unwrap_or(0.0)
     }
 
-    /// EVALSHA of a queue script exactly as the handlers build it (the queue's keys and the
-    /// configuration's leading arguments), then `rest`.
-    fn queue_script_call(
-        &self,
-        script: &'static redis::Script,
-        queue: &str,
-        rest: &[&str],
-    ) -> Vec<String> {
-        let queue = QueueId::parse(queue).unwrap();
-        let mut call = self.app.stack.queue_api.room.invocation(script, &queue);
-        for arg in rest {
-            call.arg(*arg);
-        }
-        call.command_line()
+    /// `command` (a call the handlers make, from `lineup::bench_support`) as text arguments.
+    fn text_args(command: Vec<Vec<u8>>) -> Vec<String> {
+        command
             .into_iter()
             .map(|part| String::from_utf8(part).expect("a text argument"))
             .collect()
@@ -301,11 +290,11 @@ impl Bench {
     pub async fn redis_benchmark_issue(&self, queue: &str) -> f64 {
         self.configure(queue, json!({"capacity": 1})).await;
         self.issue(queue, "holder").await;
-        let args = self.queue_script_call(
-            lineup::queue::issue_script(),
-            queue,
+        let args = Self::text_args(lineup::bench_support::issue_command(
+            &self.app.stack.queue_api.room,
+            &QueueId::parse(queue).unwrap(),
             &["raw-__rand_int__", "", "0", "0"],
-        );
+        ));
         self.redis_benchmark(&args).await
     }
 
@@ -316,7 +305,11 @@ impl Bench {
             return 0.0;
         };
         let ticket = ticket.to_string();
-        let args = self.queue_script_call(lineup::queue::status_script(), queue, &[&user, &ticket]);
+        let args = Self::text_args(lineup::bench_support::status_command(
+            &self.app.stack.queue_api.room,
+            &QueueId::parse(queue).unwrap(),
+            &[&user, &ticket],
+        ));
         self.redis_benchmark(&args).await
     }
 
@@ -333,7 +326,7 @@ impl Bench {
         );
         let args = [
             "EVALSHA",
-            lineup::ranking::top_script().get_hash(),
+            lineup::bench_support::top_script_hash(),
             "1",
             &board,
             "0",

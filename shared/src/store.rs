@@ -250,8 +250,8 @@ impl ScriptCall {
     }
 
     /// The call as one command line (`EVALSHA`, hash, key count, keys, arguments), for a tool
-    /// that sends it itself: the benchmark's `redis-benchmark` runs.
-    pub fn command_line(&self) -> Vec<Vec<u8>> {
+    /// that sends it itself: the benchmark's `redis-benchmark` runs ([`crate::bench_support`]).
+    pub(crate) fn command_line(&self) -> Vec<Vec<u8>> {
         self.command()
             .args_iter()
             .filter_map(|arg| match arg {

@@ -6,10 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use lineup::ids::{QueueId, UserId};
 use lineup::token::{TokenClaims, TokenKey};
+use lineup_tests::queue::{join, leave, promote, status, summary};
 use lineup_tests::{api_request, api_request_from, authorizer_request, Reply, TestApp};
 use serde_json::json;
-
-use crate::queue::{join, leave, promote, status, summary};
 
 async fn join_from(app: &TestApp, queue: &str, user: &str, ip: &str) -> Reply {
     let body = json!({ "userId": user }).to_string();

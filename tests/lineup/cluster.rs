@@ -8,13 +8,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::outage::{assert_unavailable_in_time, join_until_served, QUICK_TO_GIVE_UP};
+use lineup_tests::queue::{join, leave, promote, status, summary};
+use lineup_tests::rankings::{envelope, paid};
 use lineup_tests::{api_request_from, sleep, TestApp};
 use redis::cluster_routing::Slot;
 use serde_json::json;
-
-use crate::faults::{assert_unavailable_in_time, join_until_served, QUICK_TO_GIVE_UP};
-use crate::queue::{join, leave, promote, status, summary};
-use crate::rankings::{envelope, paid};
 
 /// The keys each node holds under `pattern`, asked node by node.
 async fn keys_per_node(app: &TestApp, pattern: &str) -> HashMap<u16, Vec<String>> {

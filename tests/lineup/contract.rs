@@ -6,10 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use lineup_tests::queue::join;
 use lineup_tests::{api_request, TestApp};
 use serde_yaml_ng::Value;
-
-use crate::queue::join;
 
 fn read_repo_file(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name);

@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use lineup::ids::{QueueId, UserId};
 use lineup::token::TokenClaims;
-use lineup_tests::{authorizer_request, sleep, Reply, TestApp};
-
-use crate::gate::{pay, payment};
-use crate::queue::{join, leave, promote, status};
+use lineup_tests::queue::{assert_kind, join, leave, promote, status};
+use lineup_tests::rankings::{pay, payment};
+use lineup_tests::{authorizer_request, sleep, TestApp};
 
 /// Asserts a 410 problem of the given type, on status and on leave, and that the
 /// gatekeeper denies the token for the same reason.
@@ -20,16 +19,6 @@ async fn assert_gone(app: &TestApp, token: &str, kind: &str) {
         assert_kind(&reply, 410, kind);
     }
     assert_denied(app, token, kind).await;
-}
-
-pub(crate) fn assert_kind(reply: &Reply, code: u16, kind: &str) {
-    reply.assert_problem(code);
-    assert_eq!(
-        reply.body["type"],
-        format!("https://lineup.dev/problems/{kind}"),
-        "{}",
-        reply.body
-    );
 }
 
 async fn assert_denied(app: &TestApp, token: &str, reason: &str) {
@@ -104,7 +93,7 @@ async fn a_waiter_reaped_for_absence_is_told_so() {
     join(&app, "show", "holder").await;
     let absent = join(&app, "show", "absent").await.token();
     // Served meanwhile, as the promoter keeps it, so the quiet is not taken for an outage.
-    crate::presence::served_for(&app, "show", Duration::from_millis(5_800)).await;
+    lineup_tests::queue::served_for(&app, "show", Duration::from_millis(5_800)).await;
     let report = queue_reaper::reap_all(&app.stack.reaper).await;
     assert_eq!(report.abandoned(), 1, "{report:?}");
     assert_gone(&app, &absent, "dropped-for-absence").await;

@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
+use lineup_tests::queue::{join, leave, status};
+use lineup_tests::rankings::{pay, payment};
 use lineup_tests::{sleep, TestApp};
-
-use crate::gate::{pay, payment};
-use crate::queue::{join, leave, status};
 
 const CAPACITY: usize = 2;
 const SESSION: Duration = Duration::from_secs(3);
@@ -95,7 +94,7 @@ async fn on_sale(waiters: usize, pace: Duration, pays_after: Option<Duration>) -
         let started = Instant::now();
         let mut ticks = 0u32;
         while !done.load(std::sync::atomic::Ordering::Relaxed) {
-            crate::queue::promote(&app).await;
+            lineup_tests::queue::promote(&app).await;
             ticks += 1;
             let next = started + TICK * ticks;
             sleep(next.saturating_duration_since(Instant::now())).await;

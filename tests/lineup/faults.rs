@@ -11,16 +11,15 @@ use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::store::QueueKeys;
 use lineup_local::Stack;
-use lineup_tests::{api_request_from, authorizer_request, sleep, OldPrimary, Reply, TestApp};
+use lineup_tests::outage::{
+    answer_until, assert_unavailable_in_time, join_until_served, OUTAGE_BOUND, QUICK_TO_GIVE_UP,
+    RECOVERY,
+};
+use lineup_tests::queue::{join, leave, promote, status, summary};
+use lineup_tests::rankings::paid;
+use lineup_tests::{api_request_from, authorizer_request, sleep, OldPrimary, TestApp};
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
-
-use crate::queue::{join, leave, promote, status, summary};
-use crate::rankings::paid;
-
-/// The longest any request may take while Redis is down: a few times the configured
-/// connect and response timeouts, never a hang.
-const OUTAGE_BOUND: Duration = Duration::from_millis(2500);
 
 #[derive(Default)]
 struct Ledger {
@@ -324,7 +323,12 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
     .await;
     assert_eq!(verdicts, [Verdict::Applied]);
     flush().await;
-    assert_eq!(crate::queue::leave(&app, "show", &first).await.status, 204);
+    assert_eq!(
+        lineup_tests::queue::leave(&app, "show", &first)
+            .await
+            .status,
+        204
+    );
     flush().await;
     assert_eq!(summary(&app, "show").await.status, 200);
 }
@@ -729,9 +733,6 @@ async fn a_redis_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections
     );
 }
 
-/// How long the functions may take to serve again once a new connection can reach Redis.
-const RECOVERY: Duration = Duration::from_secs(5);
-
 /// How long the stalled server answers nothing: four response timeouts.
 const STALL: Duration = Duration::from_millis(2000);
 
@@ -740,22 +741,6 @@ async fn timed<T>(future: impl std::future::Future<Output = T>) -> (T, Duration)
     let started = Instant::now();
     let out = future.await;
     (out, started.elapsed())
-}
-
-/// Short Redis timeouts, so an outage is answered quickly, and no rate limits, so retries
-/// are never refused for being retries.
-pub(crate) const QUICK_TO_GIVE_UP: &[(&str, &str)] = &[
-    ("REDIS_CONNECT_TIMEOUT_MS", "300"),
-    ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
-    ("RATE_LIMIT_IP_PER_MINUTE", "0"),
-    ("RATE_LIMIT_USER_PER_MINUTE", "0"),
-];
-
-/// Asserts that `reply` is the outage answer, 503 with `Retry-After`, given within the bound.
-pub(crate) fn assert_unavailable_in_time(reply: &Reply, took: Duration) {
-    assert_eq!(reply.status, 503, "{}", reply.body);
-    assert!(reply.headers.contains_key("retry-after"));
-    assert!(took < OUTAGE_BOUND, "hung for {took:?}");
 }
 
 /// An issue, a status poll and a payment at once while Redis is out of reach: each is
@@ -773,37 +758,6 @@ async fn outage_is_answered_in_time(app: &TestApp, queue: &str, token: &str, pay
     assert_unavailable_in_time(&poll, poll_took);
     assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
     assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
-}
-
-/// `user` asks for a place in `queue` every 100 ms while the answer is 503, for at most
-/// [`RECOVERY`]: the last answer, how long after the first try it came, and how many 503s
-/// came before it.
-pub(crate) async fn join_until_served(
-    app: &TestApp,
-    queue: &str,
-    user: &str,
-) -> (Reply, Duration, u32) {
-    let started = Instant::now();
-    let (reply, unavailable) =
-        answer_until(|| join(app, queue, user), |reply| reply.status != 503).await;
-    (reply, started.elapsed(), unavailable)
-}
-
-/// Asks `ask` every 100 ms until its answer is `done`, for at most [`RECOVERY`]: the last
-/// answer, and how many came before it.
-async fn answer_until<T, F: std::future::Future<Output = T>>(
-    mut ask: impl FnMut() -> F,
-    done: impl Fn(&T) -> bool,
-) -> (T, u32) {
-    let started = Instant::now();
-    let mut before = 0;
-    let mut answer = ask().await;
-    while !done(&answer) && started.elapsed() < RECOVERY {
-        before += 1;
-        sleep(Duration::from_millis(100)).await;
-        answer = ask().await;
-    }
-    (answer, before)
 }
 
 /// A Redis that is slow but answers within the timeouts (75 ms each way, as from another

@@ -1,5 +1,6 @@
 //! Every real AWS event sample, given to every function, is handled normally: a 4xx problem,
-//! an ignored event or a reported failure, never an invocation error or a 5xx.
+//! an ignored event or a reported failure, never an invocation error or a 5xx. The samples
+//! are in `tests/fixtures/aws-lambda-events/` (their README says where they come from).
 
 use std::path::Path;
 
@@ -8,13 +9,20 @@ use lineup::http::answer_lambda_event;
 use lineup_tests::{json_files, TestApp};
 use serde_json::Value;
 
+/// How many samples `tests/fixtures/aws-lambda-events/` holds at least; fewer means the
+/// folder moved or emptied, and the tests below would check nothing.
+const SAMPLES_AT_LEAST: usize = 10;
+
 fn aws_samples() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/aws-lambda-events");
-    if !dir.exists() {
-        eprintln!("skipped: {} is not beside this checkout", dir.display());
-        return Vec::new();
-    }
-    json_files(&dir)
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/aws-lambda-events");
+    let samples = json_files(&dir);
+    assert!(
+        samples.len() >= SAMPLES_AT_LEAST,
+        "{}: {} samples, expected at least {SAMPLES_AT_LEAST}",
+        dir.display(),
+        samples.len()
+    );
+    samples
 }
 
 #[tokio::test]

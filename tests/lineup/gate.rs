@@ -3,28 +3,15 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use lineup_tests::queue::{join, leave, promote, status};
+use lineup_tests::rankings::{pay, payment};
 use lineup_tests::{authorizer_request, sleep, TestApp};
-use serde_json::{json, Value};
-
-use crate::queue::{join, leave, promote, status};
-use crate::rankings::envelope;
+use serde_json::json;
 
 async fn gate(app: &TestApp, token: &str, queue: &str) -> bool {
     app.authorize(authorizer_request(Some(token), Some(queue), None))
         .await
         .0
-}
-
-pub(crate) fn payment(payment: &str, queue: &str, user: &str) -> Value {
-    envelope(
-        "PaymentCompleted",
-        json!({"paymentId": payment, "concertId": "c1", "seats": 2, "queueId": queue, "userId": user,
-               "completedAt": Utc::now().to_rfc3339()}),
-    )
-}
-
-pub(crate) async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
-    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
 }
 
 #[tokio::test]

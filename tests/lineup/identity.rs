@@ -1,10 +1,9 @@
 //! Buyer identity: in AWS a buyer is who a verified JWT says. A body `userId` is taken only
 //! where the deployment allows it on purpose (`ALLOW_BODY_USER_ID=unsafe`, the local stack).
 
+use lineup_tests::queue::{join, status, summary};
 use lineup_tests::{api_request, api_request_with_claims, Reply, TestApp};
 use serde_json::json;
-
-use crate::queue::{join, status, summary};
 
 /// The deployed default: no body identity.
 const JWT_ONLY: (&str, &str) = ("ALLOW_BODY_USER_ID", "no");

@@ -4,12 +4,10 @@
 use std::time::Duration;
 
 use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::queue::{join, leave, promote, put_settings, status};
+use lineup_tests::rankings::{envelope, paid};
 use lineup_tests::{authorizer_request, sleep, TestApp};
 use serde_json::json;
-
-use crate::queue::{join, leave, promote, status};
-use crate::rankings::{envelope, paid};
-use crate::settings::put_settings;
 
 /// The deployed default: only an operator creates a queue.
 const OPERATOR_CREATES: (&str, &str) = ("QUEUE_CREATION", "operator");

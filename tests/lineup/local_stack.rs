@@ -248,7 +248,7 @@ async fn the_local_stack_limits_by_the_tcp_peer_address() {
 #[tokio::test]
 async fn the_local_stack_answers_503_with_retry_after_while_redis_is_out_of_reach() {
     // A private server always: the test stops it.
-    let mut app = TestApp::spawn_durable(crate::faults::QUICK_TO_GIVE_UP).await;
+    let mut app = TestApp::spawn_durable(lineup_tests::outage::QUICK_TO_GIVE_UP).await;
     let (addr, server) = serve(&app).await;
     let (status, _, issued) = send(
         addr,
@@ -262,7 +262,7 @@ async fn the_local_stack_answers_503_with_retry_after_while_redis_is_out_of_reac
         .as_str()
         .unwrap()
         .to_owned();
-    let event = crate::rankings::paid("p1", "c1", 1, &[], &chrono::Utc::now().to_rfc3339());
+    let event = lineup_tests::rankings::paid("p1", "c1", 1, &[], &chrono::Utc::now().to_rfc3339());
 
     app.redis.as_mut().expect("a private server").stop().await;
     let (status, head, body) = send(addr, "POST", "/events", Some(&event.to_string())).await;

@@ -2,11 +2,10 @@
 
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::queue::{join, promote};
+use lineup_tests::rankings::{envelope, paid};
 use lineup_tests::TestApp;
 use serde_json::{json, Value};
-
-use crate::queue::{join, promote};
-use crate::rankings::{envelope, paid};
 
 const UNITS: [&str; 3] = ["Count", "Count/Second", "None"];
 

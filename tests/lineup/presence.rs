@@ -11,9 +11,8 @@ use lineup::ids::QueueId;
 use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
 use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
 use lineup::store::QueueKeys;
+use lineup_tests::queue::{join, promote, status, summary};
 use lineup_tests::{sleep, Reply, TestApp};
-
-use crate::queue::{join, promote, status, summary};
 
 /// The shortest idle period a queue may have, as a string for the environment.
 fn shortest_idle() -> (u64, String) {
@@ -204,7 +203,7 @@ async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
     let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
     assert_eq!(dropped, ["walker"]);
-    crate::departures::assert_kind(
+    lineup_tests::queue::assert_kind(
         &status(&app, "long", &tokens["walker"].1).await,
         410,
         "dropped-for-absence",
@@ -316,7 +315,7 @@ async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
         "only the waiter who never came back is dropped"
     );
     let gone_after = dropped[0].1 - restarted;
-    crate::departures::assert_kind(
+    lineup_tests::queue::assert_kind(
         &status(&app, "show", &tokens[1]).await,
         410,
         "dropped-for-absence",
@@ -329,17 +328,6 @@ async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
          waited; the 2 who polled as told through it ({unavailable} 503s) kept their places; \
          the one who never came back was dropped {gone_after:?} after the restart"
     );
-}
-
-/// Waits `d` while calls keep reaching `queue` (a summary read every half second), as the
-/// promoter's ticks keep a deployed queue served. A longer gap in which nothing reaches a
-/// queue counts as an outage and earns its waiters a grace.
-pub(crate) async fn served_for(app: &TestApp, queue: &str, d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        assert_eq!(summary(app, queue).await.status, 200);
-        sleep((until - Instant::now()).min(Duration::from_millis(500))).await;
-    }
 }
 
 #[tokio::test]

@@ -4,51 +4,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::future::join_all;
-use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::queue::{join, leave, promote, status, summary};
 use lineup_tests::{api_request, api_request_with_claims, sleep, Inspect, Reply, TestApp};
 use serde_json::json;
-
-pub(crate) async fn join(app: &TestApp, queue: &str, user: &str) -> Reply {
-    let body = json!({ "userId": user }).to_string();
-    app.queue_api(api_request(
-        "POST",
-        &format!("/queues/{queue}/tokens"),
-        Some(&body),
-    ))
-    .await
-}
-
-pub(crate) async fn status(app: &TestApp, queue: &str, token: &str) -> Reply {
-    app.queue_api(api_request(
-        "GET",
-        &format!("/queues/{queue}/tokens/{token}"),
-        None,
-    ))
-    .await
-}
-
-pub(crate) async fn leave(app: &TestApp, queue: &str, token: &str) -> Reply {
-    app.queue_api(api_request(
-        "DELETE",
-        &format!("/queues/{queue}/tokens/{token}"),
-        None,
-    ))
-    .await
-}
-
-pub(crate) async fn summary(app: &TestApp, queue: &str) -> Reply {
-    app.queue_api(api_request("GET", &format!("/queues/{queue}"), None))
-        .await
-}
-
-pub(crate) async fn promote(app: &TestApp) -> queue_promoter::Output {
-    queue_promoter::handle(
-        LambdaEvent::new(json!({}), Context::default()),
-        &app.stack.promoter,
-    )
-    .await
-    .expect("promoter")
-}
 
 #[tokio::test]
 async fn first_arrivals_are_admitted_until_capacity_then_wait_in_ticket_order() {
@@ -606,7 +564,7 @@ async fn a_demoted_primary_answers_503_and_the_connection_is_replaced() {
         eprintln!("skipped: REDIS_URL points at a shared server this test must not demote");
         return;
     }
-    let other = lineup::embedded_redis::EmbeddedRedis::start()
+    let other = lineup_local::embedded_redis::EmbeddedRedis::start()
         .await
         .unwrap();
     assert_eq!(join(&app, "show", "before").await.status, 201);
@@ -710,13 +668,13 @@ async fn one_promoter_invocation_ticks_until_its_budget_is_spent() {
 #[tokio::test]
 async fn a_large_admission_is_split_into_short_script_calls_within_one_tick() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "250"), ("RATE_LIMIT_IP_PER_MINUTE", "0")]).await;
-    crate::settings::put_settings(&app, "big", &json!({"paused": true})).await;
+    lineup_tests::queue::put_settings(&app, "big", &json!({"paused": true})).await;
     for i in 0..300 {
         join(&app, "big", &format!("u{i:03}")).await;
     }
-    crate::settings::put_settings(&app, "big", &json!({"paused": false})).await;
+    lineup_tests::queue::put_settings(&app, "big", &json!({"paused": false})).await;
     promote(&app).await; // a first tick in this process reads the registry first
-    crate::settings::put_settings(&app, "big", &json!({"paused": true})).await;
+    lineup_tests::queue::put_settings(&app, "big", &json!({"paused": true})).await;
     let before = summary(&app, "big").await.body;
     assert_eq!(
         before["active"], 250,
@@ -727,12 +685,12 @@ async fn a_large_admission_is_split_into_short_script_calls_within_one_tick() {
     // At most 32 admissions per script call (lineup's SLICE): 250 took eight calls.
     let app2 =
         TestApp::spawn(&[("QUEUE_CAPACITY", "250"), ("RATE_LIMIT_IP_PER_MINUTE", "0")]).await;
-    crate::settings::put_settings(&app2, "big", &json!({"paused": true})).await;
+    lineup_tests::queue::put_settings(&app2, "big", &json!({"paused": true})).await;
     for i in 0..300 {
         join(&app2, "big", &format!("u{i:03}")).await;
     }
     promote(&app2).await; // loads the script; paused, so nothing moves
-    crate::settings::put_settings(&app2, "big", &json!({"paused": false})).await;
+    lineup_tests::queue::put_settings(&app2, "big", &json!({"paused": false})).await;
     let (tick, calls) = app2.client_commands_during(promote(&app2)).await;
     assert_eq!(tick.admitted, 250);
     assert_eq!(calls.get("evalsha"), Some(&8), "{calls:?}");

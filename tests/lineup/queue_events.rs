@@ -6,12 +6,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use lineup::publish::{Publisher, SOURCE};
+use lineup_tests::queue::{join, leave, promote, served_for, status};
+use lineup_tests::rankings::envelope;
 use lineup_tests::{aws_config_for, sleep, Moto, TestApp, ThrottlingEndpoint};
 use serde_json::{json, Value};
-
-use crate::presence::served_for;
-use crate::queue::{join, leave, promote, status};
-use crate::rankings::envelope;
 
 /// A bus whose rule sends every `lineup.queue` event to a fresh SQS queue.
 async fn bus_to_queue(moto: &Moto) -> (String, String) {
@@ -211,10 +209,10 @@ async fn an_unreachable_bus_never_blocks_or_undoes_an_admission() {
     let config = aws_config_for(&endpoint);
     let publisher = Publisher::new(aws_sdk_eventbridge::Client::new(&config), "nowhere");
     let app = TestApp::spawn_publishing(&[("QUEUE_CAPACITY", "1")], publisher).await;
-    crate::settings::put_settings(&app, "show", &json!({"paused": true})).await;
+    lineup_tests::queue::put_settings(&app, "show", &json!({"paused": true})).await;
     let first = join(&app, "show", "u1").await.token();
     join(&app, "show", "u2").await;
-    crate::settings::put_settings(&app, "show", &json!({"paused": false})).await;
+    lineup_tests::queue::put_settings(&app, "show", &json!({"paused": false})).await;
     let tick = promote(&app).await;
     assert_eq!(tick.admitted, 1);
     assert_eq!(tick.unpublished_events, 1, "counted, after bounded retries");
@@ -254,11 +252,11 @@ async fn throttled_entries_are_sent_again_and_arrive_once() {
         publisher,
     )
     .await;
-    crate::settings::put_settings(&app, "show", &json!({"paused": true})).await;
+    lineup_tests::queue::put_settings(&app, "show", &json!({"paused": true})).await;
     for i in 0..BUYERS {
         assert_eq!(join(&app, "show", &format!("u{i}")).await.status, 201);
     }
-    crate::settings::put_settings(&app, "show", &json!({"paused": false})).await;
+    lineup_tests::queue::put_settings(&app, "show", &json!({"paused": false})).await;
     let tick = promote(&app).await;
     assert_eq!(tick.admitted, BUYERS as u64);
     assert_eq!(tick.unpublished_events, 0);

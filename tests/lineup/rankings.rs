@@ -3,7 +3,8 @@
 use chrono::{Duration as Days, Utc};
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup_tests::{api_request, Reply, TestApp};
+use lineup_tests::rankings::{envelope, items, paid, read};
+use lineup_tests::TestApp;
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
@@ -14,21 +15,6 @@ const LONG_RETENTION: [(&str, &str); 4] = [
     ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
     ("RANKING_DEDUPE_DAYS", "3660"),
 ];
-
-pub(crate) fn envelope(detail_type: &str, detail: Value) -> Value {
-    json!({
-        "version": "0", "id": "evt", "detail-type": detail_type, "source": "lineup.payments",
-        "account": "123456789012", "time": Utc::now().to_rfc3339(), "region": "us-east-1",
-        "resources": [], "detail": detail
-    })
-}
-
-pub(crate) fn paid(payment: &str, concert: &str, seats: u32, genres: &[&str], at: &str) -> Value {
-    envelope(
-        "PaymentCompleted",
-        json!({"paymentId": payment, "concertId": concert, "seats": seats, "genres": genres, "completedAt": at}),
-    )
-}
 
 fn refunded(payment: &str, refund: Option<&str>, concert: &str, seats: u32, at: &str) -> Value {
     let mut detail = json!({"paymentId": payment, "concertId": concert, "seats": seats, "genres": ["rock"], "completedAt": at});
@@ -44,31 +30,6 @@ fn now() -> String {
 
 async fn send(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await
-}
-
-pub(crate) async fn read(app: &TestApp, path: &str) -> Reply {
-    Reply::from(
-        ranking_api::handle(api_request("GET", path, None), &app.stack.ranking_api)
-            .await
-            .expect("infallible"),
-    )
-}
-
-/// `(concertId, score, rank)` of a board page.
-pub(crate) fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    reply.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            (
-                i["concertId"].as_str().unwrap().to_owned(),
-                i["score"].as_u64().unwrap(),
-                i["rank"].as_u64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test]

@@ -9,13 +9,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
+use lineup_tests::rankings::envelope;
 use lineup_tests::TestApp;
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-
-use crate::rankings::envelope;
 
 const EVENTS: usize = 10_000;
 const CANCELS: usize = 5;
@@ -246,8 +245,8 @@ async fn board(
     if let Some(genre) = genre {
         path.push_str(&format!("&genre={genre}"));
     }
-    let page = crate::rankings::read(app, &path).await;
-    crate::rankings::items(&page)
+    let page = lineup_tests::rankings::read(app, &path).await;
+    lineup_tests::rankings::items(&page)
         .into_iter()
         .map(|(concert, score, _rank)| (concert, score))
         .collect()

@@ -2,20 +2,9 @@
 
 use std::time::Duration;
 
-use lineup_tests::{api_request, sleep, Reply, TestApp};
-use serde_json::{json, Value};
-
-use crate::presence::served_for;
-use crate::queue::{join, promote, status, summary};
-
-pub(crate) async fn put_settings(app: &TestApp, queue: &str, body: &Value) -> Reply {
-    app.queue_api(api_request(
-        "PUT",
-        &format!("/queues/{queue}/settings"),
-        Some(&body.to_string()),
-    ))
-    .await
-}
+use lineup_tests::queue::{join, promote, put_settings, served_for, status, summary};
+use lineup_tests::{api_request, sleep, TestApp};
+use serde_json::json;
 
 #[tokio::test]
 async fn settings_take_effect_on_the_next_operation_and_show_in_the_summary() {

@@ -6,12 +6,11 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use lineup_tests::queue::{join, status};
+use lineup_tests::rankings::paid;
 use lineup_tests::{api_request, authorizer_request, sleep, Reply, TestApp, CERTIFIED_HOST};
 use ranking_updater::Verdict;
 use serde_json::Value;
-
-use crate::queue::{join, status};
-use crate::rankings::paid;
 
 /// Scripts and script loads: what any of the functions' requests would have sent.
 async fn scripts_run(app: &TestApp) -> u64 {

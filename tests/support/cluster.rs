@@ -5,7 +5,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use lineup::embedded_redis::EmbeddedRedis;
+use lineup_local::embedded_redis::EmbeddedRedis;
 use tokio::process::Command;
 
 use crate::free_port;

@@ -1,6 +1,8 @@
 //! Test support: a real Redis per test (a private `redis-server` on a free port, or
 //! `REDIS_URL` with a unique key prefix), the functions wired to it exactly as their
-//! `main.rs` wires them, and helpers to build the events AWS would send.
+//! `main.rs` wires them, and helpers to build the events AWS would send. The calls and
+//! checks that several suites share live here too: [`queue`] (a buyer's and an operator's
+//! calls), [`rankings`] (payment events and board reads) and [`outage`] (Redis out of reach).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,14 +11,17 @@ use std::time::Duration;
 use lambda_http::{Body, Response};
 use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
-use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
 use lineup::queue::WaitingRoom;
+use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::Stack;
 
 mod cluster;
 mod link;
+pub mod outage;
+pub mod queue;
+pub mod rankings;
 mod throttle;
 mod tls;
 pub use cluster::EmbeddedCluster;
@@ -337,11 +342,12 @@ impl TestApp {
         }
         let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
             .expect("test config");
-        let started = Started::connect(config.clone(), &url, Publishing::Nothing)
+        let mut started = Started::connect(config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
+        started.publisher = publisher;
         let metrics = MetricsSink::memory();
-        let stack = Stack::new(&started, publisher, metrics.clone());
+        let stack = Stack::new(&started, metrics.clone());
         // Private servers' plaintext ports, even when the functions use TLS.
         let plain = redis.as_ref().map_or(url.clone(), EmbeddedRedis::url);
         let (inspect, nodes) = match &cluster {
@@ -390,11 +396,11 @@ impl TestApp {
     /// publisher, on a connection of its own, opened the way cold start opens it.
     pub async fn another_container(&self) -> Stack {
         let url = self.config.redis.url.clone().expect("REDIS_URL is set");
-        let started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
+        let mut started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
-        let publisher = self.stack.queue_api.publisher.clone();
-        Stack::new(&started, publisher, self.metrics.clone())
+        started.publisher = self.stack.queue_api.publisher.clone();
+        Stack::new(&started, self.metrics.clone())
     }
 
     pub fn room(&self) -> &WaitingRoom {

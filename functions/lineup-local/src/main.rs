@@ -2,8 +2,8 @@
 
 use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
-use lineup::embedded_redis::EmbeddedRedis;
 use lineup::metrics::MetricsSink;
+use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::{local_setting, serve, spawn_schedules, Stack};
 
 #[tokio::main]
@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let started = Started::connect(config, &url, Publishing::QueueEvents).await?;
-    let stack = Stack::new(&started, started.publisher.clone(), MetricsSink::Stdout);
+    let stack = Stack::new(&started, MetricsSink::Stdout);
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());

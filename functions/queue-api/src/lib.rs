@@ -26,6 +26,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use lambda_http::http::{header, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
+use lineup::cold_start::Started;
 use lineup::http::{
     self, json, json_body, jwt_subject, lambda_authorizer_context, no_route, respond, segments,
 };
@@ -56,6 +57,18 @@ pub struct Deps {
     pub publisher: Publisher,
     /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
     pub allow_body_user_id: bool,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built: the one place they are wired.
+    pub fn new(started: &Started) -> Self {
+        Deps {
+            room: started.room(),
+            token_key: started.config.token_key.clone(),
+            publisher: started.publisher.clone(),
+            allow_body_user_id: started.config.allow_body_user_id,
+        }
+    }
 }
 
 /// How long a CDN or browser may reuse a queue summary.

@@ -6,12 +6,7 @@ use queue_api::{handle, Deps};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::Required, Publishing::QueueEvents).await?;
-    let deps = Deps {
-        room: started.room(),
-        token_key: started.config.token_key.clone(),
-        publisher: started.publisher.clone(),
-        allow_body_user_id: started.config.allow_body_user_id,
-    };
+    let deps = Deps::new(&started);
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))
     }))

@@ -20,6 +20,7 @@ use aws_lambda_events::event::apigw::{
 };
 use chrono::SecondsFormat;
 use lambda_runtime::LambdaEvent;
+use lineup::cold_start::Started;
 use lineup::ids::QueueId;
 use lineup::queue::{Refusal, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
@@ -35,6 +36,17 @@ pub struct Deps {
     pub token_key: TokenKey,
     /// The path parameter naming the queue when the header does not.
     pub queue_path_parameter: String,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built: the one place they are wired.
+    pub fn new(started: &Started) -> Self {
+        Deps {
+            room: started.room(),
+            token_key: started.config.token_key.clone(),
+            queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
+        }
+    }
 }
 
 /// Why a request is denied.

@@ -6,10 +6,6 @@ use queue_authorizer::{handle, Deps};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::Required, Publishing::Nothing).await?;
-    let deps = Deps {
-        room: started.room(),
-        token_key: started.config.token_key.clone(),
-        queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
-    };
+    let deps = Deps::new(&started);
     run(service_fn(|event| handle(event, &deps))).await
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_runtime::LambdaEvent;
+use lineup::cold_start::Started;
 use lineup::ids::QueueId;
 use lineup::metrics::{MetricsSink, Record, Unit};
 use lineup::publish::Publisher;
@@ -24,6 +25,19 @@ pub struct Deps {
     pub metrics: MetricsSink,
     /// The registry as read by the last tick, kept while the container lives.
     pub known_queues: KnownQueues,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
+    /// the one place they are wired.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
+        Deps {
+            room: started.room(),
+            publisher: started.publisher.clone(),
+            metrics,
+            known_queues: KnownQueues::default(),
+        }
+    }
 }
 
 /// The queues the next tick promotes. Each tick refreshes it in the same round trip as its

@@ -9,6 +9,7 @@
 //! The input is ignored: a scheduled event, `{}` or anything else all mean "reap now".
 
 use lambda_runtime::LambdaEvent;
+use lineup::cold_start::Started;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Publisher;
 use lineup::queue::{ReapReport, WaitingRoom};
@@ -20,6 +21,18 @@ pub struct Deps {
     pub room: WaitingRoom,
     pub publisher: Publisher,
     pub metrics: MetricsSink,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
+    /// the one place they are wired.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
+        Deps {
+            room: started.room(),
+            publisher: started.publisher.clone(),
+            metrics,
+        }
+    }
 }
 
 /// Reaps every queue. A queue that fails is logged and left for the next run.

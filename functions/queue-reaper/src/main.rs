@@ -7,10 +7,6 @@ use queue_reaper::{handle, Deps};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::QueueEvents).await?;
-    let deps = Deps {
-        room: started.room(),
-        publisher: started.publisher.clone(),
-        metrics: MetricsSink::Stdout,
-    };
+    let deps = Deps::new(&started, MetricsSink::Stdout);
     run(service_fn(|event| handle(event, &deps))).await
 }

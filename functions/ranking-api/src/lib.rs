@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
+use lineup::cold_start::Started;
 use lineup::http::{json, no_route, respond, segments};
 use lineup::ids::{ConcertId, Genre};
 use lineup::ranking::{parse_date, Board, Period, Ranked, Rankings};
@@ -19,6 +20,15 @@ use serde::Serialize;
 #[derive(Clone)]
 pub struct Deps {
     pub rankings: Rankings,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built: the one place they are wired.
+    pub fn new(started: &Started) -> Self {
+        Deps {
+            rankings: started.rankings(),
+        }
+    }
 }
 
 /// Every route this function serves, as `(method, path)`. `openapi.yaml` and the template

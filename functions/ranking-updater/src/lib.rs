@@ -11,6 +11,7 @@
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
+use lineup::cold_start::Started;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Publisher;
 use lineup::queue::{Paid, QueueEvent, WaitingRoom};
@@ -27,6 +28,20 @@ pub struct Deps {
     pub room: WaitingRoom,
     pub publisher: Publisher,
     pub metrics: MetricsSink,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
+    /// the one place they are wired.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
+        Deps {
+            conn: started.conn.clone(),
+            rankings: started.rankings(),
+            room: started.room(),
+            publisher: started.publisher.clone(),
+            metrics,
+        }
+    }
 }
 
 /// What became of one event.

@@ -63,13 +63,13 @@ static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
 static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("register.lua")));
 
-/// The issue script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
-pub fn issue_script() -> &'static Script {
+/// The issue script, for [`crate::bench_support`].
+pub(crate) fn issue_script() -> &'static Script {
     &ISSUE
 }
 
-/// The status script, for the same benchmarks.
-pub fn status_script() -> &'static Script {
+/// The status script, for [`crate::bench_support`].
+pub(crate) fn status_script() -> &'static Script {
     &STATUS
 }
 
@@ -95,9 +95,8 @@ impl WaitingRoom {
     }
 
     /// A script call with the keys and leading arguments every queue script expects: the
-    /// environment's defaults, which the queue's own settings override inside Redis. Public
-    /// for the benchmark, which runs the same calls raw.
-    pub fn invocation(&self, script: &'static Script, queue: &QueueId) -> ScriptCall {
+    /// environment's defaults, which the queue's own settings override inside Redis.
+    pub(crate) fn invocation(&self, script: &'static Script, queue: &QueueId) -> ScriptCall {
         let keys = QueueKeys::new(&self.prefix, queue);
         let mut invocation = ScriptCall::new(script);
         for key in keys.all() {

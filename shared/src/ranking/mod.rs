@@ -34,8 +34,8 @@ static TOP: LazyLock<Script> = LazyLock::new(|| primary_read_script(include_str!
 static CONCERT: LazyLock<Script> =
     LazyLock::new(|| primary_read_script(include_str!("concert.lua")));
 
-/// The top-N script, for benchmarks that run it raw (`redis-benchmark`) beside the handler.
-pub fn top_script() -> &'static Script {
+/// The top-N script, for [`crate::bench_support`].
+pub(crate) fn top_script() -> &'static Script {
     &TOP
 }
 

@@ -1,0 +1,42 @@
+//! The timers: the promoter and the reaper run on the schedules EventBridge gives them in
+//! AWS, through their Lambda handlers.
+
+use lambda_runtime::{Context, LambdaEvent};
+
+use crate::Stack;
+
+/// Runs the promoter every `PROMOTE_TICK_SECONDS` and the reaper every
+/// `REAP_INTERVAL_SECONDS`, through their Lambda handlers, until the task is dropped.
+pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
+    let promoter = stack.promoter.clone();
+    let reaper = stack.reaper.clone();
+    let settings = promoter.room.config().clone();
+    tokio::spawn(async move {
+        let mut promote = tokio::time::interval(settings.promote_tick);
+        let mut reap = tokio::time::interval(settings.reap_interval);
+        loop {
+            tokio::select! {
+                _ = promote.tick() => {
+                    // Budget 0 in the local loop: one tick per timer tick.
+                    match queue_promoter::tick(&promoter).await {
+                        Ok(report) => {
+                            queue_promoter::publish_and_measure(&report, &promoter).await;
+                        }
+                        Err(err) => tracing::warn!(error = %err, "promotion tick failed"),
+                    }
+                }
+                _ = reap.tick() => {
+                    let _ = queue_reaper::handle(scheduled_event(), &reaper).await;
+                }
+            }
+        }
+    })
+}
+
+/// The input EventBridge gives a scheduled function.
+fn scheduled_event() -> LambdaEvent<serde_json::Value> {
+    LambdaEvent::new(
+        serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
+        Context::default(),
+    )
+}

@@ -1,0 +1,36 @@
+//! The one door `lineup-bench` uses into the library: the script calls the handlers make,
+//! as command lines, so `redis-benchmark` can send exactly the same commands beside the
+//! handlers. Nothing else uses it; the functions never do. Everything behind it stays
+//! private to the library.
+
+use crate::ids::QueueId;
+use crate::queue::WaitingRoom;
+
+/// The issue script's call as `room` sends it for `queue` (`EVALSHA`, hash, key count,
+/// keys, the configuration's leading arguments), then `rest`.
+pub fn issue_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
+    queue_command(room, crate::queue::issue_script(), queue, rest)
+}
+
+/// The status script's call, built as [`issue_command`] builds the issue script's.
+pub fn status_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
+    queue_command(room, crate::queue::status_script(), queue, rest)
+}
+
+/// The SHA1 hash the ranking reads' top-N script is sent by (`EVALSHA`).
+pub fn top_script_hash() -> &'static str {
+    crate::ranking::top_script().get_hash()
+}
+
+fn queue_command(
+    room: &WaitingRoom,
+    script: &'static redis::Script,
+    queue: &QueueId,
+    rest: &[&str],
+) -> Vec<Vec<u8>> {
+    let mut call = room.invocation(script, queue);
+    for arg in rest {
+        call.arg(*arg);
+    }
+    call.command_line()
+}

@@ -1,0 +1,64 @@
+//! Payment events as EventBridge delivers them, applied through `ranking-updater`, and the
+//! boards read through `ranking-api`.
+
+use chrono::Utc;
+use serde_json::{json, Value};
+
+use crate::{api_request, Reply, TestApp};
+
+/// An EventBridge event from `lineup.payments`, sent now.
+pub fn envelope(detail_type: &str, detail: Value) -> Value {
+    json!({
+        "version": "0", "id": "evt", "detail-type": detail_type, "source": "lineup.payments",
+        "account": "123456789012", "time": Utc::now().to_rfc3339(), "region": "us-east-1",
+        "resources": [], "detail": detail
+    })
+}
+
+/// A `PaymentCompleted` for the boards only (no queue or user).
+pub fn paid(payment: &str, concert: &str, seats: u32, genres: &[&str], at: &str) -> Value {
+    envelope(
+        "PaymentCompleted",
+        json!({"paymentId": payment, "concertId": concert, "seats": seats, "genres": genres, "completedAt": at}),
+    )
+}
+
+/// A `PaymentCompleted` that names `queue` and `user`, completed now: it ends that session.
+pub fn payment(payment: &str, queue: &str, user: &str) -> Value {
+    envelope(
+        "PaymentCompleted",
+        json!({"paymentId": payment, "concertId": "c1", "seats": 2, "queueId": queue, "userId": user,
+               "completedAt": Utc::now().to_rfc3339()}),
+    )
+}
+
+/// Applies `events` through `ranking-updater`'s own code.
+pub async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
+    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
+}
+
+/// `GET path` through `ranking-api`.
+pub async fn read(app: &TestApp, path: &str) -> Reply {
+    Reply::from(
+        ranking_api::handle(api_request("GET", path, None), &app.stack.ranking_api)
+            .await
+            .expect("infallible"),
+    )
+}
+
+/// `(concertId, score, rank)` of a board page.
+pub fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["concertId"].as_str().unwrap().to_owned(),
+                i["score"].as_u64().unwrap(),
+                i["rank"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
