@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
-
+use crate::tls::read_root_bundle;
 use crate::token::TokenKey;
 
 /// A setting that could not be used.
@@ -328,7 +326,7 @@ impl Config {
             connect_timeout: vars.millis("REDIS_CONNECT_TIMEOUT_MS", 1_000)?,
             response_timeout: vars.millis("REDIS_RESPONSE_TIMEOUT_MS", 1_000)?,
             ca_roots: match vars.string("REDIS_CA_FILE") {
-                Some(path) => Some(read_root_bundle("REDIS_CA_FILE", &path)?),
+                Some(path) => Some(read_root_bundle(&path).map_err(|reason| bad("REDIS_CA_FILE", reason))?),
                 None => None,
             },
         };
@@ -388,31 +386,6 @@ impl Config {
             .url
             .as_deref()
             .ok_or_else(|| bad("REDIS_URL", "is required"))
-    }
-}
-
-/// Reads the PEM file of trusted roots that `variable` names. A file without a usable
-/// certificate stops the start here, naming the variable, rather than failing every TLS
-/// handshake later (or, in the AWS SDK, panicking).
-pub(crate) fn read_root_bundle(variable: &'static str, path: &str) -> Result<Vec<u8>, ConfigError> {
-    let roots =
-        std::fs::read(path).map_err(|err| bad(variable, format!("cannot read {path}: {err}")))?;
-    check_roots(&roots).map_err(|reason| bad(variable, reason))?;
-    Ok(roots)
-}
-
-/// Whether `pem` holds at least one certificate and nothing but usable certificates.
-pub(crate) fn check_roots(pem: &[u8]) -> Result<usize, String> {
-    let mut store = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        let cert = cert.map_err(|err| format!("not a PEM certificate bundle ({err})"))?;
-        store
-            .add(cert)
-            .map_err(|err| format!("holds an unusable certificate ({err})"))?;
-    }
-    match store.len() {
-        0 => Err("holds no PEM certificate".into()),
-        n => Ok(n),
     }
 }
 
@@ -508,7 +481,7 @@ mod tests {
     fn a_redis_ca_file_must_hold_certificates_and_go_with_tls() {
         let bundle = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/src/aws/amazon-trust-services.pem"
+            "/src/tls/amazon-trust-services.pem"
         );
         let tls = ("REDIS_URL", "rediss://cache.example:6379");
         let c = config(&[SECRET, tls, ("REDIS_CA_FILE", bundle)]).unwrap();

@@ -33,6 +33,7 @@ pub mod ranking;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 pub mod token;
 
 pub use config::Config;

@@ -21,9 +21,9 @@ use redis::{
 };
 use tokio::sync::OnceCell;
 
-use crate::aws::AMAZON_TRUST_SERVICES;
 use crate::config::{RedisMode, RedisSettings};
 use crate::ids::{PaymentId, QueueId};
+use crate::tls::AMAZON_TRUST_SERVICES;
 
 /// The shared connection. Cheap to clone.
 ///
