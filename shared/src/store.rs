@@ -22,6 +22,7 @@ use redis::{
 use tokio::sync::OnceCell;
 
 use crate::config::{RedisMode, RedisSettings};
+use crate::error::is_demoted;
 use crate::ids::{PaymentId, QueueId};
 use crate::tls::AMAZON_TRUST_SERVICES;
 
@@ -645,35 +646,6 @@ async fn in_time<T>(
 fn is_noscript(err: &RedisError) -> bool {
     err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
         || err.to_string().contains("NOSCRIPT")
-}
-
-/// Whether the server reached is no longer a writable primary.
-fn is_demoted(err: &RedisError) -> bool {
-    err.kind() == redis::ErrorKind::Server(ServerErrorKind::ReadOnly)
-        || err.to_string().contains("READONLY")
-}
-
-/// Whether `err` means Redis is unreachable or not serving right now, as opposed to a bug.
-/// `READONLY` and friends come from a failover in progress; the connection is replaced.
-pub fn is_outage(err: &RedisError) -> bool {
-    if err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_cluster_error()
-        || is_demoted(err)
-    {
-        return true;
-    }
-    matches!(
-        err.kind(),
-        redis::ErrorKind::Server(
-            ServerErrorKind::BusyLoading
-                | ServerErrorKind::MasterDown
-                | ServerErrorKind::TryAgain
-                | ServerErrorKind::ClusterDown
-        )
-    ) || matches!(err.code(), Some("LOADING" | "MASTERDOWN" | "BUSY"))
 }
 
 /// The names of one queue's keys.

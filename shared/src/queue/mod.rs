@@ -26,6 +26,7 @@ use chrono::{DateTime, Utc};
 use redis::Script;
 
 use crate::config::QueueConfig;
+use crate::error::Departure;
 use crate::ids::QueueId;
 use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
 
@@ -120,68 +121,6 @@ pub enum Standing {
     Waiting { position: u64 },
     /// Admitted until the given instant.
     Active { until: DateTime<Utc> },
-}
-
-/// Why a token no longer holds a place, as the scripts record it (for one to two
-/// generations of `max(session, idle period, 5 min)`; after that the token is unknown).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Departure {
-    /// The session ran out.
-    Expired,
-    /// The session was released after its payment.
-    Paid,
-    /// Dropped from the line for not polling within the idle period.
-    Dropped,
-    /// The buyer left the line or gave up the session.
-    Left,
-}
-
-impl Departure {
-    /// The departure a script names, if it names one.
-    fn from_script(raw: &str) -> Option<Self> {
-        match raw {
-            "expired" => Some(Departure::Expired),
-            "paid" => Some(Departure::Paid),
-            "dropped" => Some(Departure::Dropped),
-            "left" => Some(Departure::Left),
-            _ => None,
-        }
-    }
-
-    /// The problem type's last segment, and the gatekeeper's deny reason.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Departure::Expired | Departure::Paid => "session-ended",
-            Departure::Dropped => "dropped-for-absence",
-            Departure::Left => "left",
-        }
-    }
-
-    /// The problem title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Departure::Expired | Departure::Paid => "Session ended",
-            Departure::Dropped => "Dropped for absence",
-            Departure::Left => "Left the queue",
-        }
-    }
-}
-
-impl std::fmt::Display for Departure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Departure::Expired => {
-                "the session ended when its time ran out; joining again takes a new place at the \
-                 back of the line"
-            }
-            Departure::Paid => "the session ended with its payment",
-            Departure::Dropped => {
-                "dropped from the line for not polling within the idle period; joining again \
-                 takes a new place at the back of the line"
-            }
-            Departure::Left => "this token left the queue",
-        })
-    }
 }
 
 /// The error for a token a script found holding no place: its departure (`Gone`), or
