@@ -326,7 +326,9 @@ impl Config {
             connect_timeout: vars.millis("REDIS_CONNECT_TIMEOUT_MS", 1_000)?,
             response_timeout: vars.millis("REDIS_RESPONSE_TIMEOUT_MS", 1_000)?,
             ca_roots: match vars.string("REDIS_CA_FILE") {
-                Some(path) => Some(read_root_bundle(&path).map_err(|reason| bad("REDIS_CA_FILE", reason))?),
+                Some(path) => {
+                    Some(read_root_bundle(&path).map_err(|reason| bad("REDIS_CA_FILE", reason))?)
+                }
                 None => None,
             },
         };

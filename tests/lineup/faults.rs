@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup::store::QueueKeys;
+use lineup::queue::keys::QueueKeys;
 use lineup_local::Stack;
 use lineup_tests::{api_request_from, authorizer_request, sleep, OldPrimary, Reply, TestApp};
 use ranking_updater::Verdict;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lineup::ids::QueueId;
+use lineup::queue::keys::QueueKeys;
 use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
 use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
-use lineup::store::QueueKeys;
 use lineup_tests::{sleep, Reply, TestApp};
 
 use crate::queue::{join, promote, status, summary};

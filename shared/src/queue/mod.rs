@@ -1,7 +1,7 @@
 //! The waiting room. Buyers take a ticket, wait in strict ticket order, and are admitted
 //! for a session while fewer than the queue's capacity are active.
 //!
-//! Each operation is one Lua script over one queue's keys (see [`crate::store::QueueKeys`]),
+//! Each operation is one Lua script over one queue's keys (see [`keys::QueueKeys`]),
 //! sent with EVALSHA: one round trip, atomic, and safe on Redis Cluster. The scripts share
 //! the prelude in `common.lua`, which holds the rules: the settings in force, who is
 //! present, who is active, and how promotion picks the next buyers.
@@ -17,6 +17,7 @@
 mod buyer;
 mod events;
 mod housekeeping;
+pub mod keys;
 pub mod settings;
 
 use std::sync::LazyLock;
@@ -28,7 +29,8 @@ use redis::Script;
 use crate::config::QueueConfig;
 use crate::error::Departure;
 use crate::ids::QueueId;
-use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
+use crate::store::{primary_read_script, Conn, ScriptCall};
+use keys::QueueKeys;
 
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal};
 pub use events::{QueueEvent, QueueEventKind};
@@ -236,17 +238,4 @@ fn parse_rate(raw: &str) -> Option<f64> {
 /// Converts a duration to whole milliseconds for a script argument.
 fn millis(d: Duration) -> u64 {
     d.as_millis() as u64
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::store::SEEN_WINDOWS;
-
-    /// The prelude finds a script's own keys after the heartbeat hashes, so it must know
-    /// how many there are.
-    #[test]
-    fn the_prelude_counts_the_heartbeat_hashes_the_keys_carry() {
-        let line = format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n");
-        assert!(include_str!("common.lua").contains(&line), "{line}");
-    }
 }
