@@ -20,6 +20,7 @@
 //! - [`telemetry`]: tracing set-up shared by every binary.
 
 pub mod aws;
+pub mod bounds;
 pub mod cold_start;
 pub mod config;
 pub mod embedded_redis;
