@@ -207,25 +207,24 @@ impl Vars<'_> {
 
     /// One of `choices`, by its word; the first when the variable is unset.
     fn one_of<T: Copy>(&self, name: &'static str, choices: &[(&str, T)]) -> Result<T, ConfigError> {
-        let words: Vec<&str> = choices.iter().map(|(word, _)| *word).collect();
-        let Some(raw) = self.string(name) else {
-            return choices
-                .first()
-                .map(|(_, choice)| *choice)
-                .ok_or_else(|| bad(name, "has no choices"));
-        };
-        let raw = raw.trim();
+        let raw = self.string(name);
+        let word = raw.as_deref().map(str::trim);
         choices
             .iter()
-            .find(|(word, _)| *word == raw)
-            .map(|(_, choice)| *choice)
-            .ok_or_else(|| match words.split_last() {
-                Some((last, [])) => bad(name, format!("{raw:?} is not {last}")),
-                Some((last, rest)) => bad(
+            .find(|(choice, _)| word.is_none_or(|word| word == *choice))
+            .map(|(_, value)| *value)
+            .ok_or_else(|| {
+                let words: Vec<&str> = choices.iter().map(|(choice, _)| *choice).collect();
+                let listed = match words.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} or {last}", rest.join(", "))
+                    }
+                    _ => words.concat(),
+                };
+                bad(
                     name,
-                    format!("{raw:?} is not {} or {last}", rest.join(", ")),
-                ),
-                None => bad(name, "has no choices"),
+                    format!("{:?} is not {listed}", word.unwrap_or_default()),
+                )
             })
     }
 }
@@ -503,6 +502,25 @@ mod tests {
         // Too short for a buyer polling every second to have time for the round trip.
         let err = config(&[SECRET, ("WAITING_IDLE_SECONDS", "4")]).unwrap_err();
         assert_eq!(err.variable, "WAITING_IDLE_SECONDS");
+    }
+
+    #[test]
+    fn errors_say_what_would_do() {
+        let reason = |vars: &[(&str, &str)]| config(vars).unwrap_err().reason;
+        assert_eq!(
+            reason(&[SECRET, ("SESSION_SECONDS", "ten")]),
+            "must be a whole number from 1 to 86400, not \"ten\""
+        );
+        assert_eq!(
+            reason(&[SECRET, ("REDIS_MODE", "sentinel")]),
+            "\"sentinel\" is not standalone, cluster or auto"
+        );
+        assert_eq!(
+            reason(&[SECRET, ("QUEUE_CREATION", " anyone ")]),
+            "\"anyone\" is not operator or open"
+        );
+        let c = config(&[SECRET, ("REDIS_MODE", " auto ")]).unwrap();
+        assert_eq!(c.redis.mode, RedisMode::Auto);
     }
 
     #[test]
