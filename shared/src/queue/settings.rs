@@ -76,14 +76,14 @@ impl SettingsChange {
         let mut number = |field: &'static str,
                           stored: &'static str,
                           change: &Option<Option<Number>>,
-                          bounds: Bounds,
+                          within: Bounds,
                           scale: u64|
          -> Result<(), Error> {
             match change {
                 None => {}
                 Some(None) => args.push((stored, String::new())),
                 Some(Some(value)) => {
-                    let value = bounds
+                    let value = within
                         .json(value)
                         .map_err(|err| Error::invalid(field, err.to_string()))?;
                     args.push((stored, (value * scale).to_string()))
