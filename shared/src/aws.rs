@@ -51,7 +51,7 @@ pub async fn sdk_config() -> Result<&'static SdkConfig, ConfigError> {
         .await
 }
 
-/// The HTTP(S) client for SDK clients, trusting [`AMAZON_TRUST_SERVICES`] or the
+/// The HTTP(S) client for SDK clients, trusting the Amazon roots ([`crate::tls`]) or the
 /// `AWS_CA_BUNDLE` file. The tests' clients for moto (plain HTTP) use it too.
 pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
     let roots = match non_empty_var("AWS_CA_BUNDLE") {
