@@ -295,7 +295,7 @@ async fn memory(bench: &Bench, report: &mut Report) {
     let before = bench.used_memory().await;
     bench.fill(queue, 0, WAITERS).await;
     let filled = bench.used_memory().await - before;
-    let keys = lineup::store::QueueKeys::new(
+    let keys = lineup::queue::keys::QueueKeys::new(
         &bench.app.config.key_prefix,
         &QueueId::parse(queue).unwrap(),
     );

@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
-
+use crate::bounds::{self, Bounds};
+use crate::tls::read_root_bundle;
 use crate::token::TokenKey;
 
 /// A setting that could not be used.
@@ -170,44 +169,63 @@ impl std::fmt::Debug for Config {
 }
 
 /// Reads variables through `lookup`, so tests can supply their own environment.
-struct Vars<F>(F);
+struct Vars<'a>(&'a dyn Fn(&str) -> Option<String>);
 
-impl<F: Fn(&str) -> Option<String>> Vars<F> {
+impl Vars<'_> {
     fn string(&self, name: &'static str) -> Option<String> {
         (self.0)(name).filter(|v| !v.trim().is_empty())
     }
 
-    fn number(
-        &self,
-        name: &'static str,
-        default: u64,
-        (min, max): (u64, u64),
-    ) -> Result<u64, ConfigError> {
-        let Some(raw) = self.string(name) else {
-            return Ok(default);
-        };
-        let value: u64 = raw
-            .trim()
-            .parse()
-            .map_err(|_| bad(name, format!("{raw:?} is not a whole number")))?;
-        if !(min..=max).contains(&value) {
-            return Err(bad(name, format!("{value} is outside {min}..={max}")));
+    fn number(&self, name: &'static str, default: u64, bounds: Bounds) -> Result<u64, ConfigError> {
+        match self.string(name) {
+            None => Ok(default),
+            Some(raw) => bounds
+                .parse(raw.trim())
+                .map_err(|err| bad(name, format!("{err}, not {raw:?}"))),
         }
-        Ok(value)
+    }
+
+    /// A number that fits `u32` by its bounds.
+    fn count(&self, name: &'static str, default: u32, bounds: Bounds) -> Result<u32, ConfigError> {
+        let value = self.number(name, default.into(), bounds)?;
+        u32::try_from(value).map_err(|_| bad(name, format!("{value} is too large")))
     }
 
     fn seconds(
         &self,
         name: &'static str,
         default: u64,
-        range: (u64, u64),
+        bounds: Bounds,
     ) -> Result<Duration, ConfigError> {
-        self.number(name, default, range).map(Duration::from_secs)
+        self.number(name, default, bounds).map(Duration::from_secs)
     }
 
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
-        self.number(name, default, (10, 60_000))
+        self.number(name, default, Bounds::new(10, 60_000))
             .map(Duration::from_millis)
+    }
+
+    /// One of `choices`, by its word; the first when the variable is unset.
+    fn one_of<T: Copy>(&self, name: &'static str, choices: &[(&str, T)]) -> Result<T, ConfigError> {
+        let raw = self.string(name);
+        let word = raw.as_deref().map(str::trim);
+        choices
+            .iter()
+            .find(|(choice, _)| word.is_none_or(|word| word == *choice))
+            .map(|(_, value)| *value)
+            .ok_or_else(|| {
+                let words: Vec<&str> = choices.iter().map(|(choice, _)| *choice).collect();
+                let listed = match words.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} or {last}", rest.join(", "))
+                    }
+                    _ => words.concat(),
+                };
+                bad(
+                    name,
+                    format!("{:?} is not {listed}", word.unwrap_or_default()),
+                )
+            })
     }
 }
 
@@ -222,67 +240,110 @@ impl Config {
         lookup: impl Fn(&str) -> Option<String>,
         secrets: SecretPolicy,
     ) -> Result<Self, ConfigError> {
-        let vars = Vars(lookup);
+        let vars = Vars(&lookup);
+        // Read in this order: of several bad variables, the first here is the one named.
+        Ok(Config {
+            key_prefix: key_prefix(&vars)?,
+            queue: QueueConfig::read(&vars)?,
+            ranking: RankingSettings::read(&vars)?,
+            redis: RedisSettings::read(&vars)?,
+            token_key: token_key(&vars, secrets)?,
+            allow_body_user_id: vars
+                .one_of("ALLOW_BODY_USER_ID", &[("no", false), ("unsafe", true)])?,
+            event_bus: vars.string("EVENT_BUS_NAME"),
+            authorizer_queue_path_parameter: vars
+                .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
+                .unwrap_or_else(|| "queueId".into()),
+        })
+    }
 
-        let key_prefix = vars.string("KEY_PREFIX").unwrap_or_else(|| "lineup".into());
-        if key_prefix.len() > 64
-            || !key_prefix
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
-        {
-            return Err(bad(
-                "KEY_PREFIX",
-                "must be up to 64 characters of letters, digits and . _ : - (no braces)",
-            ));
+    /// The Redis URL, or an error naming `REDIS_URL` when it is missing.
+    pub fn require_redis_url(&self) -> Result<&str, ConfigError> {
+        self.redis
+            .url
+            .as_deref()
+            .ok_or_else(|| bad("REDIS_URL", "is required"))
+    }
+}
+
+/// `KEY_PREFIX`: letters, digits and `. _ : -`, never a brace, which would break the hash tags.
+fn key_prefix(vars: &Vars) -> Result<String, ConfigError> {
+    let key_prefix = vars.string("KEY_PREFIX").unwrap_or_else(|| "lineup".into());
+    if key_prefix.len() > 64
+        || !key_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+    {
+        return Err(bad(
+            "KEY_PREFIX",
+            "must be up to 64 characters of letters, digits and . _ : - (no braces)",
+        ));
+    }
+    Ok(key_prefix)
+}
+
+/// `TOKEN_SECRET`, or a key made up for this process where `secrets` allows it.
+fn token_key(vars: &Vars, secrets: SecretPolicy) -> Result<TokenKey, ConfigError> {
+    match vars.string("TOKEN_SECRET") {
+        Some(secret) => {
+            TokenKey::new(secret.as_bytes()).map_err(|reason| bad("TOKEN_SECRET", reason))
         }
+        None if secrets == SecretPolicy::GenerateIfMissing => Ok(TokenKey::random()),
+        None => Err(bad(
+            "TOKEN_SECRET",
+            "is required: tokens are signed with it (at least 32 bytes)",
+        )),
+    }
+}
 
-        use crate::queue::settings as range;
-        let capacity = vars.number("QUEUE_CAPACITY", 100, range::CAPACITY_RANGE)? as u32;
-        let admit_per_tick = vars.number(
-            "ADMIT_PER_TICK",
-            capacity.into(),
-            range::ADMIT_PER_TICK_RANGE,
-        )? as u32;
-        let queue = QueueConfig {
+impl QueueConfig {
+    fn read(vars: &Vars) -> Result<Self, ConfigError> {
+        let capacity = vars.count("QUEUE_CAPACITY", 100, bounds::CAPACITY)?;
+        Ok(QueueConfig {
             capacity,
-            session: vars.seconds("SESSION_SECONDS", 600, range::SESSION_SECONDS_RANGE)?,
-            admit_per_tick,
+            session: vars.seconds("SESSION_SECONDS", 600, bounds::SESSION_SECONDS)?,
+            admit_per_tick: vars.count("ADMIT_PER_TICK", capacity, bounds::ADMIT_PER_TICK)?,
             waiting_idle: vars.seconds(
                 "WAITING_IDLE_SECONDS",
                 120,
-                range::WAITING_IDLE_SECONDS_RANGE,
+                bounds::WAITING_IDLE_SECONDS,
             )?,
-            promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, (1, 3_600))?,
-            promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, (0, 890))?,
-            reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, (1, 86_400))?,
-            retire_after: vars.seconds("QUEUE_RETIRE_AFTER_SECONDS", 86_400, (1, 31_536_000))?,
-            rate_limit_user_per_minute: vars.number(
+            promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, Bounds::new(1, 3_600))?,
+            promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, Bounds::new(0, 890))?,
+            reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, Bounds::new(1, 86_400))?,
+            retire_after: vars.seconds(
+                "QUEUE_RETIRE_AFTER_SECONDS",
+                86_400,
+                Bounds::new(1, 31_536_000),
+            )?,
+            rate_limit_user_per_minute: vars.count(
                 "RATE_LIMIT_USER_PER_MINUTE",
                 60,
-                (0, 1_000_000),
-            )? as u32,
-            rate_limit_ip_per_minute: vars.number(
+                Bounds::new(0, 1_000_000),
+            )?,
+            rate_limit_ip_per_minute: vars.count(
                 "RATE_LIMIT_IP_PER_MINUTE",
                 600,
-                (0, 1_000_000),
-            )? as u32,
-            creation: match vars.string("QUEUE_CREATION").as_deref().map(str::trim) {
-                None | Some("operator") => QueueCreation::Operator,
-                Some("open") => QueueCreation::Open,
-                Some(other) => {
-                    return Err(bad(
-                        "QUEUE_CREATION",
-                        format!("{other:?} is not operator or open"),
-                    ))
-                }
-            },
-            max_queues: vars.number("MAX_QUEUES", 1_000, (1, 100_000))? as u32,
-        };
+                Bounds::new(0, 1_000_000),
+            )?,
+            creation: vars.one_of(
+                "QUEUE_CREATION",
+                &[
+                    ("operator", QueueCreation::Operator),
+                    ("open", QueueCreation::Open),
+                ],
+            )?,
+            max_queues: vars.count("MAX_QUEUES", 1_000, Bounds::new(1, 100_000))?,
+        })
+    }
+}
 
+impl RankingSettings {
+    fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let time_zone_name = vars
             .string("RANKING_TIME_ZONE")
             .unwrap_or_else(|| "UTC".into());
-        let ranking = RankingSettings {
+        Ok(RankingSettings {
             event_source: vars
                 .string("PAYMENT_EVENT_SOURCE")
                 .unwrap_or_else(|| "lineup.payments".into()),
@@ -295,40 +356,48 @@ impl Config {
                     ),
                 )
             })?,
-            daily_retention_days: vars.number("RANKING_DAILY_RETENTION_DAYS", 8, (1, 3_660))?
-                as u32,
-            weekly_retention_weeks: vars.number("RANKING_WEEKLY_RETENTION_WEEKS", 5, (1, 520))?
-                as u32,
-            monthly_retention_months: vars.number(
+            daily_retention_days: vars.count(
+                "RANKING_DAILY_RETENTION_DAYS",
+                8,
+                Bounds::new(1, 3_660),
+            )?,
+            weekly_retention_weeks: vars.count(
+                "RANKING_WEEKLY_RETENTION_WEEKS",
+                5,
+                Bounds::new(1, 520),
+            )?,
+            monthly_retention_months: vars.count(
                 "RANKING_MONTHLY_RETENTION_MONTHS",
                 13,
-                (1, 120),
-            )? as u32,
+                Bounds::new(1, 120),
+            )?,
             dedupe: Duration::from_secs(
-                86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, (1, 3_660))?,
+                86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, Bounds::new(1, 3_660))?,
             ),
-        };
+        })
+    }
+}
 
-        let mode = match vars.string("REDIS_MODE").as_deref().map(str::trim) {
-            None | Some("standalone") => RedisMode::Standalone,
-            Some("cluster") => RedisMode::Cluster,
-            Some("auto") => RedisMode::Auto,
-            Some(other) => {
-                return Err(bad(
-                    "REDIS_MODE",
-                    format!("{other:?} is not standalone, cluster or auto"),
-                ))
-            }
-        };
+impl RedisSettings {
+    fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let redis = RedisSettings {
-            mode,
+            mode: vars.one_of(
+                "REDIS_MODE",
+                &[
+                    ("standalone", RedisMode::Standalone),
+                    ("cluster", RedisMode::Cluster),
+                    ("auto", RedisMode::Auto),
+                ],
+            )?,
             url: vars.string("REDIS_URL"),
             username: vars.string("REDIS_USERNAME"),
             password: vars.string("REDIS_PASSWORD"),
             connect_timeout: vars.millis("REDIS_CONNECT_TIMEOUT_MS", 1_000)?,
             response_timeout: vars.millis("REDIS_RESPONSE_TIMEOUT_MS", 1_000)?,
             ca_roots: match vars.string("REDIS_CA_FILE") {
-                Some(path) => Some(read_root_bundle("REDIS_CA_FILE", &path)?),
+                Some(path) => {
+                    Some(read_root_bundle(&path).map_err(|reason| bad("REDIS_CA_FILE", reason))?)
+                }
                 None => None,
             },
         };
@@ -343,76 +412,7 @@ impl Config {
                 ));
             }
         }
-
-        let token_key = match vars.string("TOKEN_SECRET") {
-            Some(secret) => {
-                TokenKey::new(secret.as_bytes()).map_err(|reason| bad("TOKEN_SECRET", reason))?
-            }
-            None if secrets == SecretPolicy::GenerateIfMissing => TokenKey::random(),
-            None => {
-                return Err(bad(
-                    "TOKEN_SECRET",
-                    "is required: tokens are signed with it (at least 32 bytes)",
-                ))
-            }
-        };
-
-        let allow_body_user_id = match vars.string("ALLOW_BODY_USER_ID").as_deref().map(str::trim) {
-            None | Some("no") => false,
-            Some("unsafe") => true,
-            Some(other) => {
-                return Err(bad(
-                    "ALLOW_BODY_USER_ID",
-                    format!("{other:?} is not no or unsafe"),
-                ))
-            }
-        };
-
-        Ok(Config {
-            allow_body_user_id,
-            event_bus: vars.string("EVENT_BUS_NAME"),
-            authorizer_queue_path_parameter: vars
-                .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
-                .unwrap_or_else(|| "queueId".into()),
-            redis,
-            key_prefix,
-            queue,
-            ranking,
-            token_key,
-        })
-    }
-
-    /// The Redis URL, or an error naming `REDIS_URL` when it is missing.
-    pub fn require_redis_url(&self) -> Result<&str, ConfigError> {
-        self.redis
-            .url
-            .as_deref()
-            .ok_or_else(|| bad("REDIS_URL", "is required"))
-    }
-}
-
-/// Reads the PEM file of trusted roots that `variable` names. A file without a usable
-/// certificate stops the start here, naming the variable, rather than failing every TLS
-/// handshake later (or, in the AWS SDK, panicking).
-pub(crate) fn read_root_bundle(variable: &'static str, path: &str) -> Result<Vec<u8>, ConfigError> {
-    let roots =
-        std::fs::read(path).map_err(|err| bad(variable, format!("cannot read {path}: {err}")))?;
-    check_roots(&roots).map_err(|reason| bad(variable, reason))?;
-    Ok(roots)
-}
-
-/// Whether `pem` holds at least one certificate and nothing but usable certificates.
-pub(crate) fn check_roots(pem: &[u8]) -> Result<usize, String> {
-    let mut store = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        let cert = cert.map_err(|err| format!("not a PEM certificate bundle ({err})"))?;
-        store
-            .add(cert)
-            .map_err(|err| format!("holds an unusable certificate ({err})"))?;
-    }
-    match store.len() {
-        0 => Err("holds no PEM certificate".into()),
-        n => Ok(n),
+        Ok(redis)
     }
 }
 
@@ -505,10 +505,29 @@ mod tests {
     }
 
     #[test]
+    fn errors_say_what_would_do() {
+        let reason = |vars: &[(&str, &str)]| config(vars).unwrap_err().reason;
+        assert_eq!(
+            reason(&[SECRET, ("SESSION_SECONDS", "ten")]),
+            "must be a whole number from 1 to 86400, not \"ten\""
+        );
+        assert_eq!(
+            reason(&[SECRET, ("REDIS_MODE", "sentinel")]),
+            "\"sentinel\" is not standalone, cluster or auto"
+        );
+        assert_eq!(
+            reason(&[SECRET, ("QUEUE_CREATION", " anyone ")]),
+            "\"anyone\" is not operator or open"
+        );
+        let c = config(&[SECRET, ("REDIS_MODE", " auto ")]).unwrap();
+        assert_eq!(c.redis.mode, RedisMode::Auto);
+    }
+
+    #[test]
     fn a_redis_ca_file_must_hold_certificates_and_go_with_tls() {
         let bundle = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/src/aws/amazon-trust-services.pem"
+            "/src/tls/amazon-trust-services.pem"
         );
         let tls = ("REDIS_URL", "rediss://cache.example:6379");
         let c = config(&[SECRET, tls, ("REDIS_CA_FILE", bundle)]).unwrap();

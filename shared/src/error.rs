@@ -1,9 +1,10 @@
 //! The one error type of lineup. Every handler returns it; [`crate::http::problem`] maps it
 //! to an HTTP status in exactly one place, and only `detail`s meant for clients leave it.
+//! Which Redis failures are an outage (503) rather than a bug (500) is decided here too.
 
 use std::time::Duration;
 
-use crate::queue::Departure;
+use redis::{RedisError, ServerErrorKind};
 
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, thiserror::Error)]
@@ -43,11 +44,73 @@ pub enum Error {
     Unavailable {
         retry_after: Duration,
         #[source]
-        source: redis::RedisError,
+        source: RedisError,
     },
     /// A bug or an unexpected reply; details go to the log, never to the client (500).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// Why a token no longer holds a place, as the scripts record it (for one to two
+/// generations of `max(session, idle period, 5 min)`; after that the token is unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// The session ran out.
+    Expired,
+    /// The session was released after its payment.
+    Paid,
+    /// Dropped from the line for not polling within the idle period.
+    Dropped,
+    /// The buyer left the line or gave up the session.
+    Left,
+}
+
+impl Departure {
+    /// The departure a script names, if it names one.
+    pub(crate) fn from_script(raw: &str) -> Option<Self> {
+        match raw {
+            "expired" => Some(Departure::Expired),
+            "paid" => Some(Departure::Paid),
+            "dropped" => Some(Departure::Dropped),
+            "left" => Some(Departure::Left),
+            _ => None,
+        }
+    }
+
+    /// The problem type's last segment, and the gatekeeper's deny reason.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Departure::Expired | Departure::Paid => "session-ended",
+            Departure::Dropped => "dropped-for-absence",
+            Departure::Left => "left",
+        }
+    }
+
+    /// The problem title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Departure::Expired | Departure::Paid => "Session ended",
+            Departure::Dropped => "Dropped for absence",
+            Departure::Left => "Left the queue",
+        }
+    }
+}
+
+impl std::fmt::Display for Departure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Departure::Expired => {
+                "the session ended when its time ran out; joining again takes a new place at the \
+                 back of the line"
+            }
+            Departure::Paid => "the session ended with its payment",
+            Departure::Dropped => {
+                "dropped from the line for not polling within the idle period; joining again \
+                 takes a new place at the back of the line"
+            }
+            Departure::Left => "this token left the queue",
+        })
+    }
 }
 
 impl Error {
@@ -82,9 +145,9 @@ impl Error {
 /// How long a client should wait before retrying after Redis failed.
 pub const RETRY_AFTER_UNAVAILABLE: Duration = Duration::from_secs(2);
 
-impl From<redis::RedisError> for Error {
-    fn from(err: redis::RedisError) -> Self {
-        if crate::store::is_outage(&err) {
+impl From<RedisError> for Error {
+    fn from(err: RedisError) -> Self {
+        if is_outage(&err) {
             Error::Unavailable {
                 retry_after: RETRY_AFTER_UNAVAILABLE,
                 source: err,
@@ -93,4 +156,33 @@ impl From<redis::RedisError> for Error {
             Error::Internal(format!("redis: {err}"))
         }
     }
+}
+
+/// Whether the server reached is no longer a writable primary.
+pub(crate) fn is_demoted(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Server(ServerErrorKind::ReadOnly)
+        || err.to_string().contains("READONLY")
+}
+
+/// Whether `err` means Redis is unreachable or not serving right now, as opposed to a bug.
+/// `READONLY` and friends come from a failover in progress; the connection is replaced.
+pub(crate) fn is_outage(err: &RedisError) -> bool {
+    if err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_cluster_error()
+        || is_demoted(err)
+    {
+        return true;
+    }
+    matches!(
+        err.kind(),
+        redis::ErrorKind::Server(
+            ServerErrorKind::BusyLoading
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+        )
+    ) || matches!(err.code(), Some("LOADING" | "MASTERDOWN" | "BUSY"))
 }

@@ -1,26 +1,43 @@
 //! The shared core of lineup.
 //!
-//! A short tour:
-//! - [`ids`]: the validated identifiers (`QueueId`, `UserId`, …); `parse` is the only way in.
-//! - [`cold_start`]: what every Lambda binary does before serving.
-//! - [`config`]: every setting, read from the environment and checked once at start-up.
-//! - [`error`]: the one error type every handler returns.
-//! - [`http`]: JSON and `application/problem+json` responses, request bodies and caller identity.
-//! - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
-//! - [`store`]: the Redis connection, key layout and script plumbing.
-//! - [`queue`]: the waiting room: issue, status, leave, the gatekeeper check, release after
-//!   payment, per-queue settings, summary, promotion and reaping, each one Lua script
-//!   beside the Rust function that calls it.
-//! - [`publish`]: queue state events to EventBridge.
-//! - [`aws`]: the AWS SDK configuration and the one HTTPS client its clients share.
-//! - [`metrics`]: CloudWatch Embedded Metric Format lines.
-//! - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
-//! - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
-//! - [`telemetry`]: tracing set-up shared by every binary.
-//! - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
+//! A tour in layer order, bottom to top. A module uses only modules in the layers below its
+//! own, and modules of its own layer where no circle results (`config` uses `token`;
+//! `secrets` uses `aws`). The function crates sit on top. `tests/layers.rs` reads this list
+//! and every module's `crate::` and `super::` paths, and fails if a module is missing here,
+//! uses a module above it, or closes a circle in its layer.
+//!
+//! 1. What everything else builds on:
+//!    - [`error`]: the one error type every handler returns, and which Redis failures are
+//!      an outage.
+//!    - [`ids`]: the validated identifiers (`QueueId`, `UserId`, …); `parse` is the only way in.
+//!    - [`bounds`]: the one range-checked number parser, and the queue settings' bounds.
+//!    - [`tls`]: the Amazon Trust Services roots and the reader of a PEM bundle replacing them.
+//!    - [`metrics`]: CloudWatch Embedded Metric Format lines.
+//!    - [`telemetry`]: tracing set-up shared by every binary.
+//! 2. Settings and tokens:
+//!    - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
+//!    - [`config`]: every setting, read from the environment and checked once at start-up.
+//! 3. Redis access:
+//!    - [`store`]: the Redis connection, its health and renewal, and the script and pipeline
+//!      plumbing.
+//! 4. AWS:
+//!    - [`aws`]: the AWS SDK configuration and the one HTTPS client its clients share.
+//!    - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
+//! 5. The domain, each operation one Lua script beside the Rust function that calls it:
+//!    - [`queue`]: the waiting room: its key layout, issue, status, leave, the gatekeeper
+//!      check, release after payment, per-queue settings, summary, promotion and reaping.
+//!    - [`ranking`]: sales boards fed by payment events exactly once, and their reads.
+//! 6. The edges:
+//!    - [`publish`]: queue state events to EventBridge.
+//!    - [`http`]: JSON and `application/problem+json` responses, request bodies and caller
+//!      identity.
+//!    - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
+//! 7. Start-up:
+//!    - [`cold_start`]: what every Lambda binary does before serving.
 
 pub mod aws;
 pub mod bench_support;
+pub mod bounds;
 pub mod cold_start;
 pub mod config;
 pub mod error;
@@ -33,6 +50,7 @@ pub mod ranking;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 pub mod token;
 
 pub use config::Config;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup::store::QueueKeys;
+use lineup::queue::keys::QueueKeys;
 use lineup_local::Stack;
 use lineup_tests::outage::{
     answer_until, assert_unavailable_in_time, join_until_served, OUTAGE_BOUND, QUICK_TO_GIVE_UP,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup::store::QueueKeys;
+use lineup::queue::keys::QueueKeys;
 use lineup_tests::{api_request_from, TestApp};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -7,16 +7,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lineup::bounds::WAITING_IDLE_SECONDS;
 use lineup::ids::QueueId;
-use lineup::queue::settings::WAITING_IDLE_SECONDS_RANGE;
+use lineup::queue::keys::QueueKeys;
 use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
-use lineup::store::QueueKeys;
 use lineup_tests::queue::{join, promote, status, summary};
 use lineup_tests::{sleep, Reply, TestApp};
 
 /// The shortest idle period a queue may have, as a string for the environment.
 fn shortest_idle() -> (u64, String) {
-    let idle = WAITING_IDLE_SECONDS_RANGE.0;
+    let idle = WAITING_IDLE_SECONDS.min;
     (idle, idle.to_string())
 }
 

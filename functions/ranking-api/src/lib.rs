@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
+use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
 use lineup::http::{json, no_route, respond, segments};
 use lineup::ids::{ConcertId, Genre};
@@ -66,8 +67,8 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     let board = Board::on(period, day, genre);
     match concert {
         None => {
-            let limit = query.number("limit", 10, 1, 100)?;
-            let offset = query.number("offset", 0, 0, 1_000_000)?;
+            let limit = query.number("limit", 10, Bounds::new(1, 100))?;
+            let offset = query.number("offset", 0, Bounds::new(0, 1_000_000))?;
             let (total, items) = deps.rankings.page(&board, offset, limit).await?;
             Ok(json(
                 StatusCode::OK,
@@ -146,15 +147,12 @@ impl Query {
         self.0.get(name).map(String::as_str)
     }
 
-    fn number(&self, name: &'static str, default: u64, min: u64, max: u64) -> Result<u64, Error> {
-        let Some(raw) = self.get(name) else {
-            return Ok(default);
-        };
-        raw.parse::<u64>()
-            .ok()
-            .filter(|n| (min..=max).contains(n))
-            .ok_or_else(|| {
-                Error::invalid(name, format!("must be a whole number from {min} to {max}"))
-            })
+    fn number(&self, name: &'static str, default: u64, bounds: Bounds) -> Result<u64, Error> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(raw) => bounds
+                .parse(raw)
+                .map_err(|err| Error::invalid(name, err.to_string())),
+        }
     }
 }

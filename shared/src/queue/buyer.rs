@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
+use super::keys::{queue_payment_key, queue_registry_key, QueueKeys};
 use super::settings::{QueueSettings, SettingsReply};
 use super::{
     decode_reply, gone, instant, parse_rate, Departure, QueueEvent, QueueEventKind, ScriptReply,
@@ -15,7 +16,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
-use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys, ScriptCall};
+use crate::store::{Batch, ScriptCall};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.

@@ -4,10 +4,11 @@
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
+use super::keys::queue_registry_key;
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE, REAP, RETIRE};
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::store::{queue_registry_key, Batch};
+use crate::store::Batch;
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
 pub const REAP_CHUNK: u32 = 50;

@@ -1,7 +1,7 @@
 //! The waiting room. Buyers take a ticket, wait in strict ticket order, and are admitted
 //! for a session while fewer than the queue's capacity are active.
 //!
-//! Each operation is one Lua script over one queue's keys (see [`crate::store::QueueKeys`]),
+//! Each operation is one Lua script over one queue's keys (see [`keys::QueueKeys`]),
 //! sent with EVALSHA: one round trip, atomic, and safe on Redis Cluster. The scripts share
 //! the prelude in `common.lua`, which holds the rules: the settings in force, who is
 //! present, who is active, and how promotion picks the next buyers.
@@ -17,6 +17,7 @@
 mod buyer;
 mod events;
 mod housekeeping;
+pub mod keys;
 pub mod settings;
 
 use std::sync::LazyLock;
@@ -26,8 +27,10 @@ use chrono::{DateTime, Utc};
 use redis::Script;
 
 use crate::config::QueueConfig;
+use crate::error::Departure;
 use crate::ids::QueueId;
-use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
+use crate::store::{primary_read_script, Conn, ScriptCall};
+use keys::QueueKeys;
 
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal};
 pub use events::{QueueEvent, QueueEventKind};
@@ -119,68 +122,6 @@ pub enum Standing {
     Waiting { position: u64 },
     /// Admitted until the given instant.
     Active { until: DateTime<Utc> },
-}
-
-/// Why a token no longer holds a place, as the scripts record it (for one to two
-/// generations of `max(session, idle period, 5 min)`; after that the token is unknown).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Departure {
-    /// The session ran out.
-    Expired,
-    /// The session was released after its payment.
-    Paid,
-    /// Dropped from the line for not polling within the idle period.
-    Dropped,
-    /// The buyer left the line or gave up the session.
-    Left,
-}
-
-impl Departure {
-    /// The departure a script names, if it names one.
-    fn from_script(raw: &str) -> Option<Self> {
-        match raw {
-            "expired" => Some(Departure::Expired),
-            "paid" => Some(Departure::Paid),
-            "dropped" => Some(Departure::Dropped),
-            "left" => Some(Departure::Left),
-            _ => None,
-        }
-    }
-
-    /// The problem type's last segment, and the gatekeeper's deny reason.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Departure::Expired | Departure::Paid => "session-ended",
-            Departure::Dropped => "dropped-for-absence",
-            Departure::Left => "left",
-        }
-    }
-
-    /// The problem title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Departure::Expired | Departure::Paid => "Session ended",
-            Departure::Dropped => "Dropped for absence",
-            Departure::Left => "Left the queue",
-        }
-    }
-}
-
-impl std::fmt::Display for Departure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Departure::Expired => {
-                "the session ended when its time ran out; joining again takes a new place at the \
-                 back of the line"
-            }
-            Departure::Paid => "the session ended with its payment",
-            Departure::Dropped => {
-                "dropped from the line for not polling within the idle period; joining again \
-                 takes a new place at the back of the line"
-            }
-            Departure::Left => "this token left the queue",
-        })
-    }
 }
 
 /// The error for a token a script found holding no place: its departure (`Gone`), or
@@ -296,17 +237,4 @@ fn parse_rate(raw: &str) -> Option<f64> {
 /// Converts a duration to whole milliseconds for a script argument.
 fn millis(d: Duration) -> u64 {
     d.as_millis() as u64
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::store::SEEN_WINDOWS;
-
-    /// The prelude finds a script's own keys after the heartbeat hashes, so it must know
-    /// how many there are.
-    #[test]
-    fn the_prelude_counts_the_heartbeat_hashes_the_keys_carry() {
-        let line = format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n");
-        assert!(include_str!("common.lua").contains(&line), "{line}");
-    }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
 use super::{WaitingRoom, CLOSE, CONFIGURE};
+use crate::bounds::{self, Bounds};
 use crate::error::Error;
 use crate::ids::QueueId;
 
@@ -67,28 +68,6 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
-/// The accepted range of each numeric setting, the same for the environment's defaults.
-pub const CAPACITY_RANGE: (u64, u64) = (1, 1_000_000);
-pub const SESSION_SECONDS_RANGE: (u64, u64) = (1, 86_400);
-pub const ADMIT_PER_TICK_RANGE: (u64, u64) = (1, 1_000_000);
-/// At least 5 s: a buyer told to poll every second (the shortest `pollAfterSeconds`, at most
-/// a third of the idle period) then has 4 s or more for its round trip.
-pub const WAITING_IDLE_SECONDS_RANGE: (u64, u64) = (5, 86_400);
-
-/// `value` as a whole number within the range. JSON has one number type, so an integral
-/// `60.0` is accepted as 60; `2.5`, negatives and anything out of range are not.
-fn in_range(field: &'static str, value: &Number, (min, max): (u64, u64)) -> Result<u64, Error> {
-    let whole = value.as_u64().or_else(|| {
-        value
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
-            .map(|f| f as u64)
-    });
-    whole
-        .filter(|v| (min..=max).contains(v))
-        .ok_or_else(|| Error::invalid(field, format!("must be a whole number from {min} to {max}")))
-}
-
 impl SettingsChange {
     /// The script arguments: pairs of stored field and value, an empty value for a reset.
     /// Every value is checked here, so nothing invalid reaches Redis.
@@ -97,38 +76,41 @@ impl SettingsChange {
         let mut number = |field: &'static str,
                           stored: &'static str,
                           change: &Option<Option<Number>>,
-                          range: (u64, u64),
+                          within: Bounds,
                           scale: u64|
          -> Result<(), Error> {
             match change {
                 None => {}
                 Some(None) => args.push((stored, String::new())),
                 Some(Some(value)) => {
-                    args.push((stored, (in_range(field, value, range)? * scale).to_string()))
+                    let value = within
+                        .json(value)
+                        .map_err(|err| Error::invalid(field, err.to_string()))?;
+                    args.push((stored, (value * scale).to_string()))
                 }
             }
             Ok(())
         };
-        number("capacity", "capacity", &self.capacity, CAPACITY_RANGE, 1)?;
+        number("capacity", "capacity", &self.capacity, bounds::CAPACITY, 1)?;
         number(
             "sessionSeconds",
             "session-ms",
             &self.session_seconds,
-            SESSION_SECONDS_RANGE,
+            bounds::SESSION_SECONDS,
             1000,
         )?;
         number(
             "admitPerTick",
             "admit-per-tick",
             &self.admit_per_tick,
-            ADMIT_PER_TICK_RANGE,
+            bounds::ADMIT_PER_TICK,
             1,
         )?;
         number(
             "waitingIdleSeconds",
             "idle-ms",
             &self.waiting_idle_seconds,
-            WAITING_IDLE_SECONDS_RANGE,
+            bounds::WAITING_IDLE_SECONDS,
             1000,
         )?;
         match self.paused {

@@ -1,10 +1,5 @@
-//! Redis access: the connection every function creates once per container, how its
-//! failures are classified, and the key layout.
-//!
-//! Every key starts with `KEY_PREFIX`. The keys of one queue share the hash tag
-//! `{q:<queueId>}`, so each queue script runs on one shard of Redis Cluster or ElastiCache
-//! Serverless; the ranking keys share `{rk}` (see [`crate::ranking`]). The queue registry
-//! is the one key outside any tag; the one script that touches it touches nothing else.
+//! The connection: standalone or cluster, how a request that failed on it leads to a probe
+//! or a replacement, and how a batch is sent over it (see the [module](super) doc).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,40 +11,18 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{
-    Client, Cmd, ConnectionAddr, FromRedisValue, IntoConnectionInfo, RedisError, Script,
-    ServerErrorKind, TlsCertificates, ToRedisArgs, Value,
+    Client, Cmd, ConnectionAddr, FromRedisValue, IntoConnectionInfo, RedisError, TlsCertificates,
+    Value,
 };
 use tokio::sync::OnceCell;
 
-use crate::aws::AMAZON_TRUST_SERVICES;
+use super::script::{in_time, run_pipeline, Batch, ScriptCall};
 use crate::config::{RedisMode, RedisSettings};
-use crate::ids::{PaymentId, QueueId};
+use crate::error::is_demoted;
+use crate::tls::AMAZON_TRUST_SERVICES;
 
-/// The shared connection. Cheap to clone.
-///
-/// Standalone (`REDIS_MODE=standalone`, the default): one multiplexed connection that
-/// reconnects by itself after Redis closes or resets it, and is replaced when the server it
-/// reached has stopped being the primary (`READONLY` after a failover), so a warm container
-/// never sticks to a demoted node. That replacement happens at most once a response timeout:
-/// while DNS still leads to the demoted node, so does each new connection.
-///
-/// Cluster (`REDIS_MODE=cluster`, or `auto` against a cluster): redis-rs's cluster client,
-/// which follows MOVED and ASK, refreshes the topology, and reconnects. Every operation goes
-/// through the same [`Batch`] either way; in cluster mode a batch is sent as one pipeline
-/// per hash slot, all at once, so it still costs one round trip of wall time.
-///
-/// Either way, a reply that times out can replace the connection too. Neither client does
-/// that by itself: a connection whose peer vanished without a reset (a partition, a replaced
-/// node, a failover to a new address) would otherwise time out every request until the
-/// kernel gave up on it, about 15 minutes later. Standalone, a timeout starts a probe: a
-/// PING on the same connection, allowed [`PROBE_PATIENCE`] response timeouts. No answer, and
-/// the next request opens a new connection. An answer means Redis is slow, not gone, and the
-/// connection stays, so that a Redis already behind is not also sent a reconnection from
-/// every container on every timeout. Cluster, the probe PINGs the primaries the request went
-/// to, and if one does not answer, a new connection is opened beside the old one and takes
-/// over only once every primary in its slot map answers: the old one knows every node, a new
-/// one only the configured endpoint, so if that is what went away, the old one stays and
-/// finds the new topology itself.
+/// The shared connection, standalone or cluster, replaced when it fails as the
+/// [module](super) doc says. Cheap to clone.
 #[derive(Clone)]
 pub struct Conn(Arc<Shared>);
 
@@ -199,101 +172,6 @@ fn trusting(roots: &[u8]) -> TlsCertificates {
     TlsCertificates {
         client_tls: None,
         root_cert: Some(roots.to_vec()),
-    }
-}
-
-/// A script that only reads, yet must read the primary. Its Redis 7 flags leave out
-/// `no-writes`, so a read-only replica refuses it with `READONLY`, as it refuses a write.
-/// A container that only reads (the gatekeeper, the ranking reads) then replaces its
-/// connection after a failover and follows the primary endpoint, instead of reading the
-/// demoted primary for as long as it lives: that one lags, and if cut off from the new
-/// primary it stays frozen at the failover. `allow-oom` keeps reads working when Redis is
-/// full.
-pub fn primary_read_script(body: &str) -> Script {
-    Script::new(&format!("#!lua flags=allow-oom\n{body}"))
-}
-
-/// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
-/// as EVALSHA; a server that lacks the script gets it loaded and the call sent again.
-pub struct ScriptCall {
-    script: &'static Script,
-    keys: Vec<String>,
-    args: Vec<Vec<u8>>,
-}
-
-impl ScriptCall {
-    pub fn new(script: &'static Script) -> Self {
-        ScriptCall {
-            script,
-            keys: Vec::new(),
-            args: Vec::new(),
-        }
-    }
-
-    pub fn key(&mut self, key: impl Into<String>) -> &mut Self {
-        self.keys.push(key.into());
-        self
-    }
-
-    pub fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
-        self.args.extend(arg.to_redis_args());
-        self
-    }
-
-    fn command(&self) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.get_hash())
-            .arg(self.keys.len())
-            .arg(&self.keys)
-            .arg(&self.args);
-        cmd
-    }
-
-    /// The call as one command line (`EVALSHA`, hash, key count, keys, arguments), for a tool
-    /// that sends it itself: the benchmark's `redis-benchmark` runs ([`crate::bench_support`]).
-    pub(crate) fn command_line(&self) -> Vec<Vec<u8>> {
-        self.command()
-            .args_iter()
-            .filter_map(|arg| match arg {
-                redis::Arg::Simple(bytes) => Some(bytes.to_vec()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// Work from one or more owners (the rankings and the waiting room, say) sent together.
-/// Each owner stages its calls and later reads its own replies by the index
-/// [`Batch::script`] or [`Batch::command`] gave it.
-#[derive(Default)]
-pub struct Batch {
-    entries: Vec<(Slot, Cmd)>,
-    scripts: Vec<&'static Script>,
-}
-
-impl Batch {
-    pub fn new() -> Self {
-        Batch::default()
-    }
-
-    /// Adds a script call; returns the index its reply will have.
-    pub fn script(&mut self, call: ScriptCall) -> usize {
-        if !self.scripts.iter().any(|s| std::ptr::eq(*s, call.script)) {
-            self.scripts.push(call.script);
-        }
-        let slot = Slot::for_key(call.keys.first().map(String::as_str).unwrap_or_default());
-        self.entries.push((slot, call.command()));
-        self.entries.len() - 1
-    }
-
-    /// Adds a plain command on `key`; returns the index its reply will have.
-    pub fn command(&mut self, key: &str, cmd: Cmd) -> usize {
-        self.entries.push((Slot::for_key(key), cmd));
-        self.entries.len() - 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
@@ -609,152 +487,6 @@ async fn reaches_every_primary(conn: &mut ClusterConnection) -> Result<(), Redis
         .await?;
     }
     Ok(())
-}
-
-/// Sends `pipe` in one round trip. If the server lost its script cache (a restart, a
-/// failover, `SCRIPT FLUSH`), loads `scripts` and sends the pipeline once more; every script
-/// in lineup is safe to re-run after a NOSCRIPT, which runs nothing.
-async fn run_pipeline<C: redis::aio::ConnectionLike>(
-    conn: &mut C,
-    pipe: &redis::Pipeline,
-    scripts: &[&'static Script],
-    reply_within: Duration,
-) -> Result<Vec<Value>, RedisError> {
-    match in_time(reply_within, pipe.query_async(conn)).await {
-        Err(err) if is_noscript(&err) => {
-            for script in scripts {
-                in_time(reply_within, script.load_async(conn)).await?;
-            }
-            in_time(reply_within, pipe.query_async(conn)).await
-        }
-        other => other,
-    }
-}
-
-/// What `reply` gives, or a timeout error (`is_timeout`) once `within` has passed.
-async fn in_time<T>(
-    within: Duration,
-    reply: impl std::future::Future<Output = Result<T, RedisError>>,
-) -> Result<T, RedisError> {
-    tokio::time::timeout(within, reply)
-        .await
-        .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()))
-}
-
-/// Whether `err` says a script is not in the server's cache (after a restart or failover).
-fn is_noscript(err: &RedisError) -> bool {
-    err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
-        || err.to_string().contains("NOSCRIPT")
-}
-
-/// Whether the server reached is no longer a writable primary.
-fn is_demoted(err: &RedisError) -> bool {
-    err.kind() == redis::ErrorKind::Server(ServerErrorKind::ReadOnly)
-        || err.to_string().contains("READONLY")
-}
-
-/// Whether `err` means Redis is unreachable or not serving right now, as opposed to a bug.
-/// `READONLY` and friends come from a failover in progress; the connection is replaced.
-pub fn is_outage(err: &RedisError) -> bool {
-    if err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_cluster_error()
-        || is_demoted(err)
-    {
-        return true;
-    }
-    matches!(
-        err.kind(),
-        redis::ErrorKind::Server(
-            ServerErrorKind::BusyLoading
-                | ServerErrorKind::MasterDown
-                | ServerErrorKind::TryAgain
-                | ServerErrorKind::ClusterDown
-        )
-    ) || matches!(err.code(), Some("LOADING" | "MASTERDOWN" | "BUSY"))
-}
-
-/// The names of one queue's keys.
-#[derive(Debug, Clone)]
-pub struct QueueKeys {
-    /// Sorted set: member user id, score ticket. One entry per waiter.
-    pub waiting: String,
-    /// Sorted set: member user id, score the millisecond the session ends.
-    pub active: String,
-    /// Hash: user id → `ticket:since` of each active buyer, so a token can be matched and
-    /// a payment can tell whether it belongs to this session.
-    pub active_tickets: String,
-    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping,
-    /// the registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
-    /// queue's last buyer reply, settings change or promotion tick; deleted on retirement.
-    pub meta: String,
-    /// Hash: the queue's own settings, where they differ from the environment's defaults, and
-    /// when an operator created the queue. The operator's: no TTL, kept on retirement.
-    pub settings: String,
-    /// Hashes of issue requests per user and per source IP in a one-minute window, two
-    /// used in turn.
-    pub rate: [String; 2],
-    /// Hashes of ticket → why it lost its place (`expired`, `paid`, `dropped`, `left`) and whose it was, one
-    /// per generation of `max(session, idle period, 5 min)`, used in turn, each expiring
-    /// two generations after its last write: a record lives one to two generations.
-    pub gone: [String; 2],
-    /// Hashes of heartbeats, one per time window, reused in rotation: field ticket ÷ 32,
-    /// value the 32-bit mask of that chunk's tickets seen in the window.
-    pub seen: Vec<String>,
-}
-
-/// How many heartbeat hashes rotate per queue: one per window of the idle period plus
-/// the window being written.
-pub const SEEN_WINDOWS: usize = crate::queue::IDLE_WINDOWS as usize + 1;
-
-impl QueueKeys {
-    pub fn new(prefix: &str, queue: &QueueId) -> Self {
-        let base = format!("{prefix}:{{q:{queue}}}");
-        QueueKeys {
-            waiting: format!("{base}:waiting"),
-            active: format!("{base}:active"),
-            active_tickets: format!("{base}:active-tickets"),
-            meta: format!("{base}:meta"),
-            settings: format!("{base}:settings"),
-            rate: [format!("{base}:rate:0"), format!("{base}:rate:1")],
-            gone: [format!("{base}:gone:0"), format!("{base}:gone:1")],
-            seen: (0..SEEN_WINDOWS)
-                .map(|i| format!("{base}:seen:{i}"))
-                .collect(),
-        }
-    }
-
-    /// All keys in the order every queue script expects them in `KEYS`.
-    pub fn all(&self) -> impl Iterator<Item = &str> {
-        [
-            &self.waiting,
-            &self.active,
-            &self.active_tickets,
-            &self.meta,
-            &self.settings,
-            &self.rate[0],
-            &self.rate[1],
-            &self.gone[0],
-            &self.gone[1],
-        ]
-        .into_iter()
-        .chain(self.seen.iter())
-        .map(String::as_str)
-    }
-}
-
-/// The marker of a payment's release in `queue`, under the queue's hash tag: set by the
-/// payment's first delivery, so a redelivery releases nothing.
-pub fn queue_payment_key(prefix: &str, queue: &QueueId, payment: &PaymentId) -> String {
-    format!("{prefix}:{{q:{queue}}}:paid:{payment}")
-}
-
-/// The set of live queue ids (at most `MAX_QUEUES`), so the promoter and reaper find queues
-/// without scanning the keyspace. A queue leaves it when the reaper retires it.
-pub fn queue_registry_key(prefix: &str) -> String {
-    format!("{prefix}:queues")
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //!
 //! HTTPS goes through rustls with the *ring* provider, the TLS stack the Redis client uses,
 //! so each binary carries one TLS implementation. It trusts the roots AWS endpoints chain to
-//! (Amazon Trust Services, `amazon-trust-services.pem`) rather than the system store, whose
+//! (Amazon Trust Services, [`crate::tls`]) rather than the system store, whose
 //! ~150 certificates took 5–6 ms to load at every cold start. `AWS_CA_BUNDLE` (a PEM file,
 //! as for the AWS CLI and SDKs) replaces them, for a proxy that re-signs TLS, say.
 
@@ -28,11 +28,8 @@ use aws_smithy_runtime_api::client::http::{
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tokio::sync::OnceCell;
 
-use crate::config::{read_root_bundle, ConfigError};
-
-/// Amazon Root CA 1–4 and Starfield Services Root CA G2, from Mozilla's CA list: the roots
-/// AWS endpoints and ElastiCache's certificates chain to.
-pub(crate) const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
+use crate::config::ConfigError;
+use crate::tls::{read_root_bundle, AMAZON_TRUST_SERVICES};
 
 /// The process's SDK configuration, read on first use and then shared.
 pub async fn sdk_config() -> Result<&'static SdkConfig, ConfigError> {
@@ -54,13 +51,16 @@ pub async fn sdk_config() -> Result<&'static SdkConfig, ConfigError> {
         .await
 }
 
-/// The HTTP(S) client for SDK clients, trusting [`AMAZON_TRUST_SERVICES`] or the
+/// The HTTP(S) client for SDK clients, trusting the Amazon roots ([`crate::tls`]) or the
 /// `AWS_CA_BUNDLE` file. The tests' clients for moto (plain HTTP) use it too.
 pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
     let roots = match non_empty_var("AWS_CA_BUNDLE") {
         // Known good (a unit test parses them), so not parsed a third time at cold start.
         None => AMAZON_TRUST_SERVICES.to_vec(),
-        Some(path) => read_root_bundle("AWS_CA_BUNDLE", &path)?,
+        Some(path) => read_root_bundle(&path).map_err(|reason| ConfigError {
+            variable: "AWS_CA_BUNDLE",
+            reason,
+        })?,
     };
     let trust = TrustStore::empty().with_pem_certificate(roots);
     let tls = TlsContext::builder()
@@ -101,23 +101,4 @@ impl HttpClient for ConnectOnFirstUse {
 
 fn non_empty_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::check_roots;
-
-    #[test]
-    fn the_bundled_roots_are_the_five_amazon_trust_services_roots() {
-        assert_eq!(check_roots(AMAZON_TRUST_SERVICES), Ok(5));
-    }
-
-    #[test]
-    fn a_bundle_without_usable_certificates_is_refused() {
-        assert!(check_roots(b"").is_err());
-        assert!(check_roots(b"not a certificate").is_err());
-        let mangled = String::from_utf8_lossy(AMAZON_TRUST_SERVICES).replacen("MII", "AAA", 1);
-        assert!(check_roots(mangled.as_bytes()).is_err());
-    }
 }

@@ -1,0 +1,140 @@
+//! Script and pipeline plumbing: a script call, a batch of calls from one or more owners,
+//! and sending a pipeline so that a server that lost its script cache still runs it.
+
+use std::time::Duration;
+
+use redis::cluster_routing::Slot;
+use redis::{Cmd, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
+
+/// A script that only reads, yet must read the primary. Its Redis 7 flags leave out
+/// `no-writes`, so a read-only replica refuses it with `READONLY`, as it refuses a write.
+/// A container that only reads (the gatekeeper, the ranking reads) then replaces its
+/// connection after a failover and follows the primary endpoint, instead of reading the
+/// demoted primary for as long as it lives: that one lags, and if cut off from the new
+/// primary it stays frozen at the failover. `allow-oom` keeps reads working when Redis is
+/// full.
+pub fn primary_read_script(body: &str) -> Script {
+    Script::new(&format!("#!lua flags=allow-oom\n{body}"))
+}
+
+/// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
+/// as EVALSHA; a server that lacks the script gets it loaded and the call sent again.
+pub struct ScriptCall {
+    script: &'static Script,
+    keys: Vec<String>,
+    args: Vec<Vec<u8>>,
+}
+
+impl ScriptCall {
+    pub fn new(script: &'static Script) -> Self {
+        ScriptCall {
+            script,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn key(&mut self, key: impl Into<String>) -> &mut Self {
+        self.keys.push(key.into());
+        self
+    }
+
+    pub fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    fn command(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash())
+            .arg(self.keys.len())
+            .arg(&self.keys)
+            .arg(&self.args);
+        cmd
+    }
+
+    /// The call as one command line (`EVALSHA`, hash, key count, keys, arguments), for a tool
+    /// that sends it itself: the benchmark's `redis-benchmark` runs ([`crate::bench_support`]).
+    pub(crate) fn command_line(&self) -> Vec<Vec<u8>> {
+        self.command()
+            .args_iter()
+            .filter_map(|arg| match arg {
+                redis::Arg::Simple(bytes) => Some(bytes.to_vec()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Work from one or more owners (the rankings and the waiting room, say) sent together.
+/// Each owner stages its calls and later reads its own replies by the index
+/// [`Batch::script`] or [`Batch::command`] gave it.
+#[derive(Default)]
+pub struct Batch {
+    /// Each staged command, with the hash slot of its first key.
+    pub(super) entries: Vec<(Slot, Cmd)>,
+    /// The scripts the commands call, to load after a NOSCRIPT.
+    pub(super) scripts: Vec<&'static Script>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Adds a script call; returns the index its reply will have.
+    pub fn script(&mut self, call: ScriptCall) -> usize {
+        if !self.scripts.iter().any(|s| std::ptr::eq(*s, call.script)) {
+            self.scripts.push(call.script);
+        }
+        let slot = Slot::for_key(call.keys.first().map(String::as_str).unwrap_or_default());
+        self.entries.push((slot, call.command()));
+        self.entries.len() - 1
+    }
+
+    /// Adds a plain command on `key`; returns the index its reply will have.
+    pub fn command(&mut self, key: &str, cmd: Cmd) -> usize {
+        self.entries.push((Slot::for_key(key), cmd));
+        self.entries.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Sends `pipe` in one round trip. If the server lost its script cache (a restart, a
+/// failover, `SCRIPT FLUSH`), loads `scripts` and sends the pipeline once more; every script
+/// in lineup is safe to re-run after a NOSCRIPT, which runs nothing.
+pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+    pipe: &redis::Pipeline,
+    scripts: &[&'static Script],
+    reply_within: Duration,
+) -> Result<Vec<Value>, RedisError> {
+    match in_time(reply_within, pipe.query_async(conn)).await {
+        Err(err) if is_noscript(&err) => {
+            for script in scripts {
+                in_time(reply_within, script.load_async(conn)).await?;
+            }
+            in_time(reply_within, pipe.query_async(conn)).await
+        }
+        other => other,
+    }
+}
+
+/// What `reply` gives, or a timeout error (`is_timeout`) once `within` has passed.
+pub(super) async fn in_time<T>(
+    within: Duration,
+    reply: impl std::future::Future<Output = Result<T, RedisError>>,
+) -> Result<T, RedisError> {
+    tokio::time::timeout(within, reply)
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()))
+}
+
+/// Whether `err` says a script is not in the server's cache (after a restart or failover).
+fn is_noscript(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
+        || err.to_string().contains("NOSCRIPT")
+}
