@@ -17,7 +17,7 @@ use lineup::queue::{Paid, QueueEvent, WaitingRoom};
 use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
 use lineup::store::{Batch, Conn};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
@@ -29,7 +29,9 @@ pub struct Deps {
     pub metrics: MetricsSink,
 }
 
-/// What became of one event.
+/// What became of one event. Every answer about one event, on every path (a direct
+/// invocation, `POST /events`), is this as JSON: `{"result": …}`, with a `reason` for all but
+/// `applied`, `duplicate` and `pending`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "result", content = "reason")]
 pub enum Verdict {
@@ -87,14 +89,18 @@ pub async fn handle(
             Ok(batch) => batch,
             Err(err) => {
                 tracing::warn!(%err, "ignored: Records is not an SQS batch");
-                return Ok(json!({"ignored": "not an SQS batch"}));
+                return Ok(serde_json::to_value(Verdict::Ignored(
+                    "not an SQS batch".into(),
+                ))?);
             }
         };
         return Ok(serde_json::to_value(handle_batch(batch, deps).await)?);
     }
     if payload.get("detail-type").is_none() {
         tracing::warn!("ignored: not an EventBridge event");
-        return Ok(json!({"result": "ignored", "reason": "not an EventBridge event"}));
+        return Ok(serde_json::to_value(Verdict::Ignored(
+            "not an EventBridge event".into(),
+        ))?);
     }
     match apply_events(std::slice::from_ref(&payload), deps)
         .await
