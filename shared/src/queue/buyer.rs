@@ -7,11 +7,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
-use super::settings::{QueueSettings, SettingsReply};
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::events::{admitted_events, seat_events, Admission, Seat};
+use super::settings::QueueSettings;
 use super::{
-    decode_reply, gone, instant, parse_rate, Departure, QueueEvent, QueueEventKind, ScriptReply,
-    TokenState, WaitingRoom, CHECK, ISSUE, LEAVE, REGISTER, RELEASE, STATUS, SUMMARY,
+    instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
+    WaitingRoom, CHECK, ISSUE, LEAVE, REGISTER, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
@@ -77,6 +79,15 @@ pub enum Refusal {
     Unknown,
 }
 
+impl From<Absence> for Refusal {
+    fn from(absence: Absence) -> Self {
+        match absence {
+            Absence::Departed(departure) => Refusal::Gone(departure),
+            Absence::Unknown => Refusal::Unknown,
+        }
+    }
+}
+
 impl Refusal {
     /// The deny reason: `waiting`, or what queue-api's status would answer as the problem
     /// type (`session-ended`, `dropped-for-absence`, `left`, `not-found`).
@@ -126,15 +137,15 @@ impl WaitingRoom {
                 .arg(u8::from(registered_now));
             invocation
         };
-        let mut reply: ScriptReply = self.conn.invoke(call(false)).await?;
-        if reply.1 == "unregistered" {
+        let mut reply: TokenReply = self.conn.invoke(call(false)).await?;
+        if let TokenAnswer::Unregistered = reply.answer {
             self.register(queue).await?;
             reply = self.conn.invoke(call(true)).await?;
         }
         self.register_if_needed(queue, &reply).await?;
-        let (created, state) = decode_reply(reply)?;
+        let state = reply.answer.into_state()?;
         Ok(Issued {
-            created,
+            created: reply.created,
             claims: TokenClaims {
                 queue: queue.clone(),
                 user: user.clone(),
@@ -149,9 +160,9 @@ impl WaitingRoom {
     pub async fn status(&self, claims: &TokenClaims) -> Result<TokenState, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let reply: ScriptReply = self.conn.invoke(invocation).await?;
+        let reply: TokenReply = self.conn.invoke(invocation).await?;
         self.register_if_needed(&claims.queue, &reply).await?;
-        Ok(decode_reply(reply)?.1)
+        reply.answer.into_state()
     }
 
     /// Adds `queue` to the registry unless it already holds `MAX_QUEUES` others.
@@ -160,8 +171,8 @@ impl WaitingRoom {
         call.key(queue_registry_key(&self.prefix))
             .arg(queue.as_str())
             .arg(self.config.max_queues);
-        let registered: u8 = self.conn.invoke(call).await?;
-        if registered == 0 {
+        let registered: bool = self.conn.invoke(call).await?;
+        if !registered {
             return Err(Error::QueueLimit {
                 max: self.config.max_queues,
             });
@@ -173,8 +184,8 @@ impl WaitingRoom {
     /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted. The registry
     /// is written first and the mark second: a crash in between leaves the queue unmarked,
     /// and the next issue or status registers it again.
-    async fn register_if_needed(&self, queue: &QueueId, reply: &ScriptReply) -> Result<(), Error> {
-        if reply.8 == 0 {
+    async fn register_if_needed(&self, queue: &QueueId, reply: &TokenReply) -> Result<(), Error> {
+        if !reply.register {
             return Ok(());
         }
         let registry = queue_registry_key(&self.prefix);
@@ -206,20 +217,8 @@ impl WaitingRoom {
     pub async fn check(&self, claims: &TokenClaims) -> Result<Result<Gate, Refusal>, Error> {
         let mut invocation = self.invocation(&CHECK, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let (until_ms, why): (i64, String) = self.conn.invoke(invocation).await?;
-        if until_ms != 0 {
-            return Ok(Ok(Gate {
-                active_until: instant(until_ms)?,
-            }));
-        }
-        Ok(Err(match why.as_str() {
-            "waiting" => Refusal::Waiting,
-            "unknown" => Refusal::Unknown,
-            other => Refusal::Gone(
-                Departure::from_script(other)
-                    .ok_or_else(|| Error::Internal(format!("check script returned {other:?}")))?,
-            ),
-        }))
+        let CheckReply(answer) = self.conn.invoke(invocation).await?;
+        Ok(answer)
     }
 
     /// Gives up the token's place. A token that held none is [`Error::Gone`] with its
@@ -227,14 +226,16 @@ impl WaitingRoom {
     pub async fn leave(&self, claims: &TokenClaims) -> Result<Left, Error> {
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let (left, place, admitted, dropped): (u8, String, AdmittedReply, SeatsReply) =
-            self.conn.invoke(invocation).await?;
-        if left == 0 {
-            return Err(gone(&place)
-                .unwrap_or_else(|| Error::Internal(format!("leave script returned {place:?}"))));
-        }
+        let (from_session, admitted, dropped) = match self.conn.invoke(invocation).await? {
+            LeaveReply::Left {
+                from_session,
+                admitted,
+                dropped,
+            } => (from_session, admitted, dropped),
+            LeaveReply::Absent(absence) => return Err(absence.into()),
+        };
         let queue = &claims.queue;
-        let reason = if place == "active" {
+        let reason = if from_session {
             "left-session"
         } else {
             "left-line"
@@ -279,27 +280,198 @@ impl WaitingRoom {
         user: &UserId,
         reply: &redis::Value,
     ) -> Result<Option<QueueEvent>, Error> {
-        let (released, ticket): (u8, u64) = redis::from_redis_value_ref(reply)
+        let ReleaseReply(released) = redis::from_redis_value_ref(reply)
             .map_err(|err| Error::Internal(format!("release reply: {err}")))?;
-        Ok((released == 1).then(|| QueueEvent::released(queue, user.as_str(), ticket, "paid")))
+        Ok(released.map(|ticket| QueueEvent::released(queue, user.as_str(), ticket, "paid")))
     }
 
     /// The queue's counts and the settings in force.
     pub async fn summary(&self, queue: &QueueId) -> Result<QueueSummary, Error> {
+        let reply: SummaryReply = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
+        Ok(QueueSummary {
+            queue_id: queue.clone(),
+            waiting: reply.waiting,
+            active: reply.active,
+            admitted_through: reply.admitted_through,
+            admission_rate_per_minute: reply.admission_rate_per_minute,
+            settings: reply.settings,
+        })
+    }
+}
+
+/// What issue and status answer for a token: `token_reply` in `common.lua`,
+/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}`.
+struct TokenReply {
+    /// Whether the script gave a new ticket.
+    created: bool,
+    answer: TokenAnswer,
+    /// The queue is live but not marked registered: the caller puts it back in the registry.
+    register: bool,
+}
+
+/// The token's state, or why the script gave none.
+enum TokenAnswer {
+    Live(TokenState),
+    /// The token holds no place.
+    Absent(Absence),
+    /// Over the issue rate limit until the window ends.
+    Limited {
+        retry_after: Duration,
+    },
+    /// No operator created the queue, and creation is not open.
+    NoQueue,
+    /// The queue is not in the registry; issue wrote nothing.
+    Unregistered,
+}
+
+impl TokenAnswer {
+    /// The token's state, or the error the buyer is answered with.
+    fn into_state(self) -> Result<TokenState, Error> {
+        match self {
+            TokenAnswer::Live(state) => Ok(state),
+            TokenAnswer::Absent(absence) => Err(absence.into()),
+            TokenAnswer::Limited { retry_after } => Err(Error::RateLimited { retry_after }),
+            TokenAnswer::NoQueue => Err(Error::NotFound(
+                "no such queue: an operator creates it with PUT /queues/{queueId}/settings".into(),
+            )),
+            TokenAnswer::Unregistered => Err(Error::Internal(
+                "issue script: the queue is still not registered".into(),
+            )),
+        }
+    }
+}
+
+impl FromRedisValue for TokenReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, register): (
+            u8,
+            String,
+            u64,
+            u64,
+            i64,
+            String,
+            u64,
+            u8,
+            u8,
+        ) = FromRedisValue::from_redis_value(v)?;
+        let live = |standing| {
+            TokenAnswer::Live(TokenState {
+                ticket,
+                standing,
+                expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
+                waiting_idle: Duration::from_millis(idle_ms),
+                paused: paused == 1,
+            })
+        };
+        let answer = match status.as_str() {
+            "waiting" => live(Standing::Waiting { position }),
+            "active" => live(Standing::Active {
+                until: instant(until_ms)?,
+            }),
+            "limited" => TokenAnswer::Limited {
+                retry_after: Duration::from_millis(until_ms.max(0) as u64)
+                    .max(Duration::from_secs(1)),
+            },
+            "no-queue" => TokenAnswer::NoQueue,
+            "unregistered" => TokenAnswer::Unregistered,
+            other => TokenAnswer::Absent(
+                Absence::from_script(other)
+                    .ok_or_else(|| format!("queue script returned status {other:?}"))?,
+            ),
+        };
+        Ok(TokenReply {
+            created: created == 1,
+            answer,
+            register: register == 1,
+        })
+    }
+}
+
+/// The check script's `{active_until_ms, why}`: the gate, or why not (`why` is `''` when
+/// active).
+struct CheckReply(Result<Gate, Refusal>);
+
+impl FromRedisValue for CheckReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (until_ms, why): (i64, String) = FromRedisValue::from_redis_value(v)?;
+        if until_ms != 0 {
+            return Ok(CheckReply(Ok(Gate {
+                active_until: instant(until_ms)?,
+            })));
+        }
+        Ok(CheckReply(Err(match why.as_str() {
+            "waiting" => Refusal::Waiting,
+            other => Absence::from_script(other)
+                .ok_or_else(|| format!("check script returned {other:?}"))?
+                .into(),
+        })))
+    }
+}
+
+/// The leave script's `{left, place, admitted, dropped}`: the place given up (`active` or
+/// `waiting`) and whoever the freed place admitted or dropped; or, when nothing was left,
+/// why the token held no place.
+enum LeaveReply {
+    Left {
+        from_session: bool,
+        admitted: Vec<Admission>,
+        dropped: Vec<Seat>,
+    },
+    Absent(Absence),
+}
+
+impl FromRedisValue for LeaveReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (left, place, admitted, dropped): (u8, String, Vec<Admission>, Vec<Seat>) =
+            FromRedisValue::from_redis_value(v)?;
+        if left == 0 {
+            return Ok(LeaveReply::Absent(
+                Absence::from_script(&place)
+                    .ok_or_else(|| format!("leave script returned {place:?}"))?,
+            ));
+        }
+        Ok(LeaveReply::Left {
+            from_session: place == "active",
+            admitted,
+            dropped,
+        })
+    }
+}
+
+/// The release script's `{released, ticket}`: the ticket of the session it ended, if any.
+struct ReleaseReply(Option<u64>);
+
+impl FromRedisValue for ReleaseReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (released, ticket): (u8, u64) = FromRedisValue::from_redis_value(v)?;
+        Ok(ReleaseReply((released == 1).then_some(ticket)))
+    }
+}
+
+/// The summary script's `{waiting, active, rate, admitted through, settings in force}`.
+struct SummaryReply {
+    waiting: u64,
+    active: u64,
+    admission_rate_per_minute: Option<f64>,
+    admitted_through: u64,
+    settings: QueueSettings,
+}
+
+impl FromRedisValue for SummaryReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (waiting, active, rate, admitted_through, settings): (
             u64,
             u64,
             String,
             u64,
-            SettingsReply,
-        ) = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
-        Ok(QueueSummary {
-            queue_id: queue.clone(),
+            QueueSettings,
+        ) = FromRedisValue::from_redis_value(v)?;
+        Ok(SummaryReply {
             waiting,
             active,
-            admitted_through,
             admission_rate_per_minute: parse_rate(&rate),
-            settings: QueueSettings::from_reply(settings),
+            admitted_through,
+            settings,
         })
     }
 }

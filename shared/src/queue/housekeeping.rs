@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
-use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE, REAP, RETIRE};
 use crate::error::Error;
 use crate::ids::QueueId;
@@ -36,21 +38,23 @@ impl QueuePromotion {
     /// Adds one slice's reply; returns whether the queue may admit more this tick, and how
     /// many.
     fn add(&mut self, reply: PromoteReply) -> (bool, u64) {
-        let (admitted, dropped, expired, waiting, active, rate, remaining, more) = reply;
         let queue = self.queue_id.clone();
-        let admitted = admitted_events(&queue, admitted);
+        let admitted = admitted_events(&queue, reply.admitted);
         self.admitted += admitted.len() as u64;
-        self.abandoned += dropped.len() as u64;
-        self.expired += expired.len() as u64;
+        self.abandoned += reply.dropped.len() as u64;
+        self.expired += reply.expired.len() as u64;
         self.events.extend(admitted);
+        self.events.extend(seat_events(
+            QueueEventKind::Abandoned,
+            &queue,
+            reply.dropped,
+        ));
         self.events
-            .extend(seat_events(QueueEventKind::Abandoned, &queue, dropped));
-        self.events
-            .extend(seat_events(QueueEventKind::Expired, &queue, expired));
-        self.waiting = waiting;
-        self.active = active;
-        self.admission_rate_per_minute = parse_rate(&rate);
-        (more == 1, remaining)
+            .extend(seat_events(QueueEventKind::Expired, &queue, reply.expired));
+        self.waiting = reply.waiting;
+        self.active = reply.active;
+        self.admission_rate_per_minute = reply.admission_rate_per_minute;
+        (reply.more, reply.remaining)
     }
 }
 
@@ -127,17 +131,67 @@ impl ReapReport {
     }
 }
 
-type PromoteReply = (
-    AdmittedReply,
-    SeatsReply,
-    SeatsReply,
-    u64,
-    u64,
-    String,
-    u64,
-    u8,
-);
-type ReapReply = (SeatsReply, SeatsReply, u64, u8);
+/// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
+/// more}`: one slice of a tick, and whether the queue may admit more (`remaining` more).
+struct PromoteReply {
+    admitted: Vec<Admission>,
+    dropped: Vec<Seat>,
+    expired: Vec<Seat>,
+    waiting: u64,
+    active: u64,
+    admission_rate_per_minute: Option<f64>,
+    remaining: u64,
+    more: bool,
+}
+
+impl FromRedisValue for PromoteReply {
+    // The script's flat reply, named field by field below.
+    #[allow(clippy::type_complexity)]
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (admitted, dropped, expired, waiting, active, rate, remaining, more): (
+            Vec<Admission>,
+            Vec<Seat>,
+            Vec<Seat>,
+            u64,
+            u64,
+            String,
+            u64,
+            u8,
+        ) = FromRedisValue::from_redis_value(v)?;
+        Ok(PromoteReply {
+            admitted,
+            dropped,
+            expired,
+            waiting,
+            active,
+            admission_rate_per_minute: parse_rate(&rate),
+            remaining,
+            more: more == 1,
+        })
+    }
+}
+
+/// The reap script's `{expired, abandoned, next cursor, idle}`: one chunk's removals, the
+/// cursor to go on from (0 when done), and whether the queue is idle enough to retire.
+struct ReapReply {
+    expired: Vec<Seat>,
+    abandoned: Vec<Seat>,
+    next: u64,
+    idle: bool,
+}
+
+impl FromRedisValue for ReapReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (expired, abandoned, next, idle): (Vec<Seat>, Vec<Seat>, u64, u8) =
+            FromRedisValue::from_redis_value(v)?;
+        Ok(ReapReply {
+            expired,
+            abandoned,
+            next,
+            idle: idle == 1,
+        })
+    }
+}
 
 impl WaitingRoom {
     /// Every live queue: registered by its first buyer, until the reaper retires it.
@@ -240,21 +294,23 @@ impl WaitingRoom {
                 .arg(cursor)
                 .arg(REAP_CHUNK)
                 .arg(super::millis(self.config.retire_after));
-            let (expired, abandoned, next, idle): ReapReply = self.conn.invoke(invocation).await?;
+            let reply: ReapReply = self.conn.invoke(invocation).await?;
             report.script_calls += 1;
-            report.expired += expired.len() as u64;
-            report.abandoned += abandoned.len() as u64;
+            report.expired += reply.expired.len() as u64;
+            report.abandoned += reply.abandoned.len() as u64;
             report
                 .events
-                .extend(seat_events(QueueEventKind::Expired, queue, expired));
-            report
-                .events
-                .extend(seat_events(QueueEventKind::Abandoned, queue, abandoned));
-            if next != 0 {
-                cursor = next;
+                .extend(seat_events(QueueEventKind::Expired, queue, reply.expired));
+            report.events.extend(seat_events(
+                QueueEventKind::Abandoned,
+                queue,
+                reply.abandoned,
+            ));
+            if reply.next != 0 {
+                cursor = reply.next;
                 continue;
             }
-            if idle == 1 {
+            if reply.idle {
                 report.retired = self.retire(queue).await?;
             }
             return Ok(report);
@@ -276,15 +332,15 @@ impl WaitingRoom {
         self.conn.query::<()>(&registry, remove).await?;
         let mut invocation = self.invocation(&RETIRE, queue);
         invocation.arg(super::millis(self.config.retire_after));
-        let retired: u8 = self.conn.invoke(invocation).await?;
-        if retired == 0 {
+        let retired: bool = self.conn.invoke(invocation).await?;
+        if !retired {
             let add = redis::cmd("SADD")
                 .arg(&registry)
                 .arg(queue.as_str())
                 .clone();
             self.conn.query::<()>(&registry, add).await?;
         }
-        Ok(retired == 1)
+        Ok(retired)
     }
 }
 
