@@ -7,6 +7,7 @@
 //! is the one key outside any tag; the one script that touches it touches nothing else.
 
 use std::collections::{HashMap, HashSet};
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -16,8 +17,8 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{
-    Client, Cmd, ConnectionAddr, FromRedisValue, IntoConnectionInfo, RedisError, Script,
-    ServerErrorKind, TlsCertificates, ToRedisArgs, Value,
+    Client, Cmd, ConnectionAddr, FromRedisValue, IntoConnectionInfo, ParsingError, RedisError,
+    Script, ServerErrorKind, TlsCertificates, ToRedisArgs, Value,
 };
 use tokio::sync::OnceCell;
 
@@ -294,6 +295,42 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+/// A call staged in a [`Batch`]: once the batch is sent, decodes its own reply as `T` from
+/// the batch's replies. Owners hand these out from their `stage_*` methods, so no caller
+/// counts pipeline indices or decodes another owner's reply.
+pub struct Staged<T> {
+    index: usize,
+    reply: PhantomData<fn() -> T>,
+}
+
+impl<T: FromRedisValue> Staged<T> {
+    /// This call's reply, from what [`Conn::send`] returned for the batch.
+    pub fn read(&self, replies: &[Value]) -> Result<T, RedisError> {
+        let reply = replies
+            .get(self.index)
+            .ok_or_else(|| ParsingError::from(format!("no reply {}", self.index)))?;
+        Ok(T::from_redis_value_ref(reply)?)
+    }
+}
+
+impl Batch {
+    /// Adds a script call whose reply decodes as `T`.
+    pub fn stage<T: FromRedisValue>(&mut self, call: ScriptCall) -> Staged<T> {
+        Staged {
+            index: self.script(call),
+            reply: PhantomData,
+        }
+    }
+
+    /// Adds a plain command on `key` whose reply decodes as `T`.
+    pub fn stage_command<T: FromRedisValue>(&mut self, key: &str, cmd: Cmd) -> Staged<T> {
+        Staged {
+            index: self.command(key, cmd),
+            reply: PhantomData,
+        }
     }
 }
 

@@ -84,7 +84,6 @@ impl Stack {
                 rankings: started.rankings(),
             },
             ranking_updater: ranking_updater::Deps {
-                conn: started.conn.clone(),
                 rankings: started.rankings(),
                 room,
                 publisher,

@@ -10,7 +10,6 @@ async fn main() -> Result<(), Error> {
     let deps = Deps {
         rankings: started.rankings(),
         room: started.room(),
-        conn: started.conn.clone(),
         publisher: started.publisher.clone(),
         metrics: MetricsSink::Stdout,
     };

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use redis::{FromRedisValue, ParsingError, Value};
 
@@ -17,7 +17,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
-use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys, ScriptCall};
+use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys, ScriptCall, Staged};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -50,16 +50,76 @@ pub struct Left {
     pub events: Vec<QueueEvent>,
 }
 
-/// A payment that ends the buyer's session it was made in.
-#[derive(Debug, Clone)]
-pub struct Paid<'a> {
-    pub queue: &'a QueueId,
-    pub user: &'a UserId,
-    pub payment: &'a PaymentId,
+/// A payment that ends the buyer's session it was made in: the waiting-room part of a
+/// `PaymentCompleted` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paid {
+    pub queue: QueueId,
+    pub user: UserId,
+    pub payment: PaymentId,
     /// The producer's `completedAt`: bounded by the server's clock, never trusted alone.
     pub completed_at: DateTime<Utc>,
     /// The ticket of the session paid for, when the event names it.
     pub ticket: Option<u64>,
+}
+
+/// The waiting-room fields of a `PaymentCompleted` detail; the rankings read the rest.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PaidDetail {
+    #[serde(default)]
+    queue_id: Option<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+    #[serde(default)]
+    ticket: Option<u64>,
+}
+
+impl Paid {
+    /// The release a `PaymentCompleted` detail asks for: `Some` when it names both `queueId`
+    /// and `userId`. Each is validated even alone, so a malformed id is caught at the edge;
+    /// a `ticket` needs both. `payment` and `completed_at` come from the rest of the event.
+    pub fn from_detail(
+        detail: &serde_json::Value,
+        payment: &PaymentId,
+        completed_at: DateTime<Utc>,
+    ) -> Result<Option<Paid>, Error> {
+        let d: PaidDetail = serde_path_to_error::deserialize(detail)
+            .map_err(|err| Error::invalid_at("detail", err))?;
+        let queue = d.queue_id.as_deref().map(QueueId::parse).transpose()?;
+        let user = d.user_id.as_deref().map(UserId::parse).transpose()?;
+        let buyer = queue.zip(user);
+        match d.ticket {
+            Some(0) => return Err(Error::invalid("ticket", "must be at least 1")),
+            Some(_) if buyer.is_none() => {
+                return Err(Error::invalid("ticket", "needs queueId and userId"))
+            }
+            _ => {}
+        }
+        Ok(buyer.map(|(queue, user)| Paid {
+            queue,
+            user,
+            payment: payment.clone(),
+            completed_at,
+            ticket: d.ticket,
+        }))
+    }
+}
+
+/// A release staged with [`WaitingRoom::stage_release`]: reads the event for the session it
+/// ended, if it ended one.
+pub struct StagedRelease {
+    reply: Staged<ReleaseReply>,
+    queue: QueueId,
+    user: UserId,
+}
+
+impl StagedRelease {
+    pub fn read(&self, replies: &[redis::Value]) -> Result<Option<QueueEvent>, Error> {
+        let ReleaseReply(released) = self.reply.read(replies)?;
+        Ok(released
+            .map(|ticket| QueueEvent::released(&self.queue, self.user.as_str(), ticket, "paid")))
+    }
 }
 
 /// A gatekeeper's answer: the token is active until this instant.
@@ -251,38 +311,31 @@ impl WaitingRoom {
         Ok(Left { events })
     }
 
-    /// Stages the release of the session `paid` was made in; [`WaitingRoom::released`]
-    /// reads the reply. Once per payment: its first delivery leaves a marker for `remember`,
+    /// Stages the release of the session `paid` was made in; the handle reads the reply.
+    /// Once per payment: its first delivery leaves a marker for `remember`,
     /// and a redelivery releases nothing. That delivery ends the session with the ticket the
     /// payment names or, without one, a session that began before the payment by the
     /// server's clock; a payment more than `skew` ahead of that clock releases nothing.
     pub fn stage_release(
         &self,
         batch: &mut Batch,
-        paid: &Paid<'_>,
+        paid: &Paid,
         remember: Duration,
         skew: Duration,
-    ) -> usize {
-        let mut invocation = self.invocation(&RELEASE, paid.queue);
+    ) -> StagedRelease {
+        let mut invocation = self.invocation(&RELEASE, &paid.queue);
         invocation
-            .key(queue_payment_key(&self.prefix, paid.queue, paid.payment))
+            .key(queue_payment_key(&self.prefix, &paid.queue, &paid.payment))
             .arg(paid.user.as_str())
             .arg(paid.completed_at.timestamp_millis())
             .arg(paid.ticket.unwrap_or(0))
             .arg(remember.as_secs().max(1))
             .arg(skew.as_millis() as u64);
-        batch.script(invocation)
-    }
-
-    /// The event for a staged release's reply, if it ended a session.
-    pub fn released(
-        queue: &QueueId,
-        user: &UserId,
-        reply: &redis::Value,
-    ) -> Result<Option<QueueEvent>, Error> {
-        let ReleaseReply(released) = redis::from_redis_value_ref(reply)
-            .map_err(|err| Error::Internal(format!("release reply: {err}")))?;
-        Ok(released.map(|ticket| QueueEvent::released(queue, user.as_str(), ticket, "paid")))
+        StagedRelease {
+            reply: batch.stage(invocation),
+            queue: paid.queue.clone(),
+            user: paid.user.clone(),
+        }
     }
 
     /// The queue's counts and the settings in force.
@@ -473,5 +526,49 @@ impl FromRedisValue for SummaryReply {
             admitted_through,
             settings,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_ticket_comes_with_its_buyer() {
+        let payment = PaymentId::parse("p1").unwrap();
+        let at = Utc::now();
+        let detail = |extra: Value| {
+            let mut d =
+                json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1", "userId": "u1"});
+            d.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            d
+        };
+        let paid = Paid::from_detail(&detail(json!({"ticket": 7})), &payment, at).unwrap();
+        assert_eq!(
+            paid,
+            Some(Paid {
+                queue: QueueId::parse("q1").unwrap(),
+                user: UserId::parse("u1").unwrap(),
+                payment: payment.clone(),
+                completed_at: at,
+                ticket: Some(7),
+            })
+        );
+        let anonymous = json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1"});
+        assert_eq!(Paid::from_detail(&anonymous, &payment, at).unwrap(), None);
+        for bad in [
+            json!({"ticket": 0}),
+            json!({"ticket": -1}),
+            json!({"ticket": "7"}),
+            json!({"ticket": 7, "userId": null}),
+        ] {
+            let err = Paid::from_detail(&detail(bad.clone()), &payment, at).unwrap_err();
+            assert!(err.to_string().contains("ticket"), "{bad}: {err}");
+        }
+        let err = Paid::from_detail(&detail(json!({"queueId": "a b"})), &payment, at).unwrap_err();
+        assert!(err.to_string().contains("queueId"), "{err}");
     }
 }

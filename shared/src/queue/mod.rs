@@ -29,7 +29,7 @@ use crate::config::QueueConfig;
 use crate::ids::QueueId;
 use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
 
-pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal};
+pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
 pub use events::{QueueEvent, QueueEventKind};
 pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, REAP_CHUNK};
 pub use settings::{QueueSettings, SettingsChange};

@@ -27,7 +27,7 @@ pub use period::{local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
-use crate::store::{primary_read_script, Batch, Conn, ScriptCall};
+use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
 static TOP: LazyLock<Script> = LazyLock::new(|| primary_read_script(include_str!("top.lua")));
@@ -87,6 +87,21 @@ impl Outcome {
 impl FromRedisValue for Outcome {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         Outcome::from_reply(&String::from_redis_value(v)?)
+    }
+}
+
+/// Commands staged with [`Rankings::stage_apply`], one script call per
+/// [`EVENTS_PER_CALL`].
+pub struct StagedApply(Vec<Staged<Vec<Outcome>>>);
+
+impl StagedApply {
+    /// One outcome per staged command, in order, from the batch's replies.
+    pub fn read(&self, replies: &[Value]) -> Result<Vec<Outcome>, Error> {
+        let mut outcomes = Vec::new();
+        for call in &self.0 {
+            outcomes.extend(call.read(replies)?);
+        }
+        Ok(outcomes)
     }
 }
 
@@ -199,10 +214,10 @@ impl Rankings {
     }
 
     /// Stages `commands` in `batch`, atomically per call of up to [`EVENTS_PER_CALL`], so
-    /// they share one round trip with other work (the updater's releases); read the
-    /// outcomes with [`Rankings::outcomes`].
-    pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> Vec<usize> {
-        commands
+    /// they share one round trip with other work (the updater's releases); the handle reads
+    /// their outcomes.
+    pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> StagedApply {
+        let calls = commands
             .chunks(EVENTS_PER_CALL)
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
@@ -220,23 +235,16 @@ impl Rankings {
                 for key in &keys {
                     invocation.key(key);
                 }
-                batch.script(invocation)
+                batch.stage(invocation)
             })
-            .collect()
+            .collect();
+        StagedApply(calls)
     }
 
-    /// One outcome per staged command, in order, from the batch's replies.
-    pub fn outcomes(staged: &[usize], replies: &[redis::Value]) -> Result<Vec<Outcome>, Error> {
-        let mut outcomes = Vec::new();
-        for index in staged {
-            let reply = replies
-                .get(*index)
-                .ok_or_else(|| Error::Internal("missing ranking reply".into()))?;
-            let chunk: Vec<Outcome> = redis::from_redis_value_ref(reply)
-                .map_err(|err| Error::Internal(format!("ranking reply: {err}")))?;
-            outcomes.extend(chunk);
-        }
-        Ok(outcomes)
+    /// Sends `batch`, which holds this owner's staged work and whatever shares its round
+    /// trip; the staged handles read the replies.
+    pub async fn send(&self, batch: &Batch) -> Result<Vec<Value>, Error> {
+        Ok(self.conn.send(batch).await?)
     }
 
     /// The script's instruction for `command`, noting every key it names in `keys`.
