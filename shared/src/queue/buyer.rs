@@ -13,11 +13,11 @@ use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::settings::QueueSettings;
 use super::{
     instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
-    WaitingRoom, CHECK, ISSUE, LEAVE, REGISTER, RELEASE, STATUS, SUMMARY,
+    WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
-use crate::store::{queue_payment_key, queue_registry_key, Batch, QueueKeys, ScriptCall, Staged};
+use crate::store::{queue_payment_key, Batch, Staged};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -202,7 +202,9 @@ impl WaitingRoom {
             self.register(queue).await?;
             reply = self.conn.invoke(call(true)).await?;
         }
-        self.register_if_needed(queue, &reply).await?;
+        if reply.register {
+            self.reregister(queue).await?;
+        }
         let state = reply.answer.into_state()?;
         Ok(Issued {
             created: reply.created,
@@ -221,55 +223,10 @@ impl WaitingRoom {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
         let reply: TokenReply = self.conn.invoke(invocation).await?;
-        self.register_if_needed(&claims.queue, &reply).await?;
+        if reply.register {
+            self.reregister(&claims.queue).await?;
+        }
         reply.answer.into_state()
-    }
-
-    /// Adds `queue` to the registry unless it already holds `MAX_QUEUES` others.
-    async fn register(&self, queue: &QueueId) -> Result<(), Error> {
-        let mut call = ScriptCall::new(&REGISTER);
-        call.key(queue_registry_key(&self.prefix))
-            .arg(queue.as_str())
-            .arg(self.config.max_queues);
-        let registered: bool = self.conn.invoke(call).await?;
-        if !registered {
-            return Err(Error::QueueLimit {
-                max: self.config.max_queues,
-            });
-        }
-        Ok(())
-    }
-
-    /// Adds `queue` to the registry when the status script found a live queue unmarked,
-    /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted. The registry
-    /// is written first and the mark second: a crash in between leaves the queue unmarked,
-    /// and the next issue or status registers it again.
-    async fn register_if_needed(&self, queue: &QueueId, reply: &TokenReply) -> Result<(), Error> {
-        if !reply.register {
-            return Ok(());
-        }
-        let registry = queue_registry_key(&self.prefix);
-        self.conn
-            .query::<()>(
-                &registry,
-                redis::cmd("SADD")
-                    .arg(&registry)
-                    .arg(queue.as_str())
-                    .clone(),
-            )
-            .await?;
-        let meta = QueueKeys::new(&self.prefix, queue).meta;
-        self.conn
-            .query::<()>(
-                &meta,
-                redis::cmd("HSET")
-                    .arg(&meta)
-                    .arg("registered")
-                    .arg(1)
-                    .clone(),
-            )
-            .await?;
-        Ok(())
     }
 
     /// Whether the token is active right now: the gatekeeper's question, or why not.

@@ -16,7 +16,9 @@
 
 mod buyer;
 mod events;
-mod housekeeping;
+mod promotion;
+mod reaping;
+mod registry;
 pub mod settings;
 
 use std::sync::LazyLock;
@@ -31,7 +33,8 @@ use crate::store::{primary_read_script, Conn, QueueKeys, ScriptCall};
 
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
 pub use events::{QueueEvent, QueueEventKind};
-pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, REAP_CHUNK};
+pub use promotion::{PromotionReport, QueuePromotion};
+pub use reaping::{QueueReap, ReapReport, REAP_CHUNK};
 pub use settings::{QueueSettings, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
