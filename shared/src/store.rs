@@ -264,8 +264,8 @@ impl ScriptCall {
 }
 
 /// Work from one or more owners (the rankings and the waiting room, say) sent together.
-/// Each owner stages its calls and later reads its own replies by the index
-/// [`Batch::script`] or [`Batch::command`] gave it.
+/// Each owner stages its calls ([`Batch::stage`], [`Batch::stage_command`]) and later reads
+/// its own replies through the [`Staged`] handles they gave it.
 #[derive(Default)]
 pub struct Batch {
     entries: Vec<(Slot, Cmd)>,
@@ -278,7 +278,7 @@ impl Batch {
     }
 
     /// Adds a script call; returns the index its reply will have.
-    pub fn script(&mut self, call: ScriptCall) -> usize {
+    fn script(&mut self, call: ScriptCall) -> usize {
         if !self.scripts.iter().any(|s| std::ptr::eq(*s, call.script)) {
             self.scripts.push(call.script);
         }
@@ -288,7 +288,7 @@ impl Batch {
     }
 
     /// Adds a plain command on `key`; returns the index its reply will have.
-    pub fn command(&mut self, key: &str, cmd: Cmd) -> usize {
+    fn command(&mut self, key: &str, cmd: Cmd) -> usize {
         self.entries.push((Slot::for_key(key), cmd));
         self.entries.len() - 1
     }
