@@ -1,13 +1,14 @@
 //! What a buyer does: take a ticket, ask where they stand, leave; what a gatekeeper asks
-//! (is this token active right now?); the release after payment; and the queue summary.
+//! (is this token active right now?); the release after payment (read from the payment
+//! event's waiting-room fields); and the queue summary. Each script's reply is decoded here,
+//! once, into the named type at the end of this file.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-
 use redis::{FromRedisValue, ParsingError, Value};
+use serde::{Deserialize, Serialize};
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::settings::QueueSettings;
