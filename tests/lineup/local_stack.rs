@@ -182,7 +182,9 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
         serde_json::json!({"id": payment, "detail-type": "PaymentCompleted", "source": "lineup.payments",
             "time": chrono::Utc::now().to_rfc3339(), "detail": {"paymentId": payment, "concertId": "local-show", "seats": 2}})
     };
-    let batch = serde_json::json!([event("p1"), event("p1"), {"detail-type": "PaymentCompleted", "source": "lineup.payments", "detail": {}}]);
+    let mut elsewhere = event("p3");
+    elsewhere["source"] = serde_json::json!("aws.ec2");
+    let batch = serde_json::json!([event("p1"), event("p1"), {"detail-type": "PaymentCompleted", "source": "lineup.payments", "detail": {}}, elsewhere]);
     let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;
     assert_eq!(status, 200);
     let results: Value = serde_json::from_str(&body).unwrap();
@@ -192,11 +194,16 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
         .iter()
         .map(|r| r["result"].as_str().unwrap())
         .collect();
-    assert_eq!(outcomes, ["applied", "duplicate", "rejected"]);
+    assert_eq!(outcomes, ["applied", "duplicate", "rejected", "ignored"]);
     assert!(results["results"][2]["reason"]
         .as_str()
         .unwrap()
         .contains("paymentId"));
+    // An ignored event is reported as the Lambda function answers an ignored invocation.
+    assert!(results["results"][3]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("aws.ec2"));
     let (status, _, body) = send(addr, "POST", "/events", Some(&event("p2").to_string())).await;
     assert_eq!(
         (

@@ -358,6 +358,40 @@ async fn ranking_reads_reject_bad_parameters_with_problem_json() {
     read(&app, "/rankings").await.assert_problem(404);
 }
 
+/// An ignored invocation is answered `{"result": "ignored", "reason": …}` whichever path it
+/// took: a payload that is no EventBridge event, a `Records` that is no SQS batch, or an
+/// event from another source. `POST /events` reports its events the same way.
+#[tokio::test]
+async fn ignored_invocations_answer_in_one_shape_on_every_path() {
+    let app = TestApp::spawn(&[]).await;
+    let mut other_source = paid("p1", "c1", 1, &[], &Utc::now().to_rfc3339());
+    other_source["source"] = json!("aws.ec2");
+    for payload in [
+        json!({"Records": "not a list"}),
+        json!({"hello": "world"}),
+        other_source,
+    ] {
+        let answer = ranking_updater::handle(
+            LambdaEvent::new(payload.clone(), Context::default()),
+            &app.stack.ranking_updater,
+        )
+        .await
+        .unwrap();
+        let fields: Vec<&str> = answer
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(fields, ["reason", "result"], "{payload}: {answer}");
+        assert_eq!(answer["result"], "ignored", "{payload}: {answer}");
+        assert!(
+            answer["reason"].as_str().is_some_and(|r| !r.is_empty()),
+            "{payload}: {answer}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_sqs_batch_reports_only_the_bad_message() {
     let app = TestApp::spawn(&[]).await;

@@ -16,14 +16,13 @@ use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Publisher;
 use lineup::queue::{Paid, QueueEvent, WaitingRoom};
 use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
-use lineup::store::{Batch, Conn};
+use lineup::store::Batch;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
 pub struct Deps {
-    pub conn: Conn,
     pub rankings: Rankings,
     pub room: WaitingRoom,
     pub publisher: Publisher,
@@ -35,7 +34,6 @@ impl Deps {
     /// the one place they are wired.
     pub fn new(started: &Started, metrics: MetricsSink) -> Self {
         Deps {
-            conn: started.conn.clone(),
             rankings: started.rankings(),
             room: started.room(),
             publisher: started.publisher.clone(),
@@ -44,7 +42,9 @@ impl Deps {
     }
 }
 
-/// What became of one event.
+/// What became of one event. Every answer about one event, on every path (a direct
+/// invocation, `POST /events`), is this as JSON: `{"result": …}`, with a `reason` for all but
+/// `applied`, `duplicate` and `pending`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "result", content = "reason")]
 pub enum Verdict {
@@ -102,14 +102,18 @@ pub async fn handle(
             Ok(batch) => batch,
             Err(err) => {
                 tracing::warn!(%err, "ignored: Records is not an SQS batch");
-                return Ok(json!({"ignored": "not an SQS batch"}));
+                return Ok(serde_json::to_value(Verdict::Ignored(
+                    "not an SQS batch".into(),
+                ))?);
             }
         };
         return Ok(serde_json::to_value(handle_batch(batch, deps).await)?);
     }
     if payload.get("detail-type").is_none() {
         tracing::warn!("ignored: not an EventBridge event");
-        return Ok(json!({"result": "ignored", "reason": "not an EventBridge event"}));
+        return Ok(serde_json::to_value(Verdict::Ignored(
+            "not an EventBridge event".into(),
+        ))?);
     }
     match apply_events(std::slice::from_ref(&payload), deps)
         .await
@@ -165,13 +169,15 @@ pub async fn apply_events_reporting(
     let source = &deps.rankings.settings().event_source;
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(events.len());
     let mut commands: Vec<Command> = Vec::new();
+    let mut releases: Vec<Paid> = Vec::new();
     for event in events {
-        match parse_event(event, source) {
-            Ok(Parsed::Command(command)) => {
+        match read_event(event, source) {
+            Ok(Read::Command(command, release)) => {
                 commands.push(command);
+                releases.extend(release);
                 verdicts.push(None);
             }
-            Ok(Parsed::Ignored(reason)) => {
+            Ok(Read::Ignored(reason)) => {
                 tracing::info!(%reason, "event ignored");
                 verdicts.push(Some(Verdict::Ignored(reason)));
             }
@@ -182,7 +188,7 @@ pub async fn apply_events_reporting(
         }
     }
 
-    let (outcomes, released, error) = match apply_commands(&commands, deps).await {
+    let (outcomes, released, error) = match apply_commands(&commands, &releases, deps).await {
         Ok((outcomes, released)) => (outcomes, released, None),
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
@@ -217,47 +223,52 @@ pub async fn apply_events_reporting(
     (verdicts, error)
 }
 
+/// What one event asks for: a ranking command and, for a payment that names its buyer, the
+/// release of the buyer's waiting-room session; or why it asks for nothing.
+enum Read {
+    Command(Command, Option<Paid>),
+    Ignored(String),
+}
+
+/// Reads one EventBridge event (as JSON) from `source`: the rankings read their part, the
+/// waiting room its own (`queueId`, `userId`, `ticket`).
+fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
+    let command = match parse_event(event, source)? {
+        Parsed::Command(command) => command,
+        Parsed::Ignored(reason) => return Ok(Read::Ignored(reason)),
+    };
+    let release = match &command {
+        Command::Payment {
+            payment,
+            completed_at,
+            ..
+        } => Paid::from_detail(&event["detail"], payment, *completed_at)?,
+        _ => None,
+    };
+    Ok(Read::Command(command, release))
+}
+
 /// Applies the commands and releases the paying buyers' sessions, in one round trip.
 async fn apply_commands(
     commands: &[Command],
+    releases: &[Paid],
     deps: &Deps,
 ) -> Result<(Vec<Verdict>, Vec<QueueEvent>), lineup::Error> {
     let mut batch = Batch::new();
-    let releases: Vec<_> = commands
+    let remember = deps.rankings.settings().dedupe;
+    let releases: Vec<_> = releases
         .iter()
-        .filter_map(|command| match command {
-            Command::Payment {
-                payment,
-                buyer: Some((queue, user)),
-                completed_at,
-                ticket,
-                ..
-            } => {
-                let paid = Paid {
-                    queue,
-                    user,
-                    payment,
-                    completed_at: *completed_at,
-                    ticket: *ticket,
-                };
-                let remember = deps.rankings.settings().dedupe;
-                let index = deps
-                    .room
-                    .stage_release(&mut batch, &paid, remember, FUTURE_SKEW);
-                Some((queue, user, index))
-            }
-            _ => None,
+        .map(|paid| {
+            deps.room
+                .stage_release(&mut batch, paid, remember, FUTURE_SKEW)
         })
         .collect();
-    let staged = deps.rankings.stage_apply(&mut batch, commands);
-    let replies = deps.conn.send(&batch).await?;
-    let outcomes = Rankings::outcomes(&staged, &replies)?;
+    let outcomes = deps.rankings.stage_apply(&mut batch, commands);
+    let replies = deps.rankings.send(&batch).await?;
+    let outcomes = outcomes.read(&replies)?;
     let mut released = Vec::new();
-    for (queue, user, index) in releases {
-        let reply = replies
-            .get(index)
-            .ok_or_else(|| lineup::Error::Internal("missing release reply".into()))?;
-        released.extend(WaitingRoom::released(queue, user, reply)?);
+    for release in &releases {
+        released.extend(release.read(&replies)?);
     }
     Ok((outcomes.into_iter().map(Verdict::from).collect(), released))
 }

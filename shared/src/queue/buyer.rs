@@ -1,22 +1,25 @@
 //! What a buyer does: take a ticket, ask where they stand, leave; what a gatekeeper asks
-//! (is this token active right now?); the release after payment; and the queue summary.
+//! (is this token active right now?); the release after payment (read from the payment
+//! event's waiting-room fields); and the queue summary. Each script's reply is decoded here,
+//! once, into the named type at the end of this file.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use redis::{FromRedisValue, ParsingError, Value};
+use serde::{Deserialize, Serialize};
 
-use super::events::{admitted_events, seat_events, AdmittedReply, SeatsReply};
-use super::keys::{queue_payment_key, queue_registry_key, QueueKeys};
-use super::settings::{QueueSettings, SettingsReply};
+use super::events::{admitted_events, seat_events, Admission, Seat};
+use super::keys::queue_payment_key;
+use super::settings::QueueSettings;
 use super::{
-    decode_reply, gone, instant, parse_rate, Departure, QueueEvent, QueueEventKind, ScriptReply,
-    TokenState, WaitingRoom, CHECK, ISSUE, LEAVE, REGISTER, RELEASE, STATUS, SUMMARY,
+    instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
+    WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
-use crate::store::{Batch, ScriptCall};
+use crate::store::{Batch, Staged};
 use crate::token::TokenClaims;
 
 /// The outcome of asking for a token.
@@ -49,16 +52,76 @@ pub struct Left {
     pub events: Vec<QueueEvent>,
 }
 
-/// A payment that ends the buyer's session it was made in.
-#[derive(Debug, Clone)]
-pub struct Paid<'a> {
-    pub queue: &'a QueueId,
-    pub user: &'a UserId,
-    pub payment: &'a PaymentId,
+/// A payment that ends the buyer's session it was made in: the waiting-room part of a
+/// `PaymentCompleted` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paid {
+    pub queue: QueueId,
+    pub user: UserId,
+    pub payment: PaymentId,
     /// The producer's `completedAt`: bounded by the server's clock, never trusted alone.
     pub completed_at: DateTime<Utc>,
     /// The ticket of the session paid for, when the event names it.
     pub ticket: Option<u64>,
+}
+
+/// The waiting-room fields of a `PaymentCompleted` detail; the rankings read the rest.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PaidDetail {
+    #[serde(default)]
+    queue_id: Option<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+    #[serde(default)]
+    ticket: Option<u64>,
+}
+
+impl Paid {
+    /// The release a `PaymentCompleted` detail asks for: `Some` when it names both `queueId`
+    /// and `userId`. Each is validated even alone, so a malformed id is caught at the edge;
+    /// a `ticket` needs both. `payment` and `completed_at` come from the rest of the event.
+    pub fn from_detail(
+        detail: &serde_json::Value,
+        payment: &PaymentId,
+        completed_at: DateTime<Utc>,
+    ) -> Result<Option<Paid>, Error> {
+        let d: PaidDetail = serde_path_to_error::deserialize(detail)
+            .map_err(|err| Error::invalid_at("detail", err))?;
+        let queue = d.queue_id.as_deref().map(QueueId::parse).transpose()?;
+        let user = d.user_id.as_deref().map(UserId::parse).transpose()?;
+        let buyer = queue.zip(user);
+        match d.ticket {
+            Some(0) => return Err(Error::invalid("ticket", "must be at least 1")),
+            Some(_) if buyer.is_none() => {
+                return Err(Error::invalid("ticket", "needs queueId and userId"))
+            }
+            _ => {}
+        }
+        Ok(buyer.map(|(queue, user)| Paid {
+            queue,
+            user,
+            payment: payment.clone(),
+            completed_at,
+            ticket: d.ticket,
+        }))
+    }
+}
+
+/// A release staged with [`WaitingRoom::stage_release`]: reads the event for the session it
+/// ended, if it ended one.
+pub struct StagedRelease {
+    reply: Staged<ReleaseReply>,
+    queue: QueueId,
+    user: UserId,
+}
+
+impl StagedRelease {
+    pub fn read(&self, replies: &[redis::Value]) -> Result<Option<QueueEvent>, Error> {
+        let ReleaseReply(released) = self.reply.read(replies)?;
+        Ok(released
+            .map(|ticket| QueueEvent::released(&self.queue, self.user.as_str(), ticket, "paid")))
+    }
 }
 
 /// A gatekeeper's answer: the token is active until this instant.
@@ -76,6 +139,15 @@ pub enum Refusal {
     Gone(Departure),
     /// The queue does not know this token.
     Unknown,
+}
+
+impl From<Absence> for Refusal {
+    fn from(absence: Absence) -> Self {
+        match absence {
+            Absence::Departed(departure) => Refusal::Gone(departure),
+            Absence::Unknown => Refusal::Unknown,
+        }
+    }
 }
 
 impl Refusal {
@@ -127,15 +199,17 @@ impl WaitingRoom {
                 .arg(u8::from(registered_now));
             invocation
         };
-        let mut reply: ScriptReply = self.conn.invoke(call(false)).await?;
-        if reply.1 == "unregistered" {
+        let mut reply: TokenReply = self.conn.invoke(call(false)).await?;
+        if let TokenAnswer::Unregistered = reply.answer {
             self.register(queue).await?;
             reply = self.conn.invoke(call(true)).await?;
         }
-        self.register_if_needed(queue, &reply).await?;
-        let (created, state) = decode_reply(reply)?;
+        if reply.register {
+            self.reregister(queue).await?;
+        }
+        let state = reply.answer.into_state()?;
         Ok(Issued {
-            created,
+            created: reply.created,
             claims: TokenClaims {
                 queue: queue.clone(),
                 user: user.clone(),
@@ -150,56 +224,11 @@ impl WaitingRoom {
     pub async fn status(&self, claims: &TokenClaims) -> Result<TokenState, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let reply: ScriptReply = self.conn.invoke(invocation).await?;
-        self.register_if_needed(&claims.queue, &reply).await?;
-        Ok(decode_reply(reply)?.1)
-    }
-
-    /// Adds `queue` to the registry unless it already holds `MAX_QUEUES` others.
-    async fn register(&self, queue: &QueueId) -> Result<(), Error> {
-        let mut call = ScriptCall::new(&REGISTER);
-        call.key(queue_registry_key(&self.prefix))
-            .arg(queue.as_str())
-            .arg(self.config.max_queues);
-        let registered: u8 = self.conn.invoke(call).await?;
-        if registered == 0 {
-            return Err(Error::QueueLimit {
-                max: self.config.max_queues,
-            });
+        let reply: TokenReply = self.conn.invoke(invocation).await?;
+        if reply.register {
+            self.reregister(&claims.queue).await?;
         }
-        Ok(())
-    }
-
-    /// Adds `queue` to the registry when the status script found a live queue unmarked,
-    /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted. The registry
-    /// is written first and the mark second: a crash in between leaves the queue unmarked,
-    /// and the next issue or status registers it again.
-    async fn register_if_needed(&self, queue: &QueueId, reply: &ScriptReply) -> Result<(), Error> {
-        if reply.8 == 0 {
-            return Ok(());
-        }
-        let registry = queue_registry_key(&self.prefix);
-        self.conn
-            .query::<()>(
-                &registry,
-                redis::cmd("SADD")
-                    .arg(&registry)
-                    .arg(queue.as_str())
-                    .clone(),
-            )
-            .await?;
-        let meta = QueueKeys::new(&self.prefix, queue).meta;
-        self.conn
-            .query::<()>(
-                &meta,
-                redis::cmd("HSET")
-                    .arg(&meta)
-                    .arg("registered")
-                    .arg(1)
-                    .clone(),
-            )
-            .await?;
-        Ok(())
+        reply.answer.into_state()
     }
 
     /// Whether the token is active right now: the gatekeeper's question, or why not.
@@ -207,20 +236,8 @@ impl WaitingRoom {
     pub async fn check(&self, claims: &TokenClaims) -> Result<Result<Gate, Refusal>, Error> {
         let mut invocation = self.invocation(&CHECK, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let (until_ms, why): (i64, String) = self.conn.invoke(invocation).await?;
-        if until_ms != 0 {
-            return Ok(Ok(Gate {
-                active_until: instant(until_ms)?,
-            }));
-        }
-        Ok(Err(match why.as_str() {
-            "waiting" => Refusal::Waiting,
-            "unknown" => Refusal::Unknown,
-            other => Refusal::Gone(
-                Departure::from_script(other)
-                    .ok_or_else(|| Error::Internal(format!("check script returned {other:?}")))?,
-            ),
-        }))
+        let CheckReply(answer) = self.conn.invoke(invocation).await?;
+        Ok(answer)
     }
 
     /// Gives up the token's place. A token that held none is [`Error::Gone`] with its
@@ -228,14 +245,16 @@ impl WaitingRoom {
     pub async fn leave(&self, claims: &TokenClaims) -> Result<Left, Error> {
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
         invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let (left, place, admitted, dropped): (u8, String, AdmittedReply, SeatsReply) =
-            self.conn.invoke(invocation).await?;
-        if left == 0 {
-            return Err(gone(&place)
-                .unwrap_or_else(|| Error::Internal(format!("leave script returned {place:?}"))));
-        }
+        let (from_session, admitted, dropped) = match self.conn.invoke(invocation).await? {
+            LeaveReply::Left {
+                from_session,
+                admitted,
+                dropped,
+            } => (from_session, admitted, dropped),
+            LeaveReply::Absent(absence) => return Err(absence.into()),
+        };
         let queue = &claims.queue;
-        let reason = if place == "active" {
+        let reason = if from_session {
             "left-session"
         } else {
             "left-line"
@@ -251,56 +270,264 @@ impl WaitingRoom {
         Ok(Left { events })
     }
 
-    /// Stages the release of the session `paid` was made in; [`WaitingRoom::released`]
-    /// reads the reply. Once per payment: its first delivery leaves a marker for `remember`,
+    /// Stages the release of the session `paid` was made in; the handle reads the reply.
+    /// Once per payment: its first delivery leaves a marker for `remember`,
     /// and a redelivery releases nothing. That delivery ends the session with the ticket the
     /// payment names or, without one, a session that began before the payment by the
     /// server's clock; a payment more than `skew` ahead of that clock releases nothing.
     pub fn stage_release(
         &self,
         batch: &mut Batch,
-        paid: &Paid<'_>,
+        paid: &Paid,
         remember: Duration,
         skew: Duration,
-    ) -> usize {
-        let mut invocation = self.invocation(&RELEASE, paid.queue);
+    ) -> StagedRelease {
+        let mut invocation = self.invocation(&RELEASE, &paid.queue);
         invocation
-            .key(queue_payment_key(&self.prefix, paid.queue, paid.payment))
+            .key(queue_payment_key(&self.prefix, &paid.queue, &paid.payment))
             .arg(paid.user.as_str())
             .arg(paid.completed_at.timestamp_millis())
             .arg(paid.ticket.unwrap_or(0))
             .arg(remember.as_secs().max(1))
             .arg(skew.as_millis() as u64);
-        batch.script(invocation)
-    }
-
-    /// The event for a staged release's reply, if it ended a session.
-    pub fn released(
-        queue: &QueueId,
-        user: &UserId,
-        reply: &redis::Value,
-    ) -> Result<Option<QueueEvent>, Error> {
-        let (released, ticket): (u8, u64) = redis::from_redis_value_ref(reply)
-            .map_err(|err| Error::Internal(format!("release reply: {err}")))?;
-        Ok((released == 1).then(|| QueueEvent::released(queue, user.as_str(), ticket, "paid")))
+        StagedRelease {
+            reply: batch.stage(invocation),
+            queue: paid.queue.clone(),
+            user: paid.user.clone(),
+        }
     }
 
     /// The queue's counts and the settings in force.
     pub async fn summary(&self, queue: &QueueId) -> Result<QueueSummary, Error> {
+        let reply: SummaryReply = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
+        Ok(QueueSummary {
+            queue_id: queue.clone(),
+            waiting: reply.waiting,
+            active: reply.active,
+            admitted_through: reply.admitted_through,
+            admission_rate_per_minute: reply.admission_rate_per_minute,
+            settings: reply.settings,
+        })
+    }
+}
+
+/// What issue and status answer for a token: `token_reply` in `common.lua`,
+/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}`.
+struct TokenReply {
+    /// Whether the script gave a new ticket.
+    created: bool,
+    answer: TokenAnswer,
+    /// The queue is live but not marked registered: the caller puts it back in the registry.
+    register: bool,
+}
+
+/// The token's state, or why the script gave none.
+enum TokenAnswer {
+    Live(TokenState),
+    /// The token holds no place.
+    Absent(Absence),
+    /// Over the issue rate limit until the window ends.
+    Limited {
+        retry_after: Duration,
+    },
+    /// No operator created the queue, and creation is not open.
+    NoQueue,
+    /// The queue is not in the registry; issue wrote nothing.
+    Unregistered,
+}
+
+impl TokenAnswer {
+    /// The token's state, or the error the buyer is answered with.
+    fn into_state(self) -> Result<TokenState, Error> {
+        match self {
+            TokenAnswer::Live(state) => Ok(state),
+            TokenAnswer::Absent(absence) => Err(absence.into()),
+            TokenAnswer::Limited { retry_after } => Err(Error::RateLimited { retry_after }),
+            TokenAnswer::NoQueue => Err(Error::NotFound(
+                "no such queue: an operator creates it with PUT /queues/{queueId}/settings".into(),
+            )),
+            TokenAnswer::Unregistered => Err(Error::Internal(
+                "issue script: the queue is still not registered".into(),
+            )),
+        }
+    }
+}
+
+impl FromRedisValue for TokenReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, register): (
+            u8,
+            String,
+            u64,
+            u64,
+            i64,
+            String,
+            u64,
+            u8,
+            u8,
+        ) = FromRedisValue::from_redis_value(v)?;
+        let live = |standing| {
+            TokenAnswer::Live(TokenState {
+                ticket,
+                standing,
+                expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
+                waiting_idle: Duration::from_millis(idle_ms),
+                paused: paused == 1,
+            })
+        };
+        let answer = match status.as_str() {
+            "waiting" => live(Standing::Waiting { position }),
+            "active" => live(Standing::Active {
+                until: instant(until_ms)?,
+            }),
+            "limited" => TokenAnswer::Limited {
+                retry_after: Duration::from_millis(until_ms.max(0) as u64)
+                    .max(Duration::from_secs(1)),
+            },
+            "no-queue" => TokenAnswer::NoQueue,
+            "unregistered" => TokenAnswer::Unregistered,
+            other => TokenAnswer::Absent(
+                Absence::from_script(other)
+                    .ok_or_else(|| format!("queue script returned status {other:?}"))?,
+            ),
+        };
+        Ok(TokenReply {
+            created: created == 1,
+            answer,
+            register: register == 1,
+        })
+    }
+}
+
+/// The check script's `{active_until_ms, why}`: the gate, or why not (`why` is `''` when
+/// active).
+struct CheckReply(Result<Gate, Refusal>);
+
+impl FromRedisValue for CheckReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (until_ms, why): (i64, String) = FromRedisValue::from_redis_value(v)?;
+        if until_ms != 0 {
+            return Ok(CheckReply(Ok(Gate {
+                active_until: instant(until_ms)?,
+            })));
+        }
+        Ok(CheckReply(Err(match why.as_str() {
+            "waiting" => Refusal::Waiting,
+            other => Absence::from_script(other)
+                .ok_or_else(|| format!("check script returned {other:?}"))?
+                .into(),
+        })))
+    }
+}
+
+/// The leave script's `{left, place, admitted, dropped}`: the place given up (`active` or
+/// `waiting`) and whoever the freed place admitted or dropped; or, when nothing was left,
+/// why the token held no place.
+enum LeaveReply {
+    Left {
+        from_session: bool,
+        admitted: Vec<Admission>,
+        dropped: Vec<Seat>,
+    },
+    Absent(Absence),
+}
+
+impl FromRedisValue for LeaveReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (left, place, admitted, dropped): (u8, String, Vec<Admission>, Vec<Seat>) =
+            FromRedisValue::from_redis_value(v)?;
+        if left == 0 {
+            return Ok(LeaveReply::Absent(
+                Absence::from_script(&place)
+                    .ok_or_else(|| format!("leave script returned {place:?}"))?,
+            ));
+        }
+        Ok(LeaveReply::Left {
+            from_session: place == "active",
+            admitted,
+            dropped,
+        })
+    }
+}
+
+/// The release script's `{released, ticket}`: the ticket of the session it ended, if any.
+struct ReleaseReply(Option<u64>);
+
+impl FromRedisValue for ReleaseReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (released, ticket): (u8, u64) = FromRedisValue::from_redis_value(v)?;
+        Ok(ReleaseReply((released == 1).then_some(ticket)))
+    }
+}
+
+/// The summary script's `{waiting, active, rate, admitted through, settings in force}`.
+struct SummaryReply {
+    waiting: u64,
+    active: u64,
+    admission_rate_per_minute: Option<f64>,
+    admitted_through: u64,
+    settings: QueueSettings,
+}
+
+impl FromRedisValue for SummaryReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (waiting, active, rate, admitted_through, settings): (
             u64,
             u64,
             String,
             u64,
-            SettingsReply,
-        ) = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
-        Ok(QueueSummary {
-            queue_id: queue.clone(),
+            QueueSettings,
+        ) = FromRedisValue::from_redis_value(v)?;
+        Ok(SummaryReply {
             waiting,
             active,
-            admitted_through,
             admission_rate_per_minute: parse_rate(&rate),
-            settings: QueueSettings::from_reply(settings),
+            admitted_through,
+            settings,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_ticket_comes_with_its_buyer() {
+        let payment = PaymentId::parse("p1").unwrap();
+        let at = Utc::now();
+        let detail = |extra: Value| {
+            let mut d =
+                json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1", "userId": "u1"});
+            d.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            d
+        };
+        let paid = Paid::from_detail(&detail(json!({"ticket": 7})), &payment, at).unwrap();
+        assert_eq!(
+            paid,
+            Some(Paid {
+                queue: QueueId::parse("q1").unwrap(),
+                user: UserId::parse("u1").unwrap(),
+                payment: payment.clone(),
+                completed_at: at,
+                ticket: Some(7),
+            })
+        );
+        let anonymous = json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1"});
+        assert_eq!(Paid::from_detail(&anonymous, &payment, at).unwrap(), None);
+        for bad in [
+            json!({"ticket": 0}),
+            json!({"ticket": -1}),
+            json!({"ticket": "7"}),
+            json!({"ticket": 7, "userId": null}),
+        ] {
+            let err = Paid::from_detail(&detail(bad.clone()), &payment, at).unwrap_err();
+            assert!(err.to_string().contains("ticket"), "{bad}: {err}");
+        }
+        let err = Paid::from_detail(&detail(json!({"queueId": "a b"})), &payment, at).unwrap_err();
+        assert!(err.to_string().contains("queueId"), "{err}");
     }
 }

@@ -360,19 +360,26 @@ local function wait_estimate(position)
   return string.format('%d', frees_at - NOW + rounds * mean)
 end
 
--- The reply every buyer-facing script gives for a token:
--- {created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}.
+-- The reply issue and status give, and the only place it is built (decoded by `TokenReply`
+-- in buyer.rs): {created, status, ticket, position, active_until_ms, wait_ms, idle_ms,
+-- paused, register}. `status` is 'waiting', 'active', a departure, 'unknown', 'limited'
+-- (active_until_ms then holds the ms until the window ends), 'no-queue' or 'unregistered';
+-- `wait_ms` is '' when no estimate is honest. Omitted fields are 0 ('' for `wait_ms`).
+local function token_reply(created, status, ticket, position, until_ms, wait_ms, register)
+  return {created, status, ticket or 0, position or 0, until_ms or 0, wait_ms or '', IDLE_MS,
+    PAUSED_FLAG, register or 0}
+end
+
 local function waiting_reply(created, user, ticket)
   keep_meta()
   local position = redis.call('ZRANK', WAITING, user) + 1
-  return {created, 'waiting', ticket, position, 0, wait_estimate(position), IDLE_MS,
-    PAUSED_FLAG, needs_registration()}
+  return token_reply(created, 'waiting', ticket, position, 0, wait_estimate(position),
+    needs_registration())
 end
 
 local function active_reply(created, ticket, until_ms)
   keep_meta()
-  return {created, 'active', ticket, 0, until_ms, '', IDLE_MS, PAUSED_FLAG,
-    needs_registration()}
+  return token_reply(created, 'active', ticket, 0, until_ms, '', needs_registration())
 end
 
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
@@ -414,5 +421,5 @@ end
 
 -- The reply for a token that holds no place: its departure in place of the status.
 local function gone_reply(state, user, ticket)
-  return {0, departure(state, user, ticket), 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+  return token_reply(0, departure(state, user, ticket))
 end

@@ -2,6 +2,7 @@
 //! [`crate::publish`] sends to EventBridge. They carry ids and tickets, never a token.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use crate::ids::QueueId;
@@ -88,32 +89,52 @@ impl QueueEvent {
     }
 }
 
-/// The scripts' admitted list, `{user, ticket, active until ms}` each.
-pub(super) type AdmittedReply = Vec<(String, u64, i64)>;
-/// The scripts' dropped, expired and abandoned lists, `{user, ticket}` each.
-pub(super) type SeatsReply = Vec<(String, u64)>;
+/// An admission a script reports: `{user, ticket, active until ms}`.
+pub(super) struct Admission {
+    user: String,
+    ticket: u64,
+    /// `None` when the script's instant is out of range: no event is sent for it.
+    until: Option<DateTime<Utc>>,
+}
 
-pub(super) fn admitted_events(queue: &QueueId, admitted: AdmittedReply) -> Vec<QueueEvent> {
+impl FromRedisValue for Admission {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (user, ticket, until_ms): (String, u64, i64) = FromRedisValue::from_redis_value(v)?;
+        Ok(Admission {
+            user,
+            ticket,
+            until: DateTime::from_timestamp_millis(until_ms),
+        })
+    }
+}
+
+/// A buyer a script names as dropped, expired or abandoned: `{user, ticket}`.
+pub(super) struct Seat {
+    user: String,
+    ticket: u64,
+}
+
+impl FromRedisValue for Seat {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (user, ticket): (String, u64) = FromRedisValue::from_redis_value(v)?;
+        Ok(Seat { user, ticket })
+    }
+}
+
+pub(super) fn admitted_events(queue: &QueueId, admitted: Vec<Admission>) -> Vec<QueueEvent> {
     admitted
         .into_iter()
-        .filter_map(|(user, ticket, until_ms)| {
-            Some(QueueEvent::activated(
-                queue,
-                user,
-                ticket,
-                DateTime::from_timestamp_millis(until_ms)?,
-            ))
-        })
+        .filter_map(|a| Some(QueueEvent::activated(queue, a.user, a.ticket, a.until?)))
         .collect()
 }
 
 pub(super) fn seat_events(
     kind: QueueEventKind,
     queue: &QueueId,
-    seats: SeatsReply,
+    seats: Vec<Seat>,
 ) -> Vec<QueueEvent> {
     seats
         .into_iter()
-        .map(|(user, ticket)| QueueEvent::new(kind, queue, user, ticket))
+        .map(|seat| QueueEvent::new(kind, queue, seat.user, seat.ticket))
         .collect()
 }

@@ -14,12 +14,12 @@ local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
 if ARGV[ARG + 4] ~= 'open' and redis.call('EXISTS', SETTINGS) == 0 then
-  return {0, 'no-queue', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+  return token_reply(0, 'no-queue')
 end
 if ARGV[ARG + 5] == '1' then
   redis.call('HSET', META, 'registered', 1)
 elseif redis.call('HEXISTS', META, 'registered') == 0 then
-  return {0, 'unregistered', 0, 0, 0, '', IDLE_MS, PAUSED_FLAG, 0}
+  return token_reply(0, 'unregistered')
 end
 
 -- Fixed one-minute windows, counted in two hashes used in turn.
@@ -35,7 +35,7 @@ if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
   end
   if over then
     keep_meta()
-    return {0, 'limited', 0, 0, (window + 1) * 60000 - NOW, '', IDLE_MS, PAUSED_FLAG, 0}
+    return token_reply(0, 'limited', 0, 0, (window + 1) * 60000 - NOW)
   end
 end
 

@@ -16,8 +16,10 @@
 
 mod buyer;
 mod events;
-mod housekeeping;
 pub mod keys;
+mod promotion;
+mod reaping;
+mod registry;
 pub mod settings;
 
 use std::sync::LazyLock;
@@ -32,9 +34,10 @@ use crate::ids::QueueId;
 use crate::store::{primary_read_script, Conn, ScriptCall};
 use keys::QueueKeys;
 
-pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal};
+pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
 pub use events::{QueueEvent, QueueEventKind};
-pub use housekeeping::{PromotionReport, QueuePromotion, QueueReap, ReapReport, REAP_CHUNK};
+pub use promotion::{PromotionReport, QueuePromotion};
+pub use reaping::{QueueReap, ReapReport, REAP_CHUNK};
 pub use settings::{QueueSettings, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
@@ -124,12 +127,30 @@ pub enum Standing {
     Active { until: DateTime<Utc> },
 }
 
-/// The error for a token a script found holding no place: its departure (`Gone`), or
-/// `unknown` (`NotFound`). `None` when `raw` is neither.
-fn gone(raw: &str) -> Option<crate::Error> {
-    match raw {
-        "unknown" => Some(crate::Error::unknown_token()),
-        other => Departure::from_script(other).map(crate::Error::Gone),
+/// Why a token holds no place, as the scripts say it: its departure, or `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Absence {
+    Departed(Departure),
+    Unknown,
+}
+
+impl Absence {
+    /// The absence a script names, if it names one.
+    fn from_script(raw: &str) -> Option<Self> {
+        match raw {
+            "unknown" => Some(Absence::Unknown),
+            other => Departure::from_script(other).map(Absence::Departed),
+        }
+    }
+}
+
+/// A token that holds no place is [`crate::Error::Gone`] with its departure, or not found.
+impl From<Absence> for crate::Error {
+    fn from(absence: Absence) -> Self {
+        match absence {
+            Absence::Departed(departure) => crate::Error::Gone(departure),
+            Absence::Unknown => crate::Error::unknown_token(),
+        }
     }
 }
 
@@ -178,56 +199,9 @@ impl TokenState {
     }
 }
 
-/// The reply of the buyer-facing scripts:
-/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}`
-/// (`wait_ms` is `''` when no estimate is honest).
-type ScriptReply = (u8, String, u64, u64, i64, String, u64, u8, u8);
-
-/// Decodes a [`ScriptReply`]: whether the entry is new and its state. A token that holds no
-/// place is an error: [`crate::Error::Gone`] with its departure, or not found.
-fn decode_reply(reply: ScriptReply) -> Result<(bool, TokenState), crate::Error> {
-    let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, _) = reply;
-    if let Some(err) = gone(&status) {
-        return Err(err);
-    }
-    let standing = match status.as_str() {
-        "limited" => {
-            return Err(crate::Error::RateLimited {
-                retry_after: Duration::from_millis(until_ms.max(0) as u64)
-                    .max(Duration::from_secs(1)),
-            })
-        }
-        "no-queue" => {
-            return Err(crate::Error::NotFound(
-                "no such queue: an operator creates it with PUT /queues/{queueId}/settings".into(),
-            ))
-        }
-        "waiting" => Standing::Waiting { position },
-        "active" => Standing::Active {
-            until: instant(until_ms)?,
-        },
-        other => {
-            return Err(crate::Error::Internal(format!(
-                "queue script returned status {other:?}"
-            )))
-        }
-    };
-    Ok((
-        created == 1,
-        TokenState {
-            ticket,
-            standing,
-            expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
-            waiting_idle: Duration::from_millis(idle_ms),
-            paused: paused == 1,
-        },
-    ))
-}
-
 /// The instant `ms` milliseconds after the epoch, as the scripts report times.
-fn instant(ms: i64) -> Result<DateTime<Utc>, crate::Error> {
-    DateTime::from_timestamp_millis(ms)
-        .ok_or_else(|| crate::Error::Internal(format!("instant {ms} out of range")))
+fn instant(ms: i64) -> Result<DateTime<Utc>, redis::ParsingError> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| format!("instant {ms} out of range").into())
 }
 
 fn parse_rate(raw: &str) -> Option<f64> {

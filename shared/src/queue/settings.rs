@@ -3,6 +3,7 @@
 //! has not set follows the environment's default. The first change creates the queue
 //! (under `QUEUE_CREATION=operator`); `DELETE /queues/{queueId}/settings` closes it.
 
+use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
@@ -27,22 +28,21 @@ pub struct QueueSettings {
     pub paused: bool,
 }
 
-impl QueueSettings {
-    /// Decodes the scripts' `{capacity, session ms, admit per tick, idle ms, paused}`.
-    pub(super) fn from_reply(
-        (capacity, session_ms, admit, idle_ms, paused): SettingsReply,
-    ) -> Self {
-        QueueSettings {
+/// The scripts' `{capacity, session ms, admit per tick, idle ms, paused}` (configure's reply,
+/// and part of summary's).
+impl FromRedisValue for QueueSettings {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (capacity, session_ms, admit, idle_ms, paused): (u32, u64, u32, u64, u8) =
+            FromRedisValue::from_redis_value(v)?;
+        Ok(QueueSettings {
             capacity,
             session_seconds: session_ms / 1000,
             admit_per_tick: admit,
             waiting_idle_seconds: idle_ms / 1000,
             paused: paused == 1,
-        }
+        })
     }
 }
-
-pub(super) type SettingsReply = (u32, u64, u32, u64, u8);
 
 /// A change to a queue's settings. Each field is left alone when absent, set when given,
 /// and returned to the environment's default when `null`.
@@ -136,16 +136,15 @@ impl WaitingRoom {
         for (field, value) in &args {
             invocation.arg(*field).arg(value);
         }
-        let reply: SettingsReply = self.conn.invoke(invocation).await?;
-        Ok(QueueSettings::from_reply(reply))
+        Ok(self.conn.invoke(invocation).await?)
     }
 
     /// Removes `queue`'s settings, and so (under `QUEUE_CREATION=operator`) the queue: no
     /// more token requests. Only an empty queue closes ([`Error::Conflict`] otherwise: pause
     /// it and let it drain). The reaper then retires it as any idle queue.
     pub async fn close(&self, queue: &QueueId) -> Result<(), Error> {
-        let closed: u8 = self.conn.invoke(self.invocation(&CLOSE, queue)).await?;
-        if closed == 0 {
+        let closed: bool = self.conn.invoke(self.invocation(&CLOSE, queue)).await?;
+        if !closed {
             return Err(Error::Conflict(
                 "the queue still has buyers waiting or active; pause it and let it drain".into(),
             ));

@@ -4,11 +4,12 @@
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::ids::{ConcertId, Genre, PaymentId, QueueId, RefundId, UserId};
+use crate::ids::{ConcertId, Genre, PaymentId, RefundId};
 
 /// What an event asks the boards to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,12 +21,6 @@ pub enum Command {
         seats: u32,
         genres: Vec<Genre>,
         completed_at: DateTime<Utc>,
-        /// The buyer whose waiting-room session the payment ends, when the event names
-        /// both `queueId` and `userId`.
-        buyer: Option<(QueueId, UserId)>,
-        /// The ticket of the session the payment was made in, when the event names it: only
-        /// that session is ended.
-        ticket: Option<u64>,
     },
     /// Take back up to `seats` of a payment from the boards it counted on.
     Refund {
@@ -56,12 +51,14 @@ struct PaymentCompleted {
     genres: Vec<String>,
     #[serde(default)]
     completed_at: Option<DateTime<Utc>>,
-    #[serde(default)]
-    queue_id: Option<String>,
-    #[serde(default)]
-    user_id: Option<String>,
-    #[serde(default)]
-    ticket: Option<u64>,
+    /// The waiting-room fields (`queueId`, `userId`, `ticket`): allowed here, read by the
+    /// waiting room.
+    #[serde(default, rename = "queueId")]
+    _queue_id: Option<IgnoredAny>,
+    #[serde(default, rename = "userId")]
+    _user_id: Option<IgnoredAny>,
+    #[serde(default, rename = "ticket")]
+    _ticket: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -109,17 +106,6 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
     let command = match envelope.detail_type.as_str() {
         "PaymentCompleted" => {
             let d: PaymentCompleted = detail(envelope.detail)?;
-            // Optional, still validated so a malformed id is caught at the edge.
-            let queue = d.queue_id.as_deref().map(QueueId::parse).transpose()?;
-            let user = d.user_id.as_deref().map(UserId::parse).transpose()?;
-            let buyer = queue.zip(user);
-            let ticket = match d.ticket {
-                Some(0) => return Err(Error::invalid("ticket", "must be at least 1")),
-                Some(_) if buyer.is_none() => {
-                    return Err(Error::invalid("ticket", "needs queueId and userId"))
-                }
-                ticket => ticket,
-            };
             Command::Payment {
                 payment: PaymentId::parse(&d.payment_id)?,
                 concert: ConcertId::parse(&d.concert_id)?,
@@ -128,8 +114,6 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
                 completed_at: d.completed_at.or(envelope.time).ok_or_else(|| {
                     Error::invalid("completedAt", "missing, and the event has no time")
                 })?,
-                buyer,
-                ticket,
             }
         }
         "PaymentRefunded" => {
@@ -252,36 +236,19 @@ mod tests {
     }
 
     #[test]
-    fn a_ticket_comes_with_its_buyer() {
-        let detail = |extra: Value| {
-            let mut d =
-                json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1", "userId": "u1"});
-            d.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            event("PaymentCompleted", d)
-        };
-        let parsed = parse_event(&detail(json!({"ticket": 7})), "lineup.payments").unwrap();
-        assert!(
-            matches!(
-                parsed,
-                Parsed::Command(Command::Payment {
-                    ticket: Some(7),
-                    buyer: Some(_),
-                    ..
-                })
+    fn the_waiting_room_fields_are_allowed_and_left_out() {
+        let parsed = parse_event(
+            &event(
+                "PaymentCompleted",
+                json!({"paymentId": "p1", "concertId": "c1", "queueId": "q1", "userId": "u1", "ticket": 7}),
             ),
+            "lineup.payments",
+        )
+        .unwrap();
+        assert!(
+            matches!(parsed, Parsed::Command(Command::Payment { .. })),
             "{parsed:?}"
         );
-        for bad in [
-            json!({"ticket": 0}),
-            json!({"ticket": -1}),
-            json!({"ticket": "7"}),
-            json!({"ticket": 7, "userId": null}),
-        ] {
-            let err = parse_event(&detail(bad.clone()), "lineup.payments").unwrap_err();
-            assert!(err.to_string().contains("ticket"), "{bad}: {err}");
-        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use redis::Script;
+use redis::{FromRedisValue, ParsingError, Script, Value};
 use serde::Serialize;
 use serde_json::json;
 
@@ -27,7 +27,7 @@ pub use period::{local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
-use crate::store::{primary_read_script, Batch, Conn, ScriptCall};
+use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
 
 static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
 static TOP: LazyLock<Script> = LazyLock::new(|| primary_read_script(include_str!("top.lua")));
@@ -67,7 +67,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Decodes one outcome of the apply script: a word, then `: ` and the reason.
-    fn from_reply(reply: &str) -> Result<Self, Error> {
+    fn from_reply(reply: &str) -> Result<Self, ParsingError> {
         let (word, reason) = reply.split_once(": ").unwrap_or((reply, ""));
         let reason = reason.to_owned();
         Ok(match word {
@@ -78,12 +78,30 @@ impl Outcome {
             "conflict" => Outcome::Conflict(reason),
             "implausible" => Outcome::Implausible(reason),
             "refused" => Outcome::Refused(reason),
-            other => {
-                return Err(Error::Internal(format!(
-                    "ranking script returned {other:?}"
-                )))
-            }
+            other => return Err(format!("ranking script returned {other:?}").into()),
         })
+    }
+}
+
+/// The apply script's reply holds one outcome per command, in order.
+impl FromRedisValue for Outcome {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        Outcome::from_reply(&String::from_redis_value(v)?)
+    }
+}
+
+/// Commands staged with [`Rankings::stage_apply`], one script call per
+/// [`EVENTS_PER_CALL`].
+pub struct StagedApply(Vec<Staged<Vec<Outcome>>>);
+
+impl StagedApply {
+    /// One outcome per staged command, in order, from the batch's replies.
+    pub fn read(&self, replies: &[Value]) -> Result<Vec<Outcome>, Error> {
+        let mut outcomes = Vec::new();
+        for call in &self.0 {
+            outcomes.extend(call.read(replies)?);
+        }
+        Ok(outcomes)
     }
 }
 
@@ -113,6 +131,46 @@ pub struct Ranked {
     pub rank: u64,
     pub concert_id: String,
     pub score: u64,
+}
+
+/// One row of the top script's page: `{concert, score, rank}`.
+impl FromRedisValue for Ranked {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (concert_id, score, rank) = FromRedisValue::from_redis_value(v)?;
+        Ok(Ranked {
+            rank,
+            concert_id,
+            score,
+        })
+    }
+}
+
+/// The top script's `{concerts on the board, page}`.
+struct PageReply {
+    total: u64,
+    items: Vec<Ranked>,
+}
+
+impl FromRedisValue for PageReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (total, items) = FromRedisValue::from_redis_value(v)?;
+        Ok(PageReply { total, items })
+    }
+}
+
+/// The concert script's `{score, rank}`, or `{}` when the concert is not on the board:
+/// `(rank, score)`.
+struct PositionReply(Option<(u64, u64)>);
+
+impl FromRedisValue for PositionReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let reply: Vec<u64> = FromRedisValue::from_redis_value(v)?;
+        Ok(PositionReply(match reply.as_slice() {
+            [score, rank] => Some((*rank, *score)),
+            [] => None,
+            other => return Err(format!("concert script returned {other:?}").into()),
+        }))
+    }
 }
 
 /// The rankings over one Redis. Cheap to clone.
@@ -156,10 +214,10 @@ impl Rankings {
     }
 
     /// Stages `commands` in `batch`, atomically per call of up to [`EVENTS_PER_CALL`], so
-    /// they share one round trip with other work (the updater's releases); read the
-    /// outcomes with [`Rankings::outcomes`].
-    pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> Vec<usize> {
-        commands
+    /// they share one round trip with other work (the updater's releases); the handle reads
+    /// their outcomes.
+    pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> StagedApply {
+        let calls = commands
             .chunks(EVENTS_PER_CALL)
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
@@ -177,25 +235,16 @@ impl Rankings {
                 for key in &keys {
                     invocation.key(key);
                 }
-                batch.script(invocation)
+                batch.stage(invocation)
             })
-            .collect()
+            .collect();
+        StagedApply(calls)
     }
 
-    /// One outcome per staged command, in order, from the batch's replies.
-    pub fn outcomes(staged: &[usize], replies: &[redis::Value]) -> Result<Vec<Outcome>, Error> {
-        let mut outcomes = Vec::new();
-        for index in staged {
-            let reply = replies
-                .get(*index)
-                .ok_or_else(|| Error::Internal("missing ranking reply".into()))?;
-            let texts: Vec<String> = redis::from_redis_value_ref(reply)
-                .map_err(|err| Error::Internal(format!("ranking reply: {err}")))?;
-            for text in texts {
-                outcomes.push(Outcome::from_reply(&text)?);
-            }
-        }
-        Ok(outcomes)
+    /// Sends `batch`, which holds this owner's staged work and whatever shares its round
+    /// trip; the staged handles read the replies.
+    pub async fn send(&self, batch: &Batch) -> Result<Vec<Value>, Error> {
+        Ok(self.conn.send(batch).await?)
     }
 
     /// The script's instruction for `command`, noting every key it names in `keys`.
@@ -300,15 +349,7 @@ impl Rankings {
     ) -> Result<(u64, Vec<Ranked>), Error> {
         let mut invocation = ScriptCall::new(&TOP);
         invocation.key(self.board_key(board)).arg(offset).arg(limit);
-        let (total, rows): (u64, Vec<(String, u64, u64)>) = self.conn.invoke(invocation).await?;
-        let items = rows
-            .into_iter()
-            .map(|(concert_id, score, rank)| Ranked {
-                rank,
-                concert_id,
-                score,
-            })
-            .collect();
+        let PageReply { total, items } = self.conn.invoke(invocation).await?;
         Ok((total, items))
     }
 
@@ -320,11 +361,8 @@ impl Rankings {
     ) -> Result<Option<(u64, u64)>, Error> {
         let mut invocation = ScriptCall::new(&CONCERT);
         invocation.key(self.board_key(board)).arg(concert.as_str());
-        let reply: Vec<u64> = self.conn.invoke(invocation).await?;
-        Ok(match reply.as_slice() {
-            [score, rank] => Some((*rank, *score)),
-            _ => None,
-        })
+        let PositionReply(position) = self.conn.invoke(invocation).await?;
+        Ok(position)
     }
 }
 

@@ -1,10 +1,13 @@
 //! Script and pipeline plumbing: a script call, a batch of calls from one or more owners,
 //! and sending a pipeline so that a server that lost its script cache still runs it.
 
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use redis::cluster_routing::Slot;
-use redis::{Cmd, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
+use redis::{
+    Cmd, FromRedisValue, ParsingError, RedisError, Script, ServerErrorKind, ToRedisArgs, Value,
+};
 
 /// A script that only reads, yet must read the primary. Its Redis 7 flags leave out
 /// `no-writes`, so a read-only replica refuses it with `READONLY`, as it refuses a write.
@@ -67,8 +70,8 @@ impl ScriptCall {
 }
 
 /// Work from one or more owners (the rankings and the waiting room, say) sent together.
-/// Each owner stages its calls and later reads its own replies by the index
-/// [`Batch::script`] or [`Batch::command`] gave it.
+/// Each owner stages its calls ([`Batch::stage`], [`Batch::stage_command`]) and later reads
+/// its own replies through the [`Staged`] handles they gave it.
 #[derive(Default)]
 pub struct Batch {
     /// Each staged command, with the hash slot of its first key.
@@ -83,7 +86,7 @@ impl Batch {
     }
 
     /// Adds a script call; returns the index its reply will have.
-    pub fn script(&mut self, call: ScriptCall) -> usize {
+    pub(super) fn script(&mut self, call: ScriptCall) -> usize {
         if !self.scripts.iter().any(|s| std::ptr::eq(*s, call.script)) {
             self.scripts.push(call.script);
         }
@@ -93,13 +96,49 @@ impl Batch {
     }
 
     /// Adds a plain command on `key`; returns the index its reply will have.
-    pub fn command(&mut self, key: &str, cmd: Cmd) -> usize {
+    pub(super) fn command(&mut self, key: &str, cmd: Cmd) -> usize {
         self.entries.push((Slot::for_key(key), cmd));
         self.entries.len() - 1
     }
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+/// A call staged in a [`Batch`]: once the batch is sent, decodes its own reply as `T` from
+/// the batch's replies. Owners hand these out from their `stage_*` methods, so no caller
+/// counts pipeline indices or decodes another owner's reply.
+pub struct Staged<T> {
+    index: usize,
+    reply: PhantomData<fn() -> T>,
+}
+
+impl<T: FromRedisValue> Staged<T> {
+    /// This call's reply, from what [`super::Conn::send`] returned for the batch.
+    pub fn read(&self, replies: &[Value]) -> Result<T, RedisError> {
+        let reply = replies
+            .get(self.index)
+            .ok_or_else(|| ParsingError::from(format!("no reply {}", self.index)))?;
+        Ok(T::from_redis_value_ref(reply)?)
+    }
+}
+
+impl Batch {
+    /// Adds a script call whose reply decodes as `T`.
+    pub fn stage<T: FromRedisValue>(&mut self, call: ScriptCall) -> Staged<T> {
+        Staged {
+            index: self.script(call),
+            reply: PhantomData,
+        }
+    }
+
+    /// Adds a plain command on `key` whose reply decodes as `T`.
+    pub fn stage_command<T: FromRedisValue>(&mut self, key: &str, cmd: Cmd) -> Staged<T> {
+        Staged {
+            index: self.command(key, cmd),
+            reply: PhantomData,
+        }
     }
 }
 

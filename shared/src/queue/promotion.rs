@@ -1,0 +1,197 @@
+//! Promotion ticks over the registered queues: each admits the next waiters in ticket order
+//! while places are free, and removes the absent waiters and run-out sessions it meets. It
+//! reports, per queue, whom it admitted, expired and dropped, for events and metrics.
+
+use redis::{FromRedisValue, ParsingError, Value};
+use serde::Serialize;
+
+use super::events::{admitted_events, seat_events, Admission, Seat};
+use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE};
+use crate::error::Error;
+use crate::ids::QueueId;
+use crate::store::{Batch, Staged};
+
+/// Most follow-up script calls per queue in one tick, beyond the first.
+const MAX_EXTRA_SLICES: usize = 100;
+
+/// What one promotion tick did in one queue.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuePromotion {
+    pub queue_id: QueueId,
+    pub admitted: u64,
+    /// Absent waiters removed from the head of the line.
+    pub abandoned: u64,
+    /// Sessions that had run out, removed.
+    pub expired: u64,
+    pub waiting: u64,
+    pub active: u64,
+    pub admission_rate_per_minute: Option<f64>,
+    #[serde(skip)]
+    pub events: Vec<QueueEvent>,
+}
+
+impl QueuePromotion {
+    /// Adds one slice's reply; returns whether the queue may admit more this tick, and how
+    /// many.
+    fn add(&mut self, reply: PromoteReply) -> (bool, u64) {
+        let queue = self.queue_id.clone();
+        let admitted = admitted_events(&queue, reply.admitted);
+        self.admitted += admitted.len() as u64;
+        self.abandoned += reply.dropped.len() as u64;
+        self.expired += reply.expired.len() as u64;
+        self.events.extend(admitted);
+        self.events.extend(seat_events(
+            QueueEventKind::Abandoned,
+            &queue,
+            reply.dropped,
+        ));
+        self.events
+            .extend(seat_events(QueueEventKind::Expired, &queue, reply.expired));
+        self.waiting = reply.waiting;
+        self.active = reply.active;
+        self.admission_rate_per_minute = reply.admission_rate_per_minute;
+        (reply.more, reply.remaining)
+    }
+}
+
+/// What one promotion tick did, per queue.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionReport {
+    pub queues: Vec<QueuePromotion>,
+}
+
+impl PromotionReport {
+    pub fn admitted(&self) -> u64 {
+        self.queues.iter().map(|q| q.admitted).sum()
+    }
+
+    pub fn abandoned(&self) -> u64 {
+        self.queues.iter().map(|q| q.abandoned).sum()
+    }
+
+    pub fn expired(&self) -> u64 {
+        self.queues.iter().map(|q| q.expired).sum()
+    }
+
+    pub fn still_waiting(&self) -> u64 {
+        self.queues.iter().map(|q| q.waiting).sum()
+    }
+
+    /// Every event of the tick, queue by queue.
+    pub fn events(&self) -> impl Iterator<Item = &QueueEvent> {
+        self.queues.iter().flat_map(|q| q.events.iter())
+    }
+}
+
+/// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
+/// more}`: one slice of a tick, and whether the queue may admit more (`remaining` more).
+struct PromoteReply {
+    admitted: Vec<Admission>,
+    dropped: Vec<Seat>,
+    expired: Vec<Seat>,
+    waiting: u64,
+    active: u64,
+    admission_rate_per_minute: Option<f64>,
+    remaining: u64,
+    more: bool,
+}
+
+impl FromRedisValue for PromoteReply {
+    // The script's flat reply, named field by field below.
+    #[allow(clippy::type_complexity)]
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (admitted, dropped, expired, waiting, active, rate, remaining, more): (
+            Vec<Admission>,
+            Vec<Seat>,
+            Vec<Seat>,
+            u64,
+            u64,
+            String,
+            u64,
+            u8,
+        ) = FromRedisValue::from_redis_value(v)?;
+        Ok(PromoteReply {
+            admitted,
+            dropped,
+            expired,
+            waiting,
+            active,
+            admission_rate_per_minute: parse_rate(&rate),
+            remaining,
+            more: more == 1,
+        })
+    }
+}
+
+impl WaitingRoom {
+    /// One promotion tick for every queue in `queues`, all in one batch: one pipelined
+    /// round trip (per shard, all at once, on a cluster). Each queue's step is atomic, so
+    /// overlapping promoters never exceed capacity.
+    pub async fn promote(&self, queues: &[QueueId]) -> Result<PromotionReport, Error> {
+        Ok(self.promote_and_list(queues, false).await?.0)
+    }
+
+    /// [`WaitingRoom::promote`], reading the registry in the same round trip: the promoter
+    /// promotes the queues it knew from its last tick and learns the list for the next.
+    pub async fn promote_and_list(
+        &self,
+        queues: &[QueueId],
+        list: bool,
+    ) -> Result<(PromotionReport, Option<Vec<QueueId>>), Error> {
+        let mut batch = Batch::new();
+        let listed = list.then(|| self.stage_registered_queues(&mut batch));
+        let mut slices: Vec<(usize, Staged<PromoteReply>)> = queues
+            .iter()
+            .enumerate()
+            .map(|(index, queue)| {
+                let mut call = self.invocation(&PROMOTE, queue);
+                call.arg("");
+                (index, batch.stage(call))
+            })
+            .collect();
+        let mut replies = self.conn.send(&batch).await?;
+        let registered = match listed {
+            Some(listed) => Some(listed.read(&replies)?),
+            None => None,
+        };
+        let mut promotions: Vec<QueuePromotion> = queues
+            .iter()
+            .map(|queue| QueuePromotion {
+                queue_id: queue.clone(),
+                admitted: 0,
+                abandoned: 0,
+                expired: 0,
+                waiting: 0,
+                active: 0,
+                admission_rate_per_minute: None,
+                events: Vec::new(),
+            })
+            .collect();
+        // Each call admits one slice; a queue that may admit more this tick gets another
+        // call, all such queues together in one more round trip.
+        for round in 0..=MAX_EXTRA_SLICES {
+            let mut more: Vec<(usize, u64)> = Vec::new();
+            for (index, slice) in &slices {
+                if let (true, remaining) = promotions[*index].add(slice.read(&replies)?) {
+                    more.push((*index, remaining));
+                }
+            }
+            if more.is_empty() || round == MAX_EXTRA_SLICES {
+                break;
+            }
+            let mut batch = Batch::new();
+            slices = more
+                .into_iter()
+                .map(|(index, remaining)| {
+                    let mut call = self.invocation(&PROMOTE, &queues[index]);
+                    call.arg(remaining);
+                    (index, batch.stage(call))
+                })
+                .collect();
+            replies = self.conn.send(&batch).await?;
+        }
+        Ok((PromotionReport { queues: promotions }, registered))
+    }
+}

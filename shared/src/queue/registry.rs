@@ -1,0 +1,97 @@
+//! The queue registry: the set of live queues the promoter and reaper work through, so they
+//! find queues without scanning the keyspace. A queue's first buyer registers it (within
+//! `MAX_QUEUES`); the reaper retires it once idle. The queue's meta hash holds a registration
+//! mark, so a buyer's script can tell when its queue must be registered again.
+
+use super::keys::{queue_registry_key, QueueKeys};
+use super::{WaitingRoom, REGISTER, RETIRE};
+use crate::error::Error;
+use crate::ids::QueueId;
+use crate::store::{Batch, ScriptCall, Staged};
+
+/// The registry's members, staged with [`WaitingRoom::stage_registered_queues`].
+pub(super) struct StagedQueues(Staged<Vec<String>>);
+
+impl StagedQueues {
+    pub(super) fn read(&self, replies: &[redis::Value]) -> Result<Vec<QueueId>, Error> {
+        Ok(queue_ids(self.0.read(replies)?))
+    }
+}
+
+impl WaitingRoom {
+    /// Every live queue: registered by its first buyer, until the reaper retires it.
+    pub async fn registered_queues(&self) -> Result<Vec<QueueId>, Error> {
+        let mut batch = Batch::new();
+        let listed = self.stage_registered_queues(&mut batch);
+        listed.read(&self.conn.send(&batch).await?)
+    }
+
+    /// Stages the registry's listing in `batch`, to share a round trip with other work.
+    pub(super) fn stage_registered_queues(&self, batch: &mut Batch) -> StagedQueues {
+        let registry = queue_registry_key(&self.prefix);
+        StagedQueues(batch.stage_command(&registry, redis::cmd("SMEMBERS").arg(&registry).clone()))
+    }
+
+    /// Adds `queue` to the registry unless it already holds `MAX_QUEUES` others.
+    pub(super) async fn register(&self, queue: &QueueId) -> Result<(), Error> {
+        let mut call = ScriptCall::new(&REGISTER);
+        call.key(queue_registry_key(&self.prefix))
+            .arg(queue.as_str())
+            .arg(self.config.max_queues);
+        let registered: bool = self.conn.invoke(call).await?;
+        if !registered {
+            return Err(Error::QueueLimit {
+                max: self.config.max_queues,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds `queue` to the registry when issue or status found a live queue unmarked,
+    /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted. The registry
+    /// is written first and the mark second: a crash in between leaves the queue unmarked,
+    /// and the next issue or status registers it again.
+    pub(super) async fn reregister(&self, queue: &QueueId) -> Result<(), Error> {
+        self.write_registry("SADD", queue).await?;
+        let meta = QueueKeys::new(&self.prefix, queue).meta;
+        self.conn
+            .query::<()>(
+                &meta,
+                redis::cmd("HSET")
+                    .arg(&meta)
+                    .arg("registered")
+                    .arg(1)
+                    .clone(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Takes an idle queue off the registry. Registry first, then the queue's own check
+    /// (which clears its registration mark only if it is still idle): an arrival in between
+    /// found the mark still set and did not register, so the queue goes back in.
+    /// Returns whether it was retired. The reaper calls it for queues its chunks found idle.
+    pub async fn retire(&self, queue: &QueueId) -> Result<bool, Error> {
+        self.write_registry("SREM", queue).await?;
+        let mut invocation = self.invocation(&RETIRE, queue);
+        invocation.arg(super::millis(self.config.retire_after));
+        let retired: bool = self.conn.invoke(invocation).await?;
+        if !retired {
+            self.write_registry("SADD", queue).await?;
+        }
+        Ok(retired)
+    }
+
+    /// Adds `queue` to the registry (`SADD`) or takes it off (`SREM`).
+    async fn write_registry(&self, verb: &str, queue: &QueueId) -> Result<(), Error> {
+        let registry = queue_registry_key(&self.prefix);
+        let cmd = redis::cmd(verb).arg(&registry).arg(queue.as_str()).clone();
+        Ok(self.conn.query::<()>(&registry, cmd).await?)
+    }
+}
+
+/// The registry's members as queue ids. Only ids that passed validation are ever
+/// registered; anything else is skipped.
+fn queue_ids(raw: Vec<String>) -> Vec<QueueId> {
+    raw.iter().filter_map(|q| QueueId::parse(q).ok()).collect()
+}
