@@ -395,7 +395,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
         &format!(
             "goal ≤ 1 ms; {} chunks of {}",
             reaped.script_calls,
-            lineup::queue::REAP_CHUNK
+            lineup::bench_support::REAP_CHUNK
         ),
     );
 }

@@ -17,6 +17,9 @@ pub fn status_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec
     queue_command(room, crate::queue::status_script(), queue, rest)
 }
 
+/// Waiters the reaper examines per script call: the bench times one such chunk.
+pub const REAP_CHUNK: u32 = crate::queue::REAP_CHUNK;
+
 /// The SHA1 hash the ranking reads' top-N script is sent by (`EVALSHA`).
 pub fn top_script_hash() -> &'static str {
     crate::ranking::top_script().get_hash()

@@ -37,7 +37,8 @@ use keys::QueueKeys;
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
 pub use events::{QueueEvent, QueueEventKind};
 pub use promotion::{PromotionReport, QueuePromotion};
-pub use reaping::{QueueReap, ReapReport, REAP_CHUNK};
+pub(crate) use reaping::REAP_CHUNK;
+pub use reaping::{QueueReap, ReapReport};
 pub use settings::{QueueSettings, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::ids::QueueId;
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
-pub const REAP_CHUNK: u32 = 50;
+pub(crate) const REAP_CHUNK: u32 = 50;
 
 /// What one reaper run did in one queue.
 #[derive(Debug, Clone, Serialize)]
