@@ -47,11 +47,19 @@ pub const IDLE_WINDOWS: u32 = 10;
 
 macro_rules! queue_script {
     ($file:literal) => {
-        LazyLock::new(|| Script::new(concat!(include_str!("common.lua"), include_str!($file))))
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua")),
+                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file))
+            ))
+        })
     };
     (primary_read $file:literal) => {
         LazyLock::new(|| {
-            primary_read_script(concat!(include_str!("common.lua"), include_str!($file)))
+            primary_read_script(concat!(
+                include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua")),
+                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file))
+            ))
         })
     };
 }
@@ -68,7 +76,12 @@ static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
-static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("register.lua")));
+static REGISTER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(include_str!(concat!(
+        env!("OUT_DIR"),
+        "/queue/register.lua"
+    )))
+});
 
 /// The issue script, for [`crate::bench_support`].
 pub(crate) fn issue_script() -> &'static Script {

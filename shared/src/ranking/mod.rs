@@ -29,10 +29,17 @@ use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
 use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
 
-static APPLY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("apply.lua")));
-static TOP: LazyLock<Script> = LazyLock::new(|| primary_read_script(include_str!("top.lua")));
-static CONCERT: LazyLock<Script> =
-    LazyLock::new(|| primary_read_script(include_str!("concert.lua")));
+static APPLY: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua"))));
+static TOP: LazyLock<Script> = LazyLock::new(|| {
+    primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/top.lua")))
+});
+static CONCERT: LazyLock<Script> = LazyLock::new(|| {
+    primary_read_script(include_str!(concat!(
+        env!("OUT_DIR"),
+        "/ranking/concert.lua"
+    )))
+});
 
 /// The top-N script, for [`crate::bench_support`].
 pub(crate) fn top_script() -> &'static Script {
