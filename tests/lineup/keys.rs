@@ -203,16 +203,8 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
     );
     // The cancelled concert's marker is permanent; each concert index left without a TTL
     // lists an all-time board, and only live boards.
-    let mut inspect = app.inspect.clone();
     for key in without_ttl.iter().filter(|key| key.ends_with(":boards")) {
-        let listed: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(key)
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query_async(&mut inspect)
-            .await
-            .unwrap();
+        let listed = lineup_tests::rankings::concert_index(&app, key).await;
         assert!(
             listed
                 .iter()

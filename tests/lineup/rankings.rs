@@ -736,14 +736,7 @@ async fn the_concert_index_keeps_live_boards_only_and_ends_with_them() {
         send(&app, &[paid("p1", "c1", 1, &["rock"], &now())]).await,
         [Verdict::Applied]
     );
-    let listed: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(&index)
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query_async(&mut inspect)
-        .await
-        .unwrap();
+    let listed = lineup_tests::rankings::concert_index(&app, &index).await;
     assert_eq!(listed.len(), 8, "4 periods × (overall, rock): {listed:?}");
     for (board, expires) in &listed {
         let expire_time: i64 = redis::cmd("EXPIRETIME")

@@ -62,3 +62,16 @@ pub fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
         })
         .collect()
 }
+
+/// The boards a concert index (`…:{rk}:concert:<id>:boards`) lists, each with its expiry
+/// (infinite for the all-time board).
+pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
+    redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .expect("the concert index")
+}
