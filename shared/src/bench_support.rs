@@ -25,6 +25,11 @@ pub fn top_script_hash() -> &'static str {
     crate::ranking::top_script().get_hash()
 }
 
+/// One call of the rankings' tick script, as `rankings` sends it.
+pub fn roll_command(rankings: &crate::ranking::Rankings) -> Vec<Vec<u8>> {
+    rankings.roll_call().command_line()
+}
+
 fn queue_command(
     room: &WaitingRoom,
     script: &'static redis::Script,

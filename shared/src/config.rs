@@ -94,6 +94,8 @@ pub struct RankingSettings {
     pub monthly_retention_months: u32,
     /// How long a payment's or refund's dedupe record lives.
     pub dedupe: Duration,
+    /// The trending board's half-life: a sale weighs half as much this much later.
+    pub trending_half_life: Duration,
 }
 
 /// Whether Redis is one primary (with replicas) or a cluster (Redis Cluster, ElastiCache
@@ -373,6 +375,9 @@ impl RankingSettings {
             )?,
             dedupe: Duration::from_secs(
                 86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, Bounds::new(1, 3_660))?,
+            ),
+            trending_half_life: Duration::from_secs(
+                3_600 * vars.number("RANKING_TRENDING_HALF_LIFE_HOURS", 6, Bounds::new(1, 168))?,
             ),
         })
     }

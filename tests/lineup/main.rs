@@ -23,3 +23,4 @@ mod samples;
 mod secrets;
 mod settings;
 mod tls;
+mod windows;

@@ -1,19 +1,25 @@
-//! The timers: the promoter and the reaper run on the schedules EventBridge gives them in
-//! AWS, through their Lambda handlers.
+//! The timers: the promoter, the reaper and the rankings' tick run on the schedules
+//! EventBridge gives them in AWS, through their Lambda handlers.
 
 use lambda_runtime::{Context, LambdaEvent};
 
 use crate::Stack;
 
-/// Runs the promoter every `PROMOTE_TICK_SECONDS` and the reaper every
-/// `REAP_INTERVAL_SECONDS`, through their Lambda handlers, until the task is dropped.
+/// How often the local stack runs the rankings' tick (AWS: once a minute).
+pub const ROLL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs the promoter every `PROMOTE_TICK_SECONDS`, the reaper every
+/// `REAP_INTERVAL_SECONDS` and the rankings' tick every [`ROLL_EVERY`], through their Lambda
+/// handlers, until the task is dropped.
 pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
     let promoter = stack.promoter.clone();
     let reaper = stack.reaper.clone();
+    let updater = stack.ranking_updater.clone();
     let settings = promoter.room.config().clone();
     tokio::spawn(async move {
         let mut promote = tokio::time::interval(settings.promote_tick);
         let mut reap = tokio::time::interval(settings.reap_interval);
+        let mut roll = tokio::time::interval(ROLL_EVERY);
         loop {
             tokio::select! {
                 _ = promote.tick() => {
@@ -27,6 +33,11 @@ pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
                 }
                 _ = reap.tick() => {
                     let _ = queue_reaper::handle(scheduled_event(), &reaper).await;
+                }
+                _ = roll.tick() => {
+                    if let Err(err) = ranking_updater::handle(scheduled_event(), &updater).await {
+                        tracing::warn!(error = %err, "rankings tick failed");
+                    }
                 }
             }
         }

@@ -59,12 +59,17 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     }
     let period = Period::parse(period)?;
     let query = Query::parse(request.uri().query().unwrap_or(""))?;
-    let day = match query.get("date") {
-        Some(raw) => parse_date(raw)?,
-        None => deps.rankings.today(),
-    };
     let genre = query.get("genre").map(Genre::parse).transpose()?;
-    let board = Board::on(period, day, genre);
+    let board = match query.get("date") {
+        Some(_) if period.is_live() => {
+            return Err(Error::invalid(
+                "date",
+                "a last-24h, last-7d or trending board is read as of now, without a date",
+            ))
+        }
+        Some(raw) => Board::on(period, parse_date(raw)?, genre),
+        None => deps.rankings.board_now(period, genre),
+    };
     match concert {
         None => {
             let limit = query.number("limit", 10, Bounds::new(1, 100))?;

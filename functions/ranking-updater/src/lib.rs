@@ -8,6 +8,10 @@
 //! (and then land in the dead-letter queue). A direct event that is one of those fails the
 //! invocation, so Lambda retries it twice and then parks it in the dead-letter queue
 //! (`template.yaml`): nothing is lost.
+//!
+//! An EventBridge `Scheduled Event` (source `aws.events`, once a minute) runs the rankings'
+//! tick instead: the buckets that left the last-24h and last-7d windows come off those
+//! boards.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
@@ -109,6 +113,13 @@ pub async fn handle(
         };
         return Ok(serde_json::to_value(handle_batch(batch, deps).await)?);
     }
+    if is_scheduled(&payload) {
+        let tick = deps.rankings.tick().await?;
+        if tick.more {
+            tracing::warn!(?tick, "the tick left work for the next one");
+        }
+        return Ok(serde_json::to_value(tick)?);
+    }
     if payload.get("detail-type").is_none() {
         tracing::warn!("ignored: not an EventBridge event");
         return Ok(serde_json::to_value(Verdict::Ignored(
@@ -127,6 +138,12 @@ pub async fn handle(
         }
         verdict => Ok(serde_json::to_value(verdict)?),
     }
+}
+
+/// Whether `payload` is the schedule's `Scheduled Event` from `aws.events`.
+fn is_scheduled(payload: &Value) -> bool {
+    payload.get("source").and_then(Value::as_str) == Some("aws.events")
+        && payload.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event")
 }
 
 /// Applies an SQS batch; reports the messages to retry.

@@ -76,7 +76,7 @@ local function pay(op)
   end
   if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
   local seats = op.seats - math.min(op.seats, take_pending(op))
-  local counted = {}
+  local counted, note = {}, ''
   if seats > 0 then
     upgrade_index(op.index)
     for _, board in ipairs(op.boards) do
@@ -93,10 +93,20 @@ local function pay(op)
         counted[#counted + 1] = key
       end
     end
+    local rolled
+    rolled, note = windows_pay(op, seats, NOW_MS)
+    if #rolled > 0 then
+      local entries = {}
+      for _, board in ipairs(rolled) do
+        entries[#entries + 1] = board[2]
+        entries[#entries + 1] = board[1]
+      end
+      redis.call('ZADD', op.index, unpack(entries))
+    end
     prune_index(op.index)
   end
   redis.call('HSET', op.record, 'concert', op.concert, 'seats', seats,
-    'boards', table.concat(counted, ' '), 'contents', contents)
+    'boards', table.concat(counted, ' '), 'contents', contents, 'windows', note)
   redis.call('EXPIRE', op.record, TTL)
   return 'applied'
 end
@@ -110,7 +120,7 @@ local function refund(op)
     if seen == '1' or seen == contents then return 'duplicate' end
     return 'conflict: refund was first delivered with ' .. seen .. ', now with ' .. contents
   end
-  local record = redis.call('HMGET', op.record, 'concert', 'seats', 'boards')
+  local record = redis.call('HMGET', op.record, 'concert', 'seats', 'boards', 'windows')
   if not record[1] then
     -- The payment has not landed yet: the refund waits for it.
     if redis.call('HLEN', op.pending) >= MAX_PENDING then
@@ -136,6 +146,7 @@ local function refund(op)
       end
     end
   end
+  windows_refund(op, record[4], seats)
   return 'applied'
 end
 
@@ -157,4 +168,6 @@ for i = FIRST_COMMAND, #ARGV do
   local op = cjson.decode(ARGV[i])
   outcomes[#outcomes + 1] = handlers[op.op](op)
 end
+flush_expiries()
+flush_window_expiries()
 return outcomes

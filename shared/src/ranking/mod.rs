@@ -12,6 +12,7 @@
 
 mod events;
 mod period;
+pub mod windows;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -28,9 +29,26 @@ use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
 use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
+use windows::{
+    bucket_of, Trend, Window, BUCKET_MS, LAST_24H, LAST_7D, MARGIN_SECONDS, TICK_CALLS,
+    TICK_FIELDS, TICK_STEPS,
+};
 
-static APPLY: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua"))));
+/// The apply script: the board helpers, the window and trending writes, then the commands.
+static APPLY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua")),
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/windows.lua")),
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua"))
+    ))
+});
+/// The tick: the board helpers, then the roll of the windows.
+static ROLL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua")),
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua"))
+    ))
+});
 static TOP: LazyLock<Script> = LazyLock::new(|| {
     primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/top.lua")))
 });
@@ -121,7 +139,8 @@ pub struct Board {
 }
 
 impl Board {
-    /// The board of `period` holding `day`.
+    /// The board of a calendar `period` holding `day`. A live period's board is
+    /// [`Rankings::board_at`] a moment.
     pub fn on(period: Period, day: NaiveDate, genre: Option<Genre>) -> Self {
         Board {
             period,
@@ -180,6 +199,32 @@ impl FromRedisValue for PositionReply {
     }
 }
 
+/// The tick script's `{fields taken off, more}`.
+struct RollReply {
+    processed: u64,
+    more: bool,
+}
+
+impl FromRedisValue for RollReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (processed, more): (u64, u8) = FromRedisValue::from_redis_value(v)?;
+        Ok(RollReply {
+            processed,
+            more: more == 1,
+        })
+    }
+}
+
+/// What a tick did: bucket fields taken off the rolling boards, script calls, and whether
+/// work was left for the next tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tick {
+    pub processed: u64,
+    pub calls: u32,
+    pub more: bool,
+}
+
 /// The rankings over one Redis. Cheap to clone.
 #[derive(Clone)]
 pub struct Rankings {
@@ -213,6 +258,87 @@ impl Rankings {
                 board.period, board.bucket
             )),
         }
+    }
+
+    /// The trending decay.
+    pub fn trend(&self) -> Trend {
+        Trend {
+            half_life_ms: self.settings.trending_half_life.as_millis() as i64,
+        }
+    }
+
+    /// The board a read at `now` uses: for a calendar period the bucket of `now`'s day in
+    /// the ranking zone; `rolling` for a window; the current generation for trending.
+    pub fn board_at(&self, period: Period, now: DateTime<Utc>, genre: Option<Genre>) -> Board {
+        let bucket = match period {
+            Period::Trending => self.trend().generation_at(now).to_string(),
+            Period::Last24h | Period::Last7d => "rolling".to_owned(),
+            _ => return Board::on(period, local_day(now, self.settings.time_zone), genre),
+        };
+        Board {
+            period,
+            bucket,
+            genre,
+        }
+    }
+
+    /// [`Rankings::board_at`] now.
+    pub fn board_now(&self, period: Period, genre: Option<Genre>) -> Board {
+        self.board_at(period, Utc::now(), genre)
+    }
+
+    /// The watermark hash: per window, the last bucket taken off its boards.
+    fn windows_state_key(&self) -> String {
+        self.key("windows")
+    }
+
+    /// What `windows.lua` and `roll.lua` need to name the window keys: the watermarks, the
+    /// genre infix and per window its bucket hashes (without the index) and overall board.
+    fn window_templates(&self) -> serde_json::Value {
+        let window = |window: Window, period: Period| {
+            json!({
+                "name": window.name,
+                "hash": self.key(&format!("window:{}:", window.name)),
+                "board": self.board_key(&Board { period, bucket: "rolling".into(), genre: None }),
+                "n": window.buckets,
+                "keep": window.keep_seconds(),
+            })
+        };
+        json!({
+            "g": BUCKET_MS,
+            "state": self.windows_state_key(),
+            "state_keep": LAST_7D.keep_seconds() + MARGIN_SECONDS,
+            "genre": ":genre:",
+            "windows": [window(LAST_24H, Period::Last24h), window(LAST_7D, Period::Last7d)],
+        })
+    }
+
+    /// Takes the buckets that left each rolling window off its boards: one script call,
+    /// and another while the last says there is more, up to [`TICK_CALLS`].
+    pub async fn tick(&self) -> Result<Tick, Error> {
+        let mut tick = Tick {
+            processed: 0,
+            calls: 0,
+            more: true,
+        };
+        while tick.more && tick.calls < TICK_CALLS {
+            let RollReply { processed, more } = self.conn.invoke(self.roll_call()).await?;
+            tick.processed += processed;
+            tick.calls += 1;
+            tick.more = more;
+        }
+        Ok(tick)
+    }
+
+    /// One tick script call.
+    pub(crate) fn roll_call(&self) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&ROLL);
+        invocation
+            .key(self.windows_state_key())
+            .arg(self.window_templates().to_string())
+            .arg(TICK_FIELDS)
+            .arg(TICK_STEPS);
+        invocation
     }
 
     /// Today in the ranking zone.
@@ -280,6 +406,25 @@ impl Rankings {
                     })
                     .collect();
                 let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
+                let mut win = self.window_templates();
+                win["b"] = json!(bucket_of(*completed_at));
+                win["trend"] = self
+                    .trend()
+                    .generations_for(*completed_at)
+                    .iter()
+                    .map(|generation| {
+                        let board = Board {
+                            period: Period::Trending,
+                            bucket: generation.index.to_string(),
+                            genre: None,
+                        };
+                        json!([
+                            note(self.board_key(&board)),
+                            generation.weight,
+                            generation.expires_at
+                        ])
+                    })
+                    .collect();
                 json!({
                     "op": "pay",
                     "record": note(self.key(&format!("payment:{payment}"))),
@@ -291,6 +436,7 @@ impl Rankings {
                     "genres": genres,
                     "at": completed_at.timestamp_millis(),
                     "boards": boards,
+                    "win": win,
                 })
             }
             Command::Refund {
@@ -311,6 +457,7 @@ impl Rankings {
                     "payment": payment.as_str(),
                     "concert": concert.as_str(),
                     "seats": seats,
+                    "win": self.window_templates(),
                 })
             }
             Command::Cancel { concert } => json!({

@@ -11,16 +11,21 @@ use chrono_tz::Tz;
 use crate::config::RankingSettings;
 use crate::error::Error;
 
-/// A board's period.
+/// A board's period: a calendar bucket, or a live board read at a moment (`last-24h`,
+/// `last-7d`, `trending`; see `windows.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Period {
     Daily,
     Weekly,
     Monthly,
     AllTime,
+    Last24h,
+    Last7d,
+    Trending,
 }
 
 impl Period {
+    /// The calendar periods: a payment counts on the bucket its day falls in.
     pub const ALL: [Period; 4] = [
         Period::Daily,
         Period::Weekly,
@@ -28,15 +33,23 @@ impl Period {
         Period::AllTime,
     ];
 
+    /// Whether the board is read at a moment (now), never at a `date`.
+    pub fn is_live(self) -> bool {
+        matches!(self, Period::Last24h | Period::Last7d | Period::Trending)
+    }
+
     pub fn parse(raw: &str) -> Result<Self, Error> {
         match raw {
             "daily" => Ok(Period::Daily),
             "weekly" => Ok(Period::Weekly),
             "monthly" => Ok(Period::Monthly),
             "all-time" => Ok(Period::AllTime),
+            "last-24h" => Ok(Period::Last24h),
+            "last-7d" => Ok(Period::Last7d),
+            "trending" => Ok(Period::Trending),
             _ => Err(Error::invalid(
                 "period",
-                "must be one of daily, weekly, monthly, all-time",
+                "must be one of daily, weekly, monthly, all-time, last-24h, last-7d, trending",
             )),
         }
     }
@@ -47,11 +60,15 @@ impl Period {
             Period::Weekly => "weekly",
             Period::Monthly => "monthly",
             Period::AllTime => "all-time",
+            Period::Last24h => "last-24h",
+            Period::Last7d => "last-7d",
+            Period::Trending => "trending",
         }
     }
 
     /// The bucket holding `day`: `YYYY-MM-DD`, ISO `YYYY-Www` (week-based year), `YYYY-MM`,
-    /// or `all`.
+    /// or `all`. A live period has no day buckets: its board is `Rankings::board_at` a
+    /// moment (`rolling` for the windows).
     pub fn bucket(self, day: NaiveDate) -> String {
         match self {
             Period::Daily => day.format("%Y-%m-%d").to_string(),
@@ -61,6 +78,7 @@ impl Period {
             }
             Period::Monthly => day.format("%Y-%m").to_string(),
             Period::AllTime => "all".into(),
+            Period::Last24h | Period::Last7d | Period::Trending => "rolling".into(),
         }
     }
 
@@ -68,6 +86,7 @@ impl Period {
     fn bucket_start(self, day: NaiveDate) -> NaiveDate {
         match self {
             Period::Daily | Period::AllTime => day,
+            Period::Last24h | Period::Last7d | Period::Trending => day,
             Period::Weekly => day - Days::new(u64::from(day.weekday().num_days_from_monday())),
             Period::Monthly => day.with_day(1).unwrap_or(day),
         }
@@ -78,7 +97,7 @@ impl Period {
     pub fn expires_at(self, day: NaiveDate, settings: &RankingSettings) -> Option<DateTime<Utc>> {
         let start = self.bucket_start(day);
         let end = match self {
-            Period::AllTime => return None,
+            Period::AllTime | Period::Last24h | Period::Last7d | Period::Trending => return None,
             Period::Daily => {
                 start.checked_add_days(Days::new(settings.daily_retention_days.into()))
             }
@@ -172,6 +191,7 @@ mod tests {
             weekly_retention_weeks: 1,
             monthly_retention_months: 1,
             dedupe: std::time::Duration::from_secs(60),
+            trending_half_life: std::time::Duration::from_secs(6 * 3600),
         }
     }
 

@@ -1,0 +1,130 @@
+-- Rolling windows (last-24h, last-7d) and trending boards: what a payment adds and a refund
+-- takes back. Concatenated after boards.lua (count, uncount, capacity_of) and before
+-- apply.lua, which calls windows_pay and windows_refund. roll.lua (the tick) takes buckets
+-- that left a window off its boards.
+-- op.win (built by Rust, mod.rs): g, the bucket length in ms; state, the hash of each
+-- window's watermark (the last bucket already taken off); genre, the infix of a genre
+-- board; windows, one {name, hash (bucket hash key without its index), board (overall
+-- board key), n (buckets in the window), keep (seconds a board or bucket hash outlives
+-- its last write)} per window; for a payment also b, its bucket, and trend, one
+-- {key, weight per seat, expires_at} per live trending generation holding it.
+-- A payment's record keeps a note of what it counted here: '<b> <mask> <genres|-> [<key>
+-- <weight>]...', mask having a 1 for each window it was counted on.
+local window_expiries = {}
+
+local function genre_boards(board, infix, genres)
+  local boards = {board}
+  for _, g in ipairs(genres) do boards[#boards + 1] = board .. infix .. g end
+  return boards
+end
+
+-- Takes amount off concert's trending score on key. Scores are sums of doubles, so what is
+-- left after the last refund may be a rounding residue: within a 10^-12 of the score it
+-- counts as nothing and the entry leaves the board.
+local function unweigh(key, concert, amount)
+  local score = redis.call('ZSCORE', key, concert)
+  if not score then return end
+  local total = -tonumber(score)
+  if total - amount <= total * 1e-12 then
+    redis.call('ZREM', key, concert)
+  else
+    redis.call('ZINCRBY', key, amount, concert)
+  end
+end
+
+-- Counts a payment's seats on the rolling boards whose window still holds its bucket, and
+-- on the live trending generations. Returns the boards written, each {key, expires_at},
+-- for the concert index, and the note for the payment's record.
+local function windows_pay(op, seats, now_ms)
+  local win, written = op.win, {}
+  local now = math.floor(now_ms / 1000)
+  local cur = math.floor(now_ms / win.g)
+  local names = {}
+  for i, w in ipairs(win.windows) do names[i] = w.name end
+  local marks = redis.call('HMGET', win.state, unpack(names))
+  local capacity = capacity_of(op.concert)
+  local field = op.concert .. ' ' .. table.concat(op.genres, ',')
+  local mask = ''
+  for i, w in ipairs(win.windows) do
+    local oldest = cur - w.n
+    local mark = tonumber(marks[i])
+    if not mark then
+      -- No watermark yet: nothing older than the window was ever counted.
+      redis.call('HSET', win.state, w.name, oldest)
+      mark = oldest
+    end
+    if win.b > math.max(mark, oldest) then
+      local expires_at = now + w.keep
+      for _, key in ipairs(genre_boards(w.board, win.genre, op.genres)) do
+        count(key, op.concert, seats, capacity, expires_at)
+        written[#written + 1] = {key, expires_at}
+      end
+      local hash = w.hash .. win.b
+      redis.call('HINCRBY', hash, field, seats)
+      window_expiries[hash] = math.floor((win.b + 1) * win.g / 1000) + w.keep
+      mask = mask .. '1'
+    else
+      mask = mask .. '0'
+    end
+  end
+  window_expiries[win.state] = now + win.state_keep
+  local note = {win.b, mask, #op.genres > 0 and table.concat(op.genres, ',') or '-'}
+  for _, gen in ipairs(win.trend) do
+    local key, weight, expires_at = gen[1], gen[2], gen[3]
+    if expires_at > now then
+      for _, board in ipairs(genre_boards(key, win.genre, op.genres)) do
+        count(board, op.concert, seats * weight, nil, expires_at)
+        written[#written + 1] = {board, expires_at}
+      end
+      note[#note + 1] = key
+      note[#note + 1] = string.format('%.17g', weight)
+    end
+  end
+  return written, table.concat(note, ' ')
+end
+
+-- Takes a refund's seats back from the rolling boards (only while the payment's bucket is
+-- still in the window: its field is still in the bucket hash) and from the trending
+-- generations the payment counted on, by the same weights.
+local function windows_refund(op, note, seats)
+  if not note or note == '' then return end
+  local words = string.gmatch(note, '%S+')
+  local b, mask, csv = words(), words(), words()
+  if csv == '-' then csv = '' end
+  local genres = {}
+  for g in string.gmatch(csv, '[^,]+') do genres[#genres + 1] = g end
+  local field = op.concert .. ' ' .. csv
+  local capacity = capacity_of(op.concert)
+  for i, w in ipairs(op.win.windows) do
+    if string.sub(mask, i, i) == '1' then
+      local hash = w.hash .. b
+      local held = tonumber(redis.call('HGET', hash, field))
+      if held then
+        local take = math.min(seats, held)
+        if held <= take then
+          redis.call('HDEL', hash, field)
+        else
+          redis.call('HINCRBY', hash, field, -take)
+        end
+        for _, key in ipairs(genre_boards(w.board, op.win.genre, genres)) do
+          uncount(key, op.concert, take, capacity)
+        end
+      end
+    end
+  end
+  while true do
+    local key, weight = words(), words()
+    if not weight then break end
+    for _, board in ipairs(genre_boards(key, op.win.genre, genres)) do
+      unweigh(board, op.concert, seats * tonumber(weight))
+    end
+  end
+end
+
+-- Sets the expiry of every bucket hash (and the watermarks) written, once per key.
+local function flush_window_expiries()
+  for key, expires_at in pairs(window_expiries) do
+    redis.call('EXPIREAT', key, expires_at)
+  end
+  window_expiries = {}
+end

@@ -1,0 +1,400 @@
+//! Rolling windows (last-24h, last-7d) and trending boards: payment events through the
+//! updater, the tick through the updater's schedule handler, boards through the ranking API
+//! and, for trending scores, straight from Redis.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use lambda_runtime::{Context, LambdaEvent};
+use lineup::ranking::{Board, Period, Rankings};
+use lineup_tests::rankings::{envelope, items, paid, pay, read};
+use lineup_tests::TestApp;
+use ranking_updater::Verdict;
+use serde_json::{json, Value};
+
+const BUCKET_MS: i64 = 300_000;
+
+/// The server's clock (Redis `TIME`), which decides what is inside a window.
+async fn server_now(app: &TestApp) -> DateTime<Utc> {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    DateTime::from_timestamp_micros(secs * 1_000_000 + micros).unwrap()
+}
+
+/// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
+async fn tick(app: &TestApp) -> Value {
+    ranking_updater::handle(
+        LambdaEvent::new(
+            json!({"version": "0", "id": "tick", "detail-type": "Scheduled Event",
+                   "source": "aws.events", "account": "123456789012",
+                   "time": Utc::now().to_rfc3339(), "region": "us-east-1",
+                   "resources": [], "detail": {}}),
+            Context::default(),
+        ),
+        &app.stack.ranking_updater,
+    )
+    .await
+    .expect("the tick")
+}
+
+fn rankings(app: &TestApp) -> &Rankings {
+    &app.stack.ranking_api.rankings
+}
+
+/// `(concertId, score)` of a board read now, through the API.
+async fn board(app: &TestApp, path: &str) -> Vec<(String, u64)> {
+    items(&read(app, path).await)
+        .into_iter()
+        .map(|(concert, score, _)| (concert, score))
+        .collect()
+}
+
+/// Every entry of a trending board as stored: concert and weighted score.
+async fn trending_scores(app: &TestApp, board: &Board) -> Vec<(String, f64)> {
+    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(rankings(app).board_key(board))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    rows.into_iter().map(|(c, s)| (c, -s)).collect()
+}
+
+fn refunded(payment: &str, refund: &str, concert: &str, seats: u32) -> Value {
+    envelope(
+        "PaymentRefunded",
+        json!({"paymentId": payment, "refundId": refund, "concertId": concert, "seats": seats}),
+    )
+}
+
+fn ago(now: DateTime<Utc>, minutes: i64) -> String {
+    (now - TimeDelta::minutes(minutes)).to_rfc3339()
+}
+
+#[tokio::test]
+async fn a_payment_counts_on_the_rolling_and_trending_boards_overall_and_per_genre() {
+    let app = TestApp::spawn(&[]).await;
+    let now = server_now(&app).await;
+    assert_eq!(
+        pay(&app, &[paid("p1", "c1", 3, &["rock"], &now.to_rfc3339())]).await,
+        [Verdict::Applied]
+    );
+    for period in ["last-24h", "last-7d"] {
+        for genre in ["", "&genre=rock"] {
+            let path = format!("/rankings/{period}?limit=5{genre}");
+            assert_eq!(board(&app, &path).await, [("c1".into(), 3)], "{path}");
+        }
+        assert_eq!(
+            read(&app, &format!("/rankings/{period}?genre=pop"))
+                .await
+                .body["total"],
+            0
+        );
+        let page = read(&app, &format!("/rankings/{period}")).await;
+        assert_eq!(page.body["bucket"], "rolling");
+    }
+    for genre in ["", "&genre=rock"] {
+        let path = format!("/rankings/trending?limit=5{genre}");
+        let trending = board(&app, &path).await;
+        assert_eq!(trending.len(), 1, "{path}");
+        assert_eq!(trending[0].0, "c1");
+    }
+    // A live board is read as of now: a date is bad input.
+    for period in ["last-24h", "last-7d", "trending"] {
+        read(&app, &format!("/rankings/{period}?date=2026-11-20"))
+            .await
+            .assert_problem(400);
+    }
+}
+
+#[tokio::test]
+async fn late_events_inside_a_window_count_and_older_ones_never_recreate_anything() {
+    let app = TestApp::spawn(&[]).await;
+    let now = server_now(&app).await;
+    let verdicts = pay(
+        &app,
+        &[
+            // Inside the last 24 hours (by more than a bucket).
+            paid("in-day", "late", 2, &["rock"], &ago(now, 24 * 60 - 15)),
+            // Outside the day, inside the week.
+            paid("in-week", "week", 5, &["rock"], &ago(now, 24 * 60 + 15)),
+            // Outside both, inside the dedupe window: only the calendar boards count it.
+            paid("old", "old", 9, &["rock"], &ago(now, 8 * 24 * 60)),
+        ],
+    )
+    .await;
+    assert!(
+        verdicts.iter().all(|v| *v == Verdict::Applied),
+        "{verdicts:?}"
+    );
+    assert_eq!(
+        board(&app, "/rankings/last-24h?genre=rock").await,
+        [("late".into(), 2)]
+    );
+    assert_eq!(
+        board(&app, "/rankings/last-7d").await,
+        [("week".into(), 5), ("late".into(), 2)]
+    );
+    assert!(board(&app, "/rankings/all-time")
+        .await
+        .iter()
+        .any(|(c, _)| c == "old"));
+    // A tick changes nothing: everything counted is still inside its window.
+    assert_eq!(tick(&app).await["processed"], 0);
+    assert_eq!(
+        board(&app, "/rankings/last-7d?genre=rock").await,
+        [("week".into(), 5), ("late".into(), 2)]
+    );
+    // A refund of the old payment finds nothing on the windows to take from.
+    pay(&app, &[refunded("old", "r-old", "old", 9)]).await;
+    for path in [
+        "/rankings/last-24h",
+        "/rankings/last-7d",
+        "/rankings/trending",
+    ] {
+        assert!(
+            board(&app, path).await.iter().all(|(c, _)| c != "old"),
+            "{path}"
+        );
+    }
+}
+
+/// Sleeps until the next 5-minute bucket starts on the server's clock, plus a second.
+async fn wait_for_next_bucket(app: &TestApp) {
+    let now = server_now(app).await.timestamp_millis();
+    let next = (now.div_euclid(BUCKET_MS) + 1) * BUCKET_MS;
+    tokio::time::sleep(Duration::from_millis((next - now + 1_000) as u64)).await;
+}
+
+#[tokio::test]
+async fn the_tick_slides_the_windows_with_no_event_arriving_and_refunds_follow() {
+    let app = TestApp::spawn(&[]).await;
+    // Payments in the oldest bucket each window still holds leave it when the next bucket
+    // starts. Start early in a bucket, so they are inside when they arrive.
+    let mut now = server_now(&app).await;
+    if BUCKET_MS - now.timestamp_millis().rem_euclid(BUCKET_MS) < 30_000 {
+        wait_for_next_bucket(&app).await;
+        now = server_now(&app).await;
+    }
+    let bucket_start = now.timestamp_millis().div_euclid(BUCKET_MS) * BUCKET_MS;
+    let at = |buckets_back: i64| {
+        DateTime::from_timestamp_millis(bucket_start - buckets_back * BUCKET_MS + 1_000)
+            .unwrap()
+            .to_rfc3339()
+    };
+    let verdicts = pay(
+        &app,
+        &[
+            paid("edge-day", "leaving-day", 4, &["pop"], &at(287)),
+            paid("edge-week", "leaving-week", 6, &["pop"], &at(2015)),
+            paid("stays", "staying", 1, &["pop"], &at(0)),
+            paid("stays-2", "refunded-now", 3, &["pop"], &at(0)),
+            paid("edge-day-2", "refunded-later", 7, &[], &at(287)),
+        ],
+    )
+    .await;
+    assert!(
+        verdicts.iter().all(|v| *v == Verdict::Applied),
+        "{verdicts:?}"
+    );
+    // A refund before the tick takes its seats back from every window.
+    pay(&app, &[refunded("stays-2", "r1", "refunded-now", 1)]).await;
+    assert_eq!(
+        board(&app, "/rankings/last-24h").await,
+        [
+            ("refunded-later".into(), 7),
+            ("leaving-day".into(), 4),
+            ("refunded-now".into(), 2),
+            ("staying".into(), 1)
+        ]
+    );
+    assert_eq!(
+        board(&app, "/rankings/last-7d?genre=pop").await[0],
+        ("leaving-week".into(), 6)
+    );
+
+    wait_for_next_bucket(&app).await;
+    // No event arrives; the tick alone slides the windows.
+    let report = tick(&app).await;
+    // One field per window for each of the three payments that left.
+    assert_eq!(report["processed"], 3, "{report}");
+    assert_eq!(report["more"], false, "{report}");
+    assert_eq!(
+        board(&app, "/rankings/last-24h").await,
+        [("refunded-now".into(), 2), ("staying".into(), 1)]
+    );
+    assert_eq!(
+        board(&app, "/rankings/last-24h?genre=pop").await,
+        [("refunded-now".into(), 2), ("staying".into(), 1)]
+    );
+    let week = board(&app, "/rankings/last-7d").await;
+    assert!(week.iter().all(|(c, _)| c != "leaving-week"), "{week:?}");
+    assert!(week.contains(&("leaving-day".into(), 4)), "{week:?}");
+    assert!(week.contains(&("refunded-later".into(), 7)), "{week:?}");
+    // A refund after its bucket left the day takes from the week only.
+    pay(&app, &[refunded("edge-day-2", "r2", "refunded-later", 5)]).await;
+    assert!(board(&app, "/rankings/last-24h")
+        .await
+        .iter()
+        .all(|(c, _)| c != "refunded-later"));
+    assert!(board(&app, "/rankings/last-7d")
+        .await
+        .contains(&("refunded-later".into(), 2)));
+    // A refund of a payment that left both windows recreates nothing.
+    pay(&app, &[refunded("edge-week", "r3", "leaving-week", 6)]).await;
+    assert!(board(&app, "/rankings/last-7d")
+        .await
+        .iter()
+        .all(|(c, _)| c != "leaving-week"));
+    // A second tick has nothing left to do.
+    assert_eq!(tick(&app).await["processed"], 0);
+}
+
+#[tokio::test]
+async fn a_cancelled_concert_leaves_the_rolling_and_trending_boards() {
+    let app = TestApp::spawn(&[]).await;
+    let now = server_now(&app).await.to_rfc3339();
+    pay(
+        &app,
+        &[
+            paid("p1", "doomed", 5, &["rock"], &now),
+            paid("p2", "fine", 1, &["rock"], &now),
+        ],
+    )
+    .await;
+    let cancel = envelope("ConcertCancelled", json!({"concertId": "doomed"}));
+    assert_eq!(pay(&app, &[cancel]).await, [Verdict::Applied]);
+    for period in ["last-24h", "last-7d", "trending"] {
+        for genre in ["", "?genre=rock"] {
+            let path = format!("/rankings/{period}{genre}");
+            let got = board(&app, &path).await;
+            assert_eq!(got.len(), 1, "{path}: {got:?}");
+            assert_eq!(got[0].0, "fine", "{path}");
+        }
+    }
+    // A refund after the cancellation, and the tick, bring nothing back.
+    pay(&app, &[refunded("p1", "r1", "doomed", 2)]).await;
+    tick(&app).await;
+    for period in ["last-24h", "last-7d", "trending"] {
+        assert_eq!(
+            read(&app, &format!("/rankings/{period}")).await.body["total"],
+            1
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_concert_selling_now_outranks_one_that_sold_more_days_ago() {
+    let app = TestApp::spawn(&[]).await;
+    let now = server_now(&app).await;
+    pay(
+        &app,
+        &[
+            paid("hot", "selling-now", 5, &["jazz"], &ago(now, 10)),
+            paid(
+                "cooling",
+                "sold-two-days-ago",
+                100,
+                &["jazz"],
+                &ago(now, 2 * 24 * 60),
+            ),
+            paid(
+                "cold",
+                "sold-last-week",
+                1000,
+                &["jazz"],
+                &ago(now, 8 * 24 * 60),
+            ),
+        ],
+    )
+    .await;
+    for path in ["/rankings/trending", "/rankings/trending?genre=jazz"] {
+        let got: Vec<String> = board(&app, path)
+            .await
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(got, ["selling-now", "sold-two-days-ago"], "{path}");
+    }
+    // By seats, the week says the opposite.
+    assert_eq!(
+        board(&app, "/rankings/last-7d").await,
+        [("sold-two-days-ago".into(), 100), ("selling-now".into(), 5)]
+    );
+}
+
+#[tokio::test]
+async fn trending_generations_hold_each_sale_at_its_decayed_weight_and_roll_over() {
+    // A half-life of an hour: generations of 12 hours.
+    let app = TestApp::spawn(&[("RANKING_TRENDING_HALF_LIFE_HOURS", "1")]).await;
+    let half_life_ms = 3_600_000f64;
+    let generation_ms = 12 * 3_600_000;
+    let now = server_now(&app).await;
+    let recent = now - TimeDelta::hours(1);
+    let older = now - TimeDelta::hours(13);
+    pay(
+        &app,
+        &[
+            paid("recent", "recent", 3, &[], &recent.to_rfc3339()),
+            paid("older", "older", 1000, &[], &older.to_rfc3339()),
+        ],
+    )
+    .await;
+    let read_at = |at: DateTime<Utc>| rankings(&app).board_at(Period::Trending, at, None);
+    let current = read_at(now);
+    let generation: i64 = current.bucket.parse().unwrap();
+    assert_eq!(generation, now.timestamp_millis().div_euclid(generation_ms));
+    // Independently: seats · 2^((t − kP)/H) on generation k.
+    let weight = |at: DateTime<Utc>, k: i64| {
+        ((at.timestamp_millis() - k * generation_ms) as f64 / half_life_ms).exp2()
+    };
+    let expect = |seats: f64, at: DateTime<Utc>, k: i64| seats * weight(at, k);
+    let close = |got: f64, want: f64| (got - want).abs() <= want * 1e-12;
+    let scores = trending_scores(&app, &current).await;
+    let recent_score = scores.iter().find(|(c, _)| c == "recent").unwrap().1;
+    assert!(
+        close(recent_score, expect(3.0, recent, generation)),
+        "{scores:?}"
+    );
+    // 13 hours ago lies in this generation only if this generation began before it.
+    let older_inside = older.timestamp_millis() >= (generation - 1) * generation_ms;
+    let older_score = scores.iter().find(|(c, _)| c == "older").map(|(_, s)| *s);
+    assert_eq!(older_score.is_some(), older_inside, "{scores:?}");
+    if let Some(score) = older_score {
+        assert!(
+            close(score, expect(1000.0, older, generation)),
+            "{scores:?}"
+        );
+    }
+    // Every weight stays within 2^±12 of a seat.
+    for (_, score) in &scores {
+        assert!(*score < 1000.0 * 4096.0 && *score > 3.0 / 4096.0);
+    }
+    // Twelve hours on, reads use the next generation, written already: it holds the recent
+    // sale at its weight there, and not the one more than a generation older.
+    let next = read_at(now + TimeDelta::hours(12));
+    assert_eq!(next.bucket, (generation + 1).to_string());
+    let scores = trending_scores(&app, &next).await;
+    assert_eq!(scores.len(), 1, "{scores:?}");
+    assert_eq!(scores[0].0, "recent");
+    assert!(close(scores[0].1, expect(3.0, recent, generation + 1)));
+    // The same sale is worth the same now from either generation.
+    let trend = rankings(&app).trend();
+    let worth = |score: f64, k: i64| score * trend.scale(k, now);
+    assert!(close(
+        worth(scores[0].1, generation + 1),
+        worth(recent_score, generation)
+    ));
+    assert!(close(worth(recent_score, generation), 1.5));
+    // Generation boards are listed in the concert index and expire after their reads.
+    let ttl: i64 = redis::cmd("EXPIRETIME")
+        .arg(rankings(&app).board_key(&next))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(ttl, (generation + 2) * generation_ms / 1000 + 86_400);
+}
