@@ -737,7 +737,11 @@ async fn the_concert_index_keeps_live_boards_only_and_ends_with_them() {
         [Verdict::Applied]
     );
     let listed = lineup_tests::rankings::concert_index(&app, &index).await;
-    assert_eq!(listed.len(), 8, "4 periods × (overall, rock): {listed:?}");
+    assert_eq!(
+        listed.len(),
+        16,
+        "(4 calendar periods, 2 windows, 2 trending generations) × (overall, rock): {listed:?}"
+    );
     for (board, expires) in &listed {
         let expire_time: i64 = redis::cmd("EXPIRETIME")
             .arg(board)

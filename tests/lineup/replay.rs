@@ -1,12 +1,12 @@
-//! Replay: ten thousand payment, refund and cancellation events over six weeks, two months
-//! and four genres, each delivered one to three times, shuffled within a window (a third of
+//! Replay: ten thousand payment, refund and cancellation events over the six weeks before
+//! the run (two or three months) and four genres, each delivered one to three times, shuffled within a window (a third of
 //! the refunds before their payment), partly concurrently, partly in SQS batches and partly
-//! one by one. The boards must equal an
-//! independent in-memory model of the stream. Prints a `RELIABILITY:` line.
+//! one by one. The calendar, rolling and trending boards must equal an independent
+//! in-memory model of the stream. Prints a `RELIABILITY:` line.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup_tests::rankings::envelope;
@@ -51,7 +51,7 @@ fn concert_id(concert: usize) -> String {
     format!("concert-{concert:02}")
 }
 
-fn generate(rng: &mut StdRng) -> Stream {
+fn generate(rng: &mut StdRng, now: DateTime<Utc>) -> Stream {
     let genres: Vec<Vec<&str>> = (0..CONCERTS)
         .map(|_| {
             let count = rng.random_range(0..=2);
@@ -60,7 +60,8 @@ fn generate(rng: &mut StdRng) -> Stream {
             g
         })
         .collect();
-    let first_day = Utc.with_ymd_and_hms(2026, 10, 12, 0, 0, 0).unwrap();
+    // Dated up to the run, so the last week and day are in the rolling windows.
+    let first_day = now - Duration::days(41);
     let mut events = Vec::with_capacity(EVENTS);
     let mut payments: Vec<usize> = Vec::new();
     let cancel_at: BTreeSet<usize> = (0..CANCELS).map(|k| EVENTS - 900 + k * 150).collect();
@@ -136,7 +137,9 @@ fn to_event(stream: &Stream, event: &Logical) -> Value {
 /// `(period, bucket, genre)` → concert → seats: what the boards must hold.
 type Boards = BTreeMap<(String, String, Option<String>), BTreeMap<String, u64>>;
 
-fn model(stream: &Stream) -> Boards {
+/// Every payment that still counts at the end: its concert, the seats its refunds left and
+/// its time. A cancelled concert's payments count nowhere.
+fn surviving(stream: &Stream) -> Vec<(usize, u64, DateTime<Utc>)> {
     let mut refunded: HashMap<usize, u64> = HashMap::new();
     let mut cancelled: BTreeSet<usize> = BTreeSet::new();
     for event in &stream.events {
@@ -150,18 +153,82 @@ fn model(stream: &Stream) -> Boards {
             Logical::Pay { .. } => {}
         }
     }
-    let mut boards = Boards::new();
-    for (n, &index) in stream.payments.iter().enumerate() {
-        let Logical::Pay {
-            concert, seats, at, ..
-        } = &stream.events[index]
-        else {
-            unreachable!()
-        };
-        let left = seats - refunded.get(&n).copied().unwrap_or(0).min(*seats);
-        if left == 0 || cancelled.contains(concert) {
+    stream
+        .payments
+        .iter()
+        .enumerate()
+        .filter_map(|(n, &index)| {
+            let Logical::Pay {
+                concert, seats, at, ..
+            } = &stream.events[index]
+            else {
+                unreachable!()
+            };
+            let left = seats - refunded.get(&n).copied().unwrap_or(0).min(*seats);
+            (left > 0 && !cancelled.contains(concert)).then_some((*concert, left, *at))
+        })
+        .collect()
+}
+
+/// The board and its genre variants a concert's sales count on.
+fn with_genres(stream: &Stream, concert: usize) -> impl Iterator<Item = Option<String>> + '_ {
+    std::iter::once(None).chain(stream.genres[concert].iter().map(|g| Some(g.to_string())))
+}
+
+/// `(window, genre)` → concert → seats: the rolling boards when the server's clock is in
+/// 5-minute bucket `now_bucket`. A window of n buckets holds the current one and the n − 1
+/// before it.
+fn window_model(
+    stream: &Stream,
+    now_bucket: i64,
+) -> BTreeMap<(&'static str, Option<String>), BTreeMap<String, u64>> {
+    let mut boards = BTreeMap::new();
+    for (concert, left, at) in surviving(stream) {
+        let bucket = at.timestamp_millis().div_euclid(300_000);
+        for (window, buckets) in [("last-24h", 288), ("last-7d", 2016)] {
+            if bucket > now_bucket - buckets {
+                for genre in with_genres(stream, concert) {
+                    *boards
+                        .entry((window, genre))
+                        .or_insert_with(BTreeMap::new)
+                        .entry(concert_id(concert))
+                        .or_default() += left;
+                }
+            }
+        }
+    }
+    boards
+}
+
+/// genre → concert → weighted seats on trending generation `generation` (length 12 half-lives):
+/// each sale in `[(k − 1)P, (k + 1)P)` at `seats · 2^((t − kP)/H)`.
+fn trending_model(
+    stream: &Stream,
+    generation: i64,
+    half_life_ms: i64,
+) -> BTreeMap<Option<String>, BTreeMap<String, f64>> {
+    let p = 12 * half_life_ms;
+    let mut boards = BTreeMap::new();
+    for (concert, left, at) in surviving(stream) {
+        let t = at.timestamp_millis();
+        if t < (generation - 1) * p || t >= (generation + 1) * p {
             continue;
         }
+        let weight = ((t - generation * p) as f64 / half_life_ms as f64).exp2();
+        for genre in with_genres(stream, concert) {
+            *boards
+                .entry(genre)
+                .or_insert_with(BTreeMap::new)
+                .entry(concert_id(concert))
+                .or_default() += left as f64 * weight;
+        }
+    }
+    boards
+}
+
+fn model(stream: &Stream) -> Boards {
+    let mut boards = Boards::new();
+    for (concert, left, at) in surviving(stream) {
         let day: NaiveDate = at.date_naive();
         let week = day.iso_week();
         let buckets = [
@@ -170,14 +237,12 @@ fn model(stream: &Stream) -> Boards {
             ("monthly", day.format("%Y-%m").to_string()),
             ("all-time", "all".to_string()),
         ];
-        let genres = std::iter::once(None)
-            .chain(stream.genres[*concert].iter().map(|g| Some(g.to_string())));
-        for genre in genres {
+        for genre in with_genres(stream, concert) {
             for (period, bucket) in &buckets {
                 *boards
                     .entry((period.to_string(), bucket.clone(), genre.clone()))
                     .or_default()
-                    .entry(concert_id(*concert))
+                    .entry(concert_id(concert))
                     .or_default() += left;
             }
         }
@@ -289,7 +354,7 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
     ])
     .await;
     let mut rng = StdRng::seed_from_u64(2026);
-    let stream = generate(&mut rng);
+    let stream = generate(&mut rng, Utc::now());
 
     // Each event 1–3 times; the first copy in its own window, others in it or the next.
     let windows = EVENTS / WINDOW + 1;
@@ -351,20 +416,138 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
         let got = board(&app, period, &day_in(period, bucket), genre).await;
         assert_eq!(&got, concerts, "{period} {bucket} {genre:?}");
     }
-    // And no board holds anything the model does not.
+    // And no calendar board holds anything the model does not.
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{}:{{rk}}:board:*", app.config.key_prefix))
         .query_async(&mut app.inspect.clone())
         .await
         .unwrap();
-    assert_eq!(keys.len(), expected.len(), "boards in Redis vs the model");
+    let calendar = keys
+        .iter()
+        .filter(|k| !k.contains(":last-") && !k.contains(":trending:"))
+        .count();
+    assert_eq!(calendar, expected.len(), "boards in Redis vs the model");
+    let (rolling, trending) = compare_live_boards(&app, &stream).await;
     println!(
         "RELIABILITY: replay: {EVENTS} events ({} payments, {} refunds, {CANCELS} cancellations) \
          delivered {deliveries} times in {calls} calls (windows of {WINDOW}, each window's calls \
          concurrent; direct, SQS batches and single events), {early_refunds} refunds delivered \
-         before their payment; {} boards equal to the model",
+         before their payment; {} calendar, {rolling} rolling and {trending} trending boards \
+         equal to the model",
         stream.payments.len(),
         EVENTS - stream.payments.len() - CANCELS,
         expected.len()
     );
+}
+
+/// The server's clock (Redis `TIME`) in ms.
+async fn server_ms(app: &TestApp) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// After ticks until nothing is left: the rolling boards equal the window model at the
+/// server's bucket, and the current trending generation the trending model within a
+/// relative 10^-9. Read again if a bucket starts meanwhile. Returns the boards compared.
+async fn compare_live_boards(app: &TestApp, stream: &Stream) -> (usize, usize) {
+    loop {
+        let before = server_ms(app).await;
+        let (rolling, trending) = read_live_boards(app, stream, before).await;
+        let after = server_ms(app).await;
+        if after.div_euclid(300_000) == before.div_euclid(300_000) {
+            for (path, got, want) in &rolling {
+                assert_eq!(got, want, "{path}");
+            }
+            let rolling = rolling.len();
+            for (what, got, want) in &trending {
+                assert_eq!(
+                    got.keys().collect::<Vec<_>>(),
+                    want.keys().collect::<Vec<_>>(),
+                    "{what}"
+                );
+                for (concert, score) in got {
+                    let model = want[concert];
+                    assert!(
+                        (score - model).abs() <= model * 1e-9,
+                        "{what} {concert}: {score} vs {model}"
+                    );
+                }
+            }
+            return (rolling, trending.len());
+        }
+    }
+}
+
+/// One board's path, what Redis holds and what the model says.
+type Compared<T> = Vec<(String, BTreeMap<String, T>, BTreeMap<String, T>)>;
+
+/// Ticks until nothing is left, then reads the rolling boards (asserting them) and the
+/// trending boards (returned, for the caller to compare within the tolerance), modelled
+/// at server time `before`, taken before the tick.
+async fn read_live_boards(
+    app: &TestApp,
+    stream: &Stream,
+    before: i64,
+) -> (Compared<u64>, Compared<f64>) {
+    let rankings = &app.stack.ranking_api.rankings;
+    let half_life_ms = rankings.settings().trending_half_life.as_millis() as i64;
+    loop {
+        let tick = ranking_updater::handle(
+            LambdaEvent::new(
+                json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
+                Context::default(),
+            ),
+            &app.stack.ranking_updater,
+        )
+        .await
+        .expect("the tick");
+        if tick["more"] == json!(false) {
+            break;
+        }
+    }
+    let windows = window_model(stream, before.div_euclid(300_000));
+    let mut rolling = Vec::new();
+    for period in ["last-24h", "last-7d"] {
+        for genre in std::iter::once(None).chain(GENRES.iter().map(|g| Some(g.to_string()))) {
+            let mut path = format!("/rankings/{period}?limit=100");
+            if let Some(genre) = &genre {
+                path.push_str(&format!("&genre={genre}"));
+            }
+            let got: BTreeMap<String, u64> =
+                lineup_tests::rankings::items(&lineup_tests::rankings::read(app, &path).await)
+                    .into_iter()
+                    .map(|(concert, score, _)| (concert, score))
+                    .collect();
+            let want = windows
+                .get(&(period, genre.clone()))
+                .cloned()
+                .unwrap_or_default();
+            rolling.push((path, got, want));
+        }
+    }
+    let now = DateTime::from_timestamp_millis(before).unwrap();
+    let generation = now.timestamp_millis().div_euclid(12 * half_life_ms);
+    let expected = trending_model(stream, generation, half_life_ms);
+    let mut trending = Vec::new();
+    for genre in std::iter::once(None).chain(GENRES.iter().map(|g| Some(g.to_string()))) {
+        let genre_id = genre
+            .as_deref()
+            .map(|g| lineup::ids::Genre::parse(g).unwrap());
+        let board = rankings.board_at(lineup::ranking::Period::Trending, now, genre_id);
+        let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(rankings.board_key(&board))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut app.inspect.clone())
+            .await
+            .unwrap();
+        let got: BTreeMap<String, f64> = rows.into_iter().map(|(c, s)| (c, -s)).collect();
+        let want = expected.get(&genre).cloned().unwrap_or_default();
+        trending.push((format!("trending {genre:?}"), got, want));
+    }
+    (rolling, trending)
 }
