@@ -25,9 +25,18 @@ pub fn top_script_hash() -> &'static str {
     crate::ranking::top_script().get_hash()
 }
 
+/// Most bucket fields one tick call takes off.
+pub const TICK_FIELDS: u32 = crate::ranking::windows::TICK_FIELDS;
+
 /// One call of the rankings' tick script, as `rankings` sends it.
 pub fn roll_command(rankings: &crate::ranking::Rankings) -> Vec<Vec<u8>> {
     rankings.roll_call().command_line()
+}
+
+/// The key templates the rankings' window scripts get: watermark hash, per window its
+/// bucket hash prefix and overall board.
+pub fn window_templates(rankings: &crate::ranking::Rankings) -> serde_json::Value {
+    rankings.window_templates()
 }
 
 fn queue_command(

@@ -294,7 +294,7 @@ impl Rankings {
 
     /// What `windows.lua` and `roll.lua` need to name the window keys: the watermarks, the
     /// genre infix and per window its bucket hashes (without the index) and overall board.
-    fn window_templates(&self) -> serde_json::Value {
+    pub(crate) fn window_templates(&self) -> serde_json::Value {
         let window = |window: Window, period: Period| {
             json!({
                 "name": window.name,

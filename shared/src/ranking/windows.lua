@@ -11,6 +11,8 @@
 -- A payment's record keeps a note of what it counted here: '<b> <mask> <genres|-> [<key>
 -- <weight>]...', mask having a 1 for each window it was counted on.
 local window_expiries = {}
+-- The watermarks, read once per script call: only the tick moves them.
+local window_marks = nil
 
 local function genre_boards(board, infix, genres)
   local boards = {board}
@@ -39,9 +41,12 @@ local function windows_pay(op, seats, now_ms)
   local win, written = op.win, {}
   local now = math.floor(now_ms / 1000)
   local cur = math.floor(now_ms / win.g)
-  local names = {}
-  for i, w in ipairs(win.windows) do names[i] = w.name end
-  local marks = redis.call('HMGET', win.state, unpack(names))
+  if not window_marks then
+    local names = {}
+    for i, w in ipairs(win.windows) do names[i] = w.name end
+    window_marks = redis.call('HMGET', win.state, unpack(names))
+  end
+  local marks = window_marks
   local capacity = capacity_of(op.concert)
   local field = op.concert .. ' ' .. table.concat(op.genres, ',')
   local mask = ''
@@ -52,6 +57,7 @@ local function windows_pay(op, seats, now_ms)
       -- No watermark yet: nothing older than the window was ever counted.
       redis.call('HSET', win.state, w.name, oldest)
       mark = oldest
+      marks[i] = oldest
     end
     if win.b > math.max(mark, oldest) then
       local expires_at = now + w.keep

@@ -23,14 +23,15 @@ pub const BUCKET_MS: i64 = 300_000;
 /// generation its last read: a tick that lags by less than this loses nothing.
 pub const MARGIN_SECONDS: i64 = 86_400;
 
-/// Most bucket fields one tick call takes off: about 100 × 3 boards × 2 commands.
-pub const TICK_FIELDS: u32 = 100;
+/// Most bucket fields one tick call takes off: 50 × (1 + genres) boards × 2 commands, about
+/// half a millisecond with two genres.
+pub const TICK_FIELDS: u32 = 50;
 
 /// Most buckets one tick call looks at (an empty one costs one command).
 pub const TICK_STEPS: u32 = 300;
 
-/// Most tick calls per tick; what is left waits for the next tick.
-pub const TICK_CALLS: u32 = 8;
+/// Most tick calls per tick (800 fields a minute); what is left waits for the next tick.
+pub const TICK_CALLS: u32 = 16;
 
 /// A rolling window.
 #[derive(Debug, Clone, Copy)]
