@@ -3,8 +3,9 @@
 -- refunds that may wait for one payment; ARGV[4..]: one JSON command each. Every key named
 -- carries the {rk} hash tag; the keys a command names are also passed in KEYS. Refunds and
 -- cancellations reach the boards the payment record or the concert index names, which carry
--- the same tag. Scores are negated seats. Returns one outcome per command: a word, then
--- ': ' and a reason for those that have one.
+-- the same tag. Scores are negated seats. boards.lua (count, uncount) and windows.lua (the
+-- rolling and trending writes) come before this file. Returns one outcome per command: a
+-- word, then ': ' and a reason for those that have one.
 local TTL, SKEW_MS, MAX_PENDING = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local FIRST_COMMAND = 4
 local clock = redis.call('TIME')

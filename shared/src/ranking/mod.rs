@@ -1,5 +1,6 @@
 //! Sales rankings: boards of seats sold per concert, per period bucket, overall and per
-//! genre, fed by payment events exactly once.
+//! genre, fed by payment events exactly once; rolling last-24h and last-7d boards that a
+//! tick keeps current, and trending boards (see `windows.rs`).
 //!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
