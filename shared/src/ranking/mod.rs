@@ -406,9 +406,22 @@ impl Rankings {
                         ])
                     })
                     .collect();
-                let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
                 let mut win = self.window_templates();
-                win["b"] = json!(bucket_of(*completed_at));
+                let bucket = bucket_of(*completed_at);
+                win["b"] = json!(bucket);
+                // Declare the window keys this payment may write, as for every other key.
+                note(self.windows_state_key());
+                for (window, period) in [(LAST_24H, Period::Last24h), (LAST_7D, Period::Last7d)] {
+                    note(self.key(&format!("window:{}:{bucket}", window.name)));
+                    for genre in std::iter::once(None).chain(genres.iter().cloned().map(Some)) {
+                        note(self.board_key(&Board {
+                            period,
+                            bucket: "rolling".into(),
+                            genre,
+                        }));
+                    }
+                }
+                let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
                 win["trend"] = self
                     .trend()
                     .generations_for(*completed_at)
