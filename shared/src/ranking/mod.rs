@@ -35,20 +35,29 @@ use windows::{
     TICK_FIELDS, TICK_STEPS,
 };
 
+/// The board write helpers, which the apply script and the tick both begin with; joined at
+/// start-up, so the binary carries them once.
+const BOARDS_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua"));
 /// The apply script: the board helpers, the window and trending writes, then the commands.
 static APPLY: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua")),
-        include_str!(concat!(env!("OUT_DIR"), "/ranking/windows.lua")),
-        include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua"))
-    ))
+    Script::new(
+        &[
+            BOARDS_LUA,
+            include_str!(concat!(env!("OUT_DIR"), "/ranking/windows.lua")),
+            include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua")),
+        ]
+        .concat(),
+    )
 });
 /// The tick: the board helpers, then the roll of the windows.
 static ROLL: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua")),
-        include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua"))
-    ))
+    Script::new(
+        &[
+            BOARDS_LUA,
+            include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua")),
+        ]
+        .concat(),
+    )
 });
 static TOP: LazyLock<Script> = LazyLock::new(|| {
     primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/top.lua")))
