@@ -398,3 +398,49 @@ async fn trending_generations_hold_each_sale_at_its_decayed_weight_and_roll_over
         .unwrap();
     assert_eq!(ttl, (generation + 2) * generation_ms / 1000 + 86_400);
 }
+
+#[tokio::test]
+async fn a_payment_redelivered_and_refunded_in_its_own_batch_counts_once_net() {
+    let app = TestApp::spawn(&[]).await;
+    let now = server_now(&app).await.to_rfc3339();
+    let payment = paid("p1", "c1", 5, &["rock"], &now);
+    let verdicts = pay(
+        &app,
+        &[
+            refunded("p1", "r-early", "c1", 1),
+            payment.clone(),
+            payment.clone(),
+            refunded("p1", "r1", "c1", 2),
+        ],
+    )
+    .await;
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Pending,
+            Verdict::Applied,
+            Verdict::Duplicate,
+            Verdict::Applied
+        ]
+    );
+    assert_eq!(pay(&app, &[payment]).await, [Verdict::Duplicate]);
+    for path in ["/rankings/last-24h", "/rankings/last-7d?genre=rock"] {
+        assert_eq!(board(&app, path).await, [("c1".into(), 2)], "{path}");
+    }
+    // Trending holds the 2 seats left at their weight: what a lone 2-seat payment weighs.
+    pay(&app, &[paid("p2", "c2", 2, &["rock"], &now)]).await;
+    let board = rankings(&app).board_now(Period::Trending, None);
+    let scores = trending_scores(&app, &board).await;
+    assert_eq!(scores.len(), 2, "{scores:?}");
+    assert!(
+        (scores[0].1 - scores[1].1).abs() <= scores[0].1 * 1e-12,
+        "{scores:?}"
+    );
+    // Refunding the rest takes c1 off every live board.
+    pay(&app, &[refunded("p1", "r2", "c1", 5)]).await;
+    for period in ["last-24h", "last-7d", "trending"] {
+        let got = read(&app, &format!("/rankings/{period}")).await;
+        assert_eq!(items(&got).len(), 1, "{period}");
+        assert_eq!(items(&got)[0].0, "c2", "{period}");
+    }
+}
