@@ -116,9 +116,9 @@ pub async fn handle(
     if is_scheduled(&payload) {
         let tick = deps.rankings.tick().await?;
         if tick.more {
-            tracing::warn!(?tick, "the tick left work for the next one");
+            tracing::warn!("the tick left work for the next one");
         }
-        return Ok(serde_json::to_value(tick)?);
+        return Ok(tick.to_json());
     }
     if payload.get("detail-type").is_none() {
         tracing::warn!("ignored: not an EventBridge event");

@@ -227,12 +227,18 @@ impl FromRedisValue for RollReply {
 
 /// What a tick did: bucket fields taken off the rolling boards, script calls, and whether
 /// work was left for the next tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tick {
     pub processed: u64,
     pub calls: u32,
     pub more: bool,
+}
+
+impl Tick {
+    /// The handler's answer: `{"processed", "calls", "more"}`.
+    pub fn to_json(self) -> serde_json::Value {
+        json!({"processed": self.processed, "calls": self.calls, "more": self.more})
+    }
 }
 
 /// The rankings over one Redis. Cheap to clone.
@@ -332,7 +338,11 @@ impl Rankings {
             more: true,
         };
         while tick.more && tick.calls < TICK_CALLS {
-            let RollReply { processed, more } = self.conn.invoke(self.roll_call()).await?;
+            // Through the batch path the apply script takes: no second copy of the single-call
+            // path in ranking-updater.
+            let mut batch = Batch::new();
+            let staged: Staged<RollReply> = batch.stage(self.roll_call());
+            let RollReply { processed, more } = staged.read(&self.conn.send(&batch).await?)?;
             tick.processed += processed;
             tick.calls += 1;
             tick.more = more;
