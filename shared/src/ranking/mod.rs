@@ -354,6 +354,7 @@ impl Rankings {
     pub(crate) fn roll_call(&self) -> ScriptCall {
         let mut invocation = ScriptCall::new(&ROLL);
         invocation
+            .key(self.key("concert-details"))
             .key(self.windows_state_key())
             .arg(self.window_templates().to_string())
             .arg(TICK_FIELDS)
