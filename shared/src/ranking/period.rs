@@ -54,12 +54,12 @@ impl Period {
     /// or `all`.
     pub fn bucket(self, day: NaiveDate) -> String {
         match self {
-            Period::Daily => day.format("%Y-%m-%d").to_string(),
+            Period::Daily => format!("{:04}-{:02}-{:02}", day.year(), day.month(), day.day()),
             Period::Weekly => {
                 let week = day.iso_week();
                 format!("{}-W{:02}", week.year(), week.week())
             }
-            Period::Monthly => day.format("%Y-%m").to_string(),
+            Period::Monthly => format!("{:04}-{:02}", day.year(), day.month()),
             Period::AllTime => "all".into(),
         }
     }
