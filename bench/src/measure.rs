@@ -10,6 +10,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use lineup::ids::QueueId;
 use lineup::queue::keys::QueueKeys;
 use lineup::queue::WaitingRoom;
+use lineup::ranking::{Board, Order, Period};
 use lineup::token::TokenClaims;
 use lineup_tests::{api_event_text, api_request, Reply, TestApp};
 use serde_json::{json, Value};
@@ -314,25 +315,14 @@ impl Bench {
     }
 
     pub async fn redis_benchmark_top(&self) -> f64 {
-        let board = format!(
-            "{}:{{rk}}:board:daily:{}",
-            self.app.config.key_prefix,
-            self.app
-                .stack
-                .ranking_api
-                .rankings
-                .today()
-                .format("%Y-%m-%d")
-        );
-        let args = [
-            "EVALSHA",
-            lineup::bench_support::top_script_hash(),
-            "1",
+        let rankings = &self.app.stack.ranking_api.rankings;
+        let board = Board::on(Period::Daily, rankings.today(), None);
+        let args = Self::text_args(lineup::bench_support::top_command(
+            rankings,
             &board,
-            "0",
-            "10",
-        ]
-        .map(str::to_owned);
+            Order::Seats,
+            10,
+        ));
         self.redis_benchmark(&args).await
     }
 
