@@ -492,7 +492,42 @@ impl Rankings {
 
 #[cfg(test)]
 mod tests {
-    use super::Outcome;
+    use super::{Outcome, Ranked};
+    use redis::{FromRedisValue, Value};
+
+    fn row(seats: Option<i64>, details: Option<&str>) -> Value {
+        Value::Array(vec![
+            Value::BulkString(b"c1".to_vec()),
+            Value::Int(3),
+            seats.map_or(Value::Nil, Value::Int),
+            details.map_or(Value::Nil, |d| Value::BulkString(d.as_bytes().to_vec())),
+        ])
+    }
+
+    #[test]
+    fn page_rows_decode_with_their_details_and_rate() {
+        let json = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
+        let full = Ranked::from_redis_value(row(Some(2), Some(&format!("1700000000000 3 {json}"))))
+            .unwrap();
+        assert_eq!(
+            (full.rank, full.score, full.capacity, full.rate),
+            (3, 2, Some(3), Some(0.666667))
+        );
+        assert_eq!(full.title.as_deref(), Some("T"));
+        assert_eq!(full.venue, None);
+        assert_eq!(full.starts_at.as_deref(), Some("2026-12-24T19:00:00Z"));
+        let bare = Ranked::from_redis_value(row(Some(2), None)).unwrap();
+        assert_eq!((bare.capacity, bare.rate, bare.title), (None, None, None));
+        // A capacity of 0 never divides: no rate.
+        let zero = Ranked::from_redis_value(row(Some(2), Some(&format!("1 0 {json}")))).unwrap();
+        assert_eq!((zero.capacity, zero.rate), (Some(0), None));
+        for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
+            assert!(
+                Ranked::from_redis_value(row(Some(1), Some(bad))).is_err(),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn script_outcomes_decode_with_their_reasons() {
