@@ -5,7 +5,7 @@
 //! For the cold-start section, build the function binaries first:
 //! `cargo build --release --bins`. `lineup-bench cold-start` runs that section alone;
 //! `lineup-bench throughput` stops after the throughput section; `lineup-bench memory` runs
-//! the memory section alone.
+//! the memory section alone; `lineup-bench reads` runs the board-read section alone.
 
 mod baseline;
 mod cold_start;
@@ -13,7 +13,8 @@ mod measure;
 
 use std::time::{Duration, Instant};
 
-use lineup::ids::{QueueId, UserId};
+use lineup::ids::{ConcertId, QueueId, UserId};
+use lineup::ranking::{Board, Order, Period};
 use measure::{percentile, Bench, Report};
 use serde_json::json;
 
@@ -36,6 +37,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.print();
         return Ok(());
     }
+    if std::env::args().nth(1).as_deref() == Some("reads") {
+        board_reads(&bench, &mut report).await;
+        report.print();
+        return Ok(());
+    }
     // First, while the server is still empty and quiet: it only has to accept connections.
     cold_start::run(&bench, &mut report).await;
     if std::env::args().nth(1).as_deref() == Some("cold-start") {
@@ -51,6 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     scale(&bench, &mut report).await;
     memory(&bench, &mut report).await;
     redis_time(&bench, &mut report).await;
+    board_reads(&bench, &mut report).await;
     ingest(&bench, &mut report).await;
     report.print();
     Ok(())
@@ -398,6 +405,69 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             lineup::bench_support::REAP_CHUNK
         ),
     );
+}
+
+/// Redis time of board reads at 10 000 concerts, through the read the handler makes
+/// (`Rankings::page`, `Rankings::around`): a seat board, its rate board and 10 000 concerts'
+/// details, written straight into Redis in the format the updater writes.
+async fn board_reads(bench: &Bench, report: &mut Report) {
+    const CONCERTS: u64 = 10_000;
+    const CALLS: u64 = 1_000;
+    report.section(&format!(
+        "Board reads at 10 000 concerts, Redis time per call (INFO commandstats usec of evalsha, mean of {CALLS})"
+    ));
+    let rankings = &bench.app.stack.ranking_api.rankings;
+    let board = Board::on(Period::Daily, rankings.today(), None);
+    bench.seed_board(rankings, &board, CONCERTS).await;
+    for order in [Order::Seats, Order::Rate] {
+        // The concert halfway down the board.
+        let middle = rankings
+            .page(&board, order, CONCERTS / 2, 1)
+            .await
+            .unwrap()
+            .items[0]
+            .concert_id
+            .clone();
+        let middle = &ConcertId::parse(&middle).unwrap();
+        let reads: [(&str, Read); 3] = [
+            ("top-10 read", Read::Page(0)),
+            ("page of 10 at offset 5 000", Read::Page(5_000)),
+            ("around-me, 10 either side", Read::Around),
+        ];
+        for (name, read) in reads {
+            let run = || async {
+                match read {
+                    Read::Page(offset) => {
+                        let page = rankings.page(&board, order, offset, 10).await.unwrap();
+                        assert_eq!(page.total, CONCERTS);
+                        assert_eq!(page.items.len(), 10);
+                    }
+                    Read::Around => {
+                        let around = rankings.around(&board, order, middle, 10).await.unwrap();
+                        assert!(around.is_some_and(|a| a.above.len() + a.below.len() == 20));
+                    }
+                }
+            };
+            run().await;
+            let before = bench.commandstats().await;
+            for _ in 0..CALLS {
+                run().await;
+            }
+            let after = bench.commandstats().await;
+            let usec = measure::usec_per_call(&before, &after, "evalsha");
+            report.row(
+                &format!("{name} at 10 000 concerts, by {}", order.as_str()),
+                &format!("{:.3} ms", usec / 1000.0),
+                "goal < 1 ms; rows, ranks, seats and details in one script",
+            );
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Read {
+    Page(u64),
+    Around,
 }
 
 /// Ranking events per second through the updater, batched and one by one, against updates

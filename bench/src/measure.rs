@@ -10,6 +10,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use lineup::ids::QueueId;
 use lineup::queue::keys::QueueKeys;
 use lineup::queue::WaitingRoom;
+use lineup::ranking::{Board, Order, Period, Rankings};
 use lineup::token::TokenClaims;
 use lineup_tests::{api_event_text, api_request, Reply, TestApp};
 use serde_json::{json, Value};
@@ -314,26 +315,45 @@ impl Bench {
     }
 
     pub async fn redis_benchmark_top(&self) -> f64 {
-        let board = format!(
-            "{}:{{rk}}:board:daily:{}",
-            self.app.config.key_prefix,
-            self.app
-                .stack
-                .ranking_api
-                .rankings
-                .today()
-                .format("%Y-%m-%d")
-        );
-        let args = [
-            "EVALSHA",
-            lineup::bench_support::top_script_hash(),
-            "1",
+        let rankings = &self.app.stack.ranking_api.rankings;
+        let board = Board::on(Period::Daily, rankings.today(), None);
+        let args = Self::text_args(lineup::bench_support::top_command(
+            rankings,
             &board,
-            "0",
-            "10",
-        ]
-        .map(str::to_owned);
+            Order::Seats,
+            10,
+        ));
         self.redis_benchmark(&args).await
+    }
+
+    /// `concerts` concerts on `board` and its rate board, each with details, written directly
+    /// in the formats the updater writes (seats 1–5 000, capacities 1 000–50 999).
+    pub async fn seed_board(&self, rankings: &Rankings, board: &Board, concerts: u64) {
+        let mut seats_board = redis::cmd("ZADD");
+        let mut rate_board = redis::cmd("ZADD");
+        let mut details = redis::cmd("HSET");
+        seats_board.arg(rankings.board_key(board));
+        rate_board.arg(rankings.rate_key(board));
+        details.arg(rankings.details_key());
+        let now = chrono::Utc::now().timestamp_millis();
+        for i in 0..concerts {
+            let concert = format!("c{i}");
+            let seats = 1 + i * 7_919 % 5_000;
+            let capacity = 1_000 + i * 104_729 % 50_000;
+            seats_board.arg(-(seats as i64)).arg(&concert);
+            rate_board
+                .arg(-((seats * 1_000_000 / capacity) as i64))
+                .arg(&concert);
+            let json = json!({"title": format!("Concert number {i} on tour"), "venue": format!("Arena {}", i % 300),
+                              "startsAt": "2026-12-24T19:00:00+09:00", "capacity": capacity, "genres": ["k-pop", "ballad"]});
+            details
+                .arg(&concert)
+                .arg(format!("{now} {capacity} {json}"));
+        }
+        let mut inspect = self.app.inspect.clone();
+        for cmd in [seats_board, rate_board, details] {
+            cmd.query_async::<()>(&mut inspect).await.unwrap();
+        }
     }
 
     pub async fn redis_benchmark_zadd(&self) -> f64 {

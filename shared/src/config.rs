@@ -94,6 +94,9 @@ pub struct RankingSettings {
     pub monthly_retention_months: u32,
     /// How long a payment's or refund's dedupe record lives.
     pub dedupe: Duration,
+    /// `RANKING_EARLY_CUTOFF`: before this local time, a daily read without a date serves
+    /// yesterday's board, and a weekly one on a Monday last week's. `None`: never.
+    pub early_cutoff: Option<chrono::NaiveTime>,
 }
 
 /// Whether Redis is one primary (with replicas) or a cluster (Redis Cluster, ElastiCache
@@ -374,6 +377,21 @@ impl RankingSettings {
             dedupe: Duration::from_secs(
                 86_400 * vars.number("RANKING_DEDUPE_DAYS", 35, Bounds::new(1, 3_660))?,
             ),
+            early_cutoff: vars
+                .string("RANKING_EARLY_CUTOFF")
+                .map(|raw| {
+                    let raw = raw.trim();
+                    chrono::NaiveTime::parse_from_str(raw, "%H:%M")
+                        .ok()
+                        .filter(|_| raw.len() == 5)
+                        .ok_or_else(|| {
+                            bad(
+                                "RANKING_EARLY_CUTOFF",
+                                format!("must be a local time HH:MM (00:00 to 23:59), not {raw:?}"),
+                            )
+                        })
+                })
+                .transpose()?,
         })
     }
 }
@@ -478,6 +496,20 @@ mod tests {
         for vague in ["true", "1", "yes"] {
             let err = config(&[SECRET, ("ALLOW_BODY_USER_ID", vague)]).unwrap_err();
             assert_eq!(err.variable, "ALLOW_BODY_USER_ID");
+        }
+    }
+
+    #[test]
+    fn the_early_cutoff_is_a_local_time_or_off() {
+        assert_eq!(config(&[SECRET]).unwrap().ranking.early_cutoff, None);
+        let c = config(&[SECRET, ("RANKING_EARLY_CUTOFF", "10:30")]).unwrap();
+        assert_eq!(
+            c.ranking.early_cutoff,
+            chrono::NaiveTime::from_hms_opt(10, 30, 0)
+        );
+        for bad in ["24:00", "10:60", "9:30", "10:30:00", "noon", "10h30"] {
+            let err = config(&[SECRET, ("RANKING_EARLY_CUTOFF", bad)]).unwrap_err();
+            assert_eq!(err.variable, "RANKING_EARLY_CUTOFF", "{bad}");
         }
     }
 

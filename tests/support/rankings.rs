@@ -75,3 +75,38 @@ pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
         .await
         .expect("the concert index")
 }
+
+/// Concert details as `ranking-updater` writes them (issue 23's contract: the hash
+/// `…:{rk}:concert-details`, field concertId, value `<updatedAtMs> <capacity> <json>`),
+/// written here directly until the updater writes them itself.
+pub async fn seed_details(
+    app: &TestApp,
+    concert: &str,
+    capacity: u64,
+    title: &str,
+    venue: Option<&str>,
+    starts_at: &str,
+) {
+    let json = json!({"title": title, "venue": venue, "startsAt": starts_at, "capacity": capacity, "genres": ["rock"]});
+    let value = format!("{} {capacity} {json}", Utc::now().timestamp_millis());
+    redis::cmd("HSET")
+        .arg(format!("{}:{{rk}}:concert-details", app.config.key_prefix))
+        .arg(concert)
+        .arg(value)
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .expect("HSET details");
+}
+
+/// A concert's entry on a rate board as the contract defines it: the seat board
+/// `board:<board>` has the rate board `rate:<board>`, scored −⌊seats × 1 000 000 ÷ capacity⌋.
+/// Written here directly until the updater writes rate boards itself.
+pub async fn seed_rate(app: &TestApp, board: &str, concert: &str, seats: u64, capacity: u64) {
+    redis::cmd("ZADD")
+        .arg(format!("{}:{{rk}}:rate:{board}", app.config.key_prefix))
+        .arg(-((seats * 1_000_000 / capacity) as i64))
+        .arg(concert)
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .expect("ZADD rate board");
+}
