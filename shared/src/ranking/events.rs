@@ -1,11 +1,12 @@
-//! Payment events: from an EventBridge envelope to a command the boards understand. A
-//! malformed detail is an error naming the field; another source or type is ignored.
+//! Payment and concert events: from an EventBridge envelope to a command the boards
+//! understand. A malformed detail is an error naming the field; another source or type is
+//! ignored.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use serde::de::DeserializeOwned;
 use serde::de::IgnoredAny;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -31,7 +32,30 @@ pub enum Command {
     },
     /// Remove the concert from every board.
     Cancel { concert: ConcertId },
+    /// Store the concert's details, unless an update with a later `updated_at` is stored.
+    Details {
+        concert: ConcertId,
+        details: ConcertDetails,
+        updated_at: DateTime<Utc>,
+    },
 }
+
+/// What the boards show of a concert, stored as this compact JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConcertDetails {
+    pub title: String,
+    pub venue: Option<String>,
+    pub starts_at: DateTime<FixedOffset>,
+    pub capacity: u32,
+    pub genres: Vec<Genre>,
+}
+
+/// Longest title or venue, in characters.
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// Most seats a concert may have.
+pub const MAX_CAPACITY: u32 = 1_000_000;
 
 /// An event's meaning, or why it means nothing to the rankings.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +104,21 @@ struct PaymentRefunded {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ConcertCancelled {
     concert_id: String,
+}
+
+/// `ConcertScheduled` and `ConcertUpdated` carry the same detail.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConcertChanged {
+    concert_id: String,
+    title: String,
+    capacity: i64,
+    #[serde(default)]
+    genres: Vec<String>,
+    starts_at: DateTime<FixedOffset>,
+    #[serde(default)]
+    venue: Option<String>,
+    updated_at: DateTime<Utc>,
 }
 
 fn one() -> i64 {
@@ -134,6 +173,29 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
                 concert: ConcertId::parse(&d.concert_id)?,
             }
         }
+        "ConcertScheduled" | "ConcertUpdated" => {
+            let d: ConcertChanged = detail(envelope.detail)?;
+            let capacity = u32::try_from(d.capacity)
+                .ok()
+                .filter(|c| (1..=MAX_CAPACITY).contains(c))
+                .ok_or_else(|| {
+                    Error::invalid("capacity", "must be a whole number from 1 to 1000000")
+                })?;
+            if d.updated_at.timestamp_millis() < 0 {
+                return Err(Error::invalid("updatedAt", "must not be before 1970"));
+            }
+            Command::Details {
+                concert: ConcertId::parse(&d.concert_id)?,
+                details: ConcertDetails {
+                    title: text("title", &d.title)?,
+                    venue: d.venue.as_deref().map(|v| text("venue", v)).transpose()?,
+                    starts_at: d.starts_at,
+                    capacity,
+                    genres: genres(&d.genres)?,
+                },
+                updated_at: d.updated_at,
+            }
+        }
         other => {
             return Ok(Parsed::Ignored(format!(
                 "detail-type {other:?} is not handled"
@@ -153,6 +215,18 @@ fn seats(raw: i64) -> Result<u32, Error> {
         .ok()
         .filter(|s| (1..=100_000).contains(s))
         .ok_or_else(|| Error::invalid("seats", "must be a whole number from 1 to 100000"))
+}
+
+/// A title or venue: trimmed, from 1 to [`MAX_TEXT_CHARS`] characters.
+fn text(field: &'static str, raw: &str) -> Result<String, Error> {
+    let text = raw.trim();
+    if text.is_empty() || text.chars().count() > MAX_TEXT_CHARS {
+        return Err(Error::invalid(
+            field,
+            format!("must be 1 to {MAX_TEXT_CHARS} characters, not blank"),
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 fn genres(raw: &[String]) -> Result<Vec<Genre>, Error> {
