@@ -31,8 +31,9 @@ local function upgrade_index(index)
   end
 end
 
--- Indexes a payment added boards to in this call: index -> true when one of them never
--- expires. Each is pruned once, at the end.
+-- Indexes a payment added new boards to in this call: index -> true when one of them never
+-- expires. Each is pruned once, at the end; an index that gains no board needs no pruning,
+-- as its last board and so its expiry stay the same.
 local grown = {}
 
 -- Drops boards that have expired from each grown index, and lets the index end with its
@@ -83,13 +84,17 @@ local function pay(op)
     return 'implausible: completedAt is older than the dedupe window (' .. TTL / 86400 ..
       ' days)'
   end
-  if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
-  local seats = op.seats - math.min(op.seats, take_pending(op))
+  -- Neither cancelled nor awaited by refunds, as is usual: one call tells.
+  local refunded = 0
+  if redis.call('EXISTS', op.cancelled, op.pending) > 0 then
+    if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
+    refunded = take_pending(op)
+  end
+  local seats = op.seats - math.min(op.seats, refunded)
   local counted = {}
   if seats > 0 then
-    upgrade_index(op.index)
     local capacity = capacity_of(op.concert)
-    local listed = {}
+    local listed, forever = {}, false
     for _, board in ipairs(op.boards) do
       local key, expires_at = board[1], board[2]
       -- A board past its retention is not recreated; longer boards still count.
@@ -97,13 +102,18 @@ local function pay(op)
         count(key, op.concert, seats, capacity, expires_at)
         listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
         listed[#listed + 1] = key
-        if expires_at == 0 then grown[op.index] = true end
+        forever = forever or expires_at == 0
         counted[#counted + 1] = key
       end
     end
     if #listed > 0 then
-      redis.call('ZADD', op.index, unpack(listed))
-      grown[op.index] = grown[op.index] or false
+      local added = redis.pcall('ZADD', op.index, unpack(listed))
+      if type(added) == 'table' then
+        -- WRONGTYPE: the plain set of an earlier version.
+        upgrade_index(op.index)
+        added = redis.call('ZADD', op.index, unpack(listed))
+      end
+      if added > 0 then grown[op.index] = grown[op.index] or forever end
     end
   end
   redis.call('HSET', op.record, 'concert', op.concert, 'seats', seats,
@@ -171,9 +181,8 @@ local function rerate(op, capacity)
     local key = boards[i]
     local score = redis.call('ZSCORE', key, op.concert)
     if score then
-      local rate = rate_key(key)
-      redis.call('ZADD', rate, rate_score(-tonumber(score), capacity), op.concert)
-      expire_at(rate, boards[i + 1] == 'inf' and 0 or tonumber(boards[i + 1]))
+      rate(rate_key(key), op.concert, -tonumber(score), capacity,
+        boards[i + 1] == 'inf' and 0 or tonumber(boards[i + 1]))
     end
   end
 end

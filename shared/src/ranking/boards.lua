@@ -2,12 +2,19 @@
 -- script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>'.
 -- A seat board scores a concert -seats; its rate board (the key with ':board:' after the
 -- hash tag made ':rate:') scores it -floor(seats * 1e6 / capacity), for concerts whose
--- capacity is known. Expiries are sent once per key per script call, by flush_expiries().
+-- capacity is known. A key gets its expiry in the call that adds a member to it (so in the
+-- call that creates it), once per call, from flush_expiries(); an entry that only changes
+-- keeps the expiry its key has.
 local DETAILS = KEYS[1]
-local expiries, capacities = {}, {}
+local expiries, capacities, rate_keys = {}, {}, {}
 
 local function rate_key(key)
-  return (string.gsub(key, ':{rk}:board:', ':{rk}:rate:', 1))
+  local rate = rate_keys[key]
+  if not rate then
+    rate = string.gsub(key, ':{rk}:board:', ':{rk}:rate:', 1)
+    rate_keys[key] = rate
+  end
+  return rate
 end
 
 -- Negated millionths of sell-through, as a whole number.
@@ -31,21 +38,20 @@ local function set_capacity(concert, capacity)
   capacities[concert] = capacity or false
 end
 
--- Remembers that `key` ends at `expires_at` (0: never).
-local function expire_at(key, expires_at)
-  expiries[key] = expires_at
+-- Sets the concert's entry on the rate board `key` for `seats`; `expires_at` (0: never) is
+-- the board's expiry.
+local function rate(key, concert, seats, capacity, expires_at)
+  if redis.call('ZADD', key, rate_score(seats, capacity), concert) == 1 then
+    expiries[key] = expires_at
+  end
 end
 
 -- Adds `seats` to the concert on `key`, and rewrites its rate entry when the capacity is
 -- known. Returns the concert's new seat total.
 local function count(key, concert, seats, capacity, expires_at)
   local total = -tonumber(redis.call('ZINCRBY', key, -seats, concert))
-  expiries[key] = expires_at
-  if capacity then
-    local rate = rate_key(key)
-    redis.call('ZADD', rate, rate_score(total, capacity), concert)
-    expiries[rate] = expires_at
-  end
+  if total == seats then expiries[key] = expires_at end
+  if capacity then rate(rate_key(key), concert, total, capacity, expires_at) end
   return total
 end
 
