@@ -309,6 +309,64 @@ mod tests {
         }
     }
 
+    fn concert(detail: Value) -> Result<Parsed, Error> {
+        parse_event(&event("ConcertUpdated", detail), "lineup.payments")
+    }
+
+    #[test]
+    fn concert_details_are_trimmed_and_stored_in_order() {
+        let parsed = concert(json!({"concertId": "c1", "title": "  Live  ", "capacity": 500,
+                                    "genres": ["rock", "jazz", "rock"], "startsAt": "2027-01-02T19:00:00+09:00",
+                                    "updatedAt": "2026-11-01T00:00:00Z"}))
+        .unwrap();
+        let Parsed::Command(Command::Details {
+            details,
+            updated_at,
+            ..
+        }) = parsed
+        else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(updated_at.timestamp_millis(), 1_793_491_200_000);
+        assert_eq!(
+            serde_json::to_string(&details).unwrap(),
+            r#"{"title":"Live","venue":null,"startsAt":"2027-01-02T19:00:00+09:00","capacity":500,"genres":["jazz","rock"]}"#
+        );
+    }
+
+    #[test]
+    fn concert_errors_name_the_field() {
+        let valid = json!({"concertId": "c1", "title": "Live", "capacity": 500, "venue": "Hall",
+                           "startsAt": "2027-01-02T19:00:00+09:00", "updatedAt": "2026-11-01T00:00:00Z"});
+        let with = |field: &str, value: Value| {
+            let mut detail = valid.clone();
+            detail[field] = value;
+            detail
+        };
+        let mut no_updated_at = valid.clone();
+        no_updated_at.as_object_mut().unwrap().remove("updatedAt");
+        let cases = [
+            (with("capacity", json!(0)), "capacity"),
+            (with("capacity", json!(-1)), "capacity"),
+            (with("capacity", json!(1_000_001)), "capacity"),
+            (with("title", json!(" ")), "title"),
+            (with("title", json!("x".repeat(201))), "title"),
+            (with("venue", json!("x".repeat(201))), "venue"),
+            (with("startsAt", json!("soon")), "startsAt"),
+            (
+                with("updatedAt", json!("1969-12-31T23:59:59Z")),
+                "updatedAt",
+            ),
+            (with("concertId", json!("a b")), "concertId"),
+            (no_updated_at, "updatedAt"),
+        ];
+        for (detail, field) in cases {
+            let err = concert(detail.clone()).unwrap_err();
+            assert!(err.to_string().contains(field), "{detail}: {err}");
+        }
+        assert!(concert(with("title", json!("é".repeat(200)))).is_ok());
+    }
+
     #[test]
     fn the_waiting_room_fields_are_allowed_and_left_out() {
         let parsed = parse_event(
