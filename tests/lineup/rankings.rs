@@ -1079,3 +1079,52 @@ async fn a_concert_index_of_an_earlier_version_is_upgraded() {
         0
     );
 }
+
+/// One script call holding payments for one concert around a refund, details and a
+/// cancellation: the sums written per board once equal the events taken one by one.
+#[tokio::test]
+async fn a_batch_mixing_payments_refunds_details_and_a_cancellation_counts_in_order() {
+    let app = TestApp::spawn(&[]).await;
+    let at = now();
+    let batch = [
+        paid("a1", "m", 2, &["rock"], &at),
+        paid("a2", "m", 3, &["rock"], &at),
+        refunded("a1", Some("r1"), "m", 1, &at),
+        scheduled("m", "M", 8, &hours_ago(1)),
+        paid("a3", "m", 4, &["rock"], &at),
+        paid("b1", "n", 5, &["rock"], &at),
+        scheduled("n", "N", 10, &hours_ago(1)),
+        envelope("ConcertCancelled", json!({"concertId": "n"})),
+        paid("b2", "n", 1, &["rock"], &at),
+        paid("a2", "m", 3, &["rock"], &at),
+    ];
+    assert_eq!(
+        results(&send(&app, &batch).await),
+        [
+            "applied",
+            "applied",
+            "applied",
+            "applied",
+            "applied",
+            "applied",
+            "applied",
+            "applied",
+            "ignored",
+            "duplicate"
+        ]
+    );
+    for board in todays_boards(&app) {
+        assert_eq!(
+            rate_board(&app, &board).await,
+            [("m".into(), 1_000_000)],
+            "{board:?}"
+        );
+    }
+    for path in ["/rankings/daily?genre=rock", "/rankings/all-time"] {
+        assert_eq!(
+            items(&read(&app, path).await),
+            [("m".into(), 8, 1)],
+            "{path}"
+        );
+    }
+}

@@ -68,6 +68,32 @@ local function take_pending(op)
   return seats
 end
 
+-- Seats payments counted in this call and not yet on the boards, one sum per board and
+-- concert: a batch of payments for one concert writes each board once. Written, in order,
+-- before any other command and at the end.
+local tallies, tallied = {}, {}
+local function tally(key, concert, seats, expires_at)
+  local id = key .. ' ' .. concert
+  local t = tallies[id]
+  if t then
+    t[3] = t[3] + seats
+  else
+    tallies[id] = {key, concert, seats, expires_at}
+    tallied[#tallied + 1] = id
+  end
+end
+
+local function write_tallies()
+  for _, id in ipairs(tallied) do
+    local t = tallies[id]
+    count(t[1], t[2], t[3], capacity_of(t[2]), t[4])
+  end
+  tallies, tallied = {}, {}
+end
+
+-- Boards each index was given in this call: index -> {key -> true}.
+local indexed = {}
+
 local function pay(op)
   local contents = payment_contents(op)
   local seen = redis.call('HMGET', op.record, 'concert', 'contents')
@@ -93,16 +119,20 @@ local function pay(op)
   local seats = op.seats - math.min(op.seats, refunded)
   local counted = {}
   if seats > 0 then
-    local capacity = capacity_of(op.concert)
     local listed, forever = {}, false
+    local known = indexed[op.index] or {}
+    indexed[op.index] = known
     for _, board in ipairs(op.boards) do
       local key, expires_at = board[1], board[2]
       -- A board past its retention is not recreated; longer boards still count.
       if expires_at == 0 or expires_at > NOW then
-        count(key, op.concert, seats, capacity, expires_at)
-        listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
-        listed[#listed + 1] = key
-        forever = forever or expires_at == 0
+        tally(key, op.concert, seats, expires_at)
+        if not known[key] then
+          known[key] = true
+          listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
+          listed[#listed + 1] = key
+          forever = forever or expires_at == 0
+        end
         counted[#counted + 1] = key
       end
     end
@@ -223,8 +253,10 @@ local handlers = {pay = pay, refund = refund, cancel = cancel, details = details
 local outcomes = {}
 for i = FIRST_COMMAND, #ARGV do
   local op = cjson.decode(ARGV[i])
+  if op.op ~= 'pay' then write_tallies() end
   outcomes[#outcomes + 1] = handlers[op.op](op)
 end
+write_tallies()
 prune_indexes()
 flush_expiries()
 return outcomes
