@@ -35,7 +35,7 @@ pub enum Command {
     /// Store the concert's details, unless an update with a later `updated_at` is stored.
     Details {
         concert: ConcertId,
-        details: ConcertDetails,
+        details: Box<ConcertDetails>,
         updated_at: DateTime<Utc>,
     },
 }
@@ -186,13 +186,13 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
             }
             Command::Details {
                 concert: ConcertId::parse(&d.concert_id)?,
-                details: ConcertDetails {
+                details: Box::new(ConcertDetails {
                     title: text("title", &d.title)?,
                     venue: d.venue.as_deref().map(|v| text("venue", v)).transpose()?,
                     starts_at: d.starts_at,
                     capacity,
                     genres: genres(&d.genres)?,
-                },
+                }),
                 updated_at: d.updated_at,
             }
         }
