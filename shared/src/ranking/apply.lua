@@ -86,7 +86,7 @@ end
 local function write_tallies()
   for _, id in ipairs(tallied) do
     local t = tallies[id]
-    count(t[1], t[2], t[3], capacity_of(t[2]), t[4])
+    count(t[1], t[2], t[3], capacity_of(t[2]), t[4], true)
   end
   tallies, tallied = {}, {}
 end

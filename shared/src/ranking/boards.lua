@@ -2,9 +2,9 @@
 -- script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>'.
 -- A seat board scores a concert -seats; its rate board (the key with ':board:' after the
 -- hash tag made ':rate:') scores it -floor(seats * 1e6 / capacity), for concerts whose
--- capacity is known. A key gets its expiry in the call that adds a member to it (so in the
--- call that creates it), once per call, from flush_expiries(); an entry that only changes
--- keeps the expiry its key has.
+-- capacity is known. Each key written gets its expiry once per call, from flush_expiries().
+-- A board whose expiry never moves (`fixed`: the calendar boards) gets it only in a call
+-- that adds a concert to it, so in the one that creates it.
 local DETAILS = KEYS[1]
 local expiries, capacities, rate_keys = {}, {}, {}
 
@@ -40,18 +40,17 @@ end
 
 -- Sets the concert's entry on the rate board `key` for `seats`; `expires_at` (0: never) is
 -- the board's expiry.
-local function rate(key, concert, seats, capacity, expires_at)
-  if redis.call('ZADD', key, rate_score(seats, capacity), concert) == 1 then
-    expiries[key] = expires_at
-  end
+local function rate(key, concert, seats, capacity, expires_at, fixed)
+  local added = redis.call('ZADD', key, rate_score(seats, capacity), concert)
+  if added == 1 or not fixed then expiries[key] = expires_at end
 end
 
 -- Adds `seats` to the concert on `key`, and rewrites its rate entry when the capacity is
 -- known. Returns the concert's new seat total.
-local function count(key, concert, seats, capacity, expires_at)
+local function count(key, concert, seats, capacity, expires_at, fixed)
   local total = -tonumber(redis.call('ZINCRBY', key, -seats, concert))
-  if total == seats then expiries[key] = expires_at end
-  if capacity then rate(rate_key(key), concert, total, capacity, expires_at) end
+  if total == seats or not fixed then expiries[key] = expires_at end
+  if capacity then rate(rate_key(key), concert, total, capacity, expires_at, fixed) end
   return total
 end
 
