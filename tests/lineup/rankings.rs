@@ -1128,3 +1128,37 @@ async fn a_batch_mixing_payments_refunds_details_and_a_cancellation_counts_in_or
         );
     }
 }
+
+/// A trending board in the concert index (helper C's boards score decayed sales) gets no
+/// rate board when the concert's capacity becomes known; the calendar boards do.
+#[tokio::test]
+async fn a_new_capacity_rates_every_indexed_board_but_trending_ones() {
+    let app = TestApp::spawn(&[]).await;
+    let prefix = &app.config.key_prefix;
+    send(&app, &[paid("p1", "t", 2, &["rock"], &now())]).await;
+    let index = format!("{prefix}:{{rk}}:concert:t:boards");
+    let trending = format!("{prefix}:{{rk}}:board:trending:7");
+    let mut inspect = app.inspect.clone();
+    for (key, score, member) in [(&trending, "-3.5", "t"), (&index, "inf", trending.as_str())] {
+        redis::cmd("ZADD")
+            .arg(key)
+            .arg(score)
+            .arg(member)
+            .query_async::<()>(&mut inspect)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        send(&app, &[scheduled("t", "T", 4, &hours_ago(1))]).await,
+        [Verdict::Applied]
+    );
+    for board in todays_boards(&app) {
+        assert_eq!(rate_board(&app, &board).await, [("t".into(), 500_000)]);
+    }
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(format!("{prefix}:{{rk}}:rate:trending:7"))
+        .query_async(&mut inspect)
+        .await
+        .unwrap();
+    assert!(!exists, "no rate board for a trending board");
+}

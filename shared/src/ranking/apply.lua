@@ -204,12 +204,14 @@ local function cancel(op)
 end
 
 -- Rewrites the concert's rate entries on every board its index lists, for `capacity`.
+-- Trending boards score decayed sales, not seats: they have no rate board.
 local function rerate(op, capacity)
   upgrade_index(op.index)
   local boards = redis.call('ZRANGE', op.index, 0, -1, 'WITHSCORES')
   for i = 1, #boards, 2 do
     local key = boards[i]
-    local score = redis.call('ZSCORE', key, op.concert)
+    local score = not string.find(key, ':{rk}:board:trending:', 1, true) and
+      redis.call('ZSCORE', key, op.concert)
     if score then
       rate(rate_key(key), op.concert, -tonumber(score), capacity,
         boards[i + 1] == 'inf' and 0 or tonumber(boards[i + 1]))
