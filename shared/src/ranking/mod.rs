@@ -1,5 +1,6 @@
 //! Sales rankings: boards of seats sold per concert, per period bucket, overall and per
-//! genre, fed by payment events exactly once.
+//! genre, fed by payment events exactly once; beside each, a rate board of sell-through for
+//! the concerts whose capacity concert events gave (their details, latest `updatedAt` wins).
 //!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
