@@ -5,7 +5,8 @@
 //! For the cold-start section, build the function binaries first:
 //! `cargo build --release --bins`. `lineup-bench cold-start` runs that section alone;
 //! `lineup-bench throughput` stops after the throughput section; `lineup-bench memory` runs
-//! the memory section alone; `lineup-bench reads` runs the board-read section alone.
+//! the memory section alone; `lineup-bench reads` runs the board-read section alone;
+//! `lineup-bench ranking-writes` runs the ranking writes section alone.
 
 mod baseline;
 mod cold_start;
@@ -32,6 +33,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bench.redis_version().await
     ));
 
+    if std::env::args().nth(1).as_deref() == Some("ranking-writes") {
+        ranking_writes(&bench, &mut report).await;
+        report.print();
+        return Ok(());
+    }
     if std::env::args().nth(1).as_deref() == Some("memory") {
         memory(&bench, &mut report).await;
         report.print();
@@ -58,6 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     memory(&bench, &mut report).await;
     redis_time(&bench, &mut report).await;
     board_reads(&bench, &mut report).await;
+    ranking_writes(&bench, &mut report).await;
     ingest(&bench, &mut report).await;
     report.print();
     Ok(())
@@ -468,6 +475,109 @@ async fn board_reads(bench: &Bench, report: &mut Report) {
 enum Read {
     Page(u64),
     Around,
+}
+
+/// Redis time and commands of ranking writes on boards holding 10 000 concerts, each with
+/// its details (capacity known, so rate boards are written too): a batch of 10 payments, and
+/// a details update; bytes of details per concert.
+async fn ranking_writes(bench: &Bench, report: &mut Report) {
+    const CONCERTS: usize = 10_000;
+    const ROUNDS: usize = 20;
+    report.section("Ranking writes at 10 000 concerts (INFO commandstats; commands run inside the script counted too)");
+    let an_hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let concerts: Vec<String> = (0..CONCERTS).map(|i| format!("rw-{i}")).collect();
+    for chunk in concerts.chunks(100) {
+        let details: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, c)| bench.concert(c, 1000 + i as u32, &an_hour_ago))
+            .collect();
+        bench.apply(&details).await;
+        let payments: Vec<_> = chunk
+            .iter()
+            .map(|c| bench.payment(&format!("fill-{c}"), c, &["rock", "pop"]))
+            .collect();
+        bench.apply(&payments).await;
+    }
+    let (mut usec, mut commands, mut writes) = (0.0, 0, 0);
+    for round in 0..ROUNDS {
+        let batch: Vec<_> = (0..10)
+            .map(|i| {
+                let concert = &concerts[(round * 10 + i) * 37 % CONCERTS];
+                bench.payment(&format!("rw-{round}-{i}"), concert, &["rock", "pop"])
+            })
+            .collect();
+        let before = bench.commandstats().await;
+        bench.sqs_batch(batch).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        let (all, written) = measure::commands_run(&before, &after);
+        commands += all;
+        writes += written;
+    }
+    let payments = (ROUNDS * 10) as f64;
+    report.row(
+        "batch of 10 payments, 2 genres each",
+        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
+        &format!(
+            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
+            commands as f64 / payments,
+            writes as f64 / payments
+        ),
+    );
+    // An on-sale: every payment of the batch for the one concert.
+    let (mut usec, mut commands, mut writes) = (0.0, 0, 0);
+    for round in 0..ROUNDS {
+        let concert = &concerts[round * 53 % CONCERTS];
+        let batch: Vec<_> = (0..10)
+            .map(|i| bench.payment(&format!("hot-{round}-{i}"), concert, &["rock", "pop"]))
+            .collect();
+        let before = bench.commandstats().await;
+        bench.sqs_batch(batch).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        let (all, written) = measure::commands_run(&before, &after);
+        commands += all;
+        writes += written;
+    }
+    report.row(
+        "batch of 10 payments for one concert, 2 genres each",
+        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
+        &format!(
+            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
+            commands as f64 / payments,
+            writes as f64 / payments
+        ),
+    );
+    let (mut usec, mut commands) = (0.0, 0);
+    let now = chrono::Utc::now().to_rfc3339();
+    for round in 0..ROUNDS {
+        let concert = &concerts[round * 101 % CONCERTS];
+        let before = bench.commandstats().await;
+        bench.apply(&[bench.concert(concert, 5000, &now)]).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        commands += measure::commands_run(&before, &after).0;
+    }
+    report.row(
+        "details update, new capacity (rates rewritten on the concert's 12 boards)",
+        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
+        &format!("{:.1} redis.calls", commands as f64 / ROUNDS as f64),
+    );
+    let details_key = format!("{}:{{rk}}:concert-details", bench.app.config.key_prefix);
+    let bytes: Option<i64> = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&details_key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async(&mut bench.app.inspect.clone())
+        .await
+        .expect("memory usage");
+    report.row(
+        "details hash bytes per concert",
+        &format!("{:.1} B", bytes.unwrap_or(0) as f64 / CONCERTS as f64),
+        "MEMORY USAGE of the one details hash ÷ 10 000 concerts",
+    );
 }
 
 /// Ranking events per second through the updater, batched and one by one, against updates

@@ -126,6 +126,15 @@ impl Bench {
                "detail": {"paymentId": id, "concertId": concert, "seats": 1, "genres": genres}})
     }
 
+    /// A `ConcertScheduled` for `concert` with `capacity` seats, as of `updated_at`.
+    pub fn concert(&self, concert: &str, capacity: u32, updated_at: &str) -> Value {
+        json!({"version": "0", "id": concert, "detail-type": "ConcertScheduled", "source": "lineup.payments",
+               "account": "1", "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
+               "detail": {"concertId": concert, "title": format!("Concert {concert}"), "capacity": capacity,
+                          "genres": ["rock", "pop"], "startsAt": "2027-03-01T19:00:00+09:00",
+                          "venue": "Olympic Hall", "updatedAt": updated_at}})
+    }
+
     pub async fn apply(&self, events: &[Value]) {
         ranking_updater::apply_events(events, &self.app.stack.ranking_updater).await;
     }
@@ -371,6 +380,29 @@ pub fn client_commands(
         .iter()
         .map(|name| after.get(*name).map_or(0, |a| a.0) - before.get(*name).map_or(0, |b| b.0))
         .sum()
+}
+
+/// Commands run between two readings, client and in-script alike, leaving out `INFO` (the
+/// readings themselves) and `EVALSHA` (the call that ran the others): `(all, writes)`.
+pub fn commands_run(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+) -> (u64, u64) {
+    const READS: [&str; 12] = [
+        "info", "evalsha", "eval", "hget", "hmget", "hvals", "hlen", "exists", "get", "zscore",
+        "zrange", "type",
+    ];
+    let (mut all, mut writes) = (0, 0);
+    for (name, (calls, _)) in after {
+        let n = calls - before.get(name).map_or(0, |b| b.0);
+        if !matches!(name.as_str(), "info" | "evalsha" | "eval") {
+            all += n;
+        }
+        if !READS.contains(&name.as_str()) {
+            writes += n;
+        }
+    }
+    (all, writes)
 }
 
 pub fn usec_per_call(

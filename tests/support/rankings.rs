@@ -110,3 +110,48 @@ pub async fn seed_rate(app: &TestApp, board: &str, concert: &str, seats: u64, ca
         .await
         .expect("ZADD rate board");
 }
+
+/// A `ConcertScheduled` for `concert` with `capacity` seats and `title`, as of `updated_at`.
+pub fn scheduled(concert: &str, title: &str, capacity: i64, updated_at: &str) -> Value {
+    envelope(
+        "ConcertScheduled",
+        json!({"concertId": concert, "title": title, "capacity": capacity, "genres": ["rock"],
+               "startsAt": "2027-03-01T19:00:00+09:00", "venue": "Olympic Hall",
+               "updatedAt": updated_at}),
+    )
+}
+
+/// The stored details of `concert`: `(updatedAt ms, capacity, JSON)`.
+pub async fn details(app: &TestApp, concert: &str) -> Option<(i64, u32, Value)> {
+    let rankings = &app.stack.ranking_updater.rankings;
+    let stored: Option<String> = redis::cmd("HGET")
+        .arg(rankings.details_key())
+        .arg(concert)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .expect("the details hash");
+    let stored = stored?;
+    let mut words = stored.splitn(3, ' ');
+    let at = words.next()?.parse().expect("updatedAt ms");
+    let capacity = words.next()?.parse().expect("capacity");
+    Some((
+        at,
+        capacity,
+        serde_json::from_str(words.next()?).expect("details JSON"),
+    ))
+}
+
+/// `(concertId, score)` of the rate board of `board`, best first (score: millionths of
+/// capacity sold, as stored negated).
+pub async fn rate_board(app: &TestApp, board: &lineup::ranking::Board) -> Vec<(String, i64)> {
+    let key = app.stack.ranking_updater.rankings.rate_key(board);
+    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .expect("a rate board");
+    rows.into_iter().map(|(c, s)| (c, -s as i64)).collect()
+}

@@ -1,5 +1,6 @@
 //! Sales rankings: boards of seats sold per concert, per period bucket, overall and per
-//! genre, fed by payment events exactly once.
+//! genre, fed by payment events exactly once; beside each, a rate board of sell-through for
+//! the concerts whose capacity concert events gave (their details, latest `updatedAt` wins).
 //!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
@@ -21,7 +22,7 @@ use redis::{FromRedisValue, ParsingError, Script, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-pub use events::{parse_event, Command, Parsed};
+pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX_TEXT_CHARS};
 pub use period::{default_day, local_day, parse_date, Period};
 
 use crate::config::RankingSettings;
@@ -29,8 +30,13 @@ use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
 use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
 
-static APPLY: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua"))));
+/// The apply script: the board helpers (`boards.lua`), then the commands (`apply.lua`).
+static APPLY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua")),
+        include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua"))
+    ))
+});
 static PAGE: LazyLock<Script> = LazyLock::new(|| {
     primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/page.lua")))
 });
@@ -287,14 +293,27 @@ impl Rankings {
         format!("{}:{{rk}}:{rest}", self.prefix)
     }
 
+    /// A board ranked by seats sold.
     pub fn board_key(&self, board: &Board) -> String {
+        self.key(&format!("board:{}", Self::board_name(board)))
+    }
+
+    /// The same board ranked by sell-through (millionths of capacity); `apply.lua` derives
+    /// it from the seat board's key the same way.
+    pub fn rate_key(&self, board: &Board) -> String {
+        self.key(&format!("rate:{}", Self::board_name(board)))
+    }
+
+    fn board_name(board: &Board) -> String {
         match &board.genre {
-            None => self.key(&format!("board:{}:{}", board.period, board.bucket)),
-            Some(genre) => self.key(&format!(
-                "board:{}:{}:genre:{genre}",
-                board.period, board.bucket
-            )),
+            None => format!("{}:{}", board.period, board.bucket),
+            Some(genre) => format!("{}:{}:genre:{genre}", board.period, board.bucket),
         }
+    }
+
+    /// The one hash of concert details: `concertId` → `<updatedAt ms> <capacity> <json>`.
+    pub fn details_key(&self) -> String {
+        self.key("concert-details")
     }
 
     /// Today in the ranking zone.
@@ -316,6 +335,9 @@ impl Rankings {
             .chunks(EVENTS_PER_CALL)
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
+                // KEYS[1] is the details hash, which every command may read.
+                let details = self.details_key();
+                invocation.key(&details);
                 let mut keys = Vec::new();
                 invocation
                     .arg(self.settings.dedupe.as_secs())
@@ -327,7 +349,7 @@ impl Rankings {
                 }
                 keys.sort();
                 keys.dedup();
-                for key in &keys {
+                for key in keys.iter().filter(|key| **key != details) {
                     invocation.key(key);
                 }
                 batch.stage(invocation)
@@ -407,6 +429,23 @@ impl Rankings {
                 "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
                 "concert": concert.as_str(),
             }),
+            Command::Details {
+                concert,
+                details,
+                updated_at,
+            } => json!({
+                "op": "details",
+                "index": note(self.key(&format!("concert:{concert}:boards"))),
+                "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                "concert": concert.as_str(),
+                // What the hash holds: the script reads the first two words only.
+                "value": format!(
+                    "{} {} {}",
+                    updated_at.timestamp_millis(),
+                    details.capacity,
+                    json!(details)
+                ),
+            }),
         }
     }
 
@@ -433,16 +472,6 @@ impl Rankings {
                 })
             })
             .collect()
-    }
-
-    /// The key of `board`'s rate board: its seat board's, `board:` becoming `rate:`.
-    pub fn rate_key(&self, board: &Board) -> String {
-        self.board_key(board).replacen(":board:", ":rate:", 1)
-    }
-
-    /// The hash of concert details: concertId → `<updatedAtMs> <capacity> <json>`.
-    pub fn details_key(&self) -> String {
-        self.key("concert-details")
     }
 
     /// The page script's call on `board` ranked by `order`, its arguments still to come.
