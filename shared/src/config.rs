@@ -341,6 +341,17 @@ impl QueueConfig {
     }
 }
 
+/// A local time `HH:MM`. Read by hand rather than with chrono's format parser, which would
+/// cost every function about 10 KB of code for one setting.
+fn local_time(raw: &str) -> Option<chrono::NaiveTime> {
+    let (hours, minutes) = raw.split_once(':')?;
+    let two_digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
+    if !two_digits(hours) || !two_digits(minutes) {
+        return None;
+    }
+    chrono::NaiveTime::from_hms_opt(hours.parse().ok()?, minutes.parse().ok()?, 0)
+}
+
 impl RankingSettings {
     fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let time_zone_name = vars
@@ -381,15 +392,12 @@ impl RankingSettings {
                 .string("RANKING_EARLY_CUTOFF")
                 .map(|raw| {
                     let raw = raw.trim();
-                    chrono::NaiveTime::parse_from_str(raw, "%H:%M")
-                        .ok()
-                        .filter(|_| raw.len() == 5)
-                        .ok_or_else(|| {
-                            bad(
-                                "RANKING_EARLY_CUTOFF",
-                                format!("must be a local time HH:MM (00:00 to 23:59), not {raw:?}"),
-                            )
-                        })
+                    local_time(raw).ok_or_else(|| {
+                        bad(
+                            "RANKING_EARLY_CUTOFF",
+                            format!("must be a local time HH:MM (00:00 to 23:59), not {raw:?}"),
+                        )
+                    })
                 })
                 .transpose()?,
         })
