@@ -5,7 +5,9 @@
 //! For the cold-start section, build the function binaries first:
 //! `cargo build --release --bins`. `lineup-bench cold-start` runs that section alone;
 //! `lineup-bench throughput` stops after the throughput section; `lineup-bench memory` runs
-//! the memory section alone; `lineup-bench boards` the board kinds at 10 000 concerts alone.
+//! the memory section alone; `lineup-bench reads` runs the board-read section alone;
+//! `lineup-bench ranking-writes` runs the ranking writes section alone; `lineup-bench boards`
+//! the rolling and trending boards at 10 000 concerts alone.
 
 mod baseline;
 mod cold_start;
@@ -13,7 +15,8 @@ mod measure;
 
 use std::time::{Duration, Instant};
 
-use lineup::ids::{QueueId, UserId};
+use lineup::ids::{ConcertId, QueueId, UserId};
+use lineup::ranking::{Board, Order, Period};
 use measure::{percentile, Bench, Report};
 use serde_json::json;
 
@@ -31,6 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bench.redis_version().await
     ));
 
+    if std::env::args().nth(1).as_deref() == Some("ranking-writes") {
+        ranking_writes(&bench, &mut report).await;
+        report.print();
+        return Ok(());
+    }
     if std::env::args().nth(1).as_deref() == Some("boards") {
         boards(&bench, &mut report).await;
         report.print();
@@ -38,6 +46,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().nth(1).as_deref() == Some("memory") {
         memory(&bench, &mut report).await;
+        report.print();
+        return Ok(());
+    }
+    if std::env::args().nth(1).as_deref() == Some("reads") {
+        board_reads(&bench, &mut report).await;
         report.print();
         return Ok(());
     }
@@ -56,6 +69,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     scale(&bench, &mut report).await;
     memory(&bench, &mut report).await;
     redis_time(&bench, &mut report).await;
+    board_reads(&bench, &mut report).await;
+    ranking_writes(&bench, &mut report).await;
     boards(&bench, &mut report).await;
     ingest(&bench, &mut report).await;
     report.print();
@@ -403,6 +418,172 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             reaped.script_calls,
             lineup::bench_support::REAP_CHUNK
         ),
+    );
+}
+
+/// Redis time of board reads at 10 000 concerts, through the read the handler makes
+/// (`Rankings::page`, `Rankings::around`): a seat board, its rate board and 10 000 concerts'
+/// details, written straight into Redis in the format the updater writes.
+async fn board_reads(bench: &Bench, report: &mut Report) {
+    const CONCERTS: u64 = 10_000;
+    const CALLS: u64 = 1_000;
+    report.section(&format!(
+        "Board reads at 10 000 concerts, Redis time per call (INFO commandstats usec of evalsha, mean of {CALLS})"
+    ));
+    let rankings = &bench.app.stack.ranking_api.rankings;
+    let board = Board::on(Period::Daily, rankings.today(), None);
+    bench.seed_board(rankings, &board, CONCERTS).await;
+    for order in [Order::Seats, Order::Rate] {
+        // The concert halfway down the board.
+        let middle = rankings
+            .page(&board, order, CONCERTS / 2, 1)
+            .await
+            .unwrap()
+            .items[0]
+            .concert_id
+            .clone();
+        let middle = &ConcertId::parse(&middle).unwrap();
+        let reads: [(&str, Read); 3] = [
+            ("top-10 read", Read::Page(0)),
+            ("page of 10 at offset 5 000", Read::Page(5_000)),
+            ("around-me, 10 either side", Read::Around),
+        ];
+        for (name, read) in reads {
+            let run = || async {
+                match read {
+                    Read::Page(offset) => {
+                        let page = rankings.page(&board, order, offset, 10).await.unwrap();
+                        assert_eq!(page.total, CONCERTS);
+                        assert_eq!(page.items.len(), 10);
+                    }
+                    Read::Around => {
+                        let around = rankings.around(&board, order, middle, 10).await.unwrap();
+                        assert!(around.is_some_and(|a| a.above.len() + a.below.len() == 20));
+                    }
+                }
+            };
+            run().await;
+            let before = bench.commandstats().await;
+            for _ in 0..CALLS {
+                run().await;
+            }
+            let after = bench.commandstats().await;
+            let usec = measure::usec_per_call(&before, &after, "evalsha");
+            report.row(
+                &format!("{name} at 10 000 concerts, by {}", order.as_str()),
+                &format!("{:.3} ms", usec / 1000.0),
+                "goal < 1 ms; rows, ranks, seats and details in one script",
+            );
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Read {
+    Page(u64),
+    Around,
+}
+
+/// Redis time and commands of ranking writes on boards holding 10 000 concerts, each with
+/// its details (capacity known, so rate boards are written too): a batch of 10 payments, and
+/// a details update; bytes of details per concert.
+async fn ranking_writes(bench: &Bench, report: &mut Report) {
+    const CONCERTS: usize = 10_000;
+    const ROUNDS: usize = 20;
+    report.section("Ranking writes at 10 000 concerts (INFO commandstats; commands run inside the script counted too)");
+    let an_hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let concerts: Vec<String> = (0..CONCERTS).map(|i| format!("rw-{i}")).collect();
+    for chunk in concerts.chunks(100) {
+        let details: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, c)| bench.concert(c, 1000 + i as u32, &an_hour_ago))
+            .collect();
+        bench.apply(&details).await;
+        let payments: Vec<_> = chunk
+            .iter()
+            .map(|c| bench.payment(&format!("fill-{c}"), c, &["rock", "pop"]))
+            .collect();
+        bench.apply(&payments).await;
+    }
+    let (mut usec, mut commands, mut writes) = (0.0, 0, 0);
+    for round in 0..ROUNDS {
+        let batch: Vec<_> = (0..10)
+            .map(|i| {
+                let concert = &concerts[(round * 10 + i) * 37 % CONCERTS];
+                bench.payment(&format!("rw-{round}-{i}"), concert, &["rock", "pop"])
+            })
+            .collect();
+        let before = bench.commandstats().await;
+        bench.sqs_batch(batch).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        let (all, written) = measure::commands_run(&before, &after);
+        commands += all;
+        writes += written;
+    }
+    let payments = (ROUNDS * 10) as f64;
+    report.row(
+        "batch of 10 payments, 2 genres each",
+        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
+        &format!(
+            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
+            commands as f64 / payments,
+            writes as f64 / payments
+        ),
+    );
+    // An on-sale: every payment of the batch for the one concert.
+    let (mut usec, mut commands, mut writes) = (0.0, 0, 0);
+    for round in 0..ROUNDS {
+        let concert = &concerts[round * 53 % CONCERTS];
+        let batch: Vec<_> = (0..10)
+            .map(|i| bench.payment(&format!("hot-{round}-{i}"), concert, &["rock", "pop"]))
+            .collect();
+        let before = bench.commandstats().await;
+        bench.sqs_batch(batch).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        let (all, written) = measure::commands_run(&before, &after);
+        commands += all;
+        writes += written;
+    }
+    report.row(
+        "batch of 10 payments for one concert, 2 genres each",
+        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
+        &format!(
+            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
+            commands as f64 / payments,
+            writes as f64 / payments
+        ),
+    );
+    let (mut usec, mut commands) = (0.0, 0);
+    let now = chrono::Utc::now().to_rfc3339();
+    for round in 0..ROUNDS {
+        let concert = &concerts[round * 101 % CONCERTS];
+        let before = bench.commandstats().await;
+        bench.apply(&[bench.concert(concert, 5000, &now)]).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        commands += measure::commands_run(&before, &after).0;
+    }
+    report.row(
+        "details update, new capacity (rates rewritten on the concert's 12 boards)",
+        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
+        &format!("{:.1} redis.calls", commands as f64 / ROUNDS as f64),
+    );
+    let details_key = format!("{}:{{rk}}:concert-details", bench.app.config.key_prefix);
+    let bytes: Option<i64> = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&details_key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async(&mut bench.app.inspect.clone())
+        .await
+        .expect("memory usage");
+    report.row(
+        "details hash bytes per concert",
+        &format!("{:.1} B", bytes.unwrap_or(0) as f64 / CONCERTS as f64),
+        "MEMORY USAGE of the one details hash ÷ 10 000 concerts",
     );
 }
 

@@ -10,6 +10,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use lineup::ids::QueueId;
 use lineup::queue::keys::QueueKeys;
 use lineup::queue::WaitingRoom;
+use lineup::ranking::{Board, Order, Period, Rankings};
 use lineup::token::TokenClaims;
 use lineup_tests::{api_event_text, api_request, Reply, TestApp};
 use serde_json::{json, Value};
@@ -123,6 +124,15 @@ impl Bench {
         json!({"version": "0", "id": id, "detail-type": "PaymentCompleted", "source": "lineup.payments",
                "account": "1", "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
                "detail": {"paymentId": id, "concertId": concert, "seats": 1, "genres": genres}})
+    }
+
+    /// A `ConcertScheduled` for `concert` with `capacity` seats, as of `updated_at`.
+    pub fn concert(&self, concert: &str, capacity: u32, updated_at: &str) -> Value {
+        json!({"version": "0", "id": concert, "detail-type": "ConcertScheduled", "source": "lineup.payments",
+               "account": "1", "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
+               "detail": {"concertId": concert, "title": format!("Concert {concert}"), "capacity": capacity,
+                          "genres": ["rock", "pop"], "startsAt": "2027-03-01T19:00:00+09:00",
+                          "venue": "Olympic Hall", "updatedAt": updated_at}})
     }
 
     pub async fn apply(&self, events: &[Value]) {
@@ -314,26 +324,45 @@ impl Bench {
     }
 
     pub async fn redis_benchmark_top(&self) -> f64 {
-        let board = format!(
-            "{}:{{rk}}:board:daily:{}",
-            self.app.config.key_prefix,
-            self.app
-                .stack
-                .ranking_api
-                .rankings
-                .today()
-                .format("%Y-%m-%d")
-        );
-        let args = [
-            "EVALSHA",
-            lineup::bench_support::top_script_hash(),
-            "1",
+        let rankings = &self.app.stack.ranking_api.rankings;
+        let board = Board::on(Period::Daily, rankings.today(), None);
+        let args = Self::text_args(lineup::bench_support::top_command(
+            rankings,
             &board,
-            "0",
-            "10",
-        ]
-        .map(str::to_owned);
+            Order::Seats,
+            10,
+        ));
         self.redis_benchmark(&args).await
+    }
+
+    /// `concerts` concerts on `board` and its rate board, each with details, written directly
+    /// in the formats the updater writes (seats 1–5 000, capacities 1 000–50 999).
+    pub async fn seed_board(&self, rankings: &Rankings, board: &Board, concerts: u64) {
+        let mut seats_board = redis::cmd("ZADD");
+        let mut rate_board = redis::cmd("ZADD");
+        let mut details = redis::cmd("HSET");
+        seats_board.arg(rankings.board_key(board));
+        rate_board.arg(rankings.rate_key(board));
+        details.arg(rankings.details_key());
+        let now = chrono::Utc::now().timestamp_millis();
+        for i in 0..concerts {
+            let concert = format!("c{i}");
+            let seats = 1 + i * 7_919 % 5_000;
+            let capacity = 1_000 + i * 104_729 % 50_000;
+            seats_board.arg(-(seats as i64)).arg(&concert);
+            rate_board
+                .arg(-((seats * 1_000_000 / capacity) as i64))
+                .arg(&concert);
+            let json = json!({"title": format!("Concert number {i} on tour"), "venue": format!("Arena {}", i % 300),
+                              "startsAt": "2026-12-24T19:00:00+09:00", "capacity": capacity, "genres": ["k-pop", "ballad"]});
+            details
+                .arg(&concert)
+                .arg(format!("{now} {capacity} {json}"));
+        }
+        let mut inspect = self.app.inspect.clone();
+        for cmd in [seats_board, rate_board, details] {
+            cmd.query_async::<()>(&mut inspect).await.unwrap();
+        }
     }
 
     pub async fn redis_benchmark_zadd(&self) -> f64 {
@@ -351,6 +380,29 @@ pub fn client_commands(
         .iter()
         .map(|name| after.get(*name).map_or(0, |a| a.0) - before.get(*name).map_or(0, |b| b.0))
         .sum()
+}
+
+/// Commands run between two readings, client and in-script alike, leaving out `INFO` (the
+/// readings themselves) and `EVALSHA` (the call that ran the others): `(all, writes)`.
+pub fn commands_run(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+) -> (u64, u64) {
+    const READS: [&str; 12] = [
+        "info", "evalsha", "eval", "hget", "hmget", "hvals", "hlen", "exists", "get", "zscore",
+        "zrange", "type",
+    ];
+    let (mut all, mut writes) = (0, 0);
+    for (name, (calls, _)) in after {
+        let n = calls - before.get(name).map_or(0, |b| b.0);
+        if !matches!(name.as_str(), "info" | "evalsha" | "eval") {
+            all += n;
+        }
+        if !READS.contains(&name.as_str()) {
+            writes += n;
+        }
+    }
+    (all, writes)
 }
 
 pub fn usec_per_call(

@@ -5,6 +5,7 @@
 
 use crate::ids::QueueId;
 use crate::queue::WaitingRoom;
+use crate::ranking::{Board, Order, Rankings};
 
 /// The issue script's call as `room` sends it for `queue` (`EVALSHA`, hash, key count,
 /// keys, the configuration's leading arguments), then `rest`.
@@ -20,9 +21,16 @@ pub fn status_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec
 /// Waiters the reaper examines per script call: the bench times one such chunk.
 pub const REAP_CHUNK: u32 = crate::queue::REAP_CHUNK;
 
-/// The SHA1 hash the ranking reads' top-N script is sent by (`EVALSHA`).
+/// The SHA1 hash the ranking reads' page script is sent by (`EVALSHA`).
 pub fn top_script_hash() -> &'static str {
-    crate::ranking::top_script().get_hash()
+    crate::ranking::page_script().get_hash()
+}
+
+/// The top-`limit` read of `board` ranked by `order`, as `rankings` sends it.
+pub fn top_command(rankings: &Rankings, board: &Board, order: Order, limit: u64) -> Vec<Vec<u8>> {
+    let mut call = rankings.page_call(board, order);
+    call.arg(0).arg(limit);
+    call.command_line()
 }
 
 /// Most bucket fields one tick call takes off.

@@ -96,6 +96,9 @@ pub struct RankingSettings {
     pub dedupe: Duration,
     /// The trending board's half-life: a sale weighs half as much this much later.
     pub trending_half_life: Duration,
+    /// `RANKING_EARLY_CUTOFF`: before this local time, a daily read without a date serves
+    /// yesterday's board, and a weekly one on a Monday last week's. `None`: never.
+    pub early_cutoff: Option<chrono::NaiveTime>,
 }
 
 /// Whether Redis is one primary (with replicas) or a cluster (Redis Cluster, ElastiCache
@@ -340,6 +343,17 @@ impl QueueConfig {
     }
 }
 
+/// A local time `HH:MM`. Read by hand rather than with chrono's format parser, which would
+/// cost every function about 10 KB of code for one setting.
+fn local_time(raw: &str) -> Option<chrono::NaiveTime> {
+    let (hours, minutes) = raw.split_once(':')?;
+    let two_digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
+    if !two_digits(hours) || !two_digits(minutes) {
+        return None;
+    }
+    chrono::NaiveTime::from_hms_opt(hours.parse().ok()?, minutes.parse().ok()?, 0)
+}
+
 impl RankingSettings {
     fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let time_zone_name = vars
@@ -379,6 +393,18 @@ impl RankingSettings {
             trending_half_life: Duration::from_secs(
                 3_600 * vars.number("RANKING_TRENDING_HALF_LIFE_HOURS", 6, Bounds::new(1, 168))?,
             ),
+            early_cutoff: vars
+                .string("RANKING_EARLY_CUTOFF")
+                .map(|raw| {
+                    let raw = raw.trim();
+                    local_time(raw).ok_or_else(|| {
+                        bad(
+                            "RANKING_EARLY_CUTOFF",
+                            format!("must be a local time HH:MM (00:00 to 23:59), not {raw:?}"),
+                        )
+                    })
+                })
+                .transpose()?,
         })
     }
 }
@@ -483,6 +509,20 @@ mod tests {
         for vague in ["true", "1", "yes"] {
             let err = config(&[SECRET, ("ALLOW_BODY_USER_ID", vague)]).unwrap_err();
             assert_eq!(err.variable, "ALLOW_BODY_USER_ID");
+        }
+    }
+
+    #[test]
+    fn the_early_cutoff_is_a_local_time_or_off() {
+        assert_eq!(config(&[SECRET]).unwrap().ranking.early_cutoff, None);
+        let c = config(&[SECRET, ("RANKING_EARLY_CUTOFF", "10:30")]).unwrap();
+        assert_eq!(
+            c.ranking.early_cutoff,
+            chrono::NaiveTime::from_hms_opt(10, 30, 0)
+        );
+        for bad in ["24:00", "10:60", "9:30", "10:30:00", "noon", "10h30"] {
+            let err = config(&[SECRET, ("RANKING_EARLY_CUTOFF", bad)]).unwrap_err();
+            assert_eq!(err.variable, "RANKING_EARLY_CUTOFF", "{bad}");
         }
     }
 

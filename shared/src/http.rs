@@ -20,6 +20,9 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024;
 
 const PROBLEM_JSON: &str = "application/problem+json";
 
+/// `Cache-Control` of every error response.
+const NO_STORE: &str = "no-store";
+
 /// RFC 9457 problem details.
 #[derive(Debug, Serialize)]
 struct Problem<'a> {
@@ -89,6 +92,8 @@ pub fn problem(err: &Error) -> Response<Body> {
     };
     let mut response = json_with_type(status, &body, PROBLEM_JSON);
     let headers = response.headers_mut();
+    // An error is never cached: a board that failed to read must not stay failed.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_STORE));
     match err {
         Error::Unavailable { retry_after, .. } | Error::RateLimited { retry_after } => {
             headers.insert(
@@ -103,6 +108,23 @@ pub fn problem(err: &Error) -> Response<Body> {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         _ => {}
+    }
+    response
+}
+
+/// A JSON response that shared caches (a CDN, a browser) may keep and serve for as long as
+/// `cache_control` says, such as `public, max-age=5`.
+pub fn json_cached(
+    status: StatusCode,
+    body: &impl Serialize,
+    cache_control: &'static str,
+) -> Response<Body> {
+    let mut response = json(status, body);
+    if response.status() == status {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(cache_control),
+        );
     }
     response
 }
@@ -127,6 +149,8 @@ fn json_with_type(
             *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
             r.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_STORE));
             return r;
         }
     };

@@ -162,6 +162,16 @@ fn input() -> impl Strategy<Value = Input> {
         prop::collection::vec(".{0,5}", 17..20)
             .prop_map(|g| json!({"paymentId": "p", "concertId": "c", "genres": g})),
         Just(json!({"paymentId": "p", "concertId": "c", "surprise": true})),
+        prop_oneof![
+            Just(json!(0)),
+            Just(json!(-1)),
+            Just(json!(1_000_001)),
+            Just(json!("9"))
+        ]
+        .prop_map(|capacity| json!({"concertId": "c", "title": "t", "capacity": capacity,
+                                    "startsAt": "2027-01-01T19:00:00Z", "updatedAt": "2026-11-01T00:00:00Z"})),
+        "[a-z ]{201,230}|[ ]{0,3}".prop_map(|title| json!({"concertId": "c", "title": title, "capacity": 10,
+                                    "startsAt": "2027-01-01T19:00:00Z", "updatedAt": "2026-11-01T00:00:00Z"})),
     ];
     let event = prop_oneof![
         any_json(),
@@ -169,7 +179,9 @@ fn input() -> impl Strategy<Value = Input> {
             prop::sample::select(vec![
                 "PaymentCompleted",
                 "PaymentRefunded",
-                "ConcertCancelled"
+                "ConcertCancelled",
+                "ConcertScheduled",
+                "ConcertUpdated"
             ]),
             detail
         )

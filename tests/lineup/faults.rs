@@ -333,6 +333,32 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
     assert_eq!(summary(&app, "show").await.status, 200);
 }
 
+/// A batch whose scripts are cached in part: after a flush, only the ranking script is loaded
+/// again (by a payment without a buyer). The next payment with a buyer stages the ranking
+/// script (cached, so it runs) and the release (NOSCRIPT). Only the release may be sent again:
+/// the payment counts once and is reported `applied`, and the buyer's session ends.
+#[tokio::test]
+async fn after_a_partial_noscript_only_the_missing_scripts_run_again() {
+    let app = TestApp::spawn(&[]).await;
+    let buyer = join(&app, "show", "buyer").await.token();
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    let warm = [paid("warm", "c", 1, &[], &Utc::now().to_rfc3339())];
+    let verdicts = ranking_updater::apply_events(&warm, &app.stack.ranking_updater).await;
+    assert_eq!(verdicts, [Verdict::Applied]);
+
+    let verdicts = ranking_updater::apply_events(
+        &[lineup_tests::rankings::payment("pay-1", "show", "buyer")],
+        &app.stack.ranking_updater,
+    )
+    .await;
+    assert_eq!(verdicts, [Verdict::Applied], "counted once, not run twice");
+    assert_eq!(status(&app, "show", &buyer).await.status, 410);
+}
+
 /// A stalled server (connected, answering nothing: `CLIENT PAUSE`) is an outage too. Every
 /// request answers 503 with `Retry-After` within the bound instead of waiting for it, a new
 /// connection serves once it wakes, and work that timed out on the client but

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lambda_runtime::{Context, LambdaEvent};
 use lineup_tests::queue::{join, leave, promote, put_settings, status};
-use lineup_tests::rankings::{envelope, paid};
+use lineup_tests::rankings::{envelope, paid, scheduled};
 use lineup_tests::{authorizer_request, sleep, TestApp};
 use serde_json::json;
 
@@ -94,6 +94,13 @@ fn documented_exception(key: &str) -> Option<&'static str> {
     if key.contains(":{rk}:board:all-time:") {
         return Some("all-time board");
     }
+    if key.contains(":{rk}:rate:all-time:") {
+        return Some("all-time rate board");
+    }
+    // One field per concert, like the all-time board; a cancellation deletes its field.
+    if key.ends_with(":{rk}:concert-details") {
+        return Some("concert details");
+    }
     let concert = key.split(":{rk}:concert:").nth(1)?;
     if concert.ends_with(":cancelled") {
         return Some("cancellation marker");
@@ -112,7 +119,8 @@ fn documented_exception(key: &str) -> Option<&'static str> {
 /// promoter visits the retired queues from its last list. Payments run beside them (one two days
 /// late, its day's board past a one-day retention), with a refund and a cancellation. Then every
 /// key is scanned. The only keys without a TTL may be the documented ones: the operator's
-/// `settings`, the all-time boards, the cancelled concert's marker, and the concerts' board
+/// `settings`, the all-time boards and rate boards, the concert details hash, the cancelled
+/// concert's marker (its details gone), and the concerts' board
 /// indexes, each listing an all-time board and only live boards. Every queue's `meta` goes with its
 /// retirement.
 #[tokio::test]
@@ -154,6 +162,8 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
     // Late, but within the dedupe window: its day's board is past its one-day retention.
     let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
     let events = [
+        scheduled("kept", "Kept", 100, &two_days_ago),
+        scheduled("doomed", "Doomed", 100, &two_days_ago),
         paid("pay-0", "late", 1, &["pop"], &two_days_ago),
         paid("pay-1", "kept", 2, &["rock"], &today),
         paid("pay-2", "doomed", 1, &["jazz"], &today),
@@ -224,13 +234,20 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
             .any(|key| key.ends_with(":{rk}:concert:doomed:cancelled")),
         "{without_ttl:?}"
     );
+    // The cancelled concert left no details.
+    assert!(lineup_tests::rankings::details(&app, "doomed")
+        .await
+        .is_none());
+    assert!(lineup_tests::rankings::details(&app, "kept")
+        .await
+        .is_some());
     // The operator's settings are the one queue key left without a TTL.
     assert!(
         without_ttl.iter().any(|key| key.contains("{q:operated}")),
         "{without_ttl:?}"
     );
     println!(
-        "RELIABILITY: every key ends: {} queues created, used and retired, 4 ranking events; \
+        "RELIABILITY: every key ends: {} queues created, used and retired, 6 ranking events; \
          {} keys left, {} without a TTL, all documented: {without_ttl:?}",
         queues.len(),
         keys.len(),

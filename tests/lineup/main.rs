@@ -17,6 +17,7 @@ mod metrics;
 mod presence;
 mod queue;
 mod queue_events;
+mod ranking_reads;
 mod rankings;
 mod replay;
 mod samples;

@@ -1,14 +1,17 @@
 //! Replay: ten thousand payment, refund and cancellation events over the six weeks before
-//! the run (two or three months) and four genres, each delivered one to three times, shuffled within a window (a third of
-//! the refunds before their payment), partly concurrently, partly in SQS batches and partly
-//! one by one. The calendar, rolling and trending boards must equal an independent
-//! in-memory model of the stream. Prints a `RELIABILITY:` line.
+//! the run (two or three months) and four genres, and up to three versions of most
+//! concerts' details, each delivered one to three times, shuffled within a window (a third
+//! of the refunds before their payment), partly concurrently, partly in SQS batches and
+//! partly one by one. The calendar, rate, rolling and trending boards and the details must
+//! equal an independent in-memory model of the stream. Prints a `RELIABILITY:` line.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
+use lineup::ids::Genre;
+use lineup::ranking::{Board, Period};
 use lineup_tests::rankings::envelope;
 use lineup_tests::TestApp;
 use rand::rngs::StdRng;
@@ -45,6 +48,16 @@ struct Stream {
     /// Index into `events` of each payment, in order.
     payments: Vec<usize>,
     genres: Vec<Vec<&'static str>>,
+    /// Each concert's versions of its details, oldest first; every fifth concert has none.
+    details: Vec<Vec<Version>>,
+}
+
+/// One version of a concert's details.
+struct Version {
+    title: String,
+    venue: Option<String>,
+    capacity: u64,
+    updated_at: DateTime<Utc>,
 }
 
 fn concert_id(concert: usize) -> String {
@@ -94,11 +107,75 @@ fn generate(rng: &mut StdRng, now: DateTime<Utc>) -> Stream {
             });
         }
     }
+    let details = (0..CONCERTS)
+        .map(|concert| {
+            if concert % 5 == 4 {
+                return Vec::new();
+            }
+            let first = Utc.with_ymd_and_hms(2026, 10, 1, 0, 0, 0).unwrap();
+            (0..rng.random_range(1..=3))
+                .map(|v| Version {
+                    title: format!("Concert {concert}, take {v}"),
+                    venue: (v % 2 == 0).then(|| format!("Hall {concert}")),
+                    capacity: rng.random_range(20..=400),
+                    updated_at: first + Duration::hours(10 * v + rng.random_range(0..10)),
+                })
+                .collect()
+        })
+        .collect();
     Stream {
         events,
         payments,
         genres,
+        details,
     }
+}
+
+fn details_event(stream: &Stream, concert: usize, version: &Version) -> Value {
+    let detail_type = if version.title.ends_with("take 0") {
+        "ConcertScheduled"
+    } else {
+        "ConcertUpdated"
+    };
+    envelope(
+        detail_type,
+        json!({"concertId": concert_id(concert), "title": version.title, "venue": version.venue,
+               "capacity": version.capacity, "genres": stream.genres[concert],
+               "startsAt": "2027-01-15T18:30:00+09:00",
+               "updatedAt": version.updated_at.to_rfc3339()}),
+    )
+}
+
+/// concertId → `(updatedAt ms, capacity, details JSON)` the details hash must hold: the
+/// latest version of each concert not cancelled.
+fn details_model(stream: &Stream) -> BTreeMap<String, (i64, u64, Value)> {
+    let cancelled: BTreeSet<usize> = stream
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Logical::Cancel { concert } => Some(*concert),
+            _ => None,
+        })
+        .collect();
+    let mut model = BTreeMap::new();
+    for (concert, versions) in stream.details.iter().enumerate() {
+        let Some(latest) = versions.iter().max_by_key(|v| v.updated_at) else {
+            continue;
+        };
+        if cancelled.contains(&concert) {
+            continue;
+        }
+        model.insert(
+            concert_id(concert),
+            (
+                latest.updated_at.timestamp_millis(),
+                latest.capacity,
+                json!({"title": latest.title, "venue": latest.venue, "capacity": latest.capacity,
+                       "startsAt": "2027-01-15T18:30:00+09:00", "genres": stream.genres[concert]}),
+            ),
+        );
+    }
+    model
 }
 
 fn to_event(stream: &Stream, event: &Logical) -> Value {
@@ -383,6 +460,17 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
             deliveries += 1;
         }
     }
+    let mut versions = 0;
+    for (concert, history) in stream.details.iter().enumerate() {
+        for version in history {
+            let json = details_event(&stream, concert, version);
+            versions += 1;
+            for _ in 0..rng.random_range(1..=3) {
+                by_window[rng.random_range(0..windows)].push(json.clone());
+                deliveries += 1;
+            }
+        }
+    }
     let mut calls = 0;
     for mut window in by_window {
         window.shuffle(&mut rng);
@@ -428,15 +516,71 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
         .count();
     assert_eq!(calendar, expected.len(), "boards in Redis vs the model");
     let (rolling, trending) = compare_live_boards(&app, &stream).await;
+
+    // The details hash holds the latest version of each concert not cancelled.
+    let details = details_model(&stream);
+    let stored: BTreeMap<String, String> = redis::cmd("HGETALL")
+        .arg(app.stack.ranking_updater.rankings.details_key())
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    let stored: BTreeMap<String, (i64, u64, Value)> = stored
+        .into_iter()
+        .map(|(concert, value)| {
+            let mut words = value.splitn(3, ' ');
+            let at = words.next().unwrap().parse().unwrap();
+            let capacity = words.next().unwrap().parse().unwrap();
+            let json = serde_json::from_str(words.next().unwrap()).unwrap();
+            (concert, (at, capacity, json))
+        })
+        .collect();
+    assert_eq!(stored, details, "details hash vs the model");
+
+    // Every rate board: the model's seats over the latest capacity, in millionths, for the
+    // concerts whose capacity is known; no rate board beyond those.
+    let mut rate_boards = 0;
+    for ((period, bucket, genre), concerts) in &expected {
+        let board = Board {
+            period: Period::parse(period).unwrap(),
+            bucket: bucket.clone(),
+            genre: genre.as_deref().map(|g| Genre::parse(g).unwrap()),
+        };
+        let want: BTreeMap<String, i64> = concerts
+            .iter()
+            .filter_map(|(concert, seats)| {
+                let (_, capacity, _) = details.get(concert)?;
+                Some((concert.clone(), (seats * 1_000_000 / capacity) as i64))
+            })
+            .collect();
+        let got: BTreeMap<String, i64> = lineup_tests::rankings::rate_board(&app, &board)
+            .await
+            .into_iter()
+            .collect();
+        assert_eq!(got, want, "rate {period} {bucket} {genre:?}");
+        rate_boards += usize::from(!want.is_empty());
+    }
+    let rate_keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:{{rk}}:rate:*", app.config.key_prefix))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    // The rolling boards' rate boards are not modelled.
+    let calendar_rates = rate_keys.iter().filter(|k| !k.contains(":last-")).count();
+    assert_eq!(
+        calendar_rates, rate_boards,
+        "rate boards in Redis vs the model"
+    );
     println!(
         "RELIABILITY: replay: {EVENTS} events ({} payments, {} refunds, {CANCELS} cancellations) \
          delivered {deliveries} times in {calls} calls (windows of {WINDOW}, each window's calls \
          concurrent; direct, SQS batches and single events), {early_refunds} refunds delivered \
-         before their payment; {} calendar, {rolling} rolling and {trending} trending boards \
-         equal to the model",
+         before their payment, {versions} versions of concert details; {} calendar boards, \
+         {rate_boards} rate boards, {rolling} rolling and {trending} trending boards and the \
+         details of {} concerts equal to the model",
         stream.payments.len(),
         EVENTS - stream.payments.len() - CANCELS,
-        expected.len()
+        expected.len(),
+        details.len()
     );
 }
 

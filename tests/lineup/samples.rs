@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 20] = [
+const EXPECTED: [(&str, &str); 21] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -25,6 +25,9 @@ const EXPECTED: [(&str, &str); 20] = [
     ("queue-promoter.schedule.json", "ticked"),
     ("queue-reaper.schedule.json", "reaped"),
     ("ranking-updater.payment-completed.json", "applied"),
+    // The concert's details and capacity, dated before its first payment, arriving after it:
+    // its rates are written then.
+    ("ranking-updater.concert-scheduled.json", "applied"),
     // A payment naming the session (ticket) it was made in.
     ("ranking-updater.payment-completed-ticket.json", "applied"),
     ("ranking-updater.payment-refunded.json", "applied"),

@@ -594,6 +594,13 @@ impl Reply {
             );
         }
         assert_eq!(self.body["status"], status);
+        assert_eq!(
+            self.headers
+                .get("cache-control")
+                .and_then(|v| v.to_str().ok()),
+            Some("no-store"),
+            "an error is never cached"
+        );
     }
 
     pub fn token(&self) -> String {

@@ -75,3 +75,83 @@ pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
         .await
         .expect("the concert index")
 }
+
+/// Concert details as `ranking-updater` writes them (issue 23's contract: the hash
+/// `…:{rk}:concert-details`, field concertId, value `<updatedAtMs> <capacity> <json>`),
+/// written here directly until the updater writes them itself.
+pub async fn seed_details(
+    app: &TestApp,
+    concert: &str,
+    capacity: u64,
+    title: &str,
+    venue: Option<&str>,
+    starts_at: &str,
+) {
+    let json = json!({"title": title, "venue": venue, "startsAt": starts_at, "capacity": capacity, "genres": ["rock"]});
+    let value = format!("{} {capacity} {json}", Utc::now().timestamp_millis());
+    redis::cmd("HSET")
+        .arg(format!("{}:{{rk}}:concert-details", app.config.key_prefix))
+        .arg(concert)
+        .arg(value)
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .expect("HSET details");
+}
+
+/// A concert's entry on a rate board as the contract defines it: the seat board
+/// `board:<board>` has the rate board `rate:<board>`, scored −⌊seats × 1 000 000 ÷ capacity⌋.
+/// Written here directly until the updater writes rate boards itself.
+pub async fn seed_rate(app: &TestApp, board: &str, concert: &str, seats: u64, capacity: u64) {
+    redis::cmd("ZADD")
+        .arg(format!("{}:{{rk}}:rate:{board}", app.config.key_prefix))
+        .arg(-((seats * 1_000_000 / capacity) as i64))
+        .arg(concert)
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .expect("ZADD rate board");
+}
+
+/// A `ConcertScheduled` for `concert` with `capacity` seats and `title`, as of `updated_at`.
+pub fn scheduled(concert: &str, title: &str, capacity: i64, updated_at: &str) -> Value {
+    envelope(
+        "ConcertScheduled",
+        json!({"concertId": concert, "title": title, "capacity": capacity, "genres": ["rock"],
+               "startsAt": "2027-03-01T19:00:00+09:00", "venue": "Olympic Hall",
+               "updatedAt": updated_at}),
+    )
+}
+
+/// The stored details of `concert`: `(updatedAt ms, capacity, JSON)`.
+pub async fn details(app: &TestApp, concert: &str) -> Option<(i64, u32, Value)> {
+    let rankings = &app.stack.ranking_updater.rankings;
+    let stored: Option<String> = redis::cmd("HGET")
+        .arg(rankings.details_key())
+        .arg(concert)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .expect("the details hash");
+    let stored = stored?;
+    let mut words = stored.splitn(3, ' ');
+    let at = words.next()?.parse().expect("updatedAt ms");
+    let capacity = words.next()?.parse().expect("capacity");
+    Some((
+        at,
+        capacity,
+        serde_json::from_str(words.next()?).expect("details JSON"),
+    ))
+}
+
+/// `(concertId, score)` of the rate board of `board`, best first (score: millionths of
+/// capacity sold, as stored negated).
+pub async fn rate_board(app: &TestApp, board: &lineup::ranking::Board) -> Vec<(String, i64)> {
+    let key = app.stack.ranking_updater.rankings.rate_key(board);
+    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .expect("a rate board");
+    rows.into_iter().map(|(c, s)| (c, -s as i64)).collect()
+}

@@ -2,8 +2,11 @@
 //!
 //! | route | does |
 //! |---|---|
-//! | `GET /rankings/{period}?date&genre&limit&offset` | a page of a board |
-//! | `GET /rankings/{period}/concerts/{concertId}?date&genre` | one concert's rank and score |
+//! | `GET /rankings/{period}?date&genre&by&limit&offset` | a page of a board |
+//! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side |
+//!
+//! Both answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
+//! refreshes every few seconds reaches the rankings shard once per five seconds per cache.
 
 use std::collections::HashMap;
 
@@ -11,11 +14,14 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
-use lineup::http::{json, no_route, respond, segments};
+use lineup::http::{json_cached, no_route, respond, segments};
 use lineup::ids::{ConcertId, Genre};
-use lineup::ranking::{parse_date, Board, Period, Ranked, Rankings};
+use lineup::ranking::{parse_date, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
 use lineup::Error;
 use serde::Serialize;
+
+/// `Cache-Control` of a board read.
+pub const BOARD_CACHE_CONTROL: &str = "public, max-age=5";
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
@@ -60,75 +66,101 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     let period = Period::parse(period)?;
     let query = Query::parse(request.uri().query().unwrap_or(""))?;
     let genre = query.get("genre").map(Genre::parse).transpose()?;
-    let board = match query.get("date") {
+    let order = query.get("by").map_or(Ok(Order::Seats), Order::parse)?;
+    let (board, fell_back) = match query.get("date") {
         Some(_) if period.is_live() => {
             return Err(Error::invalid(
                 "date",
                 "a last-24h, last-7d or trending board is read as of now, without a date",
             ))
         }
-        Some(raw) => Board::on(period, parse_date(raw)?, genre),
-        None => deps.rankings.board_now(period, genre),
+        Some(raw) => (Board::on(period, parse_date(raw)?, genre), false),
+        None if period.is_live() => (deps.rankings.board_now(period, genre), false),
+        None => {
+            let (day, fell_back) = deps.rankings.served_day(period);
+            (Board::on(period, day, genre), fell_back)
+        }
+    };
+    if period == Period::Trending && order == Order::Rate {
+        return Err(Error::invalid(
+            "by",
+            "a trending board scores decayed sales: it has no rate order",
+        ));
+    }
+    let served = Served {
+        period: period.as_str(),
+        bucket: &board.bucket,
+        fell_back,
+        genre: board.genre.as_ref(),
+        by: order.as_str(),
     };
     match concert {
         None => {
             let limit = query.number("limit", 10, Bounds::new(1, 100))?;
             let offset = query.number("offset", 0, Bounds::new(0, 1_000_000))?;
-            let (total, items) = deps.rankings.page(&board, offset, limit).await?;
-            Ok(json(
+            let page = deps.rankings.page(&board, order, offset, limit).await?;
+            Ok(json_cached(
                 StatusCode::OK,
-                &Page {
-                    period: period.as_str(),
-                    bucket: &board.bucket,
-                    genre: board.genre.as_ref(),
-                    total,
-                    items,
+                &PageBody {
+                    served,
+                    total: page.total,
+                    items: page.items,
                 },
+                BOARD_CACHE_CONTROL,
             ))
         }
         Some(concert) => {
             let concert = ConcertId::parse(concert)?;
-            let (rank, score) =
-                deps.rankings
-                    .position(&board, &concert)
-                    .await?
-                    .ok_or_else(|| {
-                        Error::NotFound(format!("concert {concert} is not on this board"))
-                    })?;
-            Ok(json(
+            let n = query.number("around", 0, Bounds::new(0, MAX_AROUND))?;
+            let around = deps
+                .rankings
+                .around(&board, order, &concert, n)
+                .await?
+                .ok_or_else(|| {
+                    Error::NotFound(format!("concert {concert} is not on this board"))
+                })?;
+            Ok(json_cached(
                 StatusCode::OK,
-                &Position {
-                    period: period.as_str(),
-                    bucket: &board.bucket,
-                    genre: board.genre.as_ref(),
-                    concert_id: &concert,
-                    rank,
-                    score,
+                &PositionBody {
+                    served,
+                    entry: around.entry,
+                    above: around.above,
+                    below: around.below,
                 },
+                BOARD_CACHE_CONTROL,
             ))
         }
     }
 }
 
+/// Which board a read served.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Page<'a> {
+struct Served<'a> {
     period: &'static str,
     bucket: &'a str,
+    /// The read had no date and, before `RANKING_EARLY_CUTOFF`, served the previous bucket.
+    fell_back: bool,
     genre: Option<&'a Genre>,
+    by: &'static str,
+}
+
+#[derive(Serialize)]
+struct PageBody<'a> {
+    #[serde(flatten)]
+    served: Served<'a>,
     total: u64,
     items: Vec<Ranked>,
 }
 
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Position<'a> {
-    period: &'static str,
-    bucket: &'a str,
-    genre: Option<&'a Genre>,
-    concert_id: &'a ConcertId,
-    rank: u64,
-    score: u64,
+struct PositionBody<'a> {
+    #[serde(flatten)]
+    served: Served<'a>,
+    #[serde(flatten)]
+    entry: Ranked,
+    above: Vec<Ranked>,
+    below: Vec<Ranked>,
 }
 
 /// The query string's parameters. A parameter given twice is ambiguous and rejected.

@@ -1,4 +1,4 @@
-//! `ranking-updater`: applies payment events to the boards, and ends the waiting-room
+//! `ranking-updater`: applies payment and concert events to the boards, and ends the waiting-room
 //! session of a buyer whose `PaymentCompleted` names `queueId` and `userId`, so the next
 //! waiter is admitted on the next tick. Both happen in the same round trip.
 //!

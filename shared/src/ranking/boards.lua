@@ -1,52 +1,77 @@
--- Board write helpers shared by the scripts that write boards (apply.lua, roll.lua), which
--- are concatenated after this file. Scores are negated seats. A rate board (the seat key
--- with ':board:' replaced by ':rate:') holds negated millionths of sell-through.
--- (Helper C's minimal version, same signatures as the issue 23 contract: the lead keeps
--- helper A's at merge.)
-local expiries = {}
+-- Board writes every ranking script shares; the apply script follows this text in one
+-- script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>'.
+-- A seat board scores a concert -seats; its rate board (the key with ':board:' after the
+-- hash tag made ':rate:') scores it -floor(seats * 1e6 / capacity), for concerts whose
+-- capacity is known. Each key written gets its expiry once per call, from flush_expiries().
+-- A board whose expiry never moves (`fixed`: the calendar boards) gets it only in a call
+-- that adds a concert to it, so in the one that creates it.
+local DETAILS = KEYS[1]
+local expiries, capacities, rate_keys = {}, {}, {}
 
 local function rate_key(key)
-  return (string.gsub(key, ':board:', ':rate:', 1))
-end
-
--- The capacity of a concert, or nil when unknown. (Minimal: no details hash here.)
-local function capacity_of(concert)
-  return nil
-end
-
--- Counts seats for concert on key; writes the rate entry when capacity is known; the key
--- expires at expires_at (0 = never), set once per key at flush_expiries(). Returns the new
--- seat total.
-local function count(key, concert, seats, capacity, expires_at)
-  local total = -tonumber(redis.call('ZINCRBY', key, -seats, concert))
-  if capacity and capacity > 0 then
-    local rate = rate_key(key)
-    redis.call('ZADD', rate, -math.floor(total * 1000000 / capacity), concert)
-    expiries[rate] = expires_at
+  local rate = rate_keys[key]
+  if not rate then
+    rate = string.gsub(key, ':{rk}:board:', ':{rk}:rate:', 1)
+    rate_keys[key] = rate
   end
-  expiries[key] = expires_at
+  return rate
+end
+
+-- Negated millionths of sell-through, as a whole number.
+local function rate_score(seats, capacity)
+  return string.format('%d', -math.floor(seats * 1000000 / capacity))
+end
+
+-- The concert's capacity from its details, or nil; read once per script call.
+local function capacity_of(concert)
+  local capacity = capacities[concert]
+  if capacity == nil then
+    local stored = redis.call('HGET', DETAILS, concert)
+    capacity = stored and tonumber(string.match(stored, '^%d+ (%d+) ')) or false
+    capacities[concert] = capacity
+  end
+  return capacity or nil
+end
+
+-- Notes that a concert's capacity is now `capacity` (nil: unknown).
+local function set_capacity(concert, capacity)
+  capacities[concert] = capacity or false
+end
+
+-- Sets the concert's entry on the rate board `key` for `seats`; `expires_at` (0: never) is
+-- the board's expiry.
+local function rate(key, concert, seats, capacity, expires_at, fixed)
+  local added = redis.call('ZADD', key, rate_score(seats, capacity), concert)
+  if added == 1 or not fixed then expiries[key] = expires_at end
+end
+
+-- Adds `seats` to the concert on `key`, and rewrites its rate entry when the capacity is
+-- known. Returns the concert's new seat total.
+local function count(key, concert, seats, capacity, expires_at, fixed)
+  local total = -tonumber(redis.call('ZINCRBY', key, -seats, concert))
+  if total == seats or not fixed then expiries[key] = expires_at end
+  if capacity then rate(rate_key(key), concert, total, capacity, expires_at, fixed) end
   return total
 end
 
--- Takes back up to seats from concert on key; an entry that would reach 0 or less leaves
--- key and its rate board. A missing entry is left alone. Returns the seats taken.
+-- Takes back up to `seats` from the concert on `key`: at zero it leaves the board and its
+-- rate board. Returns the seats taken.
 local function uncount(key, concert, seats, capacity)
   local score = redis.call('ZSCORE', key, concert)
   if not score then return 0 end
-  local total = -tonumber(score)
-  if total <= seats then
+  local held = -tonumber(score)
+  if held <= seats then
     redis.call('ZREM', key, concert)
-    redis.call('ZREM', rate_key(key), concert)
-    return total
+    if capacity then redis.call('ZREM', rate_key(key), concert) end
+    return held
   end
   redis.call('ZINCRBY', key, seats, concert)
-  if capacity and capacity > 0 then
-    redis.call('ZADD', rate_key(key), -math.floor((total - seats) * 1000000 / capacity), concert)
-  end
+  -- XX: the rate board lives as long as its seat board; never create one without expiry.
+  if capacity then redis.call('ZADD', rate_key(key), 'XX', rate_score(held - seats, capacity), concert) end
   return seats
 end
 
--- Sets every expiry count() remembered, once per key.
+-- Sends each remembered expiry once.
 local function flush_expiries()
   for key, expires_at in pairs(expiries) do
     if expires_at > 0 then redis.call('EXPIREAT', key, expires_at) end

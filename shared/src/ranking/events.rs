@@ -1,11 +1,12 @@
-//! Payment events: from an EventBridge envelope to a command the boards understand. A
-//! malformed detail is an error naming the field; another source or type is ignored.
+//! Payment and concert events: from an EventBridge envelope to a command the boards
+//! understand. A malformed detail is an error naming the field; another source or type is
+//! ignored.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use serde::de::DeserializeOwned;
 use serde::de::IgnoredAny;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -31,7 +32,30 @@ pub enum Command {
     },
     /// Remove the concert from every board.
     Cancel { concert: ConcertId },
+    /// Store the concert's details, unless an update with a later `updated_at` is stored.
+    Details {
+        concert: ConcertId,
+        details: Box<ConcertDetails>,
+        updated_at: DateTime<Utc>,
+    },
 }
+
+/// What the boards show of a concert, stored as this compact JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConcertDetails {
+    pub title: String,
+    pub venue: Option<String>,
+    pub starts_at: DateTime<FixedOffset>,
+    pub capacity: u32,
+    pub genres: Vec<Genre>,
+}
+
+/// Longest title or venue, in characters.
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// Most seats a concert may have.
+pub const MAX_CAPACITY: u32 = 1_000_000;
 
 /// An event's meaning, or why it means nothing to the rankings.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +104,21 @@ struct PaymentRefunded {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ConcertCancelled {
     concert_id: String,
+}
+
+/// `ConcertScheduled` and `ConcertUpdated` carry the same detail.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConcertChanged {
+    concert_id: String,
+    title: String,
+    capacity: i64,
+    #[serde(default)]
+    genres: Vec<String>,
+    starts_at: DateTime<FixedOffset>,
+    #[serde(default)]
+    venue: Option<String>,
+    updated_at: DateTime<Utc>,
 }
 
 fn one() -> i64 {
@@ -134,6 +173,29 @@ pub fn parse_event(raw: &Value, source: &str) -> Result<Parsed, Error> {
                 concert: ConcertId::parse(&d.concert_id)?,
             }
         }
+        "ConcertScheduled" | "ConcertUpdated" => {
+            let d: ConcertChanged = detail(envelope.detail)?;
+            let capacity = u32::try_from(d.capacity)
+                .ok()
+                .filter(|c| (1..=MAX_CAPACITY).contains(c))
+                .ok_or_else(|| {
+                    Error::invalid("capacity", "must be a whole number from 1 to 1000000")
+                })?;
+            if d.updated_at.timestamp_millis() < 0 {
+                return Err(Error::invalid("updatedAt", "must not be before 1970"));
+            }
+            Command::Details {
+                concert: ConcertId::parse(&d.concert_id)?,
+                details: Box::new(ConcertDetails {
+                    title: text("title", &d.title)?,
+                    venue: d.venue.as_deref().map(|v| text("venue", v)).transpose()?,
+                    starts_at: d.starts_at,
+                    capacity,
+                    genres: genres(&d.genres)?,
+                }),
+                updated_at: d.updated_at,
+            }
+        }
         other => {
             return Ok(Parsed::Ignored(format!(
                 "detail-type {other:?} is not handled"
@@ -153,6 +215,18 @@ fn seats(raw: i64) -> Result<u32, Error> {
         .ok()
         .filter(|s| (1..=100_000).contains(s))
         .ok_or_else(|| Error::invalid("seats", "must be a whole number from 1 to 100000"))
+}
+
+/// A title or venue: trimmed, from 1 to [`MAX_TEXT_CHARS`] characters.
+fn text(field: &'static str, raw: &str) -> Result<String, Error> {
+    let text = raw.trim();
+    if text.is_empty() || text.chars().count() > MAX_TEXT_CHARS {
+        return Err(Error::invalid(
+            field,
+            format!("must be 1 to {MAX_TEXT_CHARS} characters, not blank"),
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 fn genres(raw: &[String]) -> Result<Vec<Genre>, Error> {
@@ -233,6 +307,64 @@ mod tests {
             .unwrap_err();
             assert!(err.to_string().contains(field), "{detail}: {err}");
         }
+    }
+
+    fn concert(detail: Value) -> Result<Parsed, Error> {
+        parse_event(&event("ConcertUpdated", detail), "lineup.payments")
+    }
+
+    #[test]
+    fn concert_details_are_trimmed_and_stored_in_order() {
+        let parsed = concert(json!({"concertId": "c1", "title": "  Live  ", "capacity": 500,
+                                    "genres": ["rock", "jazz", "rock"], "startsAt": "2027-01-02T19:00:00+09:00",
+                                    "updatedAt": "2026-11-01T00:00:00Z"}))
+        .unwrap();
+        let Parsed::Command(Command::Details {
+            details,
+            updated_at,
+            ..
+        }) = parsed
+        else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(updated_at.timestamp_millis(), 1_793_491_200_000);
+        assert_eq!(
+            serde_json::to_string(&details).unwrap(),
+            r#"{"title":"Live","venue":null,"startsAt":"2027-01-02T19:00:00+09:00","capacity":500,"genres":["jazz","rock"]}"#
+        );
+    }
+
+    #[test]
+    fn concert_errors_name_the_field() {
+        let valid = json!({"concertId": "c1", "title": "Live", "capacity": 500, "venue": "Hall",
+                           "startsAt": "2027-01-02T19:00:00+09:00", "updatedAt": "2026-11-01T00:00:00Z"});
+        let with = |field: &str, value: Value| {
+            let mut detail = valid.clone();
+            detail[field] = value;
+            detail
+        };
+        let mut no_updated_at = valid.clone();
+        no_updated_at.as_object_mut().unwrap().remove("updatedAt");
+        let cases = [
+            (with("capacity", json!(0)), "capacity"),
+            (with("capacity", json!(-1)), "capacity"),
+            (with("capacity", json!(1_000_001)), "capacity"),
+            (with("title", json!(" ")), "title"),
+            (with("title", json!("x".repeat(201))), "title"),
+            (with("venue", json!("x".repeat(201))), "venue"),
+            (with("startsAt", json!("soon")), "startsAt"),
+            (
+                with("updatedAt", json!("1969-12-31T23:59:59Z")),
+                "updatedAt",
+            ),
+            (with("concertId", json!("a b")), "concertId"),
+            (no_updated_at, "updatedAt"),
+        ];
+        for (detail, field) in cases {
+            let err = concert(detail.clone()).unwrap_err();
+            assert!(err.to_string().contains(field), "{detail}: {err}");
+        }
+        assert!(concert(with("title", json!("é".repeat(200)))).is_ok());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Sales rankings: boards of seats sold per concert, per period bucket, overall and per
-//! genre, fed by payment events exactly once; rolling last-24h and last-7d boards that a
-//! tick keeps current, and trending boards (see `windows.rs`).
+//! genre, fed by payment events exactly once; beside each, a rate board of sell-through for
+//! the concerts whose capacity concert events gave (their details, latest `updatedAt` wins);
+//! rolling last-24h and last-7d boards that a tick keeps current, and trending boards (see
+//! `windows.rs`).
 //!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
@@ -20,11 +22,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use redis::{FromRedisValue, ParsingError, Script, Value};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-pub use events::{parse_event, Command, Parsed};
-pub use period::{local_day, parse_date, Period};
+pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX_TEXT_CHARS};
+pub use period::{default_day, local_day, parse_date, Period};
 
 use crate::config::RankingSettings;
 use crate::error::Error;
@@ -59,20 +61,17 @@ static ROLL: LazyLock<Script> = LazyLock::new(|| {
         .concat(),
     )
 });
-static TOP: LazyLock<Script> = LazyLock::new(|| {
-    primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/top.lua")))
-});
-static CONCERT: LazyLock<Script> = LazyLock::new(|| {
-    primary_read_script(include_str!(concat!(
-        env!("OUT_DIR"),
-        "/ranking/concert.lua"
-    )))
+static PAGE: LazyLock<Script> = LazyLock::new(|| {
+    primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/page.lua")))
 });
 
-/// The top-N script, for [`crate::bench_support`].
-pub(crate) fn top_script() -> &'static Script {
-    &TOP
+/// The page script, for [`crate::bench_support`].
+pub(crate) fn page_script() -> &'static Script {
+    &PAGE
 }
+
+/// Most rows read either side of a concert (`around`).
+pub const MAX_AROUND: u64 = 10;
 
 /// Most events per script call; a larger batch costs one more round trip per this many.
 pub const EVENTS_PER_CALL: usize = 100;
@@ -160,52 +159,137 @@ impl Board {
     }
 }
 
-/// A page of a board.
-#[derive(Debug, Clone, Serialize)]
+/// What a board read ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Seats sold, most first (the seat board).
+    Seats,
+    /// Sell-through, seats ÷ capacity, highest first (the rate board).
+    Rate,
+}
+
+impl Order {
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        match raw {
+            "seats" => Ok(Order::Seats),
+            "rate" => Ok(Order::Rate),
+            _ => Err(Error::invalid("by", "must be seats or rate")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Seats => "seats",
+            Order::Rate => "rate",
+        }
+    }
+}
+
+/// One row of a board read: its rank on the board read, its seats, and the concert's
+/// details when the rankings know them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ranked {
     pub rank: u64,
     pub concert_id: String,
+    /// Seats sold in the bucket.
     pub score: u64,
+    pub capacity: Option<u64>,
+    /// `score ÷ capacity`, rounded to 6 decimals.
+    pub rate: Option<f64>,
+    pub title: Option<String>,
+    pub venue: Option<String>,
+    pub starts_at: Option<String>,
 }
 
-/// One row of the top script's page: `{concert, score, rank}`.
+/// The part of a details value's JSON a board shows.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown {
+    title: String,
+    venue: Option<String>,
+    starts_at: String,
+}
+
+/// One row of the page script: `{concertId, rank, seats, details}`.
 impl FromRedisValue for Ranked {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (concert_id, score, rank) = FromRedisValue::from_redis_value(v)?;
-        Ok(Ranked {
+        let (concert_id, rank, seats, details): (String, u64, Option<u64>, Option<String>) =
+            FromRedisValue::from_redis_value(v)?;
+        let score = seats.unwrap_or(0);
+        let mut row = Ranked {
             rank,
             concert_id,
             score,
-        })
+            capacity: None,
+            rate: None,
+            title: None,
+            venue: None,
+            starts_at: None,
+        };
+        if let Some(details) = details {
+            // "<updatedAtMs> <capacity> <json>"
+            let (capacity, json) = details
+                .split_once(' ')
+                .and_then(|(_, rest)| rest.split_once(' '))
+                .ok_or_else(|| format!("malformed concert details {details:?}"))?;
+            let capacity: u64 = capacity
+                .parse()
+                .map_err(|_| format!("malformed capacity in {details:?}"))?;
+            let shown: Shown = serde_json::from_str(json)
+                .map_err(|err| format!("malformed concert details JSON: {err}"))?;
+            row.capacity = Some(capacity);
+            row.rate = (capacity > 0).then(|| (score as f64 / capacity as f64 * 1e6).round() / 1e6);
+            row.title = Some(shown.title);
+            row.venue = shown.venue;
+            row.starts_at = Some(shown.starts_at);
+        }
+        Ok(row)
     }
 }
 
-/// The top script's `{concerts on the board, page}`.
+/// A page of a board and the number of concerts on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub total: u64,
+    pub items: Vec<Ranked>,
+}
+
+/// A concert's row on a board, with the rows just above and below it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Around {
+    pub entry: Ranked,
+    pub above: Vec<Ranked>,
+    pub below: Vec<Ranked>,
+}
+
+/// The page script's `{total, rows, focus}`.
 struct PageReply {
     total: u64,
-    items: Vec<Ranked>,
+    rows: Vec<Ranked>,
+    focus: usize,
 }
 
 impl FromRedisValue for PageReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (total, items) = FromRedisValue::from_redis_value(v)?;
-        Ok(PageReply { total, items })
+        let (total, rows, focus) = FromRedisValue::from_redis_value(v)?;
+        Ok(PageReply { total, rows, focus })
     }
 }
 
-/// The concert script's `{score, rank}`, or `{}` when the concert is not on the board:
-/// `(rank, score)`.
-struct PositionReply(Option<(u64, u64)>);
-
-impl FromRedisValue for PositionReply {
-    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let reply: Vec<u64> = FromRedisValue::from_redis_value(v)?;
-        Ok(PositionReply(match reply.as_slice() {
-            [score, rank] => Some((*rank, *score)),
-            [] => None,
-            other => return Err(format!("concert script returned {other:?}").into()),
-        }))
+impl PageReply {
+    /// The rows split around the focus row, or `None` when the concert is not on the board.
+    fn around(mut self) -> Option<Around> {
+        if self.focus == 0 || self.focus > self.rows.len() {
+            return None;
+        }
+        let below = self.rows.split_off(self.focus);
+        let entry = self.rows.pop()?;
+        Some(Around {
+            entry,
+            above: self.rows,
+            below,
+        })
     }
 }
 
@@ -266,13 +350,21 @@ impl Rankings {
         format!("{}:{{rk}}:{rest}", self.prefix)
     }
 
+    /// A board ranked by seats sold.
     pub fn board_key(&self, board: &Board) -> String {
+        self.key(&format!("board:{}", Self::board_name(board)))
+    }
+
+    /// The same board ranked by sell-through (millionths of capacity); `apply.lua` derives
+    /// it from the seat board's key the same way.
+    pub fn rate_key(&self, board: &Board) -> String {
+        self.key(&format!("rate:{}", Self::board_name(board)))
+    }
+
+    fn board_name(board: &Board) -> String {
         match &board.genre {
-            None => self.key(&format!("board:{}:{}", board.period, board.bucket)),
-            Some(genre) => self.key(&format!(
-                "board:{}:{}:genre:{genre}",
-                board.period, board.bucket
-            )),
+            None => format!("{}:{}", board.period, board.bucket),
+            Some(genre) => format!("{}:{}:genre:{genre}", board.period, board.bucket),
         }
     }
 
@@ -354,7 +446,7 @@ impl Rankings {
     pub(crate) fn roll_call(&self) -> ScriptCall {
         let mut invocation = ScriptCall::new(&ROLL);
         invocation
-            .key(self.key("concert-details"))
+            .key(self.details_key())
             .key(self.windows_state_key())
             .arg(self.window_templates().to_string())
             .arg(TICK_FIELDS)
@@ -362,9 +454,20 @@ impl Rankings {
         invocation
     }
 
+    /// The one hash of concert details: `concertId` → `<updatedAt ms> <capacity> <json>`.
+    pub fn details_key(&self) -> String {
+        self.key("concert-details")
+    }
+
     /// Today in the ranking zone.
     pub fn today(&self) -> NaiveDate {
         local_day(Utc::now(), self.settings.time_zone)
+    }
+
+    /// The day a read of `period` without a date serves now, and whether it fell back to
+    /// an earlier bucket ([`default_day`]).
+    pub fn served_day(&self, period: Period) -> (NaiveDate, bool) {
+        default_day(Utc::now(), &self.settings, period)
     }
 
     /// Stages `commands` in `batch`, atomically per call of up to [`EVENTS_PER_CALL`], so
@@ -375,6 +478,9 @@ impl Rankings {
             .chunks(EVENTS_PER_CALL)
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
+                // KEYS[1] is the details hash, which every command may read.
+                let details = self.details_key();
+                invocation.key(&details);
                 let mut keys = Vec::new();
                 invocation
                     .arg(self.settings.dedupe.as_secs())
@@ -386,7 +492,7 @@ impl Rankings {
                 }
                 keys.sort();
                 keys.dedup();
-                for key in &keys {
+                for key in keys.iter().filter(|key| **key != details) {
                     invocation.key(key);
                 }
                 batch.stage(invocation)
@@ -500,6 +606,23 @@ impl Rankings {
                 "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
                 "concert": concert.as_str(),
             }),
+            Command::Details {
+                concert,
+                details,
+                updated_at,
+            } => json!({
+                "op": "details",
+                "index": note(self.key(&format!("concert:{concert}:boards"))),
+                "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                "concert": concert.as_str(),
+                // What the hash holds: the script reads the first two words only.
+                "value": format!(
+                    "{} {} {}",
+                    updated_at.timestamp_millis(),
+                    details.capacity,
+                    json!(details)
+                ),
+            }),
         }
     }
 
@@ -528,35 +651,89 @@ impl Rankings {
             .collect()
     }
 
-    /// A page of `board` and the number of concerts on it.
+    /// The page script's call on `board` ranked by `order`, its arguments still to come.
+    pub(crate) fn page_call(&self, board: &Board, order: Order) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&PAGE);
+        let seats = self.board_key(board);
+        let ranked = match order {
+            Order::Seats => seats.clone(),
+            Order::Rate => self.rate_key(board),
+        };
+        invocation.key(ranked).key(seats).key(self.details_key());
+        invocation
+    }
+
+    /// A page of `board` ranked by `order`, and the number of concerts on it.
     pub async fn page(
         &self,
         board: &Board,
+        order: Order,
         offset: u64,
         limit: u64,
-    ) -> Result<(u64, Vec<Ranked>), Error> {
-        let mut invocation = ScriptCall::new(&TOP);
-        invocation.key(self.board_key(board)).arg(offset).arg(limit);
-        let PageReply { total, items } = self.conn.invoke(invocation).await?;
-        Ok((total, items))
+    ) -> Result<Page, Error> {
+        let mut invocation = self.page_call(board, order);
+        invocation.arg(offset).arg(limit);
+        let PageReply { total, rows, .. } = self.conn.invoke(invocation).await?;
+        Ok(Page { total, items: rows })
     }
 
-    /// The concert's rank and score on `board`, if it is on it.
-    pub async fn position(
+    /// `concert`'s row on `board` ranked by `order`, with up to `n` rows either side
+    /// ([`MAX_AROUND`] at most), if it is on the board.
+    pub async fn around(
         &self,
         board: &Board,
+        order: Order,
         concert: &ConcertId,
-    ) -> Result<Option<(u64, u64)>, Error> {
-        let mut invocation = ScriptCall::new(&CONCERT);
-        invocation.key(self.board_key(board)).arg(concert.as_str());
-        let PositionReply(position) = self.conn.invoke(invocation).await?;
-        Ok(position)
+        n: u64,
+    ) -> Result<Option<Around>, Error> {
+        let mut invocation = self.page_call(board, order);
+        invocation
+            .arg("around")
+            .arg(concert.as_str())
+            .arg(n.min(MAX_AROUND));
+        let reply: PageReply = self.conn.invoke(invocation).await?;
+        Ok(reply.around())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Outcome;
+    use super::{Outcome, Ranked};
+    use redis::{FromRedisValue, Value};
+
+    fn row(seats: Option<i64>, details: Option<&str>) -> Value {
+        Value::Array(vec![
+            Value::BulkString(b"c1".to_vec()),
+            Value::Int(3),
+            seats.map_or(Value::Nil, Value::Int),
+            details.map_or(Value::Nil, |d| Value::BulkString(d.as_bytes().to_vec())),
+        ])
+    }
+
+    #[test]
+    fn page_rows_decode_with_their_details_and_rate() {
+        let json = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
+        let full = Ranked::from_redis_value(row(Some(2), Some(&format!("1700000000000 3 {json}"))))
+            .unwrap();
+        assert_eq!(
+            (full.rank, full.score, full.capacity, full.rate),
+            (3, 2, Some(3), Some(0.666667))
+        );
+        assert_eq!(full.title.as_deref(), Some("T"));
+        assert_eq!(full.venue, None);
+        assert_eq!(full.starts_at.as_deref(), Some("2026-12-24T19:00:00Z"));
+        let bare = Ranked::from_redis_value(row(Some(2), None)).unwrap();
+        assert_eq!((bare.capacity, bare.rate, bare.title), (None, None, None));
+        // A capacity of 0 never divides: no rate.
+        let zero = Ranked::from_redis_value(row(Some(2), Some(&format!("1 0 {json}")))).unwrap();
+        assert_eq!((zero.capacity, zero.rate), (Some(0), None));
+        for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
+            assert!(
+                Ranked::from_redis_value(row(Some(1), Some(bad))).is_err(),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn script_outcomes_decode_with_their_reasons() {

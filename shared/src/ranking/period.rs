@@ -71,12 +71,12 @@ impl Period {
     /// moment (`rolling` for the windows).
     pub fn bucket(self, day: NaiveDate) -> String {
         match self {
-            Period::Daily => day.format("%Y-%m-%d").to_string(),
+            Period::Daily => format!("{:04}-{:02}-{:02}", day.year(), day.month(), day.day()),
             Period::Weekly => {
                 let week = day.iso_week();
                 format!("{}-W{:02}", week.year(), week.week())
             }
-            Period::Monthly => day.format("%Y-%m").to_string(),
+            Period::Monthly => format!("{:04}-{:02}", day.year(), day.month()),
             Period::AllTime => "all".into(),
             Period::Last24h | Period::Last7d | Period::Trending => "rolling".into(),
         }
@@ -192,6 +192,7 @@ mod tests {
             monthly_retention_months: 1,
             dedupe: std::time::Duration::from_secs(60),
             trending_half_life: std::time::Duration::from_secs(6 * 3600),
+            early_cutoff: None,
         }
     }
 
@@ -251,5 +252,160 @@ mod tests {
         ] {
             assert!(parse_date(bad).is_err(), "{bad}");
         }
+    }
+}
+
+/// The day a board read without an explicit date serves at `now`, and whether that is an
+/// earlier bucket than today's (the morning fallback). Before `settings.early_cutoff` (local
+/// time in the ranking zone), a daily read serves yesterday, and a weekly read on a Monday
+/// (the first day of an ISO week) serves last week. Monthly and all-time reads never fall
+/// back, nor does a weekly read on a later day of the week.
+pub fn default_day(
+    now: DateTime<Utc>,
+    settings: &RankingSettings,
+    period: Period,
+) -> (NaiveDate, bool) {
+    let local = now.with_timezone(&settings.time_zone);
+    let today = local.date_naive();
+    let early = settings
+        .early_cutoff
+        .is_some_and(|cutoff| local.time() < cutoff);
+    let falls_back = early
+        && match period {
+            Period::Daily => true,
+            Period::Weekly => today.weekday() == chrono::Weekday::Mon,
+            _ => false,
+        };
+    match today.pred_opt() {
+        Some(yesterday) if falls_back => (yesterday, true),
+        _ => (today, false),
+    }
+}
+
+#[cfg(test)]
+mod fallback_tests {
+    use super::*;
+
+    fn seoul(cutoff: Option<&str>) -> RankingSettings {
+        RankingSettings {
+            event_source: "test".into(),
+            time_zone: chrono_tz::Asia::Seoul,
+            daily_retention_days: 2,
+            weekly_retention_weeks: 1,
+            monthly_retention_months: 1,
+            dedupe: std::time::Duration::from_secs(60),
+            trending_half_life: std::time::Duration::from_secs(6 * 3600),
+            early_cutoff: cutoff.map(|c| NaiveTime::parse_from_str(c, "%H:%M").unwrap()),
+        }
+    }
+
+    /// The bucket served at `utc` and whether it fell back.
+    fn served(utc: &str, settings: &RankingSettings, period: Period) -> (String, bool) {
+        let (day, fell_back) = default_day(utc.parse().unwrap(), settings, period);
+        (period.bucket(day), fell_back)
+    }
+
+    fn bucket(b: &str, fell_back: bool) -> (String, bool) {
+        (b.to_owned(), fell_back)
+    }
+
+    #[test]
+    fn daily_reads_serve_yesterday_until_the_cutoff_instant() {
+        let s = seoul(Some("10:30"));
+        // Wednesday 2026-11-25 in Seoul (UTC+9): 10:29:59 local is 01:29:59 UTC.
+        assert_eq!(
+            served("2026-11-25T01:29:59Z", &s, Period::Daily),
+            bucket("2026-11-24", true)
+        );
+        assert_eq!(
+            served("2026-11-25T01:29:59.999Z", &s, Period::Daily),
+            bucket("2026-11-24", true)
+        );
+        assert_eq!(
+            served("2026-11-25T01:30:00Z", &s, Period::Daily),
+            bucket("2026-11-25", false)
+        );
+        // Midnight local starts the new day's morning: still yesterday's board. The
+        // instant before midnight is the evening, past the cut-off: that day's own board.
+        assert_eq!(
+            served("2026-11-24T15:00:00Z", &s, Period::Daily),
+            bucket("2026-11-24", true)
+        );
+        assert_eq!(
+            served("2026-11-24T14:59:59Z", &s, Period::Daily),
+            bucket("2026-11-24", false)
+        );
+        // A Wednesday morning: the week is two days old, so weekly and monthly stay.
+        assert_eq!(
+            served("2026-11-25T01:00:00Z", &s, Period::Weekly),
+            bucket("2026-W48", false)
+        );
+        assert_eq!(
+            served("2026-11-25T01:00:00Z", &s, Period::Monthly),
+            bucket("2026-11", false)
+        );
+    }
+
+    #[test]
+    fn weekly_reads_fall_back_only_on_a_monday_morning_across_the_iso_year() {
+        let s = seoul(Some("10:30"));
+        // Monday 2027-01-04 00:00 in Seoul is 2027-01-03T15:00Z: the first day of 2027-W01.
+        // Its morning serves 2026-W53 (ISO years have 53 weeks when they start on a Thursday),
+        // and daily serves Sunday 2027-01-03.
+        assert_eq!(
+            served("2027-01-03T15:00:00Z", &s, Period::Weekly),
+            bucket("2026-W53", true)
+        );
+        assert_eq!(
+            served("2027-01-04T01:29:59Z", &s, Period::Weekly),
+            bucket("2026-W53", true)
+        );
+        assert_eq!(
+            served("2027-01-04T01:30:00Z", &s, Period::Weekly),
+            bucket("2027-W01", false)
+        );
+        assert_eq!(
+            served("2027-01-03T15:00:00Z", &s, Period::Daily),
+            bucket("2027-01-03", true)
+        );
+        // Sunday evening before: 2026-W53, not a fallback.
+        assert_eq!(
+            served("2027-01-03T14:59:59Z", &s, Period::Weekly),
+            bucket("2026-W53", false)
+        );
+        // Friday 2027-01-01, the calendar year's first morning: daily serves 2026-12-31;
+        // the ISO week (2026-W53) is days old, monthly and all-time never fall back.
+        assert_eq!(
+            served("2026-12-31T16:00:00Z", &s, Period::Daily),
+            bucket("2026-12-31", true)
+        );
+        assert_eq!(
+            served("2026-12-31T16:00:00Z", &s, Period::Weekly),
+            bucket("2026-W53", false)
+        );
+        assert_eq!(
+            served("2026-12-31T16:00:00Z", &s, Period::Monthly),
+            bucket("2027-01", false)
+        );
+        assert_eq!(
+            served("2026-12-31T16:00:00Z", &s, Period::AllTime),
+            bucket("all", false)
+        );
+    }
+
+    #[test]
+    fn without_a_cutoff_every_read_serves_today() {
+        let off = seoul(None);
+        for period in Period::ALL {
+            let (day, fell_back) =
+                default_day("2027-01-03T15:00:00Z".parse().unwrap(), &off, period);
+            assert_eq!((day, fell_back), (parse_date("2027-01-04").unwrap(), false));
+        }
+        // A cut-off of 00:00 never falls back: no time is before it.
+        let midnight = seoul(Some("00:00"));
+        assert_eq!(
+            served("2027-01-03T15:00:00Z", &midnight, Period::Daily),
+            bucket("2027-01-04", false)
+        );
     }
 }

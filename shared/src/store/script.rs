@@ -143,22 +143,44 @@ impl Batch {
 }
 
 /// Sends `pipe` in one round trip. If the server lost its script cache (a restart, a
-/// failover, `SCRIPT FLUSH`), loads `scripts` and sends the pipeline once more; every script
-/// in lineup is safe to re-run after a NOSCRIPT, which runs nothing.
+/// failover, `SCRIPT FLUSH`), loads `scripts` and sends again only the calls that answered
+/// NOSCRIPT: those ran nothing, while the others in the pipeline already ran and must not run
+/// twice. A server error in any reply fails the whole send, as before.
 pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     pipe: &redis::Pipeline,
     scripts: &[&'static Script],
     reply_within: Duration,
 ) -> Result<Vec<Value>, RedisError> {
-    match in_time(reply_within, pipe.query_async(conn)).await {
-        Err(err) if is_noscript(&err) => {
-            for script in scripts {
-                in_time(reply_within, script.load_async(conn)).await?;
-            }
-            in_time(reply_within, pipe.query_async(conn)).await
+    let mut first = pipe.clone();
+    first.ignore_errors();
+    let mut replies: Vec<Value> = in_time(reply_within, first.query_async(conn)).await?;
+    let missing: Vec<usize> = (0..replies.len())
+        .filter(|&index| is_noscript(&replies[index]))
+        .collect();
+    if !missing.is_empty() {
+        for script in scripts {
+            in_time(reply_within, script.load_async(conn)).await?;
         }
-        other => other,
+        let commands: Vec<&Cmd> = pipe.cmd_iter().collect();
+        let mut again = redis::pipe();
+        again.ignore_errors();
+        for &index in &missing {
+            if let Some(cmd) = commands.get(index) {
+                again.add_command((*cmd).clone());
+            }
+        }
+        let retried: Vec<Value> = in_time(reply_within, again.query_async(conn)).await?;
+        for (index, reply) in missing.into_iter().zip(retried) {
+            replies[index] = reply;
+        }
+    }
+    match replies.iter().find_map(|reply| match reply {
+        Value::ServerError(err) => Some(err.clone()),
+        _ => None,
+    }) {
+        Some(err) => Err(err.into()),
+        None => Ok(replies),
     }
 }
 
@@ -172,8 +194,7 @@ pub(super) async fn in_time<T>(
         .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()))
 }
 
-/// Whether `err` says a script is not in the server's cache (after a restart or failover).
-fn is_noscript(err: &RedisError) -> bool {
-    err.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
-        || err.to_string().contains("NOSCRIPT")
+/// Whether `reply` says its script is not in the server's cache (after a restart or failover).
+fn is_noscript(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(err) if err.kind() == Some(ServerErrorKind::NoScript))
 }
