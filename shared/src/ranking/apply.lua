@@ -270,10 +270,14 @@ local handlers = {pay = pay, refund = refund, cancel = cancel, details = details
 local outcomes = {}
 for i = FIRST_COMMAND, #ARGV do
   local op = cjson.decode(ARGV[i])
-  if op.op ~= 'pay' then write_tallies() end
+  if op.op ~= 'pay' then
+    write_tallies()
+    write_window_tallies()
+  end
   outcomes[#outcomes + 1] = handlers[op.op](op)
 end
 write_tallies()
+write_window_tallies()
 prune_indexes()
 flush_expiries()
 flush_window_expiries()
