@@ -103,6 +103,11 @@ async fn a_payment_counts_on_the_rolling_and_trending_boards_overall_and_per_gen
         assert_eq!(trending.len(), 1, "{path}");
         assert_eq!(trending[0].0, "c1");
     }
+    // Trending scores decayed sales: it has no rate order.
+    read(&app, "/rankings/trending?by=rate")
+        .await
+        .assert_problem(400);
+    assert_eq!(read(&app, "/rankings/last-24h?by=rate").await.status, 200);
     // A live board is read as of now: a date is bad input.
     for period in ["last-24h", "last-7d", "trending"] {
         read(&app, &format!("/rankings/{period}?date=2026-11-20"))
