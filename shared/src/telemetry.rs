@@ -1,5 +1,5 @@
-//! Logging set-up shared by every binary: JSON lines for CloudWatch in Lambda, plain text
-//! locally, both filtered by `RUST_LOG` (`info` by default).
+//! Logging set-up shared by every binary: JSON lines for CloudWatch in the functions, plain
+//! text in the local stack, both filtered by `RUST_LOG` (`info` by default).
 //!
 //! `RUST_LOG` takes a level (`debug`) or per-target levels (`warn,lineup=debug`); it is
 //! parsed as [`Targets`], which needs no regex engine in the binaries.
@@ -7,26 +7,33 @@
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
 
-/// Installs the global subscriber. Calling it twice is harmless.
-pub fn init() {
-    let filter = std::env::var("RUST_LOG")
+/// `RUST_LOG`'s directives, or `info`.
+fn filter() -> Targets {
+    std::env::var("RUST_LOG")
         .ok()
         .and_then(|directives| directives.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO));
-    let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let _ = if in_lambda {
-        let json = tracing_subscriber::fmt::layer()
-            .json()
-            .without_time()
-            .with_current_span(false)
-            .with_target(false);
-        tracing_subscriber::registry()
-            .with(json.with_filter(filter))
-            .try_init()
-    } else {
-        let text = tracing_subscriber::fmt::layer().with_target(false);
-        tracing_subscriber::registry()
-            .with(text.with_filter(filter))
-            .try_init()
-    };
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO))
+}
+
+/// Installs the global subscriber of a function binary: JSON lines, as CloudWatch reads
+/// them. The binaries only run in Lambda (or its emulators), so they carry no text
+/// formatter. Calling it twice is harmless.
+pub fn init() {
+    let json = tracing_subscriber::fmt::layer()
+        .json()
+        .without_time()
+        .with_current_span(false)
+        .with_target(false);
+    let _ = tracing_subscriber::registry()
+        .with(json.with_filter(filter()))
+        .try_init();
+}
+
+/// Installs the global subscriber of the local stack: plain text on a terminal. Calling it
+/// twice is harmless.
+pub fn init_text() {
+    let text = tracing_subscriber::fmt::layer().with_target(false);
+    let _ = tracing_subscriber::registry()
+        .with(text.with_filter(filter()))
+        .try_init();
 }

@@ -8,7 +8,7 @@ use lineup_local::{local_setting, serve, spawn_schedules, Stack};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    lineup::telemetry::init();
+    lineup::telemetry::init_text();
     let config = Config::from_lookup(local_setting, SecretPolicy::GenerateIfMissing)?;
 
     // Kept alive for the life of the process; dropping it stops the server.
