@@ -1,9 +1,9 @@
 //! Board reads (issue 23): seats and details in one call, rate boards, around-me, the
-//! morning fallback and caching. Seat boards come from payment events; details and rate
-//! boards are seeded in the contract's format (`seed_details`, `seed_rate`).
+//! morning fallback and caching. Boards and details come from payment and concert events
+//! through `ranking-updater`.
 
 use chrono::{Datelike, Duration as Days, Timelike, Utc, Weekday};
-use lineup_tests::rankings::{items, paid, pay, read, seed_details, seed_rate};
+use lineup_tests::rankings::{items, paid, pay, read, schedule};
 use lineup_tests::{Reply, TestApp};
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
@@ -51,7 +51,7 @@ fn pairs(expected: &[(&str, u64)]) -> Vec<(String, u64)> {
 async fn a_page_carries_each_concerts_seats_and_details() {
     let app = TestApp::spawn(&[]).await;
     sell(&app, &[("big", 5), ("small", 3), ("unknown", 1)]).await;
-    seed_details(
+    schedule(
         &app,
         "big",
         10,
@@ -60,7 +60,7 @@ async fn a_page_carries_each_concerts_seats_and_details() {
         "2026-12-24T19:00:00+09:00",
     )
     .await;
-    seed_details(&app, "small", 4, "Small Show", None, "2026-12-25T18:00:00Z").await;
+    schedule(&app, "small", 4, "Small Show", None, "2026-12-25T18:00:00Z").await;
     let board = read(&app, "/rankings/daily").await;
     cached(&board);
     assert_eq!(board.body["fellBack"], false);
@@ -98,13 +98,9 @@ async fn a_page_carries_each_concerts_seats_and_details() {
 async fn a_rate_read_ranks_by_sell_through_and_leaves_off_unknown_capacities() {
     let app = TestApp::spawn(&[]).await;
     sell(&app, &[("a", 3), ("b", 6), ("c", 9), ("d", 20), ("e", 1)]).await;
-    let today = read(&app, "/rankings/daily").await.body["bucket"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     // d has no known capacity: it is on the seat board, not on the rate board.
-    for (concert, seats, capacity) in [("a", 3, 4), ("b", 6, 8), ("c", 9, 10), ("e", 1, 3)] {
-        seed_details(
+    for (concert, capacity) in [("a", 4), ("b", 8), ("c", 10), ("e", 3)] {
+        schedule(
             &app,
             concert,
             capacity,
@@ -113,7 +109,6 @@ async fn a_rate_read_ranks_by_sell_through_and_leaves_off_unknown_capacities() {
             "2026-12-24T19:00:00Z",
         )
         .await;
-        seed_rate(&app, &format!("daily:{today}"), concert, seats, capacity).await;
     }
     let board = read(&app, "/rankings/daily?by=rate").await;
     cached(&board);
@@ -166,7 +161,7 @@ async fn around_me_returns_the_neighbours_with_their_ranks() {
         ],
     )
     .await;
-    seed_details(&app, "c", 70, "C", Some("Hall"), "2026-12-24T19:00:00Z").await;
+    schedule(&app, "c", 70, "C", Some("Hall"), "2026-12-24T19:00:00Z").await;
     let around = |concert: &str, n: &str| {
         let path = format!("/rankings/weekly/concerts/{concert}{n}");
         let app = &app;

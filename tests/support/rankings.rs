@@ -76,10 +76,10 @@ pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
         .expect("the concert index")
 }
 
-/// Concert details as `ranking-updater` writes them (issue 23's contract: the hash
-/// `…:{rk}:concert-details`, field concertId, value `<updatedAtMs> <capacity> <json>`),
-/// written here directly until the updater writes them itself.
-pub async fn seed_details(
+/// Schedules `concert` through `ranking-updater`: a `ConcertScheduled` event with these
+/// details, which the updater stores and from which it rates the concert on every board it
+/// is already on.
+pub async fn schedule(
     app: &TestApp,
     concert: &str,
     capacity: u64,
@@ -87,28 +87,16 @@ pub async fn seed_details(
     venue: Option<&str>,
     starts_at: &str,
 ) {
-    let json = json!({"title": title, "venue": venue, "startsAt": starts_at, "capacity": capacity, "genres": ["rock"]});
-    let value = format!("{} {capacity} {json}", Utc::now().timestamp_millis());
-    redis::cmd("HSET")
-        .arg(format!("{}:{{rk}}:concert-details", app.config.key_prefix))
-        .arg(concert)
-        .arg(value)
-        .query_async::<()>(&mut app.inspect.clone())
-        .await
-        .expect("HSET details");
-}
-
-/// A concert's entry on a rate board as the contract defines it: the seat board
-/// `board:<board>` has the rate board `rate:<board>`, scored −⌊seats × 1 000 000 ÷ capacity⌋.
-/// Written here directly until the updater writes rate boards itself.
-pub async fn seed_rate(app: &TestApp, board: &str, concert: &str, seats: u64, capacity: u64) {
-    redis::cmd("ZADD")
-        .arg(format!("{}:{{rk}}:rate:{board}", app.config.key_prefix))
-        .arg(-((seats * 1_000_000 / capacity) as i64))
-        .arg(concert)
-        .query_async::<()>(&mut app.inspect.clone())
-        .await
-        .expect("ZADD rate board");
+    let event = envelope(
+        "ConcertScheduled",
+        json!({"concertId": concert, "title": title, "capacity": capacity, "genres": ["rock"],
+               "startsAt": starts_at, "venue": venue, "updatedAt": Utc::now().to_rfc3339()}),
+    );
+    assert_eq!(
+        pay(app, &[event]).await,
+        [ranking_updater::Verdict::Applied],
+        "{concert} scheduled"
+    );
 }
 
 /// A `ConcertScheduled` for `concert` with `capacity` seats and `title`, as of `updated_at`.
