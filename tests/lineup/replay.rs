@@ -564,7 +564,7 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
         .query_async(&mut app.inspect.clone())
         .await
         .unwrap();
-    // The rolling boards' rate boards are not modelled.
+    // The rolling boards' rate boards were compared with the window model above.
     let calendar_rates = rate_keys.iter().filter(|k| !k.contains(":last-")).count();
     assert_eq!(
         calendar_rates, rate_boards,
@@ -653,6 +653,8 @@ async fn read_live_boards(
         }
     }
     let windows = window_model(stream, before.div_euclid(300_000));
+    let details = details_model(stream);
+    let now = DateTime::from_timestamp_millis(before).unwrap();
     let mut rolling = Vec::new();
     for period in ["last-24h", "last-7d"] {
         for genre in std::iter::once(None).chain(GENRES.iter().map(|g| Some(g.to_string()))) {
@@ -669,10 +671,32 @@ async fn read_live_boards(
                 .get(&(period, genre.clone()))
                 .cloned()
                 .unwrap_or_default();
-            rolling.push((path, got, want));
+            // Its rate board: the window's seats over the latest capacity, in millionths,
+            // for the concerts whose capacity is known.
+            let genre_id = genre
+                .as_deref()
+                .map(|g| lineup::ids::Genre::parse(g).unwrap());
+            let board = rankings.board_at(
+                lineup::ranking::Period::parse(period).unwrap(),
+                now,
+                genre_id,
+            );
+            let got_rates: BTreeMap<String, u64> = lineup_tests::rankings::rate_board(app, &board)
+                .await
+                .into_iter()
+                .map(|(concert, rate)| (concert, rate as u64))
+                .collect();
+            let want_rates: BTreeMap<String, u64> = want
+                .iter()
+                .filter_map(|(concert, seats)| {
+                    let (_, capacity, _) = details.get(concert)?;
+                    Some((concert.clone(), seats * 1_000_000 / capacity))
+                })
+                .collect();
+            rolling.push((path.clone(), got, want));
+            rolling.push((format!("{path}&by=rate (stored)"), got_rates, want_rates));
         }
     }
-    let now = DateTime::from_timestamp_millis(before).unwrap();
     let generation = now.timestamp_millis().div_euclid(12 * half_life_ms);
     let expected = trending_model(stream, generation, half_life_ms);
     let mut trending = Vec::new();
