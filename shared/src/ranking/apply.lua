@@ -69,29 +69,6 @@ local function take_pending(op)
   return seats
 end
 
--- Seats payments counted in this call and not yet on the boards, one sum per board and
--- concert: a batch of payments for one concert writes each board once. Written, in order,
--- before any other command and at the end.
-local tallies, tallied = {}, {}
-local function tally(key, concert, seats, expires_at)
-  local id = key .. ' ' .. concert
-  local t = tallies[id]
-  if t then
-    t[3] = t[3] + seats
-  else
-    tallies[id] = {key, concert, seats, expires_at}
-    tallied[#tallied + 1] = id
-  end
-end
-
-local function write_tallies()
-  for _, id in ipairs(tallied) do
-    local t = tallies[id]
-    count(t[1], t[2], t[3], capacity_of(t[2]), t[4], true)
-  end
-  tallies, tallied = {}, {}
-end
-
 -- Boards each index was given in this call: index -> {key -> true}.
 local indexed = {}
 
@@ -127,7 +104,7 @@ local function pay(op)
       local key, expires_at = board[1], board[2]
       -- A board past its retention is not recreated; longer boards still count.
       if expires_at == 0 or expires_at > NOW then
-        tally(key, op.concert, seats, expires_at)
+        tally(key, op.concert, seats, capacity_of(op.concert), expires_at, true)
         if not known[key] then
           known[key] = true
           listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
@@ -280,5 +257,4 @@ write_tallies()
 write_window_tallies()
 prune_indexes()
 flush_expiries()
-flush_window_expiries()
 return outcomes

@@ -54,6 +54,30 @@ local function count(key, concert, seats, capacity, expires_at, fixed)
   return total
 end
 
+-- Seats payments counted in this call and not yet on the boards, one sum per (board,
+-- concert): a batch of payments for one concert writes each board once. write_tallies()
+-- counts them, in order; the apply script calls it before any other command and at the end.
+local tallies, tallied = {}, {}
+local function tally(key, concert, seats, capacity, expires_at, fixed)
+  local id = key .. ' ' .. concert
+  local t = tallies[id]
+  if t then
+    t[3] = t[3] + seats
+    if expires_at > t[5] then t[5] = expires_at end
+  else
+    tallies[id] = {key, concert, seats, capacity or false, expires_at, fixed}
+    tallied[#tallied + 1] = id
+  end
+end
+
+local function write_tallies()
+  for _, id in ipairs(tallied) do
+    local t = tallies[id]
+    count(t[1], t[2], t[3], t[4], t[5], t[6])
+  end
+  tallies, tallied = {}, {}
+end
+
 -- Takes back up to `seats` from the concert on `key`: at zero it leaves the board and its
 -- rate board. Returns the seats taken.
 local function uncount(key, concert, seats, capacity)

@@ -10,26 +10,13 @@
 -- {key, weight per seat, expires_at} per live trending generation holding it.
 -- A payment's record keeps a note of what it counted here: '<b> <mask> <genres|-> [<key>
 -- <weight>]...', mask having a 1 for each window it was counted on.
-local window_expiries = {}
 -- The watermarks, read once per script call: only the tick moves them.
 local window_marks = nil
 
--- What this call's payments add, one sum per (board, concert) and per (bucket hash, field):
--- a batch of payments for one concert writes each once. Written before any other command
--- and at the end (write_window_tallies).
-local board_tallies, board_order, field_tallies, field_order = {}, {}, {}, {}
-
-local function tally_board(key, concert, seats, capacity, expires_at)
-  local id = key .. ' ' .. concert
-  local t = board_tallies[id]
-  if t then
-    t[3] = t[3] + seats
-    if expires_at > t[5] then t[5] = expires_at end
-  else
-    board_tallies[id] = {key, concert, seats, capacity, expires_at}
-    board_order[#board_order + 1] = id
-  end
-end
+-- What this call's payments add to bucket hash fields, one sum per (hash, field): a batch of
+-- payments for one concert writes each once. Written before any other command and at the end
+-- (write_window_tallies); their boards go through boards.lua's tally.
+local field_tallies, field_order = {}, {}
 
 local function tally_field(hash, field, seats)
   local id = hash .. ' ' .. field
@@ -43,15 +30,11 @@ local function tally_field(hash, field, seats)
 end
 
 local function write_window_tallies()
-  for _, id in ipairs(board_order) do
-    local t = board_tallies[id]
-    count(t[1], t[2], t[3], t[4], t[5])
-  end
   for _, id in ipairs(field_order) do
     local t = field_tallies[id]
     redis.call('HINCRBY', t[1], t[2], t[3])
   end
-  board_tallies, board_order, field_tallies, field_order = {}, {}, {}, {}
+  field_tallies, field_order = {}, {}
 end
 
 local function genre_boards(board, infix, genres)
@@ -102,24 +85,24 @@ local function windows_pay(op, seats, now_ms)
     if win.b > math.max(mark, oldest) then
       local expires_at = now + w.keep
       for _, key in ipairs(genre_boards(w.board, win.genre, op.genres)) do
-        tally_board(key, op.concert, seats, capacity, expires_at)
+        tally(key, op.concert, seats, capacity, expires_at)
         written[#written + 1] = {key, expires_at}
       end
       local hash = w.hash .. win.b
       tally_field(hash, field, seats)
-      window_expiries[hash] = math.floor((win.b + 1) * win.g / 1000) + w.keep
+      expiries[hash] = math.floor((win.b + 1) * win.g / 1000) + w.keep
       mask = mask .. '1'
     else
       mask = mask .. '0'
     end
   end
-  window_expiries[win.state] = now + win.state_keep
+  expiries[win.state] = now + win.state_keep
   local note = {win.b, mask, #op.genres > 0 and table.concat(op.genres, ',') or '-'}
   for _, gen in ipairs(win.trend) do
     local key, weight, expires_at = gen[1], gen[2], gen[3]
     if expires_at > now then
       for _, board in ipairs(genre_boards(key, win.genre, op.genres)) do
-        tally_board(board, op.concert, seats * weight, nil, expires_at)
+        tally(board, op.concert, seats * weight, nil, expires_at)
         written[#written + 1] = {board, expires_at}
       end
       note[#note + 1] = key
@@ -165,12 +148,4 @@ local function windows_refund(op, note, seats)
       unweigh(board, op.concert, seats * tonumber(weight))
     end
   end
-end
-
--- Sets the expiry of every bucket hash (and the watermarks) written, once per key.
-local function flush_window_expiries()
-  for key, expires_at in pairs(window_expiries) do
-    redis.call('EXPIREAT', key, expires_at)
-  end
-  window_expiries = {}
 end
