@@ -586,11 +586,9 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
 
 /// The server's clock (Redis `TIME`) in ms.
 async fn server_ms(app: &TestApp) -> i64 {
-    let (secs, micros): (i64, i64) = redis::cmd("TIME")
-        .query_async(&mut app.inspect.clone())
+    lineup_tests::rankings::server_now(app)
         .await
-        .unwrap();
-    secs * 1000 + micros / 1000
+        .timestamp_millis()
 }
 
 /// After ticks until nothing is left: the rolling boards equal the window model at the
@@ -705,15 +703,10 @@ async fn read_live_boards(
             .as_deref()
             .map(|g| lineup::ids::Genre::parse(g).unwrap());
         let board = rankings.board_at(lineup::ranking::Period::Trending, now, genre_id);
-        let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(rankings.board_key(&board))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query_async(&mut app.inspect.clone())
+        let got: BTreeMap<String, f64> = lineup_tests::rankings::trending_scores(app, &board)
             .await
-            .unwrap();
-        let got: BTreeMap<String, f64> = rows.into_iter().map(|(c, s)| (c, -s)).collect();
+            .into_iter()
+            .collect();
         let want = expected.get(&genre).cloned().unwrap_or_default();
         trending.push((format!("trending {genre:?}"), got, want));
     }

@@ -6,22 +6,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use lambda_runtime::{Context, LambdaEvent};
-use lineup::ranking::{Board, Period, Rankings};
-use lineup_tests::rankings::{envelope, items, paid, pay, read};
+use lineup::ranking::{Period, Rankings};
+use lineup_tests::rankings::{envelope, items, paid, pay, read, server_now, trending_scores};
 use lineup_tests::TestApp;
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 const BUCKET_MS: i64 = 300_000;
-
-/// The server's clock (Redis `TIME`), which decides what is inside a window.
-async fn server_now(app: &TestApp) -> DateTime<Utc> {
-    let (secs, micros): (i64, i64) = redis::cmd("TIME")
-        .query_async(&mut app.inspect.clone())
-        .await
-        .unwrap();
-    DateTime::from_timestamp_micros(secs * 1_000_000 + micros).unwrap()
-}
 
 /// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
 async fn tick(app: &TestApp) -> Value {
@@ -49,19 +40,6 @@ async fn board(app: &TestApp, path: &str) -> Vec<(String, u64)> {
         .into_iter()
         .map(|(concert, score, _)| (concert, score))
         .collect()
-}
-
-/// Every entry of a trending board as stored: concert and weighted score.
-async fn trending_scores(app: &TestApp, board: &Board) -> Vec<(String, f64)> {
-    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(rankings(app).board_key(board))
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query_async(&mut app.inspect.clone())
-        .await
-        .unwrap();
-    rows.into_iter().map(|(c, s)| (c, -s)).collect()
 }
 
 fn refunded(payment: &str, refund: &str, concert: &str, seats: u32) -> Value {

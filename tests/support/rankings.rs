@@ -63,9 +63,8 @@ pub fn items(reply: &Reply) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// The boards a concert index (`…:{rk}:concert:<id>:boards`) lists, each with its expiry
-/// (infinite for the all-time board).
-pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
+/// Every entry of the sorted set `key`, in order, with its score as stored.
+pub async fn sorted_set(app: &TestApp, key: &str) -> Vec<(String, f64)> {
     redis::cmd("ZRANGE")
         .arg(key)
         .arg(0)
@@ -73,7 +72,29 @@ pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
         .arg("WITHSCORES")
         .query_async(&mut app.inspect.clone())
         .await
-        .expect("the concert index")
+        .expect("a sorted set")
+}
+
+/// The boards a concert index (`…:{rk}:concert:<id>:boards`) lists, each with its expiry
+/// (infinite for the all-time board).
+pub async fn concert_index(app: &TestApp, key: &str) -> Vec<(String, f64)> {
+    sorted_set(app, key).await
+}
+
+/// Every entry of a trending board as stored: concert and weighted score.
+pub async fn trending_scores(app: &TestApp, board: &lineup::ranking::Board) -> Vec<(String, f64)> {
+    let key = app.stack.ranking_api.rankings.board_key(board);
+    let rows = sorted_set(app, &key).await;
+    rows.into_iter().map(|(c, s)| (c, -s)).collect()
+}
+
+/// The server's clock (Redis `TIME`), which decides what is inside a rolling window.
+pub async fn server_now(app: &TestApp) -> chrono::DateTime<Utc> {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME")
+        .query_async(&mut app.inspect.clone())
+        .await
+        .expect("TIME");
+    chrono::DateTime::from_timestamp_micros(secs * 1_000_000 + micros).expect("a time")
 }
 
 /// Schedules `concert` through `ranking-updater`: a `ConcertScheduled` event with these
@@ -133,13 +154,6 @@ pub async fn details(app: &TestApp, concert: &str) -> Option<(i64, u32, Value)> 
 /// capacity sold, as stored negated).
 pub async fn rate_board(app: &TestApp, board: &lineup::ranking::Board) -> Vec<(String, i64)> {
     let key = app.stack.ranking_updater.rankings.rate_key(board);
-    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(key)
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query_async(&mut app.inspect.clone())
-        .await
-        .expect("a rate board");
+    let rows = sorted_set(app, &key).await;
     rows.into_iter().map(|(c, s)| (c, -s as i64)).collect()
 }
