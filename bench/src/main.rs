@@ -34,23 +34,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bench.redis_version().await
     ));
 
-    if std::env::args().nth(1).as_deref() == Some("ranking-writes") {
-        ranking_writes(&bench, &mut report).await;
-        report.print();
-        return Ok(());
-    }
-    if std::env::args().nth(1).as_deref() == Some("boards") {
-        boards(&bench, &mut report).await;
-        report.print();
-        return Ok(());
-    }
-    if std::env::args().nth(1).as_deref() == Some("memory") {
-        memory(&bench, &mut report).await;
-        report.print();
-        return Ok(());
-    }
-    if std::env::args().nth(1).as_deref() == Some("reads") {
-        board_reads(&bench, &mut report).await;
+    // The sections that run alone.
+    let alone = match std::env::args().nth(1).as_deref() {
+        Some("ranking-writes") => {
+            ranking_writes(&bench, &mut report).await;
+            true
+        }
+        Some("boards") => {
+            boards(&bench, &mut report).await;
+            true
+        }
+        Some("memory") => {
+            memory(&bench, &mut report).await;
+            true
+        }
+        Some("reads") => {
+            board_reads(&bench, &mut report).await;
+            true
+        }
+        _ => false,
+    };
+    if alone {
         report.print();
         return Ok(());
     }
@@ -621,39 +625,6 @@ async fn boards(bench: &Bench, report: &mut Report) {
             "goal < 1 ms",
         );
     }
-
-    // Ten payments of two genres each, on concerts already on every board.
-    let before = bench.commandstats().await;
-    bench
-        .sqs_batch(
-            (0..10)
-                .map(|i| {
-                    bench.payment(
-                        &format!("ten-{i}"),
-                        &format!("k{}", i * 997),
-                        &["rock", "pop"],
-                    )
-                })
-                .collect(),
-        )
-        .await;
-    let after = bench.commandstats().await;
-    let usec = measure::usec_per_call(&before, &after, "evalsha");
-    let zincrby = measure::usec_per_call(&before, &after, "zincrby");
-    let inner: u64 = after
-        .iter()
-        .filter(|(name, _)| !["evalsha", "eval", "info", "script|load"].contains(&name.as_str()))
-        .map(|(name, (calls, _))| calls - before.get(name).map_or(0, |b| b.0))
-        .sum();
-    report.row(
-        "batch of 10 payments, 2 genres each, every board kind",
-        &format!("{usec:.0} µs"),
-        &format!(
-            "goal < 1 ms; {:.1} redis.calls per payment; one ZINCRBY on a 10 000-concert board \
-             takes {zincrby:.1} µs on this machine",
-            inner as f64 / 10.0
-        ),
-    );
 
     // A tick call with a full chunk: a bucket that left the last 24 hours, holding
     // TICK_FIELDS concerts of two genres each.
