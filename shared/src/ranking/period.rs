@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(local_day(instant, chrono_tz::UTC), day("2025-11-29"));
     }
 
-    fn settings(zone: Tz) -> RankingSettings {
+    pub(super) fn settings(zone: Tz) -> RankingSettings {
         RankingSettings {
             event_source: "test".into(),
             time_zone: zone,
@@ -288,14 +288,8 @@ mod fallback_tests {
 
     fn seoul(cutoff: Option<&str>) -> RankingSettings {
         RankingSettings {
-            event_source: "test".into(),
-            time_zone: chrono_tz::Asia::Seoul,
-            daily_retention_days: 2,
-            weekly_retention_weeks: 1,
-            monthly_retention_months: 1,
-            dedupe: std::time::Duration::from_secs(60),
-            trending_half_life: std::time::Duration::from_secs(6 * 3600),
             early_cutoff: cutoff.map(|c| NaiveTime::parse_from_str(c, "%H:%M").unwrap()),
+            ..super::tests::settings(chrono_tz::Asia::Seoul)
         }
     }
 
