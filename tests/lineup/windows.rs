@@ -7,7 +7,9 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::ranking::{Period, Rankings};
-use lineup_tests::rankings::{envelope, items, paid, pay, read, server_now, trending_scores};
+use lineup_tests::rankings::{
+    envelope, items, paid, pay, read, schedule, server_now, trending_scores,
+};
 use lineup_tests::TestApp;
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
@@ -92,6 +94,27 @@ async fn a_payment_counts_on_the_rolling_and_trending_boards_overall_and_per_gen
             .await
             .assert_problem(400);
     }
+}
+
+/// A trending score is decayed sales, not seats: its rows show no sell-through, even for a
+/// concert whose capacity is known, on a page and around a concert.
+#[tokio::test]
+async fn trending_rows_show_no_rate() {
+    let app = TestApp::spawn(&[]).await;
+    schedule(&app, "c1", 10, "Show", None, "2027-01-01T19:00:00Z").await;
+    let now = server_now(&app).await;
+    pay(&app, &[paid("p1", "c1", 4, &[], &now.to_rfc3339())]).await;
+    let daily = read(&app, "/rankings/daily").await;
+    assert_eq!(daily.body["items"][0]["rate"], 0.4);
+    let trending = read(&app, "/rankings/trending").await;
+    assert_eq!(trending.body["items"][0]["capacity"], 10);
+    assert!(
+        trending.body["items"][0]["rate"].is_null(),
+        "{}",
+        trending.body
+    );
+    let around = read(&app, "/rankings/trending/concerts/c1?around=1").await;
+    assert!(around.body["rate"].is_null(), "{}", around.body);
 }
 
 #[tokio::test]
