@@ -673,7 +673,10 @@ impl Rankings {
     ) -> Result<Page, Error> {
         let mut invocation = self.page_call(board, order);
         invocation.arg(offset).arg(limit);
-        let PageReply { total, rows, .. } = self.conn.invoke(invocation).await?;
+        let PageReply {
+            total, mut rows, ..
+        } = self.conn.invoke(invocation).await?;
+        without_rate_on_trending(board, &mut rows);
         Ok(Page { total, items: rows })
     }
 
@@ -691,8 +694,18 @@ impl Rankings {
             .arg("around")
             .arg(concert.as_str())
             .arg(n.min(MAX_AROUND));
-        let reply: PageReply = self.conn.invoke(invocation).await?;
+        let mut reply: PageReply = self.conn.invoke(invocation).await?;
+        without_rate_on_trending(board, &mut reply.rows);
         Ok(reply.around())
+    }
+}
+
+/// A trending score is decayed sales, not seats: a rate from it would mean nothing.
+fn without_rate_on_trending(board: &Board, rows: &mut [Ranked]) {
+    if board.period == Period::Trending {
+        for row in rows {
+            row.rate = None;
+        }
     }
 }
 
