@@ -139,6 +139,21 @@ impl Bench {
         ranking_updater::apply_events(events, &self.app.stack.ranking_updater).await;
     }
 
+    /// Ticks until the fold queue is empty: every payment applied so far is on its boards.
+    pub async fn settle(&self) -> lineup::ranking::Tick {
+        let rankings = &self.app.stack.ranking_updater.rankings;
+        let mut total = rankings.tick().await.expect("tick");
+        while total.more {
+            let tick = rankings.tick().await.expect("tick");
+            total.folded += tick.folded;
+            total.fold_left = tick.fold_left;
+            total.processed += tick.processed;
+            total.calls += tick.calls;
+            total.more = tick.more;
+        }
+        total
+    }
+
     pub async fn sqs_batch(&self, events: Vec<Value>) {
         let records: Vec<Value> = events
             .iter()

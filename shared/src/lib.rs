@@ -27,8 +27,9 @@
 //!    - [`queue`]: the waiting room: its key layout, issue, status, leave, the gatekeeper
 //!      check, release after payment, per-queue settings, summary, promotion and reaping.
 //!    - [`ranking`]: sales and sell-through boards fed by payment and concert events
-//!      exactly once (calendar, rolling windows kept by a tick, trending by half-life
-//!      generations), and their reads.
+//!      exactly once (recorded at once, folded onto the boards within a budget per call;
+//!      calendar, rolling windows kept by a tick, trending by half-life generations), and
+//!      their reads.
 //! 6. The edges:
 //!    - [`publish`]: queue state events to EventBridge.
 //!    - [`http`]: JSON and `application/problem+json` responses, request bodies and caller

@@ -185,7 +185,10 @@ async fn a_payment_with_a_buyer_costs_two_scripts_in_one_pipeline() {
     pay(&app, &[payment("warm", "show", "warm")]).await; // loads both scripts
     join(&app, "show", "buyer").await;
     let (verdicts, calls) = app
-        .client_commands_during(pay(&app, &[payment("pay-1", "show", "buyer")]))
+        .client_commands_during(ranking_updater::apply_events(
+            &[payment("pay-1", "show", "buyer")],
+            &app.stack.ranking_updater,
+        ))
         .await;
     assert_eq!(verdicts[0], ranking_updater::Verdict::Applied);
     // (SADD also runs inside the ranking script, so it is not a client command here.)

@@ -30,7 +30,13 @@ fn now() -> String {
     Utc::now().to_rfc3339()
 }
 
+/// Applies `events`, then folds what the apply calls left: they are on the boards after.
 async fn send(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
+    lineup_tests::rankings::pay(app, events).await
+}
+
+/// Applies `events` alone, as the updater does: one round trip, the fold's leftovers left.
+async fn apply(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await
 }
 
@@ -442,19 +448,19 @@ async fn an_event_or_a_batch_costs_one_round_trip() {
     let app = TestApp::spawn(&[]).await;
     send(&app, &[paid("warm", "w", 1, &[], &now())]).await; // loads the script once
     let (_, calls) = app
-        .client_commands_during(send(&app, &[paid("one", "c", 1, &["rock"], &now())]))
+        .client_commands_during(apply(&app, &[paid("one", "c", 1, &["rock"], &now())]))
         .await;
     assert_eq!(script_calls(&calls), 1);
     let batch: Vec<Value> = (0..40)
         .map(|i| paid(&format!("b{i}"), "c", 1, &["rock", "pop"], &now()))
         .collect();
-    let (_, calls) = app.client_commands_during(send(&app, &batch)).await;
+    let (_, calls) = app.client_commands_during(apply(&app, &batch)).await;
     assert_eq!(script_calls(&calls), 1);
     // A very large batch: one script call per 100 events, all in one pipeline.
     let big: Vec<Value> = (0..250)
         .map(|i| paid(&format!("x{i}"), "c", 1, &[], &now()))
         .collect();
-    let (verdicts, calls) = app.client_commands_during(send(&app, &big)).await;
+    let (verdicts, calls) = app.client_commands_during(apply(&app, &big)).await;
     assert_eq!(script_calls(&calls), 3);
     assert!(verdicts.iter().all(|v| *v == Verdict::Applied));
     read(&app, "/rankings/daily").await; // loads the read script once
@@ -753,6 +759,15 @@ async fn the_concert_index_keeps_live_boards_only_and_ends_with_them() {
         if board.contains(":all-time:") {
             assert_eq!(expire_time, -1, "{board}");
             assert!(expires.is_infinite(), "{board}");
+        } else if board.contains(":last-") || board.contains(":trending:") {
+            // Each payment pushes a rolling board's expiry back: the index lists it until
+            // the next full hour after it, so that its score changes once an hour.
+            let listed_until = *expires as i64;
+            assert!(
+                listed_until % 3600 == 0
+                    && (expire_time..expire_time + 3600).contains(&listed_until),
+                "{board}: listed until {listed_until}, expires at {expire_time}"
+            );
         } else {
             assert_eq!(*expires as i64, expire_time, "{board}");
         }
@@ -1170,4 +1185,79 @@ async fn a_new_capacity_rates_every_indexed_board_but_trending_ones() {
         .await
         .unwrap();
     assert!(!exists, "no rate board for a trending board");
+}
+
+/// A burst beyond one apply call's fold budget: every payment is recorded at once (a
+/// redelivery is a duplicate straight away), the call puts what fits on the boards, and the
+/// tick the rest. A refund and a cancellation that arrive while their payments still wait
+/// for the fold take effect as if the payments had been on the boards; the fold queue is
+/// gone once empty.
+#[tokio::test]
+async fn a_burst_waits_in_the_fold_queue_and_the_tick_puts_it_on_the_boards() {
+    let app = TestApp::spawn(&[]).await;
+    let at = now();
+    let burst: Vec<Value> = (0..30)
+        .map(|i| {
+            paid(
+                &format!("burst-{i}"),
+                &format!("c{i:02}"),
+                3,
+                &["rock", "pop"],
+                &at,
+            )
+        })
+        .collect();
+    assert_eq!(
+        apply(&app, &burst).await,
+        vec![Verdict::Applied; 30],
+        "every payment recorded"
+    );
+    let fold_key = format!("{}:{{rk}}:fold", app.config.key_prefix);
+    let waiting: u64 = redis::cmd("LLEN")
+        .arg(&fold_key)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    let shown = read(&app, "/rankings/daily?limit=100").await.body["total"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        shown >= 1 && waiting >= 1 && shown + waiting == 30,
+        "on the boards {shown}, waiting {waiting}"
+    );
+    // The last payment certainly waits: refund it in part, and cancel the one before it.
+    let late_ones = [
+        refunded("burst-29", Some("r-29"), "c29", 2, &at),
+        envelope("ConcertCancelled", json!({"concertId": "c28"})),
+    ];
+    assert_eq!(
+        apply(&app, &late_ones).await,
+        [Verdict::Applied, Verdict::Applied]
+    );
+    assert_eq!(
+        apply(&app, &burst).await,
+        vec![Verdict::Duplicate; 30],
+        "a redelivery is caught before the fold"
+    );
+    let tick = lineup_tests::rankings::tick(&app).await;
+    assert_eq!(tick["more"], false, "{tick}");
+    assert!(tick["folded"].as_u64().unwrap() >= 1, "{tick}");
+    let exists: u64 = redis::cmd("EXISTS")
+        .arg(&fold_key)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(exists, 0, "the empty fold queue is deleted");
+    for path in [
+        "/rankings/daily?limit=100",
+        "/rankings/all-time?genre=pop&limit=100",
+        "/rankings/last-24h?genre=rock&limit=100",
+    ] {
+        let rows = items(&read(&app, path).await);
+        let mut expected: Vec<(String, u64)> = (0..28).map(|i| (format!("c{i:02}"), 3)).collect();
+        expected.push(("c29".into(), 1));
+        expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let got: Vec<(String, u64)> = rows.into_iter().map(|(c, s, _)| (c, s)).collect();
+        assert_eq!(got, expected, "{path}");
+    }
 }

@@ -499,6 +499,15 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
             .sum::<usize>();
     }
 
+    // What the apply calls left in the fold queue reaches the boards at the tick's fold.
+    let fold = app
+        .stack
+        .ranking_updater
+        .rankings
+        .fold()
+        .await
+        .expect("fold");
+    assert_eq!(fold.left, 0, "{fold:?}");
     let expected = model(&stream);
     for ((period, bucket, genre), concerts) in &expected {
         let got = board(&app, period, &day_in(period, bucket), genre).await;

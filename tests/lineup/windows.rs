@@ -5,32 +5,15 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use lambda_runtime::{Context, LambdaEvent};
 use lineup::ranking::{Period, Rankings};
 use lineup_tests::rankings::{
-    envelope, items, paid, pay, read, schedule, server_now, trending_scores,
+    envelope, items, paid, pay, read, schedule, server_now, tick, trending_scores,
 };
 use lineup_tests::TestApp;
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 const BUCKET_MS: i64 = 300_000;
-
-/// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
-async fn tick(app: &TestApp) -> Value {
-    ranking_updater::handle(
-        LambdaEvent::new(
-            json!({"version": "0", "id": "tick", "detail-type": "Scheduled Event",
-                   "source": "aws.events", "account": "123456789012",
-                   "time": Utc::now().to_rfc3339(), "region": "us-east-1",
-                   "resources": [], "detail": {}}),
-            Context::default(),
-        ),
-        &app.stack.ranking_updater,
-    )
-    .await
-    .expect("the tick")
-}
 
 fn rankings(app: &TestApp) -> &Rankings {
     &app.stack.ranking_api.rankings

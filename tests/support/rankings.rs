@@ -32,9 +32,36 @@ pub fn payment(payment: &str, queue: &str, user: &str) -> Value {
     )
 }
 
-/// Applies `events` through `ranking-updater`'s own code.
+/// Applies `events` through `ranking-updater`'s own code, then runs the tick's fold until
+/// the fold queue is empty: every payment is on its boards, as within a minute in AWS.
 pub async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
-    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
+    let verdicts = ranking_updater::apply_events(events, &app.stack.ranking_updater).await;
+    let fold = app
+        .stack
+        .ranking_updater
+        .rankings
+        .fold()
+        .await
+        .expect("the fold");
+    assert_eq!(fold.left, 0, "the fold queue after a fold: {fold:?}");
+    verdicts
+}
+
+/// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
+pub async fn tick(app: &TestApp) -> Value {
+    use lambda_runtime::{Context, LambdaEvent};
+    ranking_updater::handle(
+        LambdaEvent::new(
+            json!({"version": "0", "id": "tick", "detail-type": "Scheduled Event",
+                   "source": "aws.events", "account": "123456789012",
+                   "time": Utc::now().to_rfc3339(), "region": "us-east-1",
+                   "resources": [], "detail": {}}),
+            Context::default(),
+        ),
+        &app.stack.ranking_updater,
+    )
+    .await
+    .expect("the tick")
 }
 
 /// `GET path` through `ranking-api`.

@@ -10,8 +10,8 @@
 //! (`template.yaml`): nothing is lost.
 //!
 //! An EventBridge `Scheduled Event` (source `aws.events`, once a minute) runs the rankings'
-//! tick instead: the buckets that left the last-24h and last-7d windows come off those
-//! boards.
+//! tick instead: what the apply calls left in the fold queue goes onto the boards, and the
+//! buckets that left the last-24h and last-7d windows come off those boards.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
@@ -116,8 +116,18 @@ pub async fn handle(
     if is_scheduled(&payload) {
         let tick = deps.rankings.tick().await?;
         if tick.more {
-            tracing::warn!("the tick left work for the next one");
+            tracing::warn!(
+                fold_left = tick.fold_left,
+                "the tick left work for the next one"
+            );
         }
+        deps.metrics.emit(
+            &Record::new()
+                .dimension("service", "rankings")
+                .count("tickFolded", tick.folded)
+                .count("tickFoldLeft", tick.fold_left)
+                .count("tickBucketFields", tick.processed),
+        );
         return Ok(tick.to_json());
     }
     if payload.get("detail-type").is_none() {

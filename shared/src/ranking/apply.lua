@@ -1,55 +1,23 @@
--- Applies a batch of ranking commands atomically, after boards.lua's helpers and
--- windows.lua's rolling and trending writes. ARGV[1]: the
--- dedupe window in seconds; ARGV[2]: how far ahead of the server clock a payment's or an
--- update's time may be, in ms; ARGV[3]: most refunds that may wait for one payment;
--- ARGV[4..]: one JSON command each. Every key named carries the {rk} hash tag; the keys a
--- command names are also passed in KEYS. Refunds and cancellations reach the boards the
--- payment record or the concert index names, which carry the same tag. Scores are negated
--- seats (rate boards: negated millionths). Returns one outcome per command: a word, then
--- ': ' and a reason for those that have one.
+-- Applies a batch of ranking commands atomically, after boards.lua's helpers, windows.lua's
+-- rolling and trending writes and fold.lua. Payments and refunds are recorded here (dedupe,
+-- the payment record, refunds waiting for their payment) and queued for the fold, which
+-- then runs within ARGV[5] board writes: what it leaves waits for the next call or tick.
+-- Cancellations and details apply at once. ARGV[1]: the dedupe window in seconds; ARGV[2]:
+-- how far ahead of the server clock a payment's or an update's time may be, in ms; ARGV[3]:
+-- most refunds that may wait for one payment; ARGV[4]: the window templates (windows.lua);
+-- ARGV[5]: the fold's budget; ARGV[6..]: one JSON command each, a payment's followed by
+-- its fold entry. KEYS[1] is the details hash,
+-- KEYS[2] the fold queue. Every key named carries the {rk} hash tag; the keys a command
+-- names are also passed in KEYS. The fold reaches the boards an entry, the payment record
+-- or the concert index names, which carry the same tag. Scores are negated seats (rate
+-- boards: negated millionths). Returns one outcome per command: a word, then ': ' and a
+-- reason for those that have one.
 local TTL, SKEW_MS, MAX_PENDING = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local FIRST_COMMAND = 4
-local clock = redis.call('TIME')
-local NOW = tonumber(clock[1])
-local NOW_MS = NOW * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local WIN, BUDGET = cjson.decode(ARGV[4]), tonumber(ARGV[5])
+local FIRST_COMMAND = 6
 
--- The concert index is a sorted set of board keys scored by each board's expiry (inf for
--- the all-time board). One written as a plain set by an earlier version is rewritten once.
-local upgraded = {}
-local function upgrade_index(index)
-  if upgraded[index] then return end
-  upgraded[index] = true
-  if redis.call('TYPE', index).ok ~= 'set' then return end
-  local boards = redis.call('SMEMBERS', index)
-  redis.call('DEL', index)
-  for _, key in ipairs(boards) do
-    local expires_at = redis.call('EXPIRETIME', key)
-    if expires_at == -1 then
-      redis.call('ZADD', index, 'inf', key)
-    elseif expires_at > 0 then
-      redis.call('ZADD', index, expires_at, key)
-    end
-  end
-end
-
--- Indexes a payment added new boards to in this call: index -> true when one of them never
--- expires. Each is pruned once, at the end; an index that gains no board needs no pruning,
--- as its last board and so its expiry stay the same.
-local grown = {}
-
--- Drops boards that have expired from each grown index, and lets the index end with its
--- last board: never while it lists the all-time board.
-local function prune_indexes()
-  for index, forever in pairs(grown) do
-    redis.call('ZREMRANGEBYSCORE', index, '-inf', NOW)
-    local last = forever and {'', 'inf'} or redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
-    if last[2] == 'inf' then
-      redis.call('PERSIST', index)
-    elseif last[2] then
-      redis.call('EXPIREAT', index, tonumber(last[2]))
-    end
-  end
-end
+-- Fold entries of this call, pushed at once before the fold.
+local queued = {}
 
 -- What a payment's redeliveries must repeat: its concert, seats and genres.
 local function payment_contents(op)
@@ -69,10 +37,7 @@ local function take_pending(op)
   return seats
 end
 
--- Boards each index was given in this call: index -> {key -> true}.
-local indexed = {}
-
-local function pay(op)
+local function pay(op, fold_text)
   local contents = payment_contents(op)
   local seen = redis.call('HMGET', op.record, 'concert', 'contents')
   if seen[1] then
@@ -95,51 +60,9 @@ local function pay(op)
     refunded = take_pending(op)
   end
   local seats = op.seats - math.min(op.seats, refunded)
-  local counted, note = {}, ''
-  if seats > 0 then
-    local listed, forever = {}, false
-    local known = indexed[op.index] or {}
-    indexed[op.index] = known
-    for _, board in ipairs(op.boards) do
-      local key, expires_at = board[1], board[2]
-      -- A board past its retention is not recreated; longer boards still count.
-      if expires_at == 0 or expires_at > NOW then
-        tally(key, op.concert, seats, capacity_of(op.concert), expires_at, true)
-        if not known[key] then
-          known[key] = true
-          listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
-          listed[#listed + 1] = key
-          forever = forever or expires_at == 0
-        end
-        counted[#counted + 1] = key
-      end
-    end
-    if #listed > 0 then
-      local added = redis.pcall('ZADD', op.index, unpack(listed))
-      if type(added) == 'table' then
-        -- WRONGTYPE: the plain set of an earlier version.
-        upgrade_index(op.index)
-        added = redis.call('ZADD', op.index, unpack(listed))
-      end
-      if added > 0 then grown[op.index] = grown[op.index] or forever end
-    end
-    -- The rolling and trending boards (windows.lua), written now, listed in the index.
-    local rolled
-    rolled, note = windows_pay(op, seats, NOW_MS)
-    if #rolled > 0 then
-      local entries = {}
-      for _, board in ipairs(rolled) do
-        entries[#entries + 1] = board[2]
-        entries[#entries + 1] = board[1]
-      end
-      if redis.call('ZADD', op.index, unpack(entries)) > 0 then
-        grown[op.index] = grown[op.index] or false
-      end
-    end
-  end
-  redis.call('HSET', op.record, 'concert', op.concert, 'seats', seats,
-    'boards', table.concat(counted, ' '), 'contents', contents, 'windows', note)
+  redis.call('HSET', op.record, 'concert', op.concert, 'seats', seats, 'contents', contents)
   redis.call('EXPIRE', op.record, TTL)
+  if seats > 0 then queued[#queued + 1] = 'P ' .. seats .. ' ' .. fold_text end
   return 'applied'
 end
 
@@ -152,7 +75,7 @@ local function refund(op)
     if seen == '1' or seen == contents then return 'duplicate' end
     return 'conflict: refund was first delivered with ' .. seen .. ', now with ' .. contents
   end
-  local record = redis.call('HMGET', op.record, 'concert', 'seats', 'boards', 'windows')
+  local record = redis.call('HMGET', op.record, 'concert', 'seats')
   if not record[1] then
     -- The payment has not landed yet: the refund waits for it.
     if redis.call('HLEN', op.pending) >= MAX_PENDING then
@@ -168,11 +91,7 @@ local function refund(op)
   local seats = math.min(op.seats, tonumber(record[2]))
   if seats <= 0 then return 'ignored: payment already fully refunded' end
   redis.call('HINCRBY', op.record, 'seats', -seats)
-  local capacity = capacity_of(op.concert)
-  for key in string.gmatch(record[3], '%S+') do
-    uncount(key, op.concert, seats, capacity)
-  end
-  windows_refund(op, record[4], seats)
+  queued[#queued + 1] = table.concat({'R', seats, op.concert, op.record, op.cancelled}, ' ')
   return 'applied'
 end
 
@@ -189,7 +108,9 @@ local function cancel(op)
     redis.call('HDEL', DETAILS, op.concert)
     set_capacity(op.concert, nil)
   end
-  -- The marker never expires: a cancelled concert never comes back.
+  -- The marker never expires: a cancelled concert never comes back. Its entries still in
+  -- the fold queue are skipped.
+  cancelled[op.cancelled] = true
   if redis.call('SET', op.cancelled, 1, 'NX') then return 'applied' end
   redis.call('PERSIST', op.cancelled) -- written with a TTL by an earlier version
   return 'duplicate'
@@ -245,16 +166,20 @@ end
 
 local handlers = {pay = pay, refund = refund, cancel = cancel, details = details}
 local outcomes = {}
-for i = FIRST_COMMAND, #ARGV do
+local i = FIRST_COMMAND
+while i <= #ARGV do
   local op = cjson.decode(ARGV[i])
-  if op.op ~= 'pay' then
-    write_tallies()
-    write_window_tallies()
+  if op.op == 'pay' then
+    -- A payment's fold entry follows it, as its own argument: decoded only by the fold.
+    outcomes[#outcomes + 1] = pay(op, ARGV[i + 1])
+    i = i + 2
+  else
+    outcomes[#outcomes + 1] = handlers[op.op](op)
+    i = i + 1
   end
-  outcomes[#outcomes + 1] = handlers[op.op](op)
 end
-write_tallies()
-write_window_tallies()
+if #queued > 0 then redis.call('RPUSH', FOLD, unpack(queued)) end
+fold(BUDGET, WIN, TTL)
 prune_indexes()
 flush_expiries()
 return outcomes

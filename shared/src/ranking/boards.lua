@@ -1,5 +1,5 @@
--- Board writes every ranking script shares; the apply script follows this text in one
--- script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>'.
+-- Board writes every ranking script shares; the fold, apply and tick scripts follow this
+-- text in one script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>'.
 -- A seat board scores a concert -seats; its rate board (the key with ':board:' after the
 -- hash tag made ':rate:') scores it -floor(seats * 1e6 / capacity), for concerts whose
 -- capacity is known. Each key written gets its expiry once per call, from flush_expiries().
@@ -54,9 +54,9 @@ local function count(key, concert, seats, capacity, expires_at, fixed)
   return total
 end
 
--- Seats payments counted in this call and not yet on the boards, one sum per (board,
--- concert): a batch of payments for one concert writes each board once. write_tallies()
--- counts them, in order; the apply script calls it before any other command and at the end.
+-- Seats the fold (fold.lua) has taken and not yet put on the boards, one sum per (board,
+-- concert): many payments for one concert write each board once. write_tallies() counts
+-- them, in order; the fold calls it before a refund and at its end.
 local tallies, tallied = {}, {}
 local function tally(key, concert, seats, capacity, expires_at, fixed)
   local id = key .. ' ' .. concert

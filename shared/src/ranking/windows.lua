@@ -1,12 +1,12 @@
 -- Rolling windows (last-24h, last-7d) and trending boards: what a payment adds and a refund
--- takes back. Concatenated after boards.lua (count, uncount, capacity_of) and before
--- apply.lua, which calls windows_pay and windows_refund. roll.lua (the tick) takes buckets
+-- takes back. Concatenated after boards.lua (tally, uncount, capacity_of) and before
+-- fold.lua, which calls windows_pay and windows_refund. roll.lua (the tick) takes buckets
 -- that left a window off its boards.
--- op.win (built by Rust, mod.rs): g, the bucket length in ms; state, the hash of each
--- window's watermark (the last bucket already taken off); genre, the infix of a genre
+-- win (built by Rust, mod.rs, one per call): g, the bucket length in ms; state, the hash of
+-- each window's watermark (the last bucket already taken off); genre, the infix of a genre
 -- board; windows, one {name, hash (bucket hash key without its index), board (overall
 -- board key), n (buckets in the window), keep (seconds a board or bucket hash outlives
--- its last write)} per window; for a payment also b, its bucket, and trend, one
+-- its last write)} per window. A payment's op carries b, its bucket, and trend, one
 -- {key, weight per seat, expires_at} per live trending generation holding it.
 -- A payment's record keeps a note of what it counted here: '<b> <mask> <genres|-> [<key>
 -- <weight>]...', mask having a 1 for each window it was counted on.
@@ -60,8 +60,8 @@ end
 -- Counts a payment's seats on the rolling boards whose window still holds its bucket, and
 -- on the live trending generations. Returns the boards written, each {key, expires_at},
 -- for the concert index, and the note for the payment's record.
-local function windows_pay(op, seats, now_ms)
-  local win, written = op.win, {}
+local function windows_pay(op, win, seats, now_ms)
+  local written = {}
   local now = math.floor(now_ms / 1000)
   local cur = math.floor(now_ms / win.g)
   if not window_marks then
@@ -82,23 +82,23 @@ local function windows_pay(op, seats, now_ms)
       mark = oldest
       marks[i] = oldest
     end
-    if win.b > math.max(mark, oldest) then
+    if op.b > math.max(mark, oldest) then
       local expires_at = now + w.keep
       for _, key in ipairs(genre_boards(w.board, win.genre, op.genres)) do
         tally(key, op.concert, seats, capacity, expires_at)
         written[#written + 1] = {key, expires_at}
       end
-      local hash = w.hash .. win.b
+      local hash = w.hash .. op.b
       tally_field(hash, field, seats)
-      expiries[hash] = math.floor((win.b + 1) * win.g / 1000) + w.keep
+      expiries[hash] = math.floor((op.b + 1) * win.g / 1000) + w.keep
       mask = mask .. '1'
     else
       mask = mask .. '0'
     end
   end
   expiries[win.state] = now + win.state_keep
-  local note = {win.b, mask, #op.genres > 0 and table.concat(op.genres, ',') or '-'}
-  for _, gen in ipairs(win.trend) do
+  local note = {op.b, mask, #op.genres > 0 and table.concat(op.genres, ',') or '-'}
+  for _, gen in ipairs(op.trend) do
     local key, weight, expires_at = gen[1], gen[2], gen[3]
     if expires_at > now then
       for _, board in ipairs(genre_boards(key, win.genre, op.genres)) do
@@ -114,17 +114,19 @@ end
 
 -- Takes a refund's seats back from the rolling boards (only while the payment's bucket is
 -- still in the window: its field is still in the bucket hash) and from the trending
--- generations the payment counted on, by the same weights.
-local function windows_refund(op, note, seats)
-  if not note or note == '' then return end
+-- generations the payment counted on, by the same weights. Returns the board entries
+-- written.
+local function windows_refund(concert, win, note, seats)
+  if not note or note == '' then return 0 end
   local words = string.gmatch(note, '%S+')
   local b, mask, csv = words(), words(), words()
   if csv == '-' then csv = '' end
   local genres = {}
   for g in string.gmatch(csv, '[^,]+') do genres[#genres + 1] = g end
-  local field = op.concert .. ' ' .. csv
-  local capacity = capacity_of(op.concert)
-  for i, w in ipairs(op.win.windows) do
+  local field = concert .. ' ' .. csv
+  local capacity = capacity_of(concert)
+  local written = 0
+  for i, w in ipairs(win.windows) do
     if string.sub(mask, i, i) == '1' then
       local hash = w.hash .. b
       local held = tonumber(redis.call('HGET', hash, field))
@@ -135,8 +137,9 @@ local function windows_refund(op, note, seats)
         else
           redis.call('HINCRBY', hash, field, -take)
         end
-        for _, key in ipairs(genre_boards(w.board, op.win.genre, genres)) do
-          uncount(key, op.concert, take, capacity)
+        for _, key in ipairs(genre_boards(w.board, win.genre, genres)) do
+          uncount(key, concert, take, capacity)
+          written = written + 1
         end
       end
     end
@@ -144,8 +147,10 @@ local function windows_refund(op, note, seats)
   while true do
     local key, weight = words(), words()
     if not weight then break end
-    for _, board in ipairs(genre_boards(key, op.win.genre, genres)) do
-      unweigh(board, op.concert, seats * tonumber(weight))
+    for _, board in ipairs(genre_boards(key, win.genre, genres)) do
+      unweigh(board, concert, seats * tonumber(weight))
+      written = written + 1
     end
   end
+  return written
 end

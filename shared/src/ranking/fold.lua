@@ -1,0 +1,205 @@
+-- The fold: puts recorded payments and refunds on the boards. Concatenated after boards.lua
+-- and windows.lua, and followed by apply.lua (which records events and then folds) or
+-- fold_tick.lua (the tick). KEYS[2] is the fold queue, a list: apply.lua pushes one entry
+-- per payment or refund it records, and the fold takes entries off its head, oldest first,
+-- within a budget of board writes. Its tallies (boards.lua) add up the entries of one call
+-- per (board, concert), so a burst of sales of one concert writes each board once.
+-- Entries, words as Rust built them (mod.rs; no key or id holds a space):
+--   'P <seats> <concert> <record> <index> <cancelled> <genres,…|-> <b> <n> <board> <expires
+--     at>…(n pairs) <trending board> <weight> <expires at>…': a payment's seats (after the
+--     refunds that waited for it), the keys it names, its rolling bucket, its calendar
+--     boards and its trending generations;
+--   'R <seats> <concert> <record key> <cancelled key>': a refund of seats.
+-- The list is deleted by Redis when the fold empties it.
+local FOLD = KEYS[2]
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1])
+local NOW_MS = NOW * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- Board writes an entry costs beyond its board entries: decoding it, its record and index.
+local ENTRY_COST = 4
+
+-- The concert index is a sorted set of board keys scored by each board's expiry (inf for
+-- the all-time board). One written as a plain set by an earlier version is rewritten once.
+local upgraded = {}
+local function upgrade_index(index)
+  if upgraded[index] then return end
+  upgraded[index] = true
+  if redis.call('TYPE', index).ok ~= 'set' then return end
+  local boards = redis.call('SMEMBERS', index)
+  redis.call('DEL', index)
+  for _, key in ipairs(boards) do
+    local expires_at = redis.call('EXPIRETIME', key)
+    if expires_at == -1 then
+      redis.call('ZADD', index, 'inf', key)
+    elseif expires_at > 0 then
+      redis.call('ZADD', index, expires_at, key)
+    end
+  end
+end
+
+-- Indexes a payment added new boards to in this call: index -> true when one of them never
+-- expires. Each is pruned once, at the end; an index that gains no board needs no pruning,
+-- as its last board and so its expiry stay the same.
+local grown = {}
+
+-- Drops boards that have expired from each grown index, and lets the index end with its
+-- last board: never while it lists the all-time board.
+local function prune_indexes()
+  for index, forever in pairs(grown) do
+    redis.call('ZREMRANGEBYSCORE', index, '-inf', NOW)
+    local last = forever and {'', 'inf'} or redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+    if last[2] == 'inf' then
+      redis.call('PERSIST', index)
+    elseif last[2] then
+      redis.call('EXPIREAT', index, tonumber(last[2]))
+    end
+  end
+end
+
+-- Adds `listed` ({score, key, ...}) to a concert index; notes it grown if any was new.
+local function index_boards(index, listed, forever)
+  local added = redis.pcall('ZADD', index, unpack(listed))
+  if type(added) == 'table' then
+    -- WRONGTYPE: the plain set of an earlier version.
+    upgrade_index(index)
+    added = redis.call('ZADD', index, unpack(listed))
+  end
+  if added > 0 then grown[index] = grown[index] or forever end
+end
+
+-- Cancellation markers read in this call (apply.lua's cancel sets one).
+local cancelled = {}
+local function is_cancelled(key)
+  local known = cancelled[key]
+  if known == nil then
+    known = redis.call('EXISTS', key) == 1
+    cancelled[key] = known
+  end
+  return known
+end
+
+-- A payment entry's words after its seats, as the op windows_pay and fold_payment read.
+local function payment_op(text)
+  local words = {}
+  for word in string.gmatch(text, '%S+') do words[#words + 1] = word end
+  local op = {concert = words[1], record = words[2], index = words[3], cancelled = words[4],
+    genres = {}, b = tonumber(words[6]), boards = {}, trend = {}}
+  if words[5] ~= '-' then
+    for g in string.gmatch(words[5], '[^,]+') do op.genres[#op.genres + 1] = g end
+  end
+  local i = 8
+  for _ = 1, tonumber(words[7]) do
+    op.boards[#op.boards + 1] = {words[i], tonumber(words[i + 1])}
+    i = i + 2
+  end
+  while words[i] do
+    op.trend[#op.trend + 1] = {words[i], tonumber(words[i + 1]), tonumber(words[i + 2])}
+    i = i + 3
+  end
+  return op
+end
+
+-- Boards each index was given in this call: index -> {key -> true}.
+local indexed = {}
+
+-- Tallies a payment's seats on its calendar, rolling and trending boards, lists them in the
+-- concert index, and notes on its record what a refund must take back.
+local function fold_payment(op, seats, win, ttl)
+  if is_cancelled(op.cancelled) then return end
+  local capacity = capacity_of(op.concert)
+  local counted, listed, forever = {}, {}, false
+  local known = indexed[op.index] or {}
+  indexed[op.index] = known
+  for _, board in ipairs(op.boards) do
+    local key, expires_at = board[1], board[2]
+    -- A board past its retention is not recreated; longer boards still count.
+    if expires_at == 0 or expires_at > NOW then
+      tally(key, op.concert, seats, capacity, expires_at, true)
+      if not known[key] then
+        known[key] = true
+        listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
+        listed[#listed + 1] = key
+        forever = forever or expires_at == 0
+      end
+      counted[#counted + 1] = key
+    end
+  end
+  local rolled, note = windows_pay(op, win, seats, NOW_MS)
+  for _, board in ipairs(rolled) do
+    if not known[board[1]] then
+      known[board[1]] = true
+      -- Listed until the next full hour after the board's expiry: the score of a rolling
+      -- board, which each payment pushes back, then changes once an hour, and listing it
+      -- again is a lookup, not a rewrite of the index.
+      listed[#listed + 1] = math.ceil(board[2] / 3600) * 3600
+      listed[#listed + 1] = board[1]
+    end
+  end
+  if #listed > 0 then index_boards(op.index, listed, forever) end
+  redis.call('HSET', op.record, 'boards', table.concat(counted, ' '), 'windows', note)
+  -- The record was written with the dedupe window as its expiry; should it have ended
+  -- before its fold, it ends again.
+  redis.call('EXPIRE', op.record, ttl, 'NX')
+end
+
+-- Takes a refund's seats back from the boards its payment was counted on. Returns the
+-- board entries written.
+local function fold_refund(seats, concert, record, cancelled_key, win)
+  if is_cancelled(cancelled_key) then return 0 end
+  -- The payment's tallies reach the boards first.
+  write_tallies()
+  write_window_tallies()
+  local counted = redis.call('HMGET', record, 'boards', 'windows')
+  local capacity = capacity_of(concert)
+  local written = 0
+  for key in string.gmatch(counted[1] or '', '%S+') do
+    uncount(key, concert, seats, capacity)
+    written = written + 1
+  end
+  return written + windows_refund(concert, win, counted[2], seats)
+end
+
+-- Concerts folded in this call: their next payments mostly add to tallies already made.
+local folded = {}
+
+-- At most the board entries a payment adds: its calendar boards, and its rolling and
+-- trending boards overall and per genre; none if its concert was folded in this call.
+local function payment_cost(op)
+  if folded[op.concert] then return ENTRY_COST end
+  return ENTRY_COST + #op.boards + (2 + #op.trend) * (1 + #op.genres)
+end
+
+-- Folds entries off the head of the queue while their board writes fit in `budget` (the
+-- first one always: the queue moves), writes their tallies, and returns the entries folded.
+local function fold(budget, win, ttl)
+  local done, spent = 0, 0
+  while spent < budget do
+    local entries = redis.call('LRANGE', FOLD, done, done + 15)
+    local full = false
+    for _, entry in ipairs(entries) do
+      local kind, seats, rest = string.match(entry, '^(%a) (%d+) (.*)$')
+      seats = tonumber(seats)
+      if kind == 'P' then
+        local op = payment_op(rest)
+        local cost = payment_cost(op)
+        if done > 0 and spent + cost > budget then
+          full = true
+          break
+        end
+        fold_payment(op, seats, win, ttl)
+        folded[op.concert] = true
+        spent = spent + cost
+      else
+        local concert, record, cancelled_key = string.match(rest, '^(%S+) (%S+) (%S+)$')
+        spent = spent + ENTRY_COST + fold_refund(seats, concert, record, cancelled_key, win)
+      end
+      done = done + 1
+    end
+    if full or #entries < 16 then break end
+  end
+  write_tallies()
+  write_window_tallies()
+  if done > 0 then redis.call('LTRIM', FOLD, done, -1) end
+  return done
+end
