@@ -175,7 +175,8 @@ end
 local function fold(budget, win, ttl)
   local done, spent = 0, 0
   while spent < budget do
-    local entries = redis.call('LRANGE', FOLD, done, done + 15)
+    -- A few at a time: an entry is about a kilobyte, and a call folds a handful.
+    local entries = redis.call('LRANGE', FOLD, done, done + 7)
     local full = false
     for _, entry in ipairs(entries) do
       local kind, seats, rest = string.match(entry, '^(%a) (%d+) (.*)$')
@@ -196,7 +197,7 @@ local function fold(budget, win, ttl)
       end
       done = done + 1
     end
-    if full or #entries < 16 then break end
+    if full or #entries < 8 then break end
   end
   write_tallies()
   write_window_tallies()

@@ -111,7 +111,7 @@ pub const MAX_PENDING_REFUNDS: u32 = 8;
 /// payment as its boards (24 with two genres) plus 4, or 4 alone when its concert was folded
 /// earlier in the call; the first entry is always folded. About 0.3 ms of Redis time. What
 /// is left waits for the next call or the tick.
-pub const FOLD_BUDGET_APPLY: u32 = 50;
+pub const FOLD_BUDGET_APPLY: u32 = 40;
 
 /// Board entries one fold call of the tick may write: about half a millisecond.
 pub const FOLD_BUDGET_TICK: u32 = 80;
