@@ -323,7 +323,14 @@ async fn trending_generations_hold_each_sale_at_its_decayed_weight_and_roll_over
     let half_life_ms = 3_600_000f64;
     let generation_ms = 12 * 3_600_000;
     let now = server_now(&app).await;
-    let recent = now - TimeDelta::hours(1);
+    // An hour ago, but not before this generation began: in the first hour of a generation
+    // (00:00–01:00 and 12:00–13:00 UTC) an hour ago lies in the one before, which the next
+    // generation does not hold.
+    let began = DateTime::from_timestamp_millis(
+        now.timestamp_millis().div_euclid(generation_ms) * generation_ms,
+    )
+    .unwrap();
+    let recent = (now - TimeDelta::hours(1)).max(began);
     let older = now - TimeDelta::hours(13);
     pay(
         &app,
@@ -378,7 +385,12 @@ async fn trending_generations_hold_each_sale_at_its_decayed_weight_and_roll_over
         worth(scores[0].1, generation + 1),
         worth(recent_score, generation)
     ));
-    assert!(close(worth(recent_score, generation), 1.5));
+    // 3 seats, halved for every hour since (1.5 when they were sold an hour ago).
+    let hours_since = (now - recent).num_milliseconds() as f64 / half_life_ms;
+    assert!(close(
+        worth(recent_score, generation),
+        3.0 * (-hours_since).exp2()
+    ));
     // Generation boards are listed in the concert index and expire after their reads.
     let ttl: i64 = redis::cmd("EXPIRETIME")
         .arg(rankings(&app).board_key(&next))
