@@ -1261,3 +1261,36 @@ async fn a_burst_waits_in_the_fold_queue_and_the_tick_puts_it_on_the_boards() {
         assert_eq!(got, expected, "{path}");
     }
 }
+
+/// An entry in the fold queue that this version cannot read (a mixed deploy could leave one)
+/// is set aside with an expiry and reported by the tick; the payments behind it reach their
+/// boards, and the apply calls keep answering.
+#[tokio::test]
+async fn an_unreadable_fold_entry_is_set_aside_and_blocks_nothing() {
+    let app = TestApp::spawn(&[]).await;
+    let fold_key = format!("{}:{{rk}}:fold", app.config.key_prefix);
+    redis::cmd("RPUSH")
+        .arg(&fold_key)
+        .arg("P 3 not-a-payment")
+        .arg("Z 1 from another version")
+        .query_async::<()>(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        apply(&app, &[paid("after", "c1", 2, &["rock"], &now())]).await,
+        [Verdict::Applied]
+    );
+    let tick = lineup_tests::rankings::tick(&app).await;
+    assert_eq!(tick["foldRejected"], 2, "{tick}");
+    assert_eq!(tick["more"], false, "{tick}");
+    assert_eq!(
+        items(&read(&app, "/rankings/daily?genre=rock").await),
+        [("c1".to_owned(), 2, 1)]
+    );
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(format!("{fold_key}:rejected"))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(ttl > 0, "{ttl}");
+}

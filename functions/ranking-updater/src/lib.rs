@@ -115,6 +115,12 @@ pub async fn handle(
     }
     if is_scheduled(&payload) {
         let tick = deps.rankings.tick().await?;
+        if tick.fold_rejected > 0 {
+            tracing::error!(
+                fold_rejected = tick.fold_rejected,
+                "fold entries this version cannot read are set aside in the fold:rejected list"
+            );
+        }
         if tick.more {
             tracing::warn!(
                 fold_left = tick.fold_left,
@@ -126,6 +132,7 @@ pub async fn handle(
                 .dimension("service", "rankings")
                 .count("tickFolded", tick.folded)
                 .count("tickFoldLeft", tick.fold_left)
+                .count("tickFoldRejected", tick.fold_rejected)
                 .count("tickBucketFields", tick.processed),
         );
         return Ok(tick.to_json());

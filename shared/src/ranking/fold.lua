@@ -170,8 +170,30 @@ local function payment_cost(op)
   return ENTRY_COST + #op.boards + (2 + #op.trend) * (1 + #op.genres)
 end
 
+-- Folds one entry, unless it is not the first of the call and its board entries would
+-- overrun `room`: returns what it cost, or nil when it waits for the next call.
+local function fold_entry(entry, room, first, win, ttl)
+  local kind, seats, rest = string.match(entry, '^(%a) (%d+) (.+)$')
+  seats = tonumber(seats)
+  if kind == 'P' then
+    local op = payment_op(rest)
+    local cost = payment_cost(op)
+    if not first and cost > room then return nil end
+    fold_payment(op, seats, win, ttl)
+    folded[op.concert] = true
+    return cost
+  elseif kind == 'R' then
+    local concert, record, cancelled_key = string.match(rest, '^(%S+) (%S+) (%S+)$')
+    return ENTRY_COST + fold_refund(seats, concert, record, cancelled_key, win)
+  end
+  error('not a fold entry')
+end
+
 -- Folds entries off the head of the queue while their board writes fit in `budget` (the
 -- first one always: the queue moves), writes their tallies, and returns the entries folded.
+-- An entry this version cannot read (never written by it) is set aside in REJECTED, kept
+-- for the dedupe window, rather than stopping every later call.
+local REJECTED = FOLD .. ':rejected'
 local function fold(budget, win, ttl)
   local done, spent = 0, 0
   while spent < budget do
@@ -179,22 +201,16 @@ local function fold(budget, win, ttl)
     local entries = redis.call('LRANGE', FOLD, done, done + 7)
     local full = false
     for _, entry in ipairs(entries) do
-      local kind, seats, rest = string.match(entry, '^(%a) (%d+) (.*)$')
-      seats = tonumber(seats)
-      if kind == 'P' then
-        local op = payment_op(rest)
-        local cost = payment_cost(op)
-        if done > 0 and spent + cost > budget then
-          full = true
-          break
-        end
-        fold_payment(op, seats, win, ttl)
-        folded[op.concert] = true
-        spent = spent + cost
-      else
-        local concert, record, cancelled_key = string.match(rest, '^(%S+) (%S+) (%S+)$')
-        spent = spent + ENTRY_COST + fold_refund(seats, concert, record, cancelled_key, win)
+      local ok, cost = pcall(fold_entry, entry, budget - spent, done == 0, win, ttl)
+      if not ok then
+        redis.call('RPUSH', REJECTED, entry)
+        redis.call('EXPIRE', REJECTED, ttl)
+        cost = ENTRY_COST
+      elseif not cost then
+        full = true
+        break
       end
+      spent = spent + cost
       done = done + 1
     end
     if full or #entries < 8 then break end

@@ -2,8 +2,8 @@
 -- windows.lua and fold.lua. KEYS[1]: the details hash; KEYS[2]: the fold queue; KEYS[3]:
 -- the watermark hash. ARGV[1]: the dedupe window in seconds; ARGV[2]: the window templates
 -- (windows.lua); ARGV[3]: the fold's budget of board writes.
--- Returns {entries folded, entries left}.
+-- Returns {entries folded, entries left, entries set aside in REJECTED}.
 local done = fold(tonumber(ARGV[3]), cjson.decode(ARGV[2]), tonumber(ARGV[1]))
 prune_indexes()
 flush_expiries()
-return {done, redis.call('LLEN', FOLD)}
+return {done, redis.call('LLEN', FOLD), redis.call('LLEN', REJECTED)}

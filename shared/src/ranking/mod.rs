@@ -347,26 +347,33 @@ impl FromRedisValue for RollReply {
     }
 }
 
-/// The tick's fold script's `{entries folded, entries left}`.
+/// The tick's fold script's `{entries folded, entries left, entries set aside}`.
 struct FoldReply {
     folded: u64,
     left: u64,
+    rejected: u64,
 }
 
 impl FromRedisValue for FoldReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (folded, left) = FromRedisValue::from_redis_value(v)?;
-        Ok(FoldReply { folded, left })
+        let (folded, left, rejected) = FromRedisValue::from_redis_value(v)?;
+        Ok(FoldReply {
+            folded,
+            left,
+            rejected,
+        })
     }
 }
 
-/// What a tick's fold did: payments and refunds folded onto the boards, script calls, and
-/// entries left in the fold queue.
+/// What a tick's fold did: payments and refunds folded onto the boards, script calls,
+/// entries left in the fold queue, and entries set aside as unreadable (kept for the dedupe
+/// window in `fold:rejected`; never written by this version).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fold {
     pub folded: u64,
     pub calls: u32,
     pub left: u64,
+    pub rejected: u64,
 }
 
 /// What a tick did: payments and refunds folded onto the boards and those left in the fold
@@ -376,15 +383,18 @@ pub struct Fold {
 pub struct Tick {
     pub folded: u64,
     pub fold_left: u64,
+    pub fold_rejected: u64,
     pub processed: u64,
     pub calls: u32,
     pub more: bool,
 }
 
 impl Tick {
-    /// The handler's answer: `{"folded", "foldLeft", "processed", "calls", "more"}`.
+    /// The handler's answer: `{"folded", "foldLeft", "foldRejected", "processed", "calls",
+    /// "more"}`.
     pub fn to_json(self) -> serde_json::Value {
-        json!({"folded": self.folded, "foldLeft": self.fold_left, "processed": self.processed,
+        json!({"folded": self.folded, "foldLeft": self.fold_left,
+               "foldRejected": self.fold_rejected, "processed": self.processed,
                "calls": self.calls, "more": self.more})
     }
 }
@@ -493,6 +503,7 @@ impl Rankings {
         let mut tick = Tick {
             folded: 0,
             fold_left: 0,
+            fold_rejected: 0,
             processed: 0,
             calls: 0,
             more: false,
@@ -500,6 +511,7 @@ impl Rankings {
         let fold = self.fold().await?;
         tick.folded = fold.folded;
         tick.fold_left = fold.left;
+        tick.fold_rejected = fold.rejected;
         tick.calls = fold.calls;
         let mut more = true;
         let mut roll_calls = 0;
@@ -524,12 +536,18 @@ impl Rankings {
             folded: 0,
             calls: 0,
             left: 1,
+            rejected: 0,
         };
         while fold.left > 0 && fold.calls < FOLD_CALLS {
-            let FoldReply { folded, left } = self.call(self.fold_call()).await?;
+            let FoldReply {
+                folded,
+                left,
+                rejected,
+            } = self.call(self.fold_call()).await?;
             fold.folded += folded;
             fold.calls += 1;
             fold.left = left;
+            fold.rejected = rejected;
         }
         Ok(fold)
     }
