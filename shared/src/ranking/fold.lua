@@ -5,10 +5,12 @@
 -- within a budget of board writes. Its tallies (boards.lua) add up the entries of one call
 -- per (board, concert), so a burst of sales of one concert writes each board once.
 -- Entries, words as Rust built them (mod.rs; no key or id holds a space):
---   'P <seats> <concert> <record> <index> <cancelled> <genres,…|-> <b> <n> <board> <expires
---     at>…(n pairs) <trending board> <weight> <expires at>…': a payment's seats (after the
---     refunds that waited for it), the keys it names, its rolling bucket, its calendar
---     boards and its trending generations;
+--   'P <seats> <record> <weights> <shape>': a payment's seats (after the refunds that
+--     waited for it), its record, its weight on each trending generation of its shape
+--     (comma-separated, '-' for none), then its shape: '<concert> <index> <cancelled>
+--     <genres,…|-> <b> <n> <board> <expires at>…(n pairs) <trending board> <expires at>…',
+--     the keys it names, its rolling bucket, its calendar boards and its trending
+--     generations. Payments of one concert in one bucket share their shape;
 --   'R <seats> <concert> <record key> <cancelled key>': a refund of seats.
 -- The list is deleted by Redis when the fold empties it.
 local FOLD = KEYS[2]
@@ -79,23 +81,23 @@ local function is_cancelled(key)
   return known
 end
 
--- A payment entry's words after its seats, as the op windows_pay and fold_payment read.
+-- A payment shape's words, as the op windows_shape and new_shape read.
 local function payment_op(text)
   local words = {}
   for word in string.gmatch(text, '%S+') do words[#words + 1] = word end
-  local op = {concert = words[1], record = words[2], index = words[3], cancelled = words[4],
-    genres = {}, b = tonumber(words[6]), boards = {}, trend = {}}
-  if words[5] ~= '-' then
-    for g in string.gmatch(words[5], '[^,]+') do op.genres[#op.genres + 1] = g end
+  local op = {concert = words[1], index = words[2], cancelled = words[3], genres = {},
+    b = tonumber(words[5]), boards = {}, trend = {}}
+  if words[4] ~= '-' then
+    for g in string.gmatch(words[4], '[^,]+') do op.genres[#op.genres + 1] = g end
   end
-  local i = 8
-  for _ = 1, tonumber(words[7]) do
+  local i = 7
+  for _ = 1, tonumber(words[6]) do
     op.boards[#op.boards + 1] = {words[i], tonumber(words[i + 1])}
     i = i + 2
   end
   while words[i] do
-    op.trend[#op.trend + 1] = {words[i], tonumber(words[i + 1]), tonumber(words[i + 2])}
-    i = i + 3
+    op.trend[#op.trend + 1] = {words[i], tonumber(words[i + 1])}
+    i = i + 2
   end
   return op
 end
@@ -103,29 +105,45 @@ end
 -- Boards each index was given in this call: index -> {key -> true}.
 local indexed = {}
 
--- Tallies a payment's seats on its calendar, rolling and trending boards, lists them in the
--- concert index, and notes on its record what a refund must take back.
-local function fold_payment(op, seats, win, ttl)
-  if is_cancelled(op.cancelled) then return end
-  local capacity = capacity_of(op.concert)
-  local counted, listed, forever = {}, {}, false
+-- The payment shapes met in this call, by their text, in order. A shape is read, checked
+-- and listed in its concert's index once per call; each payment of it adds its seats and
+-- weighed seats to the shape, and the shapes reach the tallies (flush_shapes) before a
+-- refund and at the end. So a burst of sales of one concert costs each of them little
+-- more than its record.
+local shapes, shape_order = {}, {}
+
+-- Reads a shape: where it counts (calendar boards within retention, windows that hold its
+-- bucket, live trending generations), and lists those boards in the concert index.
+local function new_shape(op, win)
+  local shape = {op = op, seats = 0, weighed = {}}
+  if is_cancelled(op.cancelled) then
+    shape.skip = true
+    return shape
+  end
+  shape.capacity = capacity_of(op.concert)
+  local counted, boards, listed, forever = {}, {}, {}, false
   local known = indexed[op.index] or {}
   indexed[op.index] = known
   for _, board in ipairs(op.boards) do
     local key, expires_at = board[1], board[2]
     -- A board past its retention is not recreated; longer boards still count.
     if expires_at == 0 or expires_at > NOW then
-      tally(key, op.concert, seats, capacity, expires_at, true)
+      boards[#boards + 1] = board
+      counted[#counted + 1] = key
       if not known[key] then
         known[key] = true
         listed[#listed + 1] = expires_at > 0 and expires_at or 'inf'
         listed[#listed + 1] = key
         forever = forever or expires_at == 0
       end
-      counted[#counted + 1] = key
     end
   end
-  local rolled, note = windows_pay(op, win, seats, NOW_MS)
+  local windows = windows_shape(op, win, NOW_MS)
+  local rolled = {}
+  for _, board in ipairs(windows.rolling) do rolled[#rolled + 1] = board end
+  for _, gen in ipairs(windows.trend) do
+    for _, key in ipairs(gen.boards) do rolled[#rolled + 1] = {key, gen.expires_at} end
+  end
   for _, board in ipairs(rolled) do
     if not known[board[1]] then
       known[board[1]] = true
@@ -137,19 +155,52 @@ local function fold_payment(op, seats, win, ttl)
     end
   end
   if #listed > 0 then index_boards(op.index, listed, forever) end
-  redis.call('HSET', op.record, 'boards', table.concat(counted, ' '), 'windows', note)
+  shape.boards, shape.counted, shape.windows = boards, table.concat(counted, ' '), windows
+  for i in ipairs(windows.trend) do shape.weighed[i] = 0 end
+  return shape
+end
+
+-- Adds a payment to its shape, and notes on its record what a refund must take back.
+local function fold_payment(shape, seats, record, weights, ttl)
+  if shape.skip then return end
+  shape.seats = shape.seats + seats
+  local note = {shape.windows.note}
+  for i, gen in ipairs(shape.windows.trend) do
+    local weight = weights[gen.at]
+    shape.weighed[i] = shape.weighed[i] + seats * tonumber(weight)
+    note[#note + 1] = gen.key
+    note[#note + 1] = weight
+  end
+  redis.call('HSET', record, 'boards', shape.counted, 'windows', table.concat(note, ' '))
   -- The record was written with the dedupe window as its expiry; should it have ended
   -- before its fold, it ends again.
-  redis.call('EXPIRE', op.record, ttl, 'NX')
+  redis.call('EXPIRE', record, ttl, 'NX')
+end
+
+-- Tallies what each shape gathered since the last flush, then writes every tally.
+local function flush()
+  for _, text in ipairs(shape_order) do
+    local shape = shapes[text]
+    if not shape.skip and shape.seats > 0 then
+      local op = shape.op
+      for _, board in ipairs(shape.boards) do
+        tally(board[1], op.concert, shape.seats, shape.capacity, board[2], true)
+      end
+      windows_tally(op.concert, shape.capacity, shape.windows, shape.seats, shape.weighed)
+      shape.seats = 0
+      for i in ipairs(shape.weighed) do shape.weighed[i] = 0 end
+    end
+  end
+  write_tallies()
+  write_window_tallies()
 end
 
 -- Takes a refund's seats back from the boards its payment was counted on. Returns the
 -- board entries written.
 local function fold_refund(seats, concert, record, cancelled_key, win)
   if is_cancelled(cancelled_key) then return 0 end
-  -- The payment's tallies reach the boards first.
-  write_tallies()
-  write_window_tallies()
+  -- The payments gathered so far reach the boards first.
+  flush()
   local counted = redis.call('HMGET', record, 'boards', 'windows')
   local capacity = capacity_of(concert)
   local written = 0
@@ -160,13 +211,11 @@ local function fold_refund(seats, concert, record, cancelled_key, win)
   return written + windows_refund(concert, win, counted[2], seats)
 end
 
--- Concerts folded in this call: their next payments mostly add to tallies already made.
-local folded = {}
-
--- At most the board entries a payment adds: its calendar boards, and its rolling and
--- trending boards overall and per genre; none if its concert was folded in this call.
-local function payment_cost(op)
-  if folded[op.concert] then return ENTRY_COST end
+-- Board writes a payment's shape costs: its calendar boards, and its rolling and trending
+-- boards overall and per genre, at most, and the entry itself; the entry alone when the
+-- shape was met earlier in the call.
+local SEEN_COST = 2
+local function shape_cost(op)
   return ENTRY_COST + #op.boards + (2 + #op.trend) * (1 + #op.genres)
 end
 
@@ -176,11 +225,19 @@ local function fold_entry(entry, room, first, win, ttl)
   local kind, seats, rest = string.match(entry, '^(%a) (%d+) (.+)$')
   seats = tonumber(seats)
   if kind == 'P' then
-    local op = payment_op(rest)
-    local cost = payment_cost(op)
-    if not first and cost > room then return nil end
-    fold_payment(op, seats, win, ttl)
-    folded[op.concert] = true
+    local record, weights_text, text = string.match(rest, '^(%S+) (%S+) (.+)$')
+    local weights = {}
+    for w in string.gmatch(weights_text, '[^,-]+') do weights[#weights + 1] = w end
+    local shape, cost = shapes[text], SEEN_COST
+    if not shape then
+      local op = payment_op(text)
+      cost = shape_cost(op)
+      if not first and cost > room then return nil end
+      shape = new_shape(op, win)
+      shapes[text] = shape
+      shape_order[#shape_order + 1] = text
+    end
+    fold_payment(shape, seats, record, weights, ttl)
     return cost
   elseif kind == 'R' then
     local concert, record, cancelled_key = string.match(rest, '^(%S+) (%S+) (%S+)$')
@@ -215,8 +272,7 @@ local function fold(budget, win, ttl)
     end
     if full or #entries < 8 then break end
   end
-  write_tallies()
-  write_window_tallies()
+  flush()
   if done > 0 then redis.call('LTRIM', FOLD, done, -1) end
   return done
 end

@@ -108,8 +108,8 @@ pub const FUTURE_SKEW: Duration = Duration::from_secs(60);
 pub const MAX_PENDING_REFUNDS: u32 = 8;
 
 /// Board entries the fold may write at the end of an apply call. `fold.lua` counts a
-/// payment as its boards (24 with two genres) plus 4, or 4 alone when its concert was folded
-/// earlier in the call; the first entry is always folded. About 0.3 ms of Redis time. What
+/// payment as its boards (24 with two genres) plus 4, or 2 when a payment of the same
+/// concert and bucket was folded earlier in the call; the first entry is always folded. About 0.3 ms of Redis time. What
 /// is left waits for the next call or the tick.
 pub const FOLD_BUDGET_APPLY: u32 = 40;
 
@@ -675,9 +675,18 @@ impl Rankings {
                     .collect::<Vec<_>>()
                     .join(",");
                 let boards = self.boards_for(*completed_at, genres);
-                // The fold's entry (fold.lua): words, as no key or id holds a space.
+                let generations = self.trend().generations_for(*completed_at);
+                // The fold's entry (fold.lua): words, as no key or id holds a space. First
+                // what is the payment's own, then its shape, which the payments of one
+                // concert in one bucket share.
+                let weights = generations
+                    .iter()
+                    .map(|generation| generation.weight.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
                 let mut fold = format!(
-                    "{concert} {record} {index} {cancelled} {} {bucket} {}",
+                    "{record} {} {concert} {index} {cancelled} {} {bucket} {}",
+                    if weights.is_empty() { "-" } else { &weights },
                     if csv.is_empty() { "-" } else { &csv },
                     boards.len()
                 );
@@ -685,13 +694,13 @@ impl Rankings {
                     let key = note(self.board_key(&board));
                     fold += &format!(" {key} {}", expires.map_or(0, |t| t.timestamp()));
                 }
-                for generation in self.trend().generations_for(*completed_at) {
+                for generation in generations {
                     let key = note(self.board_key(&Board {
                         period: Period::Trending,
                         bucket: generation.index.to_string(),
                         genre: None,
                     }));
-                    fold += &format!(" {key} {} {}", generation.weight, generation.expires_at);
+                    fold += &format!(" {key} {}", generation.expires_at);
                 }
                 // Declare the window keys this payment may write, as for every other key.
                 for (window, period) in [(LAST_24H, Period::Last24h), (LAST_7D, Period::Last7d)] {

@@ -1,13 +1,14 @@
 -- Rolling windows (last-24h, last-7d) and trending boards: what a payment adds and a refund
 -- takes back. Concatenated after boards.lua (tally, uncount, capacity_of) and before
--- fold.lua, which calls windows_pay and windows_refund. roll.lua (the tick) takes buckets
+-- fold.lua, which calls windows_shape, windows_tally and windows_refund. roll.lua (the tick) takes buckets
 -- that left a window off its boards.
 -- win (built by Rust, mod.rs, one per call): g, the bucket length in ms; state, the hash of
 -- each window's watermark (the last bucket already taken off); genre, the infix of a genre
 -- board; windows, one {name, hash (bucket hash key without its index), board (overall
 -- board key), n (buckets in the window), keep (seconds a board or bucket hash outlives
 -- its last write)} per window. A payment's op carries b, its bucket, and trend, one
--- {key, weight per seat, expires_at} per live trending generation holding it.
+-- {key, expires_at} per trending generation holding it (its weight on each comes with the
+-- payment, fold.lua).
 -- A payment's record keeps a note of what it counted here: '<b> <mask> <genres|-> [<key>
 -- <weight>]...', mask having a 1 for each window it was counted on.
 -- The watermarks, read once per script call: only the tick moves them.
@@ -57,11 +58,12 @@ local function unweigh(key, concert, amount)
   end
 end
 
--- Counts a payment's seats on the rolling boards whose window still holds its bucket, and
--- on the live trending generations. Returns the boards written, each {key, expires_at},
--- for the concert index, and the note for the payment's record.
-local function windows_pay(op, win, seats, now_ms)
-  local written = {}
+-- Where a payment shape (fold.lua) counts beyond the calendar: the rolling boards whose
+-- window still holds its bucket, with the bucket hash fields, and the live trending
+-- generations. Returns {rolling = {{key, expires_at}...}, fields = {{hash, field}...},
+-- trend = {{at (index in op.trend), key, boards, expires_at}...}, note = the start of a
+-- payment's record note}.
+local function windows_shape(op, win, now_ms)
   local now = math.floor(now_ms / 1000)
   local cur = math.floor(now_ms / win.g)
   if not window_marks then
@@ -70,9 +72,8 @@ local function windows_pay(op, win, seats, now_ms)
     window_marks = redis.call('HMGET', win.state, unpack(names))
   end
   local marks = window_marks
-  local capacity = capacity_of(op.concert)
   local field = op.concert .. ' ' .. table.concat(op.genres, ',')
-  local mask = ''
+  local shape, mask = {rolling = {}, fields = {}, trend = {}}, ''
   for i, w in ipairs(win.windows) do
     local oldest = cur - w.n
     local mark = tonumber(marks[i])
@@ -85,11 +86,10 @@ local function windows_pay(op, win, seats, now_ms)
     if op.b > math.max(mark, oldest) then
       local expires_at = now + w.keep
       for _, key in ipairs(genre_boards(w.board, win.genre, op.genres)) do
-        tally(key, op.concert, seats, capacity, expires_at)
-        written[#written + 1] = {key, expires_at}
+        shape.rolling[#shape.rolling + 1] = {key, expires_at}
       end
       local hash = w.hash .. op.b
-      tally_field(hash, field, seats)
+      shape.fields[#shape.fields + 1] = {hash, field}
       expiries[hash] = math.floor((op.b + 1) * win.g / 1000) + w.keep
       mask = mask .. '1'
     else
@@ -97,19 +97,30 @@ local function windows_pay(op, win, seats, now_ms)
     end
   end
   expiries[win.state] = now + win.state_keep
-  local note = {op.b, mask, #op.genres > 0 and table.concat(op.genres, ',') or '-'}
-  for _, gen in ipairs(op.trend) do
-    local key, weight, expires_at = gen[1], gen[2], gen[3]
+  shape.note = op.b .. ' ' .. mask .. ' ' ..
+    (#op.genres > 0 and table.concat(op.genres, ',') or '-')
+  for at, gen in ipairs(op.trend) do
+    local key, expires_at = gen[1], gen[2]
     if expires_at > now then
-      for _, board in ipairs(genre_boards(key, win.genre, op.genres)) do
-        tally(board, op.concert, seats * weight, nil, expires_at)
-        written[#written + 1] = {board, expires_at}
-      end
-      note[#note + 1] = key
-      note[#note + 1] = string.format('%.17g', weight)
+      shape.trend[#shape.trend + 1] = {at = at, key = key, expires_at = expires_at,
+        boards = genre_boards(key, win.genre, op.genres)}
     end
   end
-  return written, table.concat(note, ' ')
+  return shape
+end
+
+-- Tallies `seats` on a shape's rolling boards and bucket fields, and `weighed[i]` (seats
+-- times their weight) on its i-th live trending generation.
+local function windows_tally(concert, capacity, shape, seats, weighed)
+  for _, board in ipairs(shape.rolling) do
+    tally(board[1], concert, seats, capacity, board[2])
+  end
+  for _, f in ipairs(shape.fields) do tally_field(f[1], f[2], seats) end
+  for i, gen in ipairs(shape.trend) do
+    for _, board in ipairs(gen.boards) do
+      tally(board, concert, weighed[i], nil, gen.expires_at)
+    end
+  end
 end
 
 -- Takes a refund's seats back from the rolling boards (only while the payment's bucket is
