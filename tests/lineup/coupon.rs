@@ -156,6 +156,12 @@ async fn five_thousand_claims_from_two_thousand_buyers_take_exactly_five_hundred
         .await
         .expect("ZCARD");
     assert_eq!(outbox, QUANTITY, "every claim waits in the outbox");
+    let repeats = replies.iter().filter(|(_, r)| r.status == 200).count();
+    println!(
+        "RELIABILITY: coupon concurrency: {CLAIMS} claims from {BUYERS} buyers, quantity \
+         {QUANTITY}: {created} claimed (numbers 1..{QUANTITY}), {repeats} repeats answered 200, \
+         {sold_out} sold out"
+    );
 }
 
 #[tokio::test]
@@ -543,6 +549,13 @@ async fn every_claim_reaches_the_bus_however_eventbridge_fails() {
         assert_eq!(left, 0, "{key} drained");
     }
     assert_eq!(drain(&back).await.published, 0, "nothing left to send");
+    println!(
+        "RELIABILITY: coupon outbox: {} claims, a dead endpoint then {} entries throttled: \
+         {} reached the bus, 0 missing",
+        expected.len(),
+        throttling.refused(),
+        seen.len()
+    );
 }
 
 /// Redis is killed (SIGKILL) while buyers claim, and restarted from its append-only file
@@ -647,4 +660,10 @@ async fn a_redis_crash_mid_claims_loses_no_acknowledged_claim() {
         "no gap, no repeat"
     );
     assert_eq!(claims.len() as u64, claimed);
+    println!(
+        "RELIABILITY: coupon crash: {} claims acknowledged ({before} before the kill), {} \
+         answered 503, {claimed} claims held after the restart, 0 acknowledged lost",
+        acknowledged.len(),
+        unavailable.load(Ordering::Relaxed)
+    );
 }
