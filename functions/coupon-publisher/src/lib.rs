@@ -116,6 +116,9 @@ pub async fn drain(deps: &Deps) -> Result<Output, lineup::Error> {
     if campaigns.is_empty() {
         return Ok(output);
     }
+    // Each round reads only the campaigns whose last read filled a whole page: the others'
+    // outboxes are empty, or hold only entries EventBridge just refused.
+    let mut campaigns = campaigns;
     for _ in 0..ROUNDS_PER_PASS {
         let mut batch = Batch::new();
         let staged: Vec<_> = campaigns
@@ -127,8 +130,12 @@ pub async fn drain(deps: &Deps) -> Result<Output, lineup::Error> {
             .collect();
         let replies = deps.coupons.send(&batch).await?;
         let mut entries = Vec::new();
+        let mut full = Vec::new();
         for (campaign, staged) in campaigns.iter().zip(&staged) {
             let Pending(pending) = staged.read(&replies)?;
+            if pending.len() == ENTRIES_PER_CALL {
+                full.push(campaign.clone());
+            }
             for (user, claim) in pending {
                 let detail = CouponClaimed::detail(&campaign.coupon, &user, &claim);
                 entries.push((campaign, user, detail));
@@ -175,9 +182,10 @@ pub async fn drain(deps: &Deps) -> Result<Output, lineup::Error> {
         if !ack.is_empty() {
             deps.coupons.send(&ack).await?;
         }
-        if published == 0 {
+        if published == 0 || full.is_empty() {
             break;
         }
+        campaigns = full;
     }
     if output.published > 0 || output.refused > 0 {
         tracing::info!(

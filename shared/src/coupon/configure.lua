@@ -23,8 +23,9 @@ local claimed = tonumber(held[3] or '0')
 local quantity = tonumber(ARGV[3])
 if quantity < claimed then return {'below-claimed', claimed} end
 redis.call('HSET', CAMPAIGN, 'quantity', quantity, 'claimed', claimed, 'expires-at', expires)
-local optional = {queue = queue, ['opens-at'] = ARGV[4], ['closes-at'] = ARGV[5]}
-for field, value in pairs(optional) do
+local optional = {{'queue', queue}, {'opens-at', ARGV[4]}, {'closes-at', ARGV[5]}}
+for _, pair in ipairs(optional) do
+  local field, value = pair[1], pair[2]
   if value == '' then
     redis.call('HDEL', CAMPAIGN, field)
   else
