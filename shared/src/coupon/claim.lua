@@ -65,6 +65,7 @@ end
 local number = redis.call('HINCRBY', CAMPAIGN, 'claimed', 1)
 redis.call('HSET', CLAIMS, user, number .. ':' .. NOW)
 redis.call('ZADD', OUTBOX, number, user)
-redis.call('PEXPIREAT', CLAIMS, c[6])
-redis.call('PEXPIREAT', OUTBOX, c[6])
+-- A key this call created gets the campaign's expiry; later ones keep it (a PUT moves it).
+if number == 1 or redis.call('HLEN', CLAIMS) == 1 then redis.call('PEXPIREAT', CLAIMS, c[6]) end
+if redis.call('ZCARD', OUTBOX) == 1 then redis.call('PEXPIREAT', OUTBOX, c[6]) end
 return {'claimed', number, NOW}
