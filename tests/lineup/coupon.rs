@@ -667,3 +667,46 @@ async fn a_redis_crash_mid_claims_loses_no_acknowledged_claim() {
         unavailable.load(Ordering::Relaxed)
     );
 }
+
+/// A change refused as a conflict leaves the campaign as it was, in the registry too: the
+/// publisher keeps finding its outbox until its keys expire.
+#[tokio::test]
+async fn a_refused_change_keeps_the_campaign_in_the_registry_until_its_keys_expire() {
+    let app = TestApp::spawn(&[]).await;
+    let late = Utc::now() + chrono::Duration::days(30);
+    let put = put_campaign(
+        &app,
+        "kept",
+        &json!({"quantity": 2, "closesAt": late.to_rfc3339()}),
+    )
+    .await;
+    assert_eq!(put.status, 201);
+    claim(&app, "kept", "u1").await;
+    claim(&app, "kept", "u2").await;
+    // Lower below the claims and close sooner: refused, nothing changes.
+    let soon = Utc::now() + chrono::Duration::hours(1);
+    put_campaign(
+        &app,
+        "kept",
+        &json!({"quantity": 1, "closesAt": soon.to_rfc3339()}),
+    )
+    .await
+    .assert_problem(409);
+    let shown = read(&app, "kept").await.body;
+    assert_eq!(shown["expiresAt"], put.body["expiresAt"]);
+    let expires = DateTime::parse_from_rfc3339(shown["expiresAt"].as_str().unwrap())
+        .unwrap()
+        .timestamp_millis();
+    let prefix = &app.config.key_prefix;
+    let score: Option<f64> = app
+        .inspect
+        .clone()
+        .zscore(format!("{prefix}:coupons"), "kept")
+        .await
+        .unwrap();
+    assert_eq!(
+        score,
+        Some(expires as f64),
+        "the registry keeps the campaign's expiry"
+    );
+}
