@@ -248,30 +248,13 @@ impl FromRedisValue for ConfigureReply {
 }
 
 impl ConfigureReply {
-    /// The campaign and whether it was created, or the conflict that refused the change.
-    pub(super) fn into_result(
-        self,
-        coupon: &CouponId,
-        wanted: Option<&QueueId>,
-    ) -> Result<(Campaign, bool), Error> {
+    /// Whether this call created it, and the campaign (none for a locator), or the conflict
+    /// that refused the change.
+    pub(super) fn into_result(self, coupon: &CouponId) -> Result<(Option<Campaign>, bool), Error> {
         match self {
-            ConfigureReply::Done { created, campaign } => match campaign {
-                Some(campaign) => Ok((campaign.named(coupon), created)),
-                // A locator: the campaign itself is written next.
-                None => Ok((
-                    Campaign {
-                        coupon_id: Some(coupon.clone()),
-                        quantity: 0,
-                        claimed: 0,
-                        remaining: 0,
-                        opens_at: None,
-                        closes_at: None,
-                        queue_id: wanted.cloned(),
-                        expires_at: None,
-                    },
-                    created,
-                )),
-            },
+            ConfigureReply::Done { created, campaign } => {
+                Ok((campaign.map(|campaign| campaign.named(coupon)), created))
+            }
             ConfigureReply::HomeDiffers(held) => Err(Error::Conflict(match held {
                 Some(queue) => format!(
                     "campaign {coupon} belongs to queue {queue}; a campaign's queue cannot change"

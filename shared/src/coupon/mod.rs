@@ -143,14 +143,17 @@ impl Coupons {
                  campaign leaves when its keys expire"
             )));
         }
-        if let Home::Queue(queue) = &home {
+        if let Home::Queue(_) = &home {
             let call = self.configure_call(coupon, &Home::Own, "locator", settings, expires);
             let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
-            reply.into_result(coupon, Some(queue))?;
+            reply.into_result(coupon)?;
         }
         let call = self.configure_call(coupon, &home, "campaign", settings, expires);
         let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
-        reply.into_result(coupon, settings.queue.as_ref())
+        match reply.into_result(coupon)? {
+            (Some(campaign), created) => Ok((campaign, created)),
+            (None, _) => Err(Error::Internal("configure answered no campaign".into())),
+        }
     }
 
     fn configure_call(
