@@ -1,7 +1,7 @@
 //! A campaign's settings as an operator sends them (`PUT /coupons/{couponId}`), checked into
 //! [`CampaignSettings`], and the campaign as the scripts report it.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
@@ -78,7 +78,8 @@ impl CampaignSettings {
         let end = self.closes_at.unwrap_or(now);
         let expires = end
             .checked_add_signed(retention)
-            .filter(|at| at.timestamp_millis() < 1 << 50)
+            // Every instant shown stays a four-digit-year RFC 3339 date-time.
+            .filter(|at| at.year() <= 9999)
             .ok_or_else(|| Error::invalid("closesAt", "too far in the future"))?;
         if expires <= now {
             return Err(Error::invalid(
@@ -269,5 +270,78 @@ impl ConfigureReply {
                  cannot go below that"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(body: serde_json::Value) -> Result<CampaignSettings, Error> {
+        let change: CampaignChange = serde_json::from_value(body).expect("a change");
+        CampaignSettings::try_from(&change)
+    }
+
+    #[test]
+    fn a_campaign_is_checked_once_at_the_edge() {
+        let ok = settings(serde_json::json!({
+            "quantity": 500,
+            "opensAt": "2026-11-24T10:00:00+09:00",
+            "closesAt": "2026-11-24T02:00:00Z",
+            "queueId": "onsale-1",
+        }))
+        .unwrap();
+        assert_eq!(ok.quantity, 500);
+        assert_eq!(
+            ok.opens_at.unwrap().to_rfc3339(),
+            "2026-11-24T01:00:00+00:00"
+        );
+        for (body, field) in [
+            (serde_json::json!({"quantity": 0}), "quantity"),
+            (serde_json::json!({"quantity": 10_000_001}), "quantity"),
+            (serde_json::json!({"quantity": 2.5}), "quantity"),
+            (
+                serde_json::json!({"quantity": 1, "opensAt": "tomorrow"}),
+                "opensAt",
+            ),
+            (
+                serde_json::json!({"quantity": 1, "opensAt": "2026-11-24T02:00:00Z",
+                                   "closesAt": "2026-11-24T02:00:00Z"}),
+                "closesAt",
+            ),
+            (
+                serde_json::json!({"quantity": 1, "queueId": "a{b}"}),
+                "queueId",
+            ),
+        ] {
+            let err = settings(body.clone()).unwrap_err();
+            assert!(err.to_string().contains(field), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_key_ends_seven_days_after_the_campaign_closes_or_changes() {
+        let now = DateTime::parse_from_rfc3339("2026-11-24T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let open = settings(serde_json::json!({"quantity": 1})).unwrap();
+        assert_eq!(
+            open.expires_at(now).unwrap().to_rfc3339(),
+            "2026-12-01T00:00:00+00:00"
+        );
+        let closing =
+            settings(serde_json::json!({"quantity": 1, "closesAt": "2026-12-24T00:00:00Z"}))
+                .unwrap();
+        assert_eq!(
+            closing.expires_at(now).unwrap().to_rfc3339(),
+            "2026-12-31T00:00:00+00:00"
+        );
+        let long_closed =
+            settings(serde_json::json!({"quantity": 1, "closesAt": "2026-11-01T00:00:00Z"}))
+                .unwrap();
+        assert!(long_closed.expires_at(now).is_err());
+        let far = settings(serde_json::json!({"quantity": 1, "closesAt": "9999-12-31T00:00:00Z"}))
+            .unwrap();
+        assert!(far.expires_at(now).is_err());
     }
 }
