@@ -509,6 +509,10 @@ async fn every_claim_reaches_the_bus_however_eventbridge_fails() {
         .await
         .unwrap();
     assert_eq!(waiting, 25);
+    // A buyer whose claim is not published yet asks again: the same claim, never a second.
+    let again = claim(&app, "a", "u0").await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.body["claimNumber"], 1);
 
     // Claims made while it is down, in the queue's campaign too.
     let active = join(&app, "show", "v").await;
