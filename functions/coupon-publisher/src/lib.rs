@@ -112,13 +112,9 @@ pub async fn drain(deps: &Deps) -> Result<Output, lineup::Error> {
     if !deps.publisher.is_enabled() {
         return Ok(output);
     }
-    let campaigns = deps.coupons.registered().await?;
-    if campaigns.is_empty() {
-        return Ok(output);
-    }
     // Each round reads only the campaigns whose last read filled a whole page: the others'
     // outboxes are empty, or hold only entries EventBridge just refused.
-    let mut campaigns = campaigns;
+    let mut campaigns = deps.coupons.registered().await?;
     for _ in 0..ROUNDS_PER_PASS {
         let mut batch = Batch::new();
         let staged: Vec<_> = campaigns

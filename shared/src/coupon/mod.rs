@@ -2,10 +2,11 @@
 //! buyer, in the order the claims reach Redis.
 //!
 //! A claim is one Lua script call (`claim.lua`): it reads the campaign, answers a buyer who
-//! already holds a claim with it, checks the window, the stock, the buyer's queue session
-//! (for a campaign with a queue) and the rate limit, then takes the next number and writes
+//! already holds a claim with it, checks the window, the stock, the rate limit and the
+//! buyer's queue session (for a campaign with a queue), then takes the next number and writes
 //! the claim and its outbox entry together. Every answer, sold out included, is one round
-//! trip and O(1) work in Redis.
+//! trip, and work in Redis that does not grow with the campaign (a sorted-set insert's
+//! O(log n) at most); a sold-out answer writes nothing.
 //!
 //! The outbox holds the claims EventBridge has not accepted yet. The publisher
 //! (`coupon-publisher`) reads it ([`Coupons::stage_pending`]), publishes `CouponClaimed`
@@ -32,7 +33,6 @@ use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
 use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
-
 pub use claim::{Claim, ClaimReply, ClaimView};
 pub use outbox::{CouponClaimed, Pending, DETAIL_TYPE, SOURCE};
 
