@@ -9,7 +9,7 @@ use std::path::Path;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let out = std::env::var("OUT_DIR")?;
-    for module in ["queue", "ranking"] {
+    for module in ["queue", "ranking", "coupon"] {
         let dir = Path::new("src").join(module);
         println!("cargo:rerun-if-changed={}", dir.display());
         fs::create_dir_all(Path::new(&out).join(module))?;

@@ -195,3 +195,69 @@ pub async fn ranking_events_per_second(bench: &Bench, callers: usize, run: Durat
     })
     .await
 }
+
+/// Seed 002's coupon issue, command by command as it was written: the sold-out flag
+/// (`EXISTS`), `SADD` for one per user, `INCR` for the number, and past the quantity `SREM`,
+/// `DECR` and `SET` of the flag; on success `ZADD` into the queue a worker drains. Each
+/// command is its own round trip. Returns whether the user got a coupon.
+pub async fn seed_coupon_issue(
+    conn: &mut redis::aio::MultiplexedConnection,
+    coupon: &str,
+    user: &str,
+    quantity: u64,
+) -> bool {
+    let issued = format!("bench:seed-coupon:{coupon}:issued");
+    let queue = format!("bench:seed-coupon:{coupon}:queue");
+    let counter = format!("bench:seed-coupon:{coupon}:counter");
+    let soldout = format!("bench:seed-coupon:{coupon}:soldout");
+    let flagged: bool = redis::cmd("EXISTS")
+        .arg(&soldout)
+        .query_async(conn)
+        .await
+        .unwrap();
+    if flagged {
+        return false;
+    }
+    let added: u64 = redis::cmd("SADD")
+        .arg(&issued)
+        .arg(user)
+        .query_async(conn)
+        .await
+        .unwrap();
+    if added == 0 {
+        return false;
+    }
+    let order: u64 = redis::cmd("INCR")
+        .arg(&counter)
+        .query_async(conn)
+        .await
+        .unwrap();
+    if order > quantity {
+        redis::cmd("SREM")
+            .arg(&issued)
+            .arg(user)
+            .query_async::<()>(conn)
+            .await
+            .unwrap();
+        redis::cmd("DECR")
+            .arg(&counter)
+            .query_async::<()>(conn)
+            .await
+            .unwrap();
+        redis::cmd("SET")
+            .arg(&soldout)
+            .arg("1")
+            .query_async::<()>(conn)
+            .await
+            .unwrap();
+        return false;
+    }
+    redis::cmd("ZADD")
+        .arg(&queue)
+        .arg(order)
+        .arg(user)
+        .query_async::<()>(conn)
+        .await
+        .unwrap();
+    true
+}

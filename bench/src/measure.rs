@@ -187,6 +187,13 @@ impl Bench {
         response.expect("infallible").status().as_u16()
     }
 
+    /// One invocation of `coupon-api` with a prepared event; the response status.
+    pub async fn invoke_coupon_api(&self, event: &str) -> u16 {
+        let request = lambda_http::request::from_str(event).expect("API Gateway event");
+        let response = coupon_api::handle(request, &self.app.stack.coupon_api).await;
+        response.expect("infallible").status().as_u16()
+    }
+
     /// One invocation of `ranking-api` with a prepared event; the response status.
     pub async fn invoke_ranking_api(&self, event: &str) -> u16 {
         let request = lambda_http::request::from_str(event).expect("API Gateway event");

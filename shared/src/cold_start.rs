@@ -8,6 +8,7 @@
 //! to the main thread, cost about a fifth of a cold start (BENCHMARKS.md).
 
 use crate::config::{Config, ConfigError, SecretPolicy};
+use crate::coupon::{Coupons, RateLimits};
 use crate::publish::Publisher;
 use crate::queue::WaitingRoom;
 use crate::ranking::Rankings;
@@ -69,6 +70,17 @@ impl Started {
             self.conn.clone(),
             &self.config.key_prefix,
             self.config.queue.clone(),
+        )
+    }
+
+    pub fn coupons(&self) -> Coupons {
+        Coupons::new(
+            self.conn.clone(),
+            &self.config.key_prefix,
+            RateLimits {
+                user_per_minute: self.config.queue.rate_limit_user_per_minute,
+                ip_per_minute: self.config.queue.rate_limit_ip_per_minute,
+            },
         )
     }
 

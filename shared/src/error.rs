@@ -24,6 +24,10 @@ pub enum Error {
     /// The token's session or place is over, for the reason given (410).
     #[error("{0}")]
     Gone(Departure),
+    /// A coupon campaign has given out every coupon it holds (410), until an operator raises
+    /// its quantity.
+    #[error("all {quantity} coupons of this campaign are claimed")]
+    SoldOut { quantity: u64 },
     /// The request conflicts with the current state, such as closing a queue in use (409).
     #[error("{0}")]
     Conflict(String),

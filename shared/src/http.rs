@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::ids::UserId;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024;
@@ -45,6 +46,7 @@ pub fn problem(err: &Error) -> Response<Body> {
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
         Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
+        Error::SoldOut { .. } => (StatusCode::GONE, "Sold out", "sold-out"),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
         Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
         Error::MethodNotAllowed { .. } => (
@@ -224,6 +226,30 @@ pub fn jwt_subject(request: &Request) -> Option<String> {
         #[allow(unreachable_patterns)]
         _ => None,
     }
+}
+
+/// The buyer a request speaks for: the JWT `sub` when an authorizer verified one, else
+/// `claimed` (the body's `userId`) where the deployment allows it (`ALLOW_BODY_USER_ID=unsafe`).
+/// Without either it is 401; a `claimed` that differs from the `sub` is 403.
+pub fn buyer(
+    request: &Request,
+    claimed: Option<&str>,
+    allow_body_user_id: bool,
+) -> Result<UserId, Error> {
+    match (jwt_subject(request), claimed) {
+        (Some(sub), Some(claimed)) if sub != claimed => Err(Error::Forbidden(
+            "userId differs from the authenticated user".into(),
+        )),
+        (Some(sub), _) => UserId::parse(&sub),
+        (None, _) if !allow_body_user_id => Err(no_identity()),
+        (None, Some(claimed)) => UserId::parse(claimed),
+        (None, None) => Err(Error::invalid(UserId::FIELD, "is required")),
+    }
+}
+
+/// The 401 for a buyer route reached without a verified identity.
+pub fn no_identity() -> Error {
+    Error::Unauthorized("a verified JWT (Authorization: Bearer) is required".into())
 }
 
 /// The caller's address as API Gateway saw it (`requestContext.http.sourceIp`), or as the

@@ -77,6 +77,12 @@ id_type!(
 );
 
 id_type!(
+    /// A first-come coupon campaign.
+    CouponId,
+    "couponId"
+);
+
+id_type!(
     /// A concert on the rankings.
     ConcertId,
     "concertId"

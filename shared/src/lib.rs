@@ -26,6 +26,8 @@
 //! 5. The domain, each operation one Lua script beside the Rust function that calls it:
 //!    - [`queue`]: the waiting room: its key layout, issue, status, leave, the gatekeeper
 //!      check, release after payment, per-queue settings, summary, promotion and reaping.
+//!    - [`coupon`]: first-come coupon campaigns: exactly `quantity` numbered claims, one per
+//!      buyer, each written with its outbox entry for the publisher.
 //!    - [`ranking`]: sales and sell-through boards fed by payment and concert events
 //!      exactly once (recorded at once, folded onto the boards within a budget per call;
 //!      calendar, rolling windows kept by a tick, trending by half-life generations), and
@@ -43,6 +45,7 @@ pub mod bench_support;
 pub mod bounds;
 pub mod cold_start;
 pub mod config;
+pub mod coupon;
 pub mod error;
 pub mod http;
 pub mod ids;

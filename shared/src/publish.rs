@@ -135,6 +135,61 @@ impl Publisher {
     }
 }
 
+/// One event for [`Publisher::put`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub source: &'static str,
+    pub detail_type: &'static str,
+    pub detail: String,
+}
+
+impl Publisher {
+    /// Whether events go anywhere.
+    pub fn is_enabled(&self) -> bool {
+        self.target.is_some()
+    }
+
+    /// Sends up to [`ENTRIES_PER_CALL`] events in one PutEvents call, once, without retries:
+    /// for a caller that keeps its own outbox and retries later. Says, per event, whether
+    /// EventBridge accepted it (a failed call accepts none). Sends nothing, and accepts
+    /// nothing, when publishing is off.
+    pub async fn put(&self, events: &[Outgoing]) -> Vec<bool> {
+        let Some(target) = &self.target else {
+            return vec![false; events.len()];
+        };
+        let entries: Vec<PutEventsRequestEntry> = events
+            .iter()
+            .take(ENTRIES_PER_CALL)
+            .map(|event| {
+                PutEventsRequestEntry::builder()
+                    .event_bus_name(&target.bus)
+                    .source(event.source)
+                    .detail_type(event.detail_type)
+                    .detail(&event.detail)
+                    .build()
+            })
+            .collect();
+        let mut accepted = vec![false; events.len()];
+        match target
+            .client
+            .put_events()
+            .set_entries(Some(entries))
+            .send()
+            .await
+        {
+            Ok(output) => {
+                for (slot, result) in accepted.iter_mut().zip(output.entries()) {
+                    *slot = result.error_code().is_none() && result.event_id().is_some();
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %aws_sdk_eventbridge::error::DisplayErrorContext(&err), "PutEvents failed");
+            }
+        }
+        accepted
+    }
+}
+
 impl Target {
     fn entry(&self, event: &QueueEvent) -> Option<PutEventsRequestEntry> {
         let detail = match serde_json::to_string(event) {

@@ -193,7 +193,7 @@ fn input() -> impl Strategy<Value = Input> {
             .prop_map(|(kind, detail)| envelope(kind, detail)),
     ];
     prop_oneof![
-        (0usize..queue_api::ROUTES.len(), hostile_id())
+        (0usize..hostile_routes().len(), hostile_id())
             .prop_map(|(template, id)| Input::HostilePath { template, id }),
         issue_body.prop_map(Input::IssueBody),
         settings_body.prop_map(Input::SettingsBody),
@@ -206,6 +206,15 @@ fn input() -> impl Strategy<Value = Input> {
         )
             .prop_map(|(token, queue)| Input::Authorizer { token, queue }),
     ]
+}
+
+/// The routes whose ids a hostile path fills: the queue API's and the coupon API's.
+fn hostile_routes() -> Vec<(&'static str, &'static str)> {
+    queue_api::ROUTES
+        .iter()
+        .chain(coupon_api::ROUTES)
+        .copied()
+        .collect()
 }
 
 fn envelope(kind: &str, detail: Value) -> Value {
@@ -226,10 +235,11 @@ fn client_error(reply: &Reply, what: &str) {
 async fn check(app: &TestApp, input: Input) {
     match input {
         Input::HostilePath { template, id } => {
-            let (method, template) = queue_api::ROUTES[template];
+            let (method, template) = hostile_routes()[template];
             let id = utf8_percent_encode(&id, NON_ALPHANUMERIC).to_string();
             let path = template
                 .replace("{queueId}", &id)
+                .replace("{couponId}", &id)
                 .replace("{token}", "AAAA");
             client_error(
                 &app.http(method, &path, Some(r#"{"userId":"u"}"#)).await,

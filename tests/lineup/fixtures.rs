@@ -35,6 +35,7 @@ async fn http_functions_answer_every_sample_with_a_client_error() {
         let answers = [
             answer_lambda_event(event(), |r| queue_api::handle(r, &app.stack.queue_api)).await,
             answer_lambda_event(event(), |r| ranking_api::handle(r, &app.stack.ranking_api)).await,
+            answer_lambda_event(event(), |r| coupon_api::handle(r, &app.stack.coupon_api)).await,
         ];
         for answer in answers {
             let answer = serde_json::to_value(answer.unwrap()).unwrap();
@@ -62,6 +63,9 @@ async fn event_functions_handle_any_sample_without_failing() {
         queue_reaper::handle(event(), &app.stack.reaper)
             .await
             .unwrap_or_else(|e| panic!("reaper on {name}: {e}"));
+        coupon_publisher::handle(event(), &app.stack.coupon_publisher)
+            .await
+            .unwrap_or_else(|e| panic!("coupon-publisher on {name}: {e}"));
         // None of the samples is a lineup payment event: each is ignored, or (SQS bodies
         // that are not EventBridge events) reported as batch item failures.
         let out = ranking_updater::handle(event(), &app.stack.ranking_updater)

@@ -300,3 +300,63 @@ async fn the_local_stack_answers_503_with_retry_after_while_redis_is_out_of_reac
     );
     server.abort();
 }
+
+/// Coupons over real HTTP, and the local stack's timer drains the claims' outbox into
+/// EventBridge (moto, behind the recording endpoint) through `coupon-publisher`'s code.
+#[tokio::test]
+async fn the_local_stack_serves_coupons_and_publishes_claims_on_its_timer() {
+    let Some(moto) = lineup_tests::Moto::start().await else {
+        eprintln!("skipped: moto_server is not installed");
+        return;
+    };
+    let bus = "lineup-local-coupons";
+    moto.eventbridge()
+        .create_event_bus()
+        .name(bus)
+        .send()
+        .await
+        .expect("create bus");
+    let recording = lineup_tests::ThrottlingEndpoint::start(moto.eventbridge(), 0).await;
+    let publisher = lineup::publish::Publisher::new(
+        aws_sdk_eventbridge::Client::new(&lineup_tests::aws_config_for(&recording.endpoint)),
+        bus,
+    );
+    let app = TestApp::spawn_publishing(&[], publisher).await;
+    let (addr, server) = serve(&app).await;
+    let schedules = lineup_local::spawn_schedules(&app.stack);
+
+    let (status, _, body) = send(addr, "PUT", "/coupons/local", Some(r#"{"quantity":1}"#)).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, _, claimed) = send(
+        addr,
+        "POST",
+        "/coupons/local/claims",
+        Some(r#"{"userId":"ana"}"#),
+    )
+    .await;
+    assert_eq!(status, 201, "{claimed}");
+    let (status, _, _) = send(
+        addr,
+        "POST",
+        "/coupons/local/claims",
+        Some(r#"{"userId":"ben"}"#),
+    )
+    .await;
+    assert_eq!(status, 410);
+    let claimed: Value = serde_json::from_str(&claimed).unwrap();
+    let mut published = Vec::new();
+    for _ in 0..50 {
+        published = recording.taken();
+        if !published.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        published,
+        [claimed],
+        "the claim, on the bus, as the buyer was told it"
+    );
+    schedules.abort();
+    server.abort();
+}

@@ -4,6 +4,7 @@ mod abuse;
 mod bad_input;
 mod cluster;
 mod contract;
+mod coupon;
 mod departures;
 mod estimates;
 mod faults;

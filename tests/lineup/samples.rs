@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 21] = [
+const EXPECTED: [(&str, &str); 25] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -40,6 +40,12 @@ const EXPECTED: [(&str, &str); 21] = [
     ("ranking-api.top.json", "200"),
     ("ranking-api.concert.json", "200"),
     ("ranking-updater.concert-cancelled.json", "applied"),
+    // An operator's coupon campaign, a buyer's claim (the JWT's sub), its read, and the
+    // publisher's schedule (no bus in the samples: it sends nothing).
+    ("coupon-api.put.json", "201"),
+    ("coupon-api.claim.json", "201"),
+    ("coupon-api.read.json", "200"),
+    ("coupon-publisher.schedule.json", "drained"),
 ];
 
 #[tokio::test]
@@ -119,6 +125,19 @@ async fn every_sample_event_runs_through_its_handler() {
                     .await
                     .unwrap();
                 "reaped".into()
+            }
+            "coupon-api" => {
+                let answer =
+                    answer_lambda_event(event(), |r| coupon_api::handle(r, &app.stack.coupon_api))
+                        .await;
+                answer.unwrap().status_code.to_string()
+            }
+            "coupon-publisher" => {
+                let out = coupon_publisher::handle(event(), &app.stack.coupon_publisher)
+                    .await
+                    .unwrap();
+                assert_eq!(out.failed_passes, 0);
+                "drained".into()
             }
             "ranking-updater" => {
                 let out = ranking_updater::handle(event(), &app.stack.ranking_updater)

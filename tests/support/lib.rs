@@ -415,6 +415,14 @@ impl TestApp {
         Reply::from(response)
     }
 
+    /// Sends an HTTP API request through the coupon API handler.
+    pub async fn coupon_api(&self, request: lambda_http::Request) -> Reply {
+        let response = coupon_api::handle(request, &self.stack.coupon_api)
+            .await
+            .expect("infallible");
+        Reply::from(response)
+    }
+
     /// `INFO section` of every node that answers.
     pub async fn infos(&self, section: &str) -> Vec<String> {
         let mut infos = Vec::new();
@@ -437,7 +445,7 @@ impl TestApp {
     }
 
     /// Sends an HTTP API request to the function that owns its path: the ranking API for
-    /// `/rankings…`, the queue API otherwise.
+    /// `/rankings…`, the coupon API for `/coupons…`, the queue API otherwise.
     pub async fn http(&self, method: &str, path: &str, body: Option<&str>) -> Reply {
         let request = api_request(method, path, body);
         if path.starts_with("/rankings") {
@@ -445,6 +453,8 @@ impl TestApp {
                 .await
                 .expect("infallible");
             Reply::from(response)
+        } else if path.starts_with("/coupons") {
+            self.coupon_api(request).await
         } else {
             self.queue_api(request).await
         }

@@ -41,6 +41,7 @@ async fn dispatch(
         Ok(request) => {
             let response = match path.split('/').nth(1) {
                 Some("rankings") => ranking_api::handle(request, &stack.ranking_api).await,
+                Some("coupons") => coupon_api::handle(request, &stack.coupon_api).await,
                 Some("events") => Ok(post_events(&request, &stack).await),
                 // API Gateway runs the authorizer only for the route's own method; any
                 // other method is the function's 405.

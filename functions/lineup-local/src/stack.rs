@@ -24,6 +24,8 @@ pub fn local_setting(name: &str) -> Option<String> {
 #[derive(Clone)]
 pub struct Stack {
     pub queue_api: queue_api::Deps,
+    pub coupon_api: coupon_api::Deps,
+    pub coupon_publisher: coupon_publisher::Deps,
     pub authorizer: queue_authorizer::Deps,
     pub promoter: queue_promoter::Deps,
     pub reaper: queue_reaper::Deps,
@@ -37,6 +39,8 @@ impl Stack {
     pub fn new(started: &Started, metrics: MetricsSink) -> Self {
         Stack {
             queue_api: queue_api::Deps::new(started),
+            coupon_api: coupon_api::Deps::new(started),
+            coupon_publisher: coupon_publisher::Deps::new(started),
             authorizer: queue_authorizer::Deps::new(started),
             promoter: queue_promoter::Deps::new(started, metrics.clone()),
             reaper: queue_reaper::Deps::new(started, metrics.clone()),

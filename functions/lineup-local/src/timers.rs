@@ -1,4 +1,4 @@
-//! The timers: the promoter, the reaper and the rankings' tick run on the schedules
+//! The timers: the promoter, the reaper, the rankings' tick and the coupon publisher run on the schedules
 //! EventBridge gives them in AWS, through their Lambda handlers.
 
 use lambda_runtime::{Context, LambdaEvent};
@@ -9,17 +9,20 @@ use crate::Stack;
 pub const ROLL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the promoter every `PROMOTE_TICK_SECONDS`, the reaper every
-/// `REAP_INTERVAL_SECONDS` and the rankings' tick every [`ROLL_EVERY`], through their Lambda
-/// handlers, until the task is dropped.
+/// `REAP_INTERVAL_SECONDS`, the rankings' tick every [`ROLL_EVERY`] and a coupon outbox
+/// drain every [`coupon_publisher::DRAIN_EVERY`], through their Lambda handlers, until the
+/// task is dropped.
 pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
     let promoter = stack.promoter.clone();
     let reaper = stack.reaper.clone();
     let updater = stack.ranking_updater.clone();
+    let coupons = stack.coupon_publisher.clone();
     let settings = promoter.room.config().clone();
     tokio::spawn(async move {
         let mut promote = tokio::time::interval(settings.promote_tick);
         let mut reap = tokio::time::interval(settings.reap_interval);
         let mut roll = tokio::time::interval(ROLL_EVERY);
+        let mut drain = tokio::time::interval(coupon_publisher::DRAIN_EVERY);
         loop {
             tokio::select! {
                 _ = promote.tick() => {
@@ -33,6 +36,12 @@ pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
                 }
                 _ = reap.tick() => {
                     let _ = queue_reaper::handle(scheduled_event(), &reaper).await;
+                }
+                _ = drain.tick() => {
+                    // One pass per timer tick, as the Lambda makes one per DRAIN_EVERY.
+                    if let Err(err) = coupon_publisher::drain(&coupons).await {
+                        tracing::warn!(error = %err, "coupon outbox pass failed");
+                    }
                 }
                 _ = roll.tick() => {
                     if let Err(err) = ranking_updater::handle(scheduled_event(), &updater).await {

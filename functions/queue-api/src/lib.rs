@@ -28,7 +28,8 @@ use lambda_http::http::{header, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::http::{
-    self, json, json_body, jwt_subject, lambda_authorizer_context, no_route, respond, segments,
+    self, json, json_body, jwt_subject, lambda_authorizer_context, no_identity, no_route, respond,
+    segments,
 };
 use lineup::ids::{QueueId, UserId};
 use lineup::publish::Publisher;
@@ -130,11 +131,6 @@ struct IssueBody {
     user_id: Option<String>,
 }
 
-/// The 401 for a buyer route reached without a verified identity.
-fn no_identity() -> Error {
-    Error::Unauthorized("a verified JWT (Authorization: Bearer) is required".into())
-}
-
 /// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`
 /// where the deployment allows it.
 fn caller(request: &Request, deps: &Deps) -> Result<UserId, Error> {
@@ -148,14 +144,7 @@ fn caller(request: &Request, deps: &Deps) -> Result<UserId, Error> {
         _ => Some(json_body(request)?),
     };
     let claimed = body.and_then(|b| b.user_id);
-    match (subject, claimed) {
-        (Some(sub), Some(claimed)) if sub != claimed => Err(Error::Forbidden(
-            "userId differs from the authenticated user".into(),
-        )),
-        (Some(sub), _) => UserId::parse(&sub),
-        (None, Some(claimed)) => UserId::parse(&claimed),
-        (None, None) => Err(Error::invalid(UserId::FIELD, "is required")),
-    }
+    http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)
 }
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {

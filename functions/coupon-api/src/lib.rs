@@ -1,0 +1,174 @@
+//! `coupon-api`: first-come coupon campaigns over HTTP (API Gateway HTTP API, payload
+//! format 2.0).
+//!
+//! | route | does |
+//! |---|---|
+//! | `PUT /coupons/{couponId}` | create (201) or update (200) a campaign (IAM-protected in AWS) |
+//! | `GET /coupons/{couponId}` | the campaign and how many coupons remain; cacheable for a second |
+//! | `POST /coupons/{couponId}/claims` | claim a coupon (201), or get one's claim again (200) |
+//!
+//! A claim is one round trip to Redis whatever its answer: 410 `sold-out`, 409 before
+//! `opensAt` or from `closesAt`, 403 when the campaign has a queue and the body's `token` is
+//! not an active token of that queue, 404 for an unknown campaign, 429 past the rate limit.
+//!
+//! Who the buyer is: as for tokens, the `sub` of the verified JWT, or the body's `userId`
+//! where `ALLOW_BODY_USER_ID=unsafe` (the local stack); otherwise 401.
+//!
+//! Claims reach EventBridge through the outbox and `coupon-publisher`, not from here.
+
+use chrono::Utc;
+use lambda_http::http::{header, HeaderValue, Method, StatusCode};
+use lambda_http::{Body, Request, Response};
+use lineup::cold_start::Started;
+use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
+use lineup::http::{self, json, json_body, jwt_subject, no_identity, no_route, respond, segments};
+use lineup::ids::CouponId;
+use lineup::token::{TokenClaims, TokenKey};
+use lineup::Error;
+use serde::Deserialize;
+
+/// Every route this function serves, as `(method, path)`. `openapi.yaml` and the template
+/// must list exactly these.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/coupons/{couponId}"),
+    ("PUT", "/coupons/{couponId}"),
+    ("POST", "/coupons/{couponId}/claims"),
+];
+
+/// How long a CDN or browser may reuse a campaign read.
+pub const CAMPAIGN_MAX_AGE_SECONDS: u64 = 1;
+
+/// What the handler needs, created once per container.
+#[derive(Clone)]
+pub struct Deps {
+    pub coupons: Coupons,
+    /// Verifies the queue tokens a campaign with a queue asks for.
+    pub token_key: TokenKey,
+    /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
+    pub allow_body_user_id: bool,
+}
+
+impl Deps {
+    /// The handler's dependencies from what cold start built: the one place they are wired.
+    pub fn new(started: &Started) -> Self {
+        Deps {
+            coupons: started.coupons(),
+            token_key: started.config.token_key.clone(),
+            allow_body_user_id: started.config.allow_body_user_id,
+        }
+    }
+}
+
+/// Handles one HTTP request. Never fails: every error becomes a problem response.
+pub async fn handle(
+    request: Request,
+    deps: &Deps,
+) -> Result<Response<Body>, std::convert::Infallible> {
+    Ok(respond(route(&request, deps).await))
+}
+
+async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
+    let segments = segments(request);
+    match segments
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["coupons", coupon] => match *request.method() {
+            Method::GET => read(deps, &CouponId::parse(coupon)?).await,
+            Method::PUT => configure(request, deps, &CouponId::parse(coupon)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "GET, PUT" }),
+        },
+        ["coupons", coupon, "claims"] => match *request.method() {
+            Method::POST => claim(request, deps, &CouponId::parse(coupon)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "POST" }),
+        },
+        _ => Err(no_route(request)),
+    }
+}
+
+async fn read(deps: &Deps, coupon: &CouponId) -> Result<Response<Body>, Error> {
+    let mut response = json(StatusCode::OK, &deps.coupons.campaign(coupon).await?);
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_str(&format!("public, max-age={CAMPAIGN_MAX_AGE_SECONDS}"))
+            .map_err(|err| Error::Internal(err.to_string()))?,
+    );
+    Ok(response)
+}
+
+async fn configure(
+    request: &Request,
+    deps: &Deps,
+    coupon: &CouponId,
+) -> Result<Response<Body>, Error> {
+    let change: CampaignChange = json_body(request)?;
+    let settings = CampaignSettings::try_from(&change)?;
+    let (campaign, created) = deps
+        .coupons
+        .configure(coupon, &settings, Utc::now())
+        .await?;
+    tracing::info!(%coupon, ?settings, created, "coupon campaign changed");
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(json(status, &campaign))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClaimBody {
+    #[serde(default)]
+    user_id: Option<String>,
+    /// The buyer's queue token, for a campaign with a queue.
+    #[serde(default)]
+    token: Option<String>,
+}
+
+async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Response<Body>, Error> {
+    let subject = jwt_subject(request);
+    if subject.is_none() && !deps.allow_body_user_id {
+        return Err(no_identity());
+    }
+    let body: ClaimBody = match (&subject, request.body().as_ref().is_empty()) {
+        // With a verified identity the body is optional.
+        (Some(_), true) => ClaimBody {
+            user_id: None,
+            token: None,
+        },
+        _ => json_body(request)?,
+    };
+    let user = http::buyer(request, body.user_id.as_deref(), deps.allow_body_user_id)?;
+    let session = match &body.token {
+        None => None,
+        Some(token) => {
+            let claims = TokenClaims::verify(token, &deps.token_key)
+                .filter(|claims| claims.user == user)
+                .ok_or_else(|| {
+                    Error::Forbidden("the token is not a queue token of this buyer".into())
+                })?;
+            Some(claims)
+        }
+    };
+    let reply = deps
+        .coupons
+        .claim(
+            coupon,
+            &user,
+            http::source_ip(request),
+            session
+                .as_ref()
+                .map(|claims| (&claims.queue, claims.ticket)),
+        )
+        .await?;
+    let (claim, created) = reply.into_result(coupon)?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(json(status, &ClaimView::new(coupon, &user, &claim)))
+}

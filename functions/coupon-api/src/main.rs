@@ -1,0 +1,14 @@
+use coupon_api::{handle, Deps};
+use lambda_runtime::{run, service_fn, Error};
+use lineup::cold_start::{cold_start, Publishing};
+use lineup::config::SecretPolicy;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    let started = cold_start(SecretPolicy::Required, Publishing::Nothing).await?;
+    let deps = Deps::new(&started);
+    run(service_fn(|event| {
+        lineup::http::answer_lambda_event(event, |request| handle(request, &deps))
+    }))
+    .await
+}

@@ -1,0 +1,11 @@
+use coupon_publisher::{handle, Deps};
+use lambda_runtime::{run, service_fn, Error};
+use lineup::cold_start::{cold_start, Publishing};
+use lineup::config::SecretPolicy;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::QueueEvents).await?;
+    let deps = Deps::new(&started);
+    run(service_fn(|event| handle(event, &deps))).await
+}

@@ -1,0 +1,71 @@
+-- Claim: KEYS campaign, claims, outbox, the two rotating rate-limit hashes, then for a
+-- campaign kept under its queue's tag that queue's active sorted set and active-tickets
+-- hash. ARGV[1] user, ARGV[2] source IP ('' when unknown), ARGV[3] and ARGV[4] the most claim
+-- requests per minute per user and per IP (0: no limit), ARGV[5] the ticket of the buyer's
+-- queue token ('' when none was shown).
+-- O(1) whatever the campaign's size. Answers, in the order checked:
+--   {'unknown'}; {'elsewhere', queue} (the campaign needs that queue's token);
+--   {'held', number, claimed-at} (this buyer's claim, again);
+--   {'not-open', opens-at}; {'closed', closes-at}; {'sold-out', quantity};
+--   {'limited', ms until the window ends} (counted only for a request that got this far);
+--   {'inactive', queue} (no active session in the campaign's queue with that ticket);
+--   {'claimed', number, claimed-at}: the claim and its outbox entry, written together.
+local CLAIMS, OUTBOX, RATE_KEYS = KEYS[2], KEYS[3], {KEYS[4], KEYS[5]}
+local user, ip, ticket = ARGV[1], ARGV[2], ARGV[5]
+local user_limit, ip_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+
+local c = redis.call('HMGET', CAMPAIGN, 'quantity', 'claimed', 'opens-at', 'closes-at',
+  'queue', 'expires-at', 'locator')
+if not c[1] then
+  if c[7] then return {'elsewhere', c[7]} end
+  return {'unknown'}
+end
+
+local held = redis.call('HGET', CLAIMS, user)
+if held then
+  local number, at = string.match(held, '^(%d+):(%d+)$')
+  return {'held', number, at}
+end
+
+if c[3] and NOW < tonumber(c[3]) then return {'not-open', c[3]} end
+if c[4] and NOW >= tonumber(c[4]) then return {'closed', c[4]} end
+local quantity, claimed = tonumber(c[1]), tonumber(c[2] or '0')
+if claimed >= quantity then return {'sold-out', c[1]} end
+
+-- Fixed one-minute windows, counted in two hashes used in turn; each hash says which
+-- window it holds.
+if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
+  local window = math.floor(NOW / 60000)
+  local counters = RATE_KEYS[window % 2 + 1]
+  if tonumber(redis.call('HGET', counters, 'window')) ~= window then
+    redis.call('UNLINK', counters)
+    redis.call('HSET', counters, 'window', window)
+    redis.call('PEXPIRE', counters, 120000)
+  end
+  local over = false
+  if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
+    over = true
+  end
+  if ip_limit > 0 and ip ~= '' and redis.call('HINCRBY', counters, 'ip:' .. ip, 1) > ip_limit then
+    over = true
+  end
+  if over then return {'limited', (window + 1) * 60000 - NOW} end
+end
+
+if c[5] then
+  if ticket == '' or #KEYS < 7 then return {'inactive', c[5]} end
+  local until_ms = tonumber(redis.call('ZSCORE', KEYS[6], user))
+  local entry = redis.call('HGET', KEYS[7], user)
+  if not until_ms or until_ms <= NOW or not entry
+    or string.match(entry, '^(%d+):') ~= ticket then
+    return {'inactive', c[5]}
+  end
+end
+
+local number = redis.call('HINCRBY', CAMPAIGN, 'claimed', 1)
+redis.call('HSET', CLAIMS, user, number .. ':' .. NOW)
+redis.call('ZADD', OUTBOX, number, user)
+-- A key this call created gets the campaign's expiry; later ones keep it (a PUT moves it).
+if number == 1 or redis.call('HLEN', CLAIMS) == 1 then redis.call('PEXPIREAT', CLAIMS, c[6]) end
+if redis.call('ZCARD', OUTBOX) == 1 then redis.call('PEXPIREAT', OUTBOX, c[6]) end
+return {'claimed', number, NOW}

@@ -1,0 +1,134 @@
+//! A claim, as the claim script answers it, and what each answer means for the buyer.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use redis::{FromRedisValue, ParsingError, Value};
+use serde::Serialize;
+
+use super::{instant, unknown_campaign};
+use crate::error::Error;
+use crate::ids::{CouponId, QueueId, UserId};
+
+/// A buyer's coupon: its number (1 … quantity) and when it was claimed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub number: u64,
+    pub claimed_at: DateTime<Utc>,
+}
+
+/// What `claim.lua` answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimReply {
+    /// A new claim, written with its outbox entry.
+    Claimed(Claim),
+    /// The buyer's claim from before.
+    Held(Claim),
+    Unknown,
+    /// The campaign has a queue, and no token of it was shown: claim under this queue.
+    Elsewhere(QueueId),
+    NotOpen(DateTime<Utc>),
+    Closed(DateTime<Utc>),
+    SoldOut {
+        quantity: u64,
+    },
+    /// The buyer has no active session with the token's ticket in this queue.
+    Inactive(QueueId),
+    Limited {
+        retry_after: Duration,
+    },
+}
+
+impl FromRedisValue for ClaimReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        let text = |i: usize| -> Result<String, ParsingError> {
+            fields
+                .get(i)
+                .map(String::from_redis_value_ref)
+                .unwrap_or_else(|| Err(format!("claim reply lacks field {i}").into()))
+        };
+        let number = |i: usize| -> Result<i64, ParsingError> {
+            text(i)?
+                .parse()
+                .map_err(|_| ParsingError::from(format!("claim reply field {i} not a number")))
+        };
+        let claim = || -> Result<Claim, ParsingError> {
+            Ok(Claim {
+                number: number(1)? as u64,
+                claimed_at: instant(number(2)?)?,
+            })
+        };
+        let queue = || QueueId::parse(&text(1)?).map_err(|err| ParsingError::from(err.to_string()));
+        Ok(match text(0)?.as_str() {
+            "claimed" => ClaimReply::Claimed(claim()?),
+            "held" => ClaimReply::Held(claim()?),
+            "unknown" => ClaimReply::Unknown,
+            "elsewhere" => ClaimReply::Elsewhere(queue()?),
+            "not-open" => ClaimReply::NotOpen(instant(number(1)?)?),
+            "closed" => ClaimReply::Closed(instant(number(1)?)?),
+            "sold-out" => ClaimReply::SoldOut {
+                quantity: number(1)? as u64,
+            },
+            "inactive" => ClaimReply::Inactive(queue()?),
+            "limited" => ClaimReply::Limited {
+                retry_after: Duration::from_millis(number(1)?.max(0) as u64),
+            },
+            other => return Err(format!("unexpected claim reply {other:?}").into()),
+        })
+    }
+}
+
+impl ClaimReply {
+    /// The buyer's claim and whether it is new, or the error that answers the buyer.
+    pub fn into_result(self, coupon: &CouponId) -> Result<(Claim, bool), Error> {
+        let at = |at: DateTime<Utc>| at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        match self {
+            ClaimReply::Claimed(claim) => Ok((claim, true)),
+            ClaimReply::Held(claim) => Ok((claim, false)),
+            ClaimReply::Unknown => Err(unknown_campaign(coupon)),
+            ClaimReply::Elsewhere(queue) | ClaimReply::Inactive(queue) => {
+                Err(Error::Forbidden(format!(
+                    "campaign {coupon} is for buyers with an active session in queue {queue}; \
+                     send that queue's token as `token`"
+                )))
+            }
+            ClaimReply::NotOpen(opens) => Err(Error::Conflict(format!(
+                "campaign {coupon} opens at {}",
+                at(opens)
+            ))),
+            ClaimReply::Closed(closes) => Err(Error::Conflict(format!(
+                "campaign {coupon} closed at {}",
+                at(closes)
+            ))),
+            ClaimReply::SoldOut { quantity } => Err(Error::SoldOut { quantity }),
+            ClaimReply::Limited { retry_after } => Err(Error::RateLimited {
+                retry_after: retry_after.max(Duration::from_secs(1)),
+            }),
+        }
+    }
+}
+
+/// A claim as `POST /coupons/{couponId}/claims` answers it, and the `CouponClaimed`
+/// event's detail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimView<'a> {
+    pub coupon_id: &'a CouponId,
+    pub user_id: &'a UserId,
+    pub claim_number: u64,
+    pub claimed_at: String,
+}
+
+impl<'a> ClaimView<'a> {
+    pub fn new(coupon_id: &'a CouponId, user_id: &'a UserId, claim: &Claim) -> Self {
+        ClaimView {
+            coupon_id,
+            user_id,
+            claim_number: claim.number,
+            claimed_at: claim
+                .claimed_at
+                .to_rfc3339_opts(SecondsFormat::Millis, true),
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! First-come coupons: a campaign gives out at most `quantity` numbered coupons, one per
+//! buyer, in the order the claims reach Redis.
+//!
+//! A claim is one Lua script call (`claim.lua`): it reads the campaign, answers a buyer who
+//! already holds a claim with it, checks the window, the stock, the rate limit and the
+//! buyer's queue session (for a campaign with a queue), then takes the next number and writes
+//! the claim and its outbox entry together. Every answer, sold out included, is one round
+//! trip, and work in Redis that does not grow with the campaign (a sorted-set insert's
+//! O(log n) at most); a sold-out answer writes nothing.
+//!
+//! The outbox holds the claims EventBridge has not accepted yet. The publisher
+//! (`coupon-publisher`) reads it ([`Coupons::stage_pending`]), publishes `CouponClaimed`
+//! events, and removes an entry only once EventBridge accepted it ([`Coupons::stage_ack`]).
+//! So every claim is published at least once; a consumer dedupes by (`couponId`, `userId`).
+//!
+//! Every key of a campaign expires at its `expires-at`: [`RETENTION`] after `closesAt`, or
+//! after the last change of a campaign without `closesAt`. The key layout is in [`keys`].
+
+mod campaign;
+mod claim;
+pub mod keys;
+mod outbox;
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redis::Script;
+
+use crate::error::Error;
+use crate::ids::{CouponId, QueueId, UserId};
+use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
+use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
+
+pub use campaign::{Campaign, CampaignChange, CampaignSettings};
+pub use claim::{Claim, ClaimReply, ClaimView};
+pub use outbox::{CouponClaimed, Pending, DETAIL_TYPE, SOURCE};
+
+/// How long a campaign's claims and outbox are kept after `closesAt` (or, without one, after
+/// the campaign's last change): then every key of the campaign expires.
+pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Most campaigns live at once (in the registry the publisher reads).
+pub const MAX_CAMPAIGNS: u32 = 1000;
+/// Most coupons one campaign holds.
+pub const MAX_QUANTITY: u64 = 10_000_000;
+
+macro_rules! coupon_script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua")),
+                include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file))
+            ))
+        })
+    };
+    (primary_read $file:literal) => {
+        LazyLock::new(|| {
+            primary_read_script(concat!(
+                include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua")),
+                include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file))
+            ))
+        })
+    };
+}
+
+static CLAIM: LazyLock<Script> = coupon_script!("claim.lua");
+static CONFIGURE: LazyLock<Script> = coupon_script!("configure.lua");
+static READ: LazyLock<Script> = coupon_script!(primary_read "read.lua");
+static PENDING: LazyLock<Script> = coupon_script!(primary_read "pending.lua");
+static REGISTER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(include_str!(concat!(
+        env!("OUT_DIR"),
+        "/coupon/register.lua"
+    )))
+});
+static CAMPAIGNS: LazyLock<Script> = LazyLock::new(|| {
+    primary_read_script(include_str!(concat!(
+        env!("OUT_DIR"),
+        "/coupon/campaigns.lua"
+    )))
+});
+
+/// The most claim requests per minute per user and per source IP in one campaign (0: no
+/// limit): `RATE_LIMIT_USER_PER_MINUTE` and `RATE_LIMIT_IP_PER_MINUTE`, as for tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    pub user_per_minute: u32,
+    pub ip_per_minute: u32,
+}
+
+/// The coupon campaigns over one Redis. Cheap to clone.
+#[derive(Clone)]
+pub struct Coupons {
+    conn: Conn,
+    prefix: String,
+    limits: RateLimits,
+}
+
+/// A campaign as the publisher knows it from the registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    pub coupon: CouponId,
+    pub home: Home,
+}
+
+impl Coupons {
+    pub fn new(conn: Conn, prefix: impl Into<String>, limits: RateLimits) -> Self {
+        Coupons {
+            conn,
+            prefix: prefix.into(),
+            limits,
+        }
+    }
+
+    fn keys(&self, coupon: &CouponId, home: &Home) -> CouponKeys {
+        CouponKeys::new(&self.prefix, coupon, home)
+    }
+
+    /// Creates or updates `coupon`. Returns the campaign now and whether it was created. A
+    /// campaign's queue is fixed once set: changing it, or giving one to a campaign created
+    /// without, is a conflict. So is a quantity below what was already claimed.
+    pub async fn configure(
+        &self,
+        coupon: &CouponId,
+        settings: &CampaignSettings,
+        now: DateTime<Utc>,
+    ) -> Result<(Campaign, bool), Error> {
+        let expires = settings.expires_at(now)?;
+        let home = match &settings.queue {
+            Some(queue) => Home::Queue(queue.clone()),
+            None => Home::Own,
+        };
+        let mut register = ScriptCall::new(&REGISTER);
+        register
+            .key(coupon_registry_key(&self.prefix))
+            .arg(registry_member(coupon, &home))
+            .arg(expires.timestamp_millis())
+            .arg(MAX_CAMPAIGNS);
+        let registered: bool = self.conn.invoke(register).await?;
+        if !registered {
+            return Err(Error::Conflict(format!(
+                "this deployment holds its most live coupon campaigns ({MAX_CAMPAIGNS}); a \
+                 campaign leaves when its keys expire"
+            )));
+        }
+        if let Home::Queue(_) = &home {
+            let call = self.configure_call(coupon, &Home::Own, "locator", settings, expires);
+            let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
+            reply.into_result(coupon)?;
+        }
+        let call = self.configure_call(coupon, &home, "campaign", settings, expires);
+        let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
+        match reply.into_result(coupon)? {
+            (Some(campaign), created) => Ok((campaign, created)),
+            (None, _) => Err(Error::Internal("configure answered no campaign".into())),
+        }
+    }
+
+    fn configure_call(
+        &self,
+        coupon: &CouponId,
+        home: &Home,
+        mode: &str,
+        settings: &CampaignSettings,
+        expires: DateTime<Utc>,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&CONFIGURE);
+        for key in self.keys(coupon, home).stored() {
+            call.key(key);
+        }
+        let ms = |at: Option<DateTime<Utc>>| {
+            at.map(|at| at.timestamp_millis().to_string())
+                .unwrap_or_default()
+        };
+        call.arg(mode)
+            .arg(settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""))
+            .arg(settings.quantity)
+            .arg(ms(settings.opens_at))
+            .arg(ms(settings.closes_at))
+            .arg(expires.timestamp_millis());
+        call
+    }
+
+    /// The campaign and how many coupons remain. A campaign with a queue is read under its
+    /// queue's tag, found through its locator: two round trips for those.
+    pub async fn campaign(&self, coupon: &CouponId) -> Result<Campaign, Error> {
+        let mut home = Home::Own;
+        loop {
+            let mut call = ScriptCall::new(&READ);
+            call.key(self.keys(coupon, &home).campaign);
+            match self.conn.invoke(call).await? {
+                campaign::ReadReply::Campaign(campaign) => return Ok(campaign.named(coupon)),
+                campaign::ReadReply::Elsewhere(queue) if home == Home::Own => {
+                    home = Home::Queue(queue)
+                }
+                _ => return Err(unknown_campaign(coupon)),
+            }
+        }
+    }
+
+    /// Claims a coupon of `coupon` for `user`, from `ip`. `session` is the buyer's queue
+    /// token (verified by the caller), needed for a campaign with a queue: the claim then
+    /// runs under that queue's tag and checks that its ticket is active right now.
+    pub async fn claim(
+        &self,
+        coupon: &CouponId,
+        user: &UserId,
+        ip: Option<std::net::IpAddr>,
+        session: Option<(&QueueId, u64)>,
+    ) -> Result<ClaimReply, Error> {
+        let ip = ip.map(|ip| ip.to_string()).unwrap_or_default();
+        let reply = self.claim_under(coupon, user, &ip, session).await?;
+        if session.is_some() && reply == ClaimReply::Unknown {
+            // No such campaign in the token's queue: the campaign may have no queue (the
+            // token is not needed) or another one. Only this mistake costs a second trip.
+            return self.claim_under(coupon, user, &ip, None).await;
+        }
+        Ok(reply)
+    }
+
+    async fn claim_under(
+        &self,
+        coupon: &CouponId,
+        user: &UserId,
+        ip: &str,
+        session: Option<(&QueueId, u64)>,
+    ) -> Result<ClaimReply, Error> {
+        let home = match session {
+            Some((queue, _)) => Home::Queue(queue.clone()),
+            None => Home::Own,
+        };
+        let mut call = ScriptCall::new(&CLAIM);
+        for key in self.keys(coupon, &home).claim() {
+            call.key(key);
+        }
+        call.arg(user.as_str())
+            .arg(ip)
+            .arg(self.limits.user_per_minute)
+            .arg(self.limits.ip_per_minute)
+            .arg(
+                session
+                    .map(|(_, ticket)| ticket.to_string())
+                    .unwrap_or_default(),
+            );
+        Ok(self.conn.invoke(call).await?)
+    }
+
+    /// The campaigns whose keys have not expired, from the registry.
+    pub async fn registered(&self) -> Result<Vec<Registered>, Error> {
+        let mut call = ScriptCall::new(&CAMPAIGNS);
+        call.key(coupon_registry_key(&self.prefix));
+        let members: Vec<String> = self.conn.invoke(call).await?;
+        Ok(members
+            .iter()
+            .filter_map(|member| {
+                let mut parts = member.splitn(2, ' ');
+                let coupon = CouponId::parse(parts.next()?).ok()?;
+                let home = match parts.next() {
+                    Some(queue) => Home::Queue(QueueId::parse(queue).ok()?),
+                    None => Home::Own,
+                };
+                Some(Registered { coupon, home })
+            })
+            .collect())
+    }
+
+    /// Stages a read of up to `limit` of the oldest outbox entries of `campaign`.
+    pub fn stage_pending(
+        &self,
+        batch: &mut Batch,
+        campaign: &Registered,
+        limit: usize,
+    ) -> Staged<Pending> {
+        let mut call = ScriptCall::new(&PENDING);
+        for key in self.keys(&campaign.coupon, &campaign.home).stored() {
+            call.key(key);
+        }
+        call.arg(limit);
+        batch.stage(call)
+    }
+
+    /// Stages the removal from `campaign`'s outbox of the claims of `users`, which
+    /// EventBridge accepted.
+    pub fn stage_ack(&self, batch: &mut Batch, campaign: &Registered, users: &[&UserId]) {
+        let outbox = self.keys(&campaign.coupon, &campaign.home).outbox;
+        let mut cmd = redis::cmd("ZREM");
+        cmd.arg(&outbox);
+        for user in users {
+            cmd.arg(user.as_str());
+        }
+        let _: Staged<u64> = batch.stage_command(&outbox, cmd);
+    }
+
+    /// Sends a batch staged by [`Coupons::stage_pending`] or [`Coupons::stage_ack`].
+    pub async fn send(&self, batch: &Batch) -> Result<Vec<redis::Value>, Error> {
+        Ok(self.conn.send(batch).await?)
+    }
+}
+
+fn unknown_campaign(coupon: &CouponId) -> Error {
+    Error::NotFound(format!("no coupon campaign {coupon}"))
+}
+
+/// An instant from the scripts' milliseconds.
+fn instant(ms: i64) -> Result<DateTime<Utc>, redis::ParsingError> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| format!("instant {ms} out of range").into())
+}
