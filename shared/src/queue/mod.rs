@@ -93,6 +93,21 @@ pub(crate) fn status_script() -> &'static Script {
     &STATUS
 }
 
+/// The gatekeeper check script, for [`crate::bench_support`].
+pub(crate) fn check_script() -> &'static Script {
+    &CHECK
+}
+
+/// The leave script, for [`crate::bench_support`].
+pub(crate) fn leave_script() -> &'static Script {
+    &LEAVE
+}
+
+/// The summary script, for [`crate::bench_support`].
+pub(crate) fn summary_script() -> &'static Script {
+    &SUMMARY
+}
+
 /// The waiting room over one Redis. Cheap to clone.
 #[derive(Clone)]
 pub struct WaitingRoom {
