@@ -674,7 +674,7 @@ fn inner(stats: &HashMap<String, (u64, u64)>, calls: usize) -> String {
         .iter()
         .filter(|(name, _)| !matches!(name.as_str(), "info" | "evalsha" | "config|resetstat"))
         .collect();
-    inside.sort_by(|a, b| b.1 .1.cmp(&a.1 .1));
+    inside.sort_by_key(|(_, (_, usec))| std::cmp::Reverse(*usec));
     inside
         .iter()
         .map(|(name, (n, usec))| {
