@@ -390,8 +390,10 @@ async fn memory(bench: &Bench, report: &mut Report) {
 async fn redis_time(bench: &Bench, report: &mut Report) {
     const WAITERS: usize = 20_000;
     const CALLS: usize = 2_000;
+    const ROUNDS: usize = 5;
     report.section(&format!(
-        "Redis time per call, {WAITERS} waiting (usec_per_call from INFO commandstats; one client sends {CALLS} prepared calls per window, nothing else runs; floor: EVALSHA of a script that only returns, same keys and arguments)"
+        "Redis time per call, {WAITERS} waiting (usec_per_call from INFO commandstats; one client sends prepared calls, nothing else runs; median of {ROUNDS} windows of {} calls; floor: EVALSHA of a script that only returns, same keys and arguments)",
+        CALLS / ROUNDS
     ));
     let queue = "time";
     let id = QueueId::parse(queue).unwrap();
@@ -554,24 +556,46 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             })
             .collect();
         let (keys, args) = shape(&calls[0]);
-        let measured = window(bench, &calls).await;
-        let floor = window(bench, &floors).await;
-        let bare = window(bench, &bare).await;
-        let usec = measure::usec_per_call(&HashMap::new(), &measured, "evalsha");
-        let floor_usec = measure::usec_per_call(&HashMap::new(), &floor, "evalsha");
-        let bare_usec = bare
-            .iter()
-            .filter(|(name, _)| !matches!(name.as_str(), "info" | "config|resetstat"))
-            .map(|(_, (_, usec))| *usec)
-            .sum::<u64>() as f64
-            / CALLS as f64;
+        // Rounds of the call, its floor and the bare commands in turn; the median round of
+        // each, so that a burst from another process on the machine skews one round at most.
+        let per_round = CALLS / ROUNDS;
+        let bare_per_round = bare.len() / ROUNDS;
+        let (mut usecs, mut floor_usecs, mut bare_usecs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut measured = HashMap::new();
+        for round in 0..ROUNDS {
+            let part = round * per_round..(round + 1) * per_round;
+            let stats = window(bench, &calls[part.clone()]).await;
+            usecs.push(measure::usec_per_call(&HashMap::new(), &stats, "evalsha"));
+            let floor = window(bench, &floors[part]).await;
+            floor_usecs.push(measure::usec_per_call(&HashMap::new(), &floor, "evalsha"));
+            let bare = window(
+                bench,
+                &bare[round * bare_per_round..(round + 1) * bare_per_round],
+            )
+            .await;
+            bare_usecs.push(
+                bare.iter()
+                    .filter(|(name, _)| !matches!(name.as_str(), "info" | "config|resetstat"))
+                    .map(|(_, (_, usec))| *usec)
+                    .sum::<u64>() as f64
+                    / per_round as f64,
+            );
+            if round == ROUNDS / 2 {
+                measured = stats;
+            }
+        }
+        let (usec, floor_usec, bare_usec) = (
+            median(&mut usecs),
+            median(&mut floor_usecs),
+            median(&mut bare_usecs),
+        );
         report.row(
             name,
             &format!("{usec:.1} µs"),
             &format!(
                 "floor {floor_usec:.1} µs ({keys} keys, {args} args): {:.1}× the floor, goal ≤ {goal}; bare commands {bare_usec:.1} µs; inside per call: {}",
                 usec / floor_usec,
-                inner(&measured, CALLS)
+                inner(&measured, per_round)
             ),
         );
     }
@@ -623,6 +647,12 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             bench_support::REAP_CHUNK
         ),
     );
+}
+
+/// The median of `values` (sorted in place).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// A command line from text parts.

@@ -67,8 +67,8 @@ local PRESENCE_GRACE_UNTIL = tonumber(meta_state[2]) or 0
 -- gets at most one such grace per heartbeat, not an endless chain of them. Only a queue that
 -- has had a heartbeat keeps the clock, so a call for an unknown queue writes nothing.
 local LAST_CALL = tonumber(meta_state[1])
-local has_heartbeats = next(slot_windows) ~= nil
-if has_heartbeats and (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL) then
+if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
+    and next(slot_windows) ~= nil then
   local grace = PRESENCE_GRACE_UNTIL
   if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 then
     local live_then = math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS)
