@@ -49,10 +49,16 @@ local FIRST_SLOT_FIELD = 6
 local REGISTERED = meta_state[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta_state[4])
 local ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
-local slot_windows = {}
-for slot = 1, SEEN_SLOTS do slot_windows[slot] = tonumber(meta_state[slot + FIRST_SLOT_FIELD - 1]) end
+-- The window heartbeat slot `slot` (0-based) holds, or nil; read as needed, since most calls
+-- look at one or two slots.
 local function window_in_slot(slot)
-  return slot_windows[slot + 1]
+  return tonumber(meta_state[FIRST_SLOT_FIELD + slot])
+end
+local function has_heartbeats()
+  for slot = 0, SEEN_SLOTS - 1 do
+    if meta_state[FIRST_SLOT_FIELD + slot] then return true end
+  end
+  return false
 end
 -- Until this instant every waiter counts as present. Set when the idle period changes
 -- (heartbeats recorded in windows of the old length cannot be read under the new), and
@@ -68,12 +74,12 @@ local PRESENCE_GRACE_UNTIL = tonumber(meta_state[2]) or 0
 -- has had a heartbeat keeps the clock, so a call for an unknown queue writes nothing.
 local LAST_CALL = tonumber(meta_state[1])
 if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
-    and next(slot_windows) ~= nil then
+    and has_heartbeats() then
   local grace = PRESENCE_GRACE_UNTIL
   if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 then
     local live_then = math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS)
-    for slot = 1, SEEN_SLOTS do
-      local window = slot_windows[slot]
+    for slot = 0, SEEN_SLOTS - 1 do
+      local window = window_in_slot(slot)
       if window and window >= live_then and window * WINDOW_MS <= LAST_CALL then
         grace = math.max(grace, NOW + IDLE_MS)
         break
@@ -112,7 +118,7 @@ local function heartbeat(ticket)
   if window_in_slot(slot) ~= CURRENT_WINDOW then
     redis.call('UNLINK', key)
     redis.call('HSET', META, 'seen-window:' .. slot, CURRENT_WINDOW)
-    slot_windows[slot + 1] = CURRENT_WINDOW
+    meta_state[FIRST_SLOT_FIELD + slot] = CURRENT_WINDOW
     seen = 0
   elseif read_ticket == ticket then
     seen = read_mask
