@@ -8,16 +8,21 @@
 //! the memory section alone; `lineup-bench reads` runs the board-read section alone;
 //! `lineup-bench ranking-writes` runs the ranking writes section alone; `lineup-bench boards`
 //! the rolling and trending boards at 10 000 concerts alone; `lineup-bench coupons` the
-//! coupon claims against seed 002's design alone.
+//! coupon claims against seed 002's design alone; `lineup-bench redis-time` the Redis time
+//! per call of every script beside its floor alone.
 
 mod baseline;
 mod cold_start;
 mod measure;
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use lineup::bench_support;
 use lineup::ids::{ConcertId, QueueId, UserId};
+use lineup::queue::keys::QueueKeys;
 use lineup::ranking::{Board, Order, Period};
+use lineup::token::TokenClaims;
 use measure::{percentile, Bench, Report};
 use serde_json::json;
 
@@ -47,6 +52,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Some("memory") => {
             memory(&bench, &mut report).await;
+            true
+        }
+        Some("redis-time") => {
+            redis_time(&bench, &mut report).await;
             true
         }
         Some("reads") => {
@@ -380,9 +389,224 @@ async fn memory(bench: &Bench, report: &mut Report) {
     );
 }
 
-/// Redis time per call of the heavy scripts, from `INFO commandstats` usec.
+/// Redis time per call of every buyer-facing script, beside its floor and the bare commands a
+/// minimal design would send. Each window: `CONFIG RESETSTAT`, then prepared calls sent one
+/// after another from one client (nothing else runs), then `INFO commandstats`. The floor of
+/// a call is `EVALSHA` of a script that only returns, with the same keys and arguments.
 async fn redis_time(bench: &Bench, report: &mut Report) {
-    report.section("Redis time per call (INFO commandstats usec)");
+    const WAITERS: usize = 20_000;
+    const CALLS: usize = 2_000;
+    const ROUNDS: usize = 5;
+    report.section(&format!(
+        "Redis time per call, {WAITERS} waiting (usec_per_call from INFO commandstats; one client sends prepared calls, nothing else runs; median of {ROUNDS} windows of {} calls; floor: EVALSHA of a script that only returns, same keys and arguments)",
+        CALLS / ROUNDS
+    ));
+    let queue = "time";
+    let id = QueueId::parse(queue).unwrap();
+    let room = &bench.app.stack.queue_api.room;
+    let mut conn = bench.app.inspect.clone();
+    // One ended session, so that a waiter's status carries a wait estimate.
+    bench.configure(queue, json!({"capacity": 2})).await;
+    let holder = bench.issue(queue, "holder").await;
+    let leaver = bench.issue(queue, "leaver").await;
+    bench.fill(queue, 0, WAITERS).await;
+    bench.leave(queue, &leaver).await;
+    bench.status(queue, &holder).await;
+    let holder = TokenClaims::verify(&holder, &bench.app.config.token_key).expect("a token");
+    room.check(&holder)
+        .await
+        .unwrap()
+        .expect("the holder is active");
+    room.summary(&id).await.unwrap();
+    let floor: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return 1")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let keys = QueueKeys::new(&bench.app.config.key_prefix, &id);
+    let scratch_seen = format!("{}:bare-seen", keys.meta);
+    let scratch_line = format!("{}:bare-waiting", keys.meta);
+    let config = room.config();
+    let (user_limit, ip_limit) = (
+        config.rate_limit_user_per_minute.max(10).to_string(),
+        config.rate_limit_ip_per_minute.max(100).to_string(),
+    );
+    let creation = config.creation.as_str();
+    let waiters = bench.random_waiters(queue, 2 * CALLS).await;
+    let (polled, leaving) = waiters.split_at(CALLS);
+    let ticket = holder.ticket.to_string();
+
+    type Line = Vec<Vec<u8>>;
+    let mut rows: Vec<(&str, Vec<Line>, Vec<Line>, &str)> = Vec::new();
+    rows.push((
+        "status (a waiter's poll)",
+        polled
+            .iter()
+            .map(|(user, ticket)| {
+                bench_support::status_command(room, &id, &[user, &ticket.to_string()])
+            })
+            .collect(),
+        polled
+            .iter()
+            .flat_map(|(user, ticket)| {
+                [
+                    line(&["ZRANK", &keys.waiting, user]),
+                    line(&["SETBIT", &scratch_seen, &ticket.to_string(), "1"]),
+                ]
+            })
+            .collect(),
+        "2.5×",
+    ));
+    rows.push((
+        "issue (a new buyer, rate limits on)",
+        (0..CALLS)
+            .map(|i| {
+                bench_support::issue_command(
+                    room,
+                    &id,
+                    &[
+                        &format!("new-{i}"),
+                        &format!("10.0.{}.{}", i / 256, i % 256),
+                        &user_limit,
+                        &ip_limit,
+                        creation,
+                        "0",
+                    ],
+                )
+            })
+            .collect(),
+        (0..CALLS)
+            .flat_map(|i| {
+                let user = format!("new-{i}");
+                [
+                    line(&["HINCRBY", &keys.meta, "bare-seq", "1"]),
+                    line(&["ZADD", &scratch_line, &(i + 1).to_string(), &user]),
+                    line(&["SETBIT", &scratch_seen, &(i + 1).to_string(), "1"]),
+                ]
+            })
+            .collect(),
+        "2.5×",
+    ));
+    rows.push((
+        "gatekeeper check (an active buyer)",
+        (0..CALLS)
+            .map(|_| bench_support::check_command(room, &id, &[holder.user.as_str(), &ticket]))
+            .collect(),
+        (0..CALLS)
+            .map(|_| line(&["ZSCORE", &keys.active, holder.user.as_str()]))
+            .collect(),
+        "2.5×",
+    ));
+    rows.push((
+        "leave (a waiter)",
+        leaving
+            .iter()
+            .map(|(user, ticket)| {
+                bench_support::leave_command(room, &id, &[user, &ticket.to_string()])
+            })
+            .collect(),
+        (0..CALLS)
+            .map(|i| line(&["ZREM", &scratch_line, &format!("new-{i}")]))
+            .collect(),
+        "3×",
+    ));
+    rows.push((
+        "summary",
+        (0..CALLS)
+            .map(|_| bench_support::summary_command(room, &id))
+            .collect(),
+        (0..CALLS)
+            .flat_map(|_| {
+                [
+                    line(&["ZCARD", &keys.waiting]),
+                    line(&["ZCOUNT", &keys.active, "0", "+inf"]),
+                ]
+            })
+            .collect(),
+        "3×",
+    ));
+    let rankings = &bench.app.stack.ranking_api.rankings;
+    let board = Board::on(Period::Daily, rankings.today(), None);
+    bench.seed_board(rankings, &board, 10_000).await;
+    bench.top("daily").await;
+    let board_key = rankings.board_key(&board);
+    let top: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&board_key)
+        .arg(0)
+        .arg(9)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut details = vec!["HMGET".to_owned(), rankings.details_key()];
+    details.extend(top);
+    let details: Vec<&str> = details.iter().map(String::as_str).collect();
+    rows.push((
+        "top-10 read (10 000 concerts)",
+        (0..CALLS)
+            .map(|_| bench_support::top_command(rankings, &board, Order::Seats, 10))
+            .collect(),
+        (0..CALLS)
+            .flat_map(|_| [line(&["ZRANGE", &board_key, "0", "9"]), line(&details)])
+            .collect(),
+        "3×",
+    ));
+
+    for (name, calls, bare, goal) in rows {
+        let floors: Vec<Line> = calls
+            .iter()
+            .map(|call| {
+                let mut call = call.clone();
+                call[1] = floor.clone().into_bytes();
+                call
+            })
+            .collect();
+        let (keys, args) = shape(&calls[0]);
+        // Rounds of the call, its floor and the bare commands in turn; the median round of
+        // each, so that a burst from another process on the machine skews one round at most.
+        let per_round = CALLS / ROUNDS;
+        let bare_per_round = bare.len() / ROUNDS;
+        let (mut usecs, mut floor_usecs, mut bare_usecs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut measured = HashMap::new();
+        for round in 0..ROUNDS {
+            let part = round * per_round..(round + 1) * per_round;
+            let stats = window(bench, &calls[part.clone()]).await;
+            usecs.push(measure::usec_per_call(&HashMap::new(), &stats, "evalsha"));
+            let floor = window(bench, &floors[part]).await;
+            floor_usecs.push(measure::usec_per_call(&HashMap::new(), &floor, "evalsha"));
+            let bare = window(
+                bench,
+                &bare[round * bare_per_round..(round + 1) * bare_per_round],
+            )
+            .await;
+            bare_usecs.push(
+                bare.iter()
+                    .filter(|(name, _)| !matches!(name.as_str(), "info" | "config|resetstat"))
+                    .map(|(_, (_, usec))| *usec)
+                    .sum::<u64>() as f64
+                    / per_round as f64,
+            );
+            if round == ROUNDS / 2 {
+                measured = stats;
+            }
+        }
+        let (usec, floor_usec, bare_usec) = (
+            median(&mut usecs),
+            median(&mut floor_usecs),
+            median(&mut bare_usecs),
+        );
+        report.row(
+            name,
+            &format!("{usec:.1} µs"),
+            &format!(
+                "floor {floor_usec:.1} µs ({keys} keys, {args} args): {:.1}× the floor, goal ≤ {goal}; bare commands {bare_usec:.1} µs; inside per call: {}",
+                usec / floor_usec,
+                inner(&measured, per_round)
+            ),
+        );
+    }
+
+    // A promotion slice and a reaping chunk, through the promoter's and reaper's own calls.
     let queue = "tick1000";
     bench
         .configure(
@@ -392,43 +616,112 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
         .await;
     bench.fill(queue, 0, 1000).await;
     bench.configure(queue, json!({"paused": false})).await;
-    let before = bench.commandstats().await;
-    let report_tick = bench
+    reset(bench).await;
+    let tick = bench
         .room()
         .promote(&[QueueId::parse(queue).unwrap()])
         .await
         .unwrap();
     let after = bench.commandstats().await;
-    let usec = measure::usec_per_call(&before, &after, "evalsha");
+    let usec = measure::usec_per_call(&HashMap::new(), &after, "evalsha");
     report.row(
-        &format!("promotion tick admitting {}", report_tick.admitted()),
-        &format!("{:.3} ms", usec / 1000.0),
-        "goal ≤ 1 ms",
+        &format!("promotion slice (a tick admitting {})", tick.admitted()),
+        &format!("{usec:.1} µs"),
+        "goal ≤ 1 ms per slice",
     );
 
-    let queue = "reap100k";
+    let queue = "reap";
     bench
-        .configure(queue, json!({"capacity": 100_000, "sessionSeconds": 1}))
+        .configure(queue, json!({"capacity": WAITERS, "sessionSeconds": 1}))
         .await;
-    bench.fill(queue, 0, 100_000).await;
+    bench.fill(queue, 0, WAITERS).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let before = bench.commandstats().await;
+    reset(bench).await;
     let reaped = bench
         .room()
         .reap(&QueueId::parse(queue).unwrap())
         .await
         .unwrap();
     let after = bench.commandstats().await;
-    let usec = measure::usec_per_call(&before, &after, "evalsha");
+    let usec = measure::usec_per_call(&HashMap::new(), &after, "evalsha");
     report.row(
-        &format!("reaping chunk, {} expired pending", reaped.expired),
-        &format!("{:.3} ms", usec / 1000.0),
+        &format!("reaping chunk ({} expired pending)", reaped.expired),
+        &format!("{usec:.1} µs"),
         &format!(
-            "goal ≤ 1 ms; {} chunks of {}",
+            "goal ≤ 1 ms per chunk; {} chunks of {}",
             reaped.script_calls,
-            lineup::bench_support::REAP_CHUNK
+            bench_support::REAP_CHUNK
         ),
     );
+}
+
+/// The median of `values` (sorted in place).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A command line from text parts.
+fn line(parts: &[&str]) -> Vec<Vec<u8>> {
+    parts.iter().map(|part| part.as_bytes().to_vec()).collect()
+}
+
+/// The keys and arguments an `EVALSHA` line carries.
+fn shape(call: &[Vec<u8>]) -> (usize, usize) {
+    let keys: usize = std::str::from_utf8(&call[2])
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (keys, call.len() - 3 - keys)
+}
+
+async fn reset(bench: &Bench) {
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async::<()>(&mut bench.app.inspect.clone())
+        .await
+        .unwrap();
+}
+
+/// `INFO commandstats` after sending `lines` one by one from one client, stats reset first.
+async fn window(bench: &Bench, lines: &[Vec<Vec<u8>>]) -> HashMap<String, (u64, u64)> {
+    let mut conn = bench.app.inspect.clone();
+    let commands: Vec<redis::Cmd> = lines
+        .iter()
+        .map(|parts| {
+            let mut cmd = redis::cmd(std::str::from_utf8(&parts[0]).unwrap());
+            for part in &parts[1..] {
+                cmd.arg(part.as_slice());
+            }
+            cmd
+        })
+        .collect();
+    reset(bench).await;
+    for cmd in &commands {
+        let reply: redis::Value = cmd.query_async(&mut conn).await.unwrap();
+        assert!(!matches!(reply, redis::Value::ServerError(_)), "{reply:?}");
+    }
+    bench.commandstats().await
+}
+
+/// The commands a script ran per call, most time first: `name×calls usec`.
+fn inner(stats: &HashMap<String, (u64, u64)>, calls: usize) -> String {
+    let mut inside: Vec<(&String, &(u64, u64))> = stats
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "info" | "evalsha" | "config|resetstat"))
+        .collect();
+    inside.sort_by_key(|(_, (_, usec))| std::cmp::Reverse(*usec));
+    inside
+        .iter()
+        .map(|(name, (n, usec))| {
+            format!(
+                "{name}×{:.1} {:.1} µs",
+                *n as f64 / calls as f64,
+                *usec as f64 / calls as f64
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Redis time of board reads at 10 000 concerts, through the read the handler makes

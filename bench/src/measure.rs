@@ -226,7 +226,7 @@ impl Bench {
     }
 
     /// `count` random waiters of `queue`, as (user, ticket).
-    async fn random_waiters(&self, queue: &str, count: usize) -> Vec<(String, u64)> {
+    pub async fn random_waiters(&self, queue: &str, count: usize) -> Vec<(String, u64)> {
         let keys = QueueKeys::new(&self.app.config.key_prefix, &QueueId::parse(queue).unwrap());
         redis::cmd("ZRANDMEMBER")
             .arg(&keys.waiting)

@@ -18,6 +18,21 @@ pub fn status_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec
     queue_command(room, crate::queue::status_script(), queue, rest)
 }
 
+/// The gatekeeper check script's call, built as [`issue_command`] builds the issue script's.
+pub fn check_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
+    queue_command(room, crate::queue::check_script(), queue, rest)
+}
+
+/// The leave script's call, built as [`issue_command`] builds the issue script's.
+pub fn leave_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
+    queue_command(room, crate::queue::leave_script(), queue, rest)
+}
+
+/// The summary script's call, built as [`issue_command`] builds the issue script's.
+pub fn summary_command(room: &WaitingRoom, queue: &QueueId) -> Vec<Vec<u8>> {
+    queue_command(room, crate::queue::summary_script(), queue, &[])
+}
+
 /// Waiters the reaper examines per script call: the bench times one such chunk.
 pub const REAP_CHUNK: u32 = crate::queue::REAP_CHUNK;
 

@@ -333,6 +333,37 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
     assert_eq!(summary(&app, "show").await.status, 200);
 }
 
+/// A script the server lacks costs one round trip more, not two: the call that finds it
+/// missing, then the call sent again with the script's text (`EVAL`), which the server runs
+/// and caches. A status poll and a summary after `SCRIPT FLUSH` each take two client commands.
+#[tokio::test]
+async fn a_script_the_server_lacks_costs_two_round_trips_in_all() {
+    let app = TestApp::spawn(&[]).await;
+    let token = join(&app, "show", "a").await.token();
+    let flush = || async {
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut app.inspect.clone())
+            .await
+            .unwrap();
+    };
+    flush().await;
+    let (reply, calls) = app
+        .client_commands_during(status(&app, "show", &token))
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(calls, [("evalsha", 1), ("eval", 1)].into());
+    let (reply, calls) = app
+        .client_commands_during(status(&app, "show", &token))
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(calls, [("evalsha", 1)].into(), "cached by the EVAL");
+    flush().await;
+    let (reply, calls) = app.client_commands_during(summary(&app, "show")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(calls, [("evalsha", 1), ("eval", 1)].into());
+}
+
 /// A batch whose scripts are cached in part: after a flush, only the ranking script is loaded
 /// again (by a payment without a buyer). The next payment with a buyer stages the ranking
 /// script (cached, so it runs) and the release (NOSCRIPT). Only the release may be sent again:

@@ -29,7 +29,7 @@ use redis::Script;
 
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
-use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
+use crate::store::{lua_script, primary_read_script, Batch, Conn, ScriptCall, Staged};
 use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
@@ -47,7 +47,7 @@ pub const MAX_QUANTITY: u64 = 10_000_000;
 macro_rules! coupon_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            Script::new(concat!(
+            lua_script(concat!(
                 include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua")),
                 include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file))
             ))
@@ -68,7 +68,7 @@ static CONFIGURE: LazyLock<Script> = coupon_script!("configure.lua");
 static READ: LazyLock<Script> = coupon_script!(primary_read "read.lua");
 static PENDING: LazyLock<Script> = coupon_script!(primary_read "pending.lua");
 static REGISTER: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(include_str!(concat!(
+    lua_script(include_str!(concat!(
         env!("OUT_DIR"),
         "/coupon/register.lua"
     )))

@@ -37,21 +37,33 @@ local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
 -- dropped 1.0-1.1 idle periods after it. Eleven slots hold every window that counts.
 local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
 
--- Presence bookkeeping in meta, read in one HMGET: the last instant any script ran for the
--- queue (kept to within half a window), the end of the presence grace, and the window
--- each heartbeat slot holds.
-local PRESENCE_FIELDS = {'last-call', 'presence-grace-until'}
-for i = 0, SEEN_SLOTS - 1 do PRESENCE_FIELDS[#PRESENCE_FIELDS + 1] = 'seen-window:' .. i end
-local presence_state = redis.call('HMGET', META, unpack(PRESENCE_FIELDS))
-local slot_windows = {}
-for slot = 0, SEEN_SLOTS - 1 do slot_windows[slot + 1] = tonumber(presence_state[slot + 3]) end
+-- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
+-- queue (kept to within half a window), the end of the presence grace, the registration
+-- mark, the mean session length, the highest ticket admitted, and the window each heartbeat
+-- slot holds. A script that writes one of them updates its local copy too.
+local meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
+  'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
+  'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
+  'seen-window:8', 'seen-window:9', 'seen-window:10')
+local FIRST_SLOT_FIELD = 6
+local REGISTERED = meta_state[3] ~= false
+local SESSION_MEAN_MS = tonumber(meta_state[4])
+local ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
+-- The window heartbeat slot `slot` (0-based) holds, or nil; read as needed, since most calls
+-- look at one or two slots.
 local function window_in_slot(slot)
-  return slot_windows[slot + 1]
+  return tonumber(meta_state[FIRST_SLOT_FIELD + slot])
+end
+local function has_heartbeats()
+  for slot = 0, SEEN_SLOTS - 1 do
+    if meta_state[FIRST_SLOT_FIELD + slot] then return true end
+  end
+  return false
 end
 -- Until this instant every waiter counts as present. Set when the idle period changes
 -- (heartbeats recorded in windows of the old length cannot be read under the new), and
 -- after an outage, below.
-local PRESENCE_GRACE_UNTIL = tonumber(presence_state[2] or '0')
+local PRESENCE_GRACE_UNTIL = tonumber(meta_state[2]) or 0
 
 -- An outage: no script ran for the queue for over a third of the idle period (Redis down,
 -- unreachable or stalled), so waiters who poll as told may have had no heartbeat recorded.
@@ -60,14 +72,14 @@ local PRESENCE_GRACE_UNTIL = tonumber(presence_state[2] or '0')
 -- heartbeat live at the gap's start means a quiet queue, where nothing calls for a while,
 -- gets at most one such grace per heartbeat, not an endless chain of them. Only a queue that
 -- has had a heartbeat keeps the clock, so a call for an unknown queue writes nothing.
-local LAST_CALL = tonumber(presence_state[1])
-local has_heartbeats = next(slot_windows) ~= nil
-if has_heartbeats and (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL) then
+local LAST_CALL = tonumber(meta_state[1])
+if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
+    and has_heartbeats() then
   local grace = PRESENCE_GRACE_UNTIL
   if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 then
     local live_then = math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS)
-    for slot = 1, SEEN_SLOTS do
-      local window = slot_windows[slot]
+    for slot = 0, SEEN_SLOTS - 1 do
+      local window = window_in_slot(slot)
       if window and window >= live_then and window * WINDOW_MS <= LAST_CALL then
         grace = math.max(grace, NOW + IDLE_MS)
         break
@@ -85,24 +97,38 @@ end
 -- Heartbeats are kept per window in a hash of 32-ticket chunks: field ticket // 32, value a
 -- 32-bit mask (the bit library's signed 32-bit numbers), so presence memory follows the
 -- waiters seen, not the tickets ever issued, and no call allocates more than a field.
+local chunk_ticket, chunk_field
 local function chunk_of(ticket)
-  return string.format('%d', math.floor(ticket / 32)), bit.lshift(1, ticket % 32)
+  if ticket ~= chunk_ticket then
+    chunk_ticket, chunk_field = ticket, string.format('%d', math.floor(ticket / 32))
+  end
+  return chunk_field, bit.lshift(1, ticket % 32)
 end
+
+-- What is_present() read of the current window for a ticket, so that the heartbeat that
+-- follows it need not read it again: the ticket, and its chunk's mask then.
+local read_ticket, read_mask
 
 -- Records that the holder of `ticket` was seen now.
 local function heartbeat(ticket)
   local slot = CURRENT_WINDOW % SEEN_SLOTS
   local key = KEYS[FIRST_SEEN + slot]
+  local chunk, mask = chunk_of(ticket)
+  local seen
   if window_in_slot(slot) ~= CURRENT_WINDOW then
     redis.call('UNLINK', key)
     redis.call('HSET', META, 'seen-window:' .. slot, CURRENT_WINDOW)
-    slot_windows[slot + 1] = CURRENT_WINDOW
+    meta_state[FIRST_SLOT_FIELD + slot] = CURRENT_WINDOW
+    seen = 0
+  elseif read_ticket == ticket then
+    seen = read_mask
+  else
+    seen = tonumber(redis.call('HGET', key, chunk) or '0')
   end
-  local chunk, mask = chunk_of(ticket)
-  local seen = tonumber(redis.call('HGET', key, chunk) or '0')
   if bit.band(seen, mask) == 0 then
     redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
     redis.call('PEXPIRE', key, IDLE_MS + 2 * WINDOW_MS)
+    read_ticket = nil
   end
 end
 
@@ -113,8 +139,9 @@ local function is_present(ticket)
   for window = CURRENT_WINDOW, FIRST_LIVE_WINDOW, -1 do
     local slot = window % SEEN_SLOTS
     if window_in_slot(slot) == window then
-      local seen = redis.call('HGET', KEYS[FIRST_SEEN + slot], chunk)
-      if seen and bit.band(tonumber(seen), mask) ~= 0 then return true end
+      local seen = tonumber(redis.call('HGET', KEYS[FIRST_SEEN + slot], chunk) or '0')
+      if window == CURRENT_WINDOW then read_ticket, read_mask = ticket, seen end
+      if bit.band(seen, mask) ~= 0 then return true end
     end
   end
   return false
@@ -160,7 +187,8 @@ local function count_session_lengths()
     samples = math.min(samples + 1, MEAN_SESSIONS)
     mean = mean + (average - mean) / samples
   end
-  redis.call('HSET', META, 'session-mean-ms', math.floor(mean), 'session-samples', samples)
+  SESSION_MEAN_MS = math.floor(mean)
+  redis.call('HSET', META, 'session-mean-ms', SESSION_MEAN_MS, 'session-samples', samples)
   redis.call('HDEL', META, 'pending-ms', 'pending-sessions')
 end
 
@@ -257,7 +285,8 @@ end
 local function activate(user, ticket)
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
   redis.call('HSET', TICKETS, user, ticket .. ':' .. NOW)
-  if ticket > tonumber(redis.call('HGET', META, 'admitted-through') or '0') then
+  if ticket > ADMITTED_THROUGH then
+    ADMITTED_THROUGH = ticket
     redis.call('HSET', META, 'admitted-through', ticket)
   end
 end
@@ -300,7 +329,8 @@ local function promote(limit)
     redis.call('HSET', TICKETS, unpack(tickets))
     redis.call('HINCRBY', META, 'admitted', #admitted)
     -- Admission is in ticket order, so the last admitted is the highest so far.
-    if last_ticket > tonumber(redis.call('HGET', META, 'admitted-through') or '0') then
+    if last_ticket > ADMITTED_THROUGH then
+      ADMITTED_THROUGH = last_ticket
       redis.call('HSET', META, 'admitted-through', last_ticket)
     end
   end
@@ -327,7 +357,7 @@ end
 -- 1 while the queue is not known to be in the registry: the caller then adds it and marks
 -- it registered. Checked by issue and status, so a failed registration is retried.
 local function needs_registration()
-  return redis.call('HEXISTS', META, 'registered') == 0 and 1 or 0
+  return REGISTERED and 0 or 1
 end
 
 -- The expected wait in ms of the waiter at `position`, or '' while none is honest: the queue
@@ -340,7 +370,7 @@ end
 -- ZRANGE by index on the active set.
 local function wait_estimate(position)
   if PAUSED or CAPACITY < 1 then return '' end
-  local mean = tonumber(redis.call('HGET', META, 'session-mean-ms'))
+  local mean = SESSION_MEAN_MS
   if not mean then return '' end
   mean = math.min(mean, SESSION_MS)
   local place = (position - 1) % CAPACITY + 1

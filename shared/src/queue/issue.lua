@@ -18,7 +18,8 @@ if ARGV[ARG + 4] ~= 'open' and redis.call('EXISTS', SETTINGS) == 0 then
 end
 if ARGV[ARG + 5] == '1' then
   redis.call('HSET', META, 'registered', 1)
-elseif redis.call('HEXISTS', META, 'registered') == 0 then
+  REGISTERED = true
+elseif not REGISTERED then
   return token_reply(0, 'unregistered')
 end
 

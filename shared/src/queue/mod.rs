@@ -31,7 +31,7 @@ use redis::Script;
 use crate::config::QueueConfig;
 use crate::error::Departure;
 use crate::ids::QueueId;
-use crate::store::{primary_read_script, Conn, ScriptCall};
+use crate::store::{lua_script, primary_read_script, Conn, ScriptCall};
 use keys::QueueKeys;
 
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
@@ -48,7 +48,7 @@ pub const IDLE_WINDOWS: u32 = 10;
 macro_rules! queue_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            Script::new(concat!(
+            lua_script(concat!(
                 include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua")),
                 include_str!(concat!(env!("OUT_DIR"), "/queue/", $file))
             ))
@@ -77,7 +77,7 @@ static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
 static REGISTER: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(include_str!(concat!(
+    lua_script(include_str!(concat!(
         env!("OUT_DIR"),
         "/queue/register.lua"
     )))
@@ -91,6 +91,21 @@ pub(crate) fn issue_script() -> &'static Script {
 /// The status script, for [`crate::bench_support`].
 pub(crate) fn status_script() -> &'static Script {
     &STATUS
+}
+
+/// The gatekeeper check script, for [`crate::bench_support`].
+pub(crate) fn check_script() -> &'static Script {
+    &CHECK
+}
+
+/// The leave script, for [`crate::bench_support`].
+pub(crate) fn leave_script() -> &'static Script {
+    &LEAVE
+}
+
+/// The summary script, for [`crate::bench_support`].
+pub(crate) fn summary_script() -> &'static Script {
+    &SUMMARY
 }
 
 /// The waiting room over one Redis. Cheap to clone.

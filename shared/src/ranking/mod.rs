@@ -37,7 +37,7 @@ pub use period::{default_day, local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
-use crate::store::{primary_read_script, Batch, Conn, ScriptCall, Staged};
+use crate::store::{lua_script, primary_read_script, Batch, Conn, ScriptCall, Staged};
 use windows::{
     bucket_of, Trend, Window, BUCKET_MS, LAST_24H, LAST_7D, MARGIN_SECONDS, TICK_CALLS,
     TICK_FIELDS, TICK_STEPS,
@@ -54,7 +54,7 @@ const FOLD_LUA: [&str; 2] = [
 ];
 /// The apply script: the board helpers, the fold, then the commands.
 static APPLY: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    lua_script(
         &[
             BOARDS_LUA,
             FOLD_LUA[0],
@@ -66,7 +66,7 @@ static APPLY: LazyLock<Script> = LazyLock::new(|| {
 });
 /// The tick's fold: the board helpers, the fold, and its one call.
 static FOLD: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    lua_script(
         &[
             BOARDS_LUA,
             FOLD_LUA[0],
@@ -78,7 +78,7 @@ static FOLD: LazyLock<Script> = LazyLock::new(|| {
 });
 /// The tick: the board helpers, then the roll of the windows.
 static ROLL: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    lua_script(
         &[
             BOARDS_LUA,
             include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua")),

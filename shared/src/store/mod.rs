@@ -35,4 +35,4 @@ mod conn;
 mod script;
 
 pub use conn::{connect, Conn};
-pub use script::{primary_read_script, Batch, ScriptCall, Staged};
+pub use script::{lua_script, primary_read_script, Batch, ScriptCall, Staged};

@@ -1,7 +1,9 @@
 //! Script and pipeline plumbing: a script call, a batch of calls from one or more owners,
 //! and sending a pipeline so that a server that lost its script cache still runs it.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use redis::cluster_routing::Slot;
@@ -17,7 +19,45 @@ use redis::{
 /// primary it stays frozen at the failover. `allow-oom` keeps reads working when Redis is
 /// full.
 pub fn primary_read_script(body: &str) -> Script {
-    Script::new(&format!("#!lua flags=allow-oom\n{body}"))
+    lua_script(&format!("#!lua flags=allow-oom\n{body}"))
+}
+
+/// A script whose text is kept by its SHA1 hash, so that a call the server answers NOSCRIPT
+/// is sent again as `EVAL` with the text: the server runs it and caches it, in one round trip
+/// (a script made with `Script::new` alone is loaded with `SCRIPT LOAD` first, one more).
+pub fn lua_script(code: &str) -> Script {
+    let script = Script::new(code);
+    SOURCES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(script.get_hash().to_owned(), code.to_owned());
+    script
+}
+
+/// The text of every script made by [`lua_script`], by SHA1 hash.
+static SOURCES: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
+
+/// `cmd` (an `EVALSHA`) as an `EVAL` carrying its script's text, if the text is kept.
+fn with_text(cmd: &Cmd) -> Option<Cmd> {
+    let mut parts = cmd.args_iter().map(|arg| match arg {
+        redis::Arg::Simple(bytes) => bytes,
+        _ => &[],
+    });
+    let (Some(b"EVALSHA"), Some(hash)) = (parts.next(), parts.next()) else {
+        return None;
+    };
+    let hash = std::str::from_utf8(hash).ok()?;
+    let code = SOURCES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(hash)?
+        .clone();
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(code);
+    for part in parts {
+        eval.arg(part);
+    }
+    Some(eval)
 }
 
 /// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
@@ -143,9 +183,10 @@ impl Batch {
 }
 
 /// Sends `pipe` in one round trip. If the server lost its script cache (a restart, a
-/// failover, `SCRIPT FLUSH`), loads `scripts` and sends again only the calls that answered
-/// NOSCRIPT: those ran nothing, while the others in the pipeline already ran and must not run
-/// twice. A server error in any reply fails the whole send, as before.
+/// failover, `SCRIPT FLUSH`), sends again only the calls that answered NOSCRIPT: those ran
+/// nothing, while the others in the pipeline already ran and must not run twice. A call
+/// whose script text is kept ([`lua_script`]) goes again as `EVAL`, in one round trip more;
+/// for any other, `scripts` are loaded first. A server error in any reply fails the whole send, as before.
 pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     pipe: &redis::Pipeline,
@@ -159,16 +200,26 @@ pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
         .filter(|&index| is_noscript(&replies[index]))
         .collect();
     if !missing.is_empty() {
-        for script in scripts {
-            in_time(reply_within, script.load_async(conn)).await?;
-        }
         let commands: Vec<&Cmd> = pipe.cmd_iter().collect();
         let mut again = redis::pipe();
         again.ignore_errors();
+        let mut loaded = false;
         for &index in &missing {
-            if let Some(cmd) = commands.get(index) {
-                again.add_command((*cmd).clone());
-            }
+            let Some(cmd) = commands.get(index) else {
+                continue;
+            };
+            match with_text(cmd) {
+                Some(eval) => again.add_command(eval),
+                None => {
+                    if !loaded {
+                        for script in scripts {
+                            in_time(reply_within, script.load_async(conn)).await?;
+                        }
+                        loaded = true;
+                    }
+                    again.add_command((*cmd).clone())
+                }
+            };
         }
         let retried: Vec<Value> = in_time(reply_within, again.query_async(conn)).await?;
         for (index, reply) in missing.into_iter().zip(retried) {
