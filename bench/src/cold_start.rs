@@ -16,7 +16,9 @@ use tokio::sync::mpsc;
 
 use crate::measure::{Bench, Report};
 
-const FUNCTIONS: [&str; 6] = [
+const FUNCTIONS: [&str; 8] = [
+    "coupon-api",
+    "coupon-publisher",
     "queue-api",
     "queue-authorizer",
     "queue-promoter",
