@@ -136,7 +136,7 @@
         head.textContent = t('wait.waiting');
         const ahead = v.position - 1;
         const progress = Math.max(0, Math.min(1, (place.start - v.position) / place.start));
-        body.append(
+        body.append(...[
           el('p', { class: 'muted', text: t('wait.position') }),
           el('p', { class: 'big', id: 'position', text: String(v.position) }),
           el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: ahead }) : t('wait.ahead.none') }),
@@ -144,7 +144,8 @@
           el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + ': ' }),
             el('strong', { id: 'estimate', text: v.paused ? t('wait.estimate.unknown') : minutes(v.estimate) })),
           v.paused ? el('p', { class: 'notice', text: t('wait.paused') }) : null,
-          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }));
+          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }),
+        ].filter(Boolean));
         announce(t('wait.announce', { n: v.position }), false);
         break;
       }
