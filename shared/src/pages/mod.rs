@@ -82,14 +82,21 @@ impl WaitPage<'_> {
             .logo
             .map(|logo| format!("<img src=\"{}\" alt=\"\">", escape(logo.as_str())))
             .unwrap_or_default();
-        WAIT_HTML
-            .replace("{{queue}}", &escape(self.queue.as_str()))
-            .replace(
-                "{{return}}",
-                &escape(self.return_url.map(ReturnUrl::as_str).unwrap_or("")),
-            )
-            .replace("{{local_join}}", if self.local_join { "1" } else { "0" })
-            .replace("{{logo}}", &logo)
+        let queue = escape(self.queue.as_str());
+        let return_url = escape(self.return_url.map(ReturnUrl::as_str).unwrap_or(""));
+        fill(WAIT_HTML, |name| match name {
+            "queue" => &queue,
+            "return" => &return_url,
+            "local_join" => {
+                if self.local_join {
+                    "1"
+                } else {
+                    "0"
+                }
+            }
+            "logo" => &logo,
+            _ => "",
+        })
     }
 
     /// The page's Content-Security-Policy: its own origin only, and the logo's for images.
@@ -147,6 +154,23 @@ pub fn query_param(query: &str, name: &str) -> Result<Option<String>, Error> {
         }
     }
     Ok(found)
+}
+
+/// `template` with each `{{name}}` replaced by `value(name)`, in one pass: a filled-in value
+/// is never read as a placeholder.
+fn fill<'a>(template: &str, value: impl Fn(&str) -> &'a str) -> String {
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(end) = rest[start..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str(value(&rest[start + 2..start + end]));
+        rest = &rest[start + end + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `text` safe inside HTML text and double-quoted attributes.
@@ -207,6 +231,15 @@ mod tests {
             assert!(!html.contains("<style") && !html.contains("style="));
             assert!(!html.contains("onclick=") && !html.contains("onload="));
         }
+    }
+
+    #[test]
+    fn a_filled_in_value_is_never_read_as_a_placeholder() {
+        let filled = fill("<a data-x=\"{{a}}\">{{b}}</a>", |name| match name {
+            "a" => "{{b}}",
+            _ => "<img>",
+        });
+        assert_eq!(filled, "<a data-x=\"{{b}}\"><img></a>");
     }
 
     #[test]
