@@ -106,6 +106,8 @@ try {
   assert.equal(await text(b.page, '#position'), '1');
   assert.equal(await text(b.page, '#ahead'), 'You are next');
   assert.match(await text(b.page, '#estimate'), /Calculating|About \d+ minutes?|Less than a minute/);
+  assert.equal(await b.page.getAttribute('#live', 'aria-live'), 'polite');
+  assert.equal(await text(b.page, '#live'), 'You are number 1 in line.');
   await check(b.page, 'waiting');
 
   await a.page.click('#go');

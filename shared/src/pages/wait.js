@@ -82,13 +82,19 @@
     return (h ? h + ':' + two(m) : m) + ':' + two(r);
   }
 
+  let pending = null;
   function announce(text, now) {
-    // A polite rate: a position change is spoken at most every 20 s; anything else at once.
-    const t0 = Date.now();
+    // A polite rate: a position change is spoken at most every 20 s (the latest one, once
+    // the 20 s are up); anything else at once.
+    clearTimeout(pending);
     if (text === announced) return;
-    if (!now && t0 - lastAnnounced < 20000) return;
+    const wait = now ? 0 : lastAnnounced + 20000 - Date.now();
+    if (wait > 0) {
+      pending = setTimeout(() => announce(text, true), wait);
+      return;
+    }
     announced = text;
-    lastAnnounced = t0;
+    lastAnnounced = Date.now();
     $('live').textContent = text;
   }
 
