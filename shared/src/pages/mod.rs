@@ -243,6 +243,24 @@ mod tests {
     }
 
     #[test]
+    fn a_theme_without_dark_colours_leaves_the_dark_scheme_to_lineup() {
+        let theme: Theme = serde_json::from_value(serde_json::json!({
+            "accent": "#c2410c", "background": "#fffaf5", "darkText": "#fafaf9",
+        }))
+        .expect("a valid theme");
+        let css = theme_css(&theme);
+        let (light, dark) = css
+            .split_once("@media (prefers-color-scheme: dark)")
+            .unwrap();
+        assert!(
+            light.contains("--lineup-accent: #c2410c;") && light.contains("--lineup-bg: #fffaf5;")
+        );
+        assert!(dark.contains("--lineup-bg: initial;"), "{css}");
+        assert!(dark.contains("--lineup-text: #fafaf9;"), "{css}");
+        assert!(!dark.contains("--lineup-accent"), "{css}");
+    }
+
+    #[test]
     fn filled_in_values_cannot_break_out_of_their_attribute() {
         assert_eq!(escape("\"><script>"), "&quot;&gt;&lt;script&gt;");
     }
