@@ -109,6 +109,13 @@ try {
   assert.equal(await b.page.getAttribute('#live', 'aria-live'), 'polite');
   assert.equal(await text(b.page, '#live'), 'You are number 1 in line.');
   await check(b.page, 'waiting');
+  // A poll redraws the card; keyboard focus stays on the button it was on.
+  await b.page.focus('#leave');
+  const polled = b.page.waitForResponse((r) => r.url().includes('/queues/duo/tokens/'));
+  await b.page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+  await polled;
+  await b.page.waitForTimeout(100);
+  assert.equal(await b.page.evaluate(() => document.activeElement?.id), 'leave', 'focus survives a poll');
 
   await a.page.click('#go');
   await a.page.waitForURL(/\/queues\/duo\/admission#queueToken=/);

@@ -120,6 +120,8 @@
   // Renders `view` into the card. Every text comes from the string table.
   function render() {
     const v = view;
+    // A redraw keeps keyboard focus where it was (the leave button, the join field).
+    const focused = $('card').contains(document.activeElement) ? document.activeElement.id : '';
     const card = $('card');
     const body = $('body');
     const head = $('headline');
@@ -172,7 +174,7 @@
         body.append(left, go,
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }));
         announce(t('wait.active'), true);
-        if (go.focus) go.focus();
+        if (v.first && !focused) go.focus();
         break;
       }
       case 'prequeue': {
@@ -210,9 +212,12 @@
         break;
       }
     }
+    if (focused && $(focused)) $(focused).focus();
   }
 
   function show(next) {
+    // Focus moves to the booking button once, when the buyer is admitted.
+    next.first = next.kind !== view.kind;
     view = next;
     render();
   }
