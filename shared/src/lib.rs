@@ -36,6 +36,8 @@
 //!    - [`publish`]: queue state events to EventBridge.
 //!    - [`http`]: JSON and `application/problem+json` responses, request bodies and caller
 //!      identity.
+//!    - [`pages`]: the buyer's pages (waiting room, rankings): HTML, script, styles and
+//!      string tables built in, the theme as CSS and the Content-Security-Policy.
 //!    - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
 //! 7. Start-up:
 //!    - [`cold_start`]: what every Lambda binary does before serving.
@@ -50,6 +52,7 @@ pub mod error;
 pub mod http;
 pub mod ids;
 pub mod metrics;
+pub mod pages;
 pub mod publish;
 pub mod queue;
 pub mod ranking;

@@ -76,7 +76,15 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
             .replace("{token}", &token)
             .replace("{period}", "daily")
             .replace("{concertId}", "c1")
-            .replace("{couponId}", "spring");
+            .replace("{couponId}", "spring")
+            .replace(
+                "{asset}",
+                if template.starts_with("/rankings") {
+                    "rankings.js"
+                } else {
+                    "wait.js"
+                },
+            );
         let reply = app.http(&method, &path, Some(r#"{"userId":"bob"}"#)).await;
         let detail = reply.body["detail"].as_str().unwrap_or_default();
         assert!(
@@ -288,4 +296,95 @@ fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
             "{method} {path} documents 401"
         );
     }
+}
+
+/// The buyer's pages: HTML, script and styles from lineup's own origin under
+/// `default-src 'self'`, cacheable; the return URL only from the queue's allow-list; the
+/// theme as CSS custom properties.
+#[tokio::test]
+async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() {
+    let app = TestApp::spawn(&[]).await;
+    for (path, content_type) in [
+        ("/queues/show/wait", "text/html"),
+        ("/queues/show/wait/wait.js", "text/javascript"),
+        ("/queues/show/wait/page.css", "text/css"),
+        ("/queues/show/wait/theme.css", "text/css"),
+        ("/rankings", "text/html"),
+        ("/rankings/assets/rankings.js", "text/javascript"),
+        ("/rankings/assets/page.css", "text/css"),
+    ] {
+        let reply = app.http("GET", path, None).await;
+        assert_eq!(reply.status, 200, "{path}: {:?}", reply.body);
+        assert!(reply.content_type.starts_with(content_type), "{path}");
+        let header = |name: &str| {
+            reply
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(
+            header("cache-control").starts_with("public, max-age="),
+            "{path}"
+        );
+        assert!(header("content-security-policy").starts_with("default-src 'self';"));
+        assert_eq!(header("x-content-type-options"), "nosniff");
+    }
+    // The JSON board beside the page still answers JSON.
+    let board = app.http("GET", "/rankings/daily", None).await;
+    assert_eq!(board.content_type, "application/json");
+    app.http("GET", "/rankings/assets/other.js", None)
+        .await
+        .assert_problem(404);
+
+    let change = r##"{"page": {"theme": {"accent": "#aa0000", "logoUrl": "https://cdn.example.com/logo.png"},
+        "returnUrls": ["https://tickets.example.com/book/"]}}"##;
+    assert_eq!(
+        app.http("PUT", "/queues/show/settings", Some(change))
+            .await
+            .status,
+        200
+    );
+    let allowed = app
+        .http(
+            "GET",
+            "/queues/show/wait?return=https%3A%2F%2Ftickets.example.com%2Fbook%2F42",
+            None,
+        )
+        .await;
+    assert_eq!(allowed.status, 200);
+    let html = allowed.body.as_str().unwrap_or_default();
+    assert!(
+        html.contains(r#"data-return="https://tickets.example.com/book/42""#),
+        "{html}"
+    );
+    assert!(html.contains(r#"<img src="https://cdn.example.com/logo.png""#));
+    let csp = allowed.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("img-src 'self' https://cdn.example.com;"),
+        "{csp}"
+    );
+    for refused in [
+        "https%3A%2F%2Fevil.example.net%2Fbook%2F",
+        "https%3A%2F%2Ftickets.example.com.evil.net%2Fbook%2F",
+        "https%3A%2F%2Ftickets.example.com%2Fadmin",
+    ] {
+        app.http("GET", &format!("/queues/show/wait?return={refused}"), None)
+            .await
+            .assert_problem(400);
+    }
+    let theme = app.http("GET", "/queues/show/wait/theme.css", None).await;
+    assert!(theme
+        .body
+        .as_str()
+        .unwrap_or_default()
+        .contains("--lineup-accent: #aa0000;"));
+    app.http(
+        "PUT",
+        "/queues/show/settings",
+        Some(r#"{"page": {"theme": {"accent": "red;}"}}}"#),
+    )
+    .await
+    .assert_problem(400);
 }

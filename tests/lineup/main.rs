@@ -2,6 +2,7 @@
 
 mod abuse;
 mod bad_input;
+mod browser;
 mod cluster;
 mod contract;
 mod coupon;

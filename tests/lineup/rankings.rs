@@ -363,7 +363,10 @@ async fn ranking_reads_reject_bad_parameters_with_problem_json() {
     read(&app, "/rankings/daily/concerts/nobody")
         .await
         .assert_problem(404);
-    read(&app, "/rankings").await.assert_problem(404);
+    // `/rankings` itself is the rankings page; a path no route has is 404.
+    read(&app, "/rankings/daily/extra")
+        .await
+        .assert_problem(404);
 }
 
 /// An ignored invocation is answered `{"result": "ignored", "reason": …}` whichever path it

@@ -10,13 +10,15 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 25] = [
+const EXPECTED: [(&str, &str); 27] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
     ("queue-api.issue-jwt.json", "201"),
     ("queue-api.status.json", "200"),
     ("queue-api.summary.json", "200"),
+    // The buyer's page, HTML.
+    ("queue-api.wait-page.json", "200"),
     ("queue-authorizer.request.json", "allowed"),
     ("queue-api.admission.json", "200"),
     ("queue-api.leave.json", "204"),
@@ -39,6 +41,7 @@ const EXPECTED: [(&str, &str); 25] = [
     ("ranking-updater.schedule.json", "ticked"),
     ("ranking-api.top.json", "200"),
     ("ranking-api.concert.json", "200"),
+    ("ranking-api.page.json", "200"),
     ("ranking-updater.concert-cancelled.json", "applied"),
     // An operator's coupon campaign, a buyer's claim (the JWT's sub), its read, and the
     // publisher's schedule (no bus in the samples: it sends nothing).

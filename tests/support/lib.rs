@@ -573,19 +573,23 @@ impl From<Response<Body>> for Reply {
     fn from(response: Response<Body>) -> Self {
         let (parts, body) = response.into_parts();
         let bytes: &[u8] = body.as_ref();
+        let content_type = parts
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
         Reply {
             status: parts.status.as_u16(),
-            content_type: parts
-                .headers
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_owned(),
+            // A page, script or stylesheet is kept as text; anything else must be JSON.
             body: if bytes.is_empty() {
                 Value::Null
+            } else if content_type.starts_with("text/") {
+                Value::String(String::from_utf8_lossy(bytes).into_owned())
             } else {
                 serde_json::from_slice(bytes).expect("JSON body")
             },
+            content_type,
             headers: parts.headers,
         }
     }

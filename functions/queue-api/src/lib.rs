@@ -13,6 +13,8 @@
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
+//! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
+//! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`) and the queue's theme (`theme.css`) |
 //!
 //! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
 //! on the buyer routes (take a place, status, leave). A body `userId` names the buyer only
@@ -32,6 +34,7 @@ use lineup::http::{
     segments,
 };
 use lineup::ids::{QueueId, UserId};
+use lineup::pages;
 use lineup::publish::Publisher;
 use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
@@ -48,6 +51,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
     ("DELETE", "/queues/{queueId}/tokens/{token}"),
+    ("GET", "/queues/{queueId}/wait"),
+    ("GET", "/queues/{queueId}/wait/{asset}"),
 ];
 
 /// What the handler needs, created once per container.
@@ -105,6 +110,14 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         },
         ["queues", queue, "admission"] => match *method {
             Method::GET => admission(request, &QueueId::parse(queue)?),
+            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
+        },
+        ["queues", queue, "wait"] => match *method {
+            Method::GET => wait_page(request, deps, &QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
+        },
+        ["queues", queue, "wait", asset] => match *method {
+            Method::GET => wait_asset(deps, &QueueId::parse(queue)?, asset).await,
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),
         },
         ["queues", queue, "tokens"] => match *method {
@@ -241,6 +254,54 @@ async fn close(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
     deps.room.close(&queue).await?;
     tracing::info!(%queue, "queue closed");
     Ok(http::empty(StatusCode::NO_CONTENT))
+}
+
+/// The waiting-room page. A `return` URL must be on the queue's allow-list (400 otherwise:
+/// no open redirect). One `HGET` of the queue's page settings.
+async fn wait_page(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+) -> Result<Response<Body>, Error> {
+    let asked = pages::query_param(request.uri().query().unwrap_or(""), "return")?;
+    let settings = deps.room.page_settings(queue).await?;
+    let return_url = asked.map(|raw| settings.return_url(&raw)).transpose()?;
+    let page = pages::WaitPage {
+        queue,
+        return_url: return_url.as_ref(),
+        logo: settings.theme.logo_url.as_ref(),
+        local_join: deps.allow_body_user_id,
+    };
+    http::page(
+        page.html(),
+        pages::HTML,
+        pages::PAGE_CACHE_CONTROL,
+        &page.csp(),
+    )
+}
+
+/// The waiting room's script and styles, and the queue's theme as CSS custom properties.
+async fn wait_asset(deps: &Deps, queue: &QueueId, asset: &str) -> Result<Response<Body>, Error> {
+    let csp = pages::csp(None);
+    match asset {
+        "wait.js" => http::page(
+            pages::wait_script(),
+            pages::JAVASCRIPT,
+            pages::ASSET_CACHE_CONTROL,
+            &csp,
+        ),
+        "page.css" => http::page(pages::STYLES, pages::CSS, pages::ASSET_CACHE_CONTROL, &csp),
+        "theme.css" => {
+            let settings = deps.room.page_settings(queue).await?;
+            http::page(
+                pages::theme_css(&settings.theme),
+                pages::CSS,
+                pages::PAGE_CACHE_CONTROL,
+                &csp,
+            )
+        }
+        _ => Err(Error::NotFound(format!("no asset {asset}"))),
+    }
 }
 
 /// What `queue-authorizer` let through: its context, which never holds the token.

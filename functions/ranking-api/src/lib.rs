@@ -4,6 +4,8 @@
 //! |---|---|
 //! | `GET /rankings/{period}?date&genre&by&limit&offset` | a page of a board |
 //! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side |
+//! | `GET /rankings` | the rankings page (HTML), which reads the boards above |
+//! | `GET /rankings/assets/{asset}` | its script (`rankings.js`) and styles (`page.css`) |
 //!
 //! Both answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
 //! refreshes every few seconds reaches the rankings shard once per five seconds per cache.
@@ -14,8 +16,9 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
-use lineup::http::{json_cached, no_route, respond, segments};
+use lineup::http::{self, json_cached, no_route, respond, segments};
 use lineup::ids::{ConcertId, Genre};
+use lineup::pages;
 use lineup::ranking::{parse_date, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
 use lineup::Error;
 use serde::Serialize;
@@ -43,6 +46,8 @@ impl Deps {
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/rankings/{period}"),
     ("GET", "/rankings/{period}/concerts/{concertId}"),
+    ("GET", "/rankings"),
+    ("GET", "/rankings/assets/{asset}"),
 ];
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
@@ -56,13 +61,13 @@ pub async fn handle(
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request);
     let (period, concert) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["rankings"] => return get_only(request).and_then(|()| page_part("")),
+        ["rankings", "assets", asset] => return get_only(request).and_then(|()| page_part(asset)),
         ["rankings", period] => (period, None),
         ["rankings", period, "concerts", concert] => (period, Some(concert)),
         _ => return Err(no_route(request)),
     };
-    if request.method() != Method::GET {
-        return Err(Error::MethodNotAllowed { allow: "GET" });
-    }
+    get_only(request)?;
     let period = Period::parse(period)?;
     let query = Query::parse(request.uri().query().unwrap_or(""))?;
     let genre = query.get("genre").map(Genre::parse).transpose()?;
@@ -130,6 +135,34 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 BOARD_CACHE_CONTROL,
             ))
         }
+    }
+}
+
+fn get_only(request: &Request) -> Result<(), Error> {
+    if request.method() != Method::GET {
+        return Err(Error::MethodNotAllowed { allow: "GET" });
+    }
+    Ok(())
+}
+
+/// The rankings page (`""`), its script or its styles.
+fn page_part(asset: &str) -> Result<Response<Body>, Error> {
+    let csp = pages::csp(None);
+    match asset {
+        "" => http::page(
+            pages::rankings_html(),
+            pages::HTML,
+            pages::PAGE_CACHE_CONTROL,
+            &csp,
+        ),
+        "rankings.js" => http::page(
+            pages::rankings_script(),
+            pages::JAVASCRIPT,
+            pages::ASSET_CACHE_CONTROL,
+            &csp,
+        ),
+        "page.css" => http::page(pages::STYLES, pages::CSS, pages::ASSET_CACHE_CONTROL, &csp),
+        _ => Err(Error::NotFound(format!("no asset {asset}"))),
     }
 }
 

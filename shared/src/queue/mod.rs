@@ -39,7 +39,7 @@ pub use events::{QueueEvent, QueueEventKind};
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};
-pub use settings::{QueueSettings, SettingsChange};
+pub use settings::{PageSettings, QueueSettings, ReturnUrl, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
 /// plus a tenth of it after its last poll (one window: heartbeats are kept by window).

@@ -2,11 +2,16 @@
 //! by every script of that queue in the same round trip as its work. A setting a queue
 //! has not set follows the environment's default. The first change creates the queue
 //! (under `QUEUE_CREATION=operator`); `DELETE /queues/{queueId}/settings` closes it.
+//!
+//! The waiting-room page's settings ([`PageSettings`]: theme and return-URL allow-list) are
+//! stored as one JSON field of the same hash, checked here before they are stored, and read
+//! with one `HGET` when the page is served.
 
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
+use super::keys::QueueKeys;
 use super::{WaitingRoom, CLOSE, CONFIGURE};
 use crate::bounds::{self, Bounds};
 use crate::error::Error;
@@ -59,6 +64,248 @@ pub struct SettingsChange {
     pub waiting_idle_seconds: Option<Option<Number>>,
     #[serde(default, deserialize_with = "present")]
     pub paused: Option<Option<bool>>,
+    /// The waiting-room page's theme and return-URL allow-list, replaced whole.
+    #[serde(default, deserialize_with = "present")]
+    pub page: Option<Option<PageSettings>>,
+}
+
+/// The settings field holding [`PageSettings`] as JSON.
+const PAGE_FIELD: &str = "page";
+
+/// Most return-URL prefixes a queue may allow.
+pub const MAX_RETURN_URLS: usize = 10;
+
+/// How the waiting-room page looks and where it may send a buyer back to. Every value is
+/// parsed on the way in, so what is stored is safe to put in CSS, HTML and a CSP header.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PageSettings {
+    #[serde(default)]
+    pub theme: Theme,
+    /// URL prefixes a return URL must start with (same origin, path under the prefix's).
+    #[serde(default, deserialize_with = "return_urls")]
+    pub return_urls: Vec<ReturnUrlPrefix>,
+}
+
+/// Theme values, served as CSS custom properties (`--lineup-accent`, …).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Theme {
+    pub accent: Option<Colour>,
+    pub background: Option<Colour>,
+    pub text: Option<Colour>,
+    pub dark_background: Option<Colour>,
+    pub dark_text: Option<Colour>,
+    pub font: Option<FontFamily>,
+    pub logo_url: Option<LogoUrl>,
+}
+
+impl Theme {
+    /// `(custom property, value)` for every value set, in a fixed order.
+    pub fn properties(&self) -> Vec<(&'static str, &str)> {
+        [
+            (
+                "--lineup-accent",
+                self.accent.as_ref().map(|c| c.0.as_str()),
+            ),
+            (
+                "--lineup-bg",
+                self.background.as_ref().map(|c| c.0.as_str()),
+            ),
+            ("--lineup-text", self.text.as_ref().map(|c| c.0.as_str())),
+            ("--lineup-font", self.font.as_ref().map(|f| f.0.as_str())),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect()
+    }
+
+    /// The dark-scheme overrides, as [`Theme::properties`].
+    pub fn dark_properties(&self) -> Vec<(&'static str, &str)> {
+        [
+            (
+                "--lineup-bg",
+                self.dark_background.as_ref().map(|c| c.0.as_str()),
+            ),
+            (
+                "--lineup-text",
+                self.dark_text.as_ref().map(|c| c.0.as_str()),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect()
+    }
+}
+
+/// A CSS colour: `#rgb` or `#rrggbb`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Colour(String);
+
+impl TryFrom<String> for Colour {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        let hex = value.strip_prefix('#').unwrap_or("");
+        if matches!(hex.len(), 3 | 6) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(Colour(value))
+        } else {
+            Err(format!("{value:?} is not a colour like #1a2b3c"))
+        }
+    }
+}
+
+impl From<Colour> for String {
+    fn from(value: Colour) -> String {
+        value.0
+    }
+}
+
+/// A CSS `font-family` list: letters, digits, spaces, commas, hyphens and single quotes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct FontFamily(String);
+
+impl TryFrom<String> for FontFamily {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        let fits = !value.trim().is_empty()
+            && value.len() <= 120
+            && value
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, ' ' | ',' | '-' | '\''));
+        if fits {
+            Ok(FontFamily(value))
+        } else {
+            Err("font: up to 120 letters, digits, spaces, commas, hyphens and quotes".into())
+        }
+    }
+}
+
+impl From<FontFamily> for String {
+    fn from(value: FontFamily) -> String {
+        value.0
+    }
+}
+
+/// An `https` URL of an image, at most 500 characters; its origin joins the page's
+/// `img-src`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct LogoUrl(url::Url);
+
+impl LogoUrl {
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// `https://host[:port]`, for a CSP source list.
+    pub fn origin(&self) -> String {
+        self.0.origin().ascii_serialization()
+    }
+}
+
+impl TryFrom<String> for LogoUrl {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        let url = url::Url::parse(&value).map_err(|err| format!("logoUrl: {err}"))?;
+        if url.scheme() != "https" || value.len() > 500 || url.host().is_none() {
+            return Err("logoUrl: an https URL of at most 500 characters".into());
+        }
+        Ok(LogoUrl(url))
+    }
+}
+
+impl From<LogoUrl> for String {
+    fn from(value: LogoUrl) -> String {
+        value.0.into()
+    }
+}
+
+/// A prefix return URLs may start with: an `https` URL (or `http` on localhost) with a path
+/// ending in `/`, no query or fragment. A return URL matches when it has the same origin and
+/// its path starts with the prefix's path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ReturnUrlPrefix(url::Url);
+
+fn is_local(url: &url::Url) -> bool {
+    matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
+}
+
+impl TryFrom<String> for ReturnUrlPrefix {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        let url = url::Url::parse(&value).map_err(|err| format!("returnUrls: {err}"))?;
+        let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && is_local(&url));
+        if !scheme_ok
+            || url.host().is_none()
+            || !url.path().ends_with('/')
+            || url.query().is_some()
+            || url.fragment().is_some()
+            || !url.username().is_empty()
+            || value.len() > 500
+        {
+            return Err(format!(
+                "returnUrls: {value:?} must be an https URL (http only on localhost) whose \
+                 path ends in /, without query, fragment or user"
+            ));
+        }
+        Ok(ReturnUrlPrefix(url))
+    }
+}
+
+impl From<ReturnUrlPrefix> for String {
+    fn from(value: ReturnUrlPrefix) -> String {
+        value.0.into()
+    }
+}
+
+fn return_urls<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<ReturnUrlPrefix>, D::Error> {
+    let urls = Vec::<ReturnUrlPrefix>::deserialize(deserializer)?;
+    if urls.len() > MAX_RETURN_URLS {
+        return Err(serde::de::Error::custom(format!(
+            "at most {MAX_RETURN_URLS} return URLs"
+        )));
+    }
+    Ok(urls)
+}
+
+/// A return URL the queue's allow-list admits: parsed, without fragment (the page adds the
+/// token there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReturnUrl(url::Url);
+
+impl ReturnUrl {
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl PageSettings {
+    /// `raw` as a return URL, if it is absolute, has no fragment or user, and starts with
+    /// one of the allowed prefixes; anything else is refused, so the page is no open
+    /// redirect.
+    pub fn return_url(&self, raw: &str) -> Result<ReturnUrl, Error> {
+        let refuse = || Error::invalid("return", "is not on this queue's return-URL allow-list");
+        if raw.len() > 2000 {
+            return Err(refuse());
+        }
+        let url = url::Url::parse(raw).map_err(|_| refuse())?;
+        if url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+            return Err(refuse());
+        }
+        let allowed = self.return_urls.iter().any(|prefix| {
+            prefix.0.origin() == url.origin() && url.path().starts_with(prefix.0.path())
+        });
+        if allowed {
+            Ok(ReturnUrl(url))
+        } else {
+            Err(refuse())
+        }
+    }
 }
 
 /// Tells a field given as `null` (`Some(None)`) from one left out (`None`).
@@ -118,6 +365,14 @@ impl SettingsChange {
             Some(None) | Some(Some(false)) => args.push(("paused", String::new())),
             Some(Some(true)) => args.push(("paused", "1".into())),
         }
+        match &self.page {
+            None => {}
+            Some(None) => args.push((PAGE_FIELD, String::new())),
+            Some(Some(page)) => args.push((
+                PAGE_FIELD,
+                serde_json::to_string(page).map_err(|err| Error::Internal(err.to_string()))?,
+            )),
+        }
         Ok(args)
     }
 }
@@ -139,6 +394,19 @@ impl WaitingRoom {
         Ok(self.conn.invoke(invocation).await?)
     }
 
+    /// `queue`'s page settings: one `HGET`, the defaults where none are set.
+    pub async fn page_settings(&self, queue: &QueueId) -> Result<PageSettings, Error> {
+        let key = QueueKeys::new(&self.prefix, queue).settings;
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(&key).arg(PAGE_FIELD);
+        let stored: Option<String> = self.conn.query(&key, cmd).await?;
+        match stored {
+            None => Ok(PageSettings::default()),
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|err| Error::Internal(format!("stored page settings: {err}"))),
+        }
+    }
+
     /// Removes `queue`'s settings, and so (under `QUEUE_CREATION=operator`) the queue: no
     /// more token requests. Only an empty queue closes ([`Error::Conflict`] otherwise: pause
     /// it and let it drain). The reaper then retires it as any idle queue.
@@ -150,5 +418,54 @@ impl WaitingRoom {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowing(prefixes: &[&str]) -> PageSettings {
+        serde_json::from_value(serde_json::json!({ "returnUrls": prefixes })).expect("valid")
+    }
+
+    #[test]
+    fn a_return_url_must_share_an_allowed_prefix_origin_and_path() {
+        let page = allowing(&["https://tickets.example.com/book/"]);
+        assert!(page
+            .return_url("https://tickets.example.com/book/42?seat=A1")
+            .is_ok());
+        for refused in [
+            "https://evil.example.net/book/",
+            "https://tickets.example.com.evil.net/book/",
+            "https://tickets.example.com/admin",
+            "http://tickets.example.com/book/",
+            "https://user@tickets.example.com/book/",
+            "https://tickets.example.com/book/#x",
+            "//tickets.example.com/book/",
+            "javascript:alert(1)",
+        ] {
+            assert!(page.return_url(refused).is_err(), "{refused} was allowed");
+        }
+        assert!(PageSettings::default()
+            .return_url("https://tickets.example.com/book/")
+            .is_err());
+    }
+
+    #[test]
+    fn page_settings_refuse_what_could_escape_css_html_or_csp() {
+        for bad in [
+            serde_json::json!({ "returnUrls": ["https://tickets.example.com/book"] }),
+            serde_json::json!({ "returnUrls": ["http://tickets.example.com/"] }),
+            serde_json::json!({ "theme": { "accent": "red;}body{x:y" } }),
+            serde_json::json!({ "theme": { "font": "x;}</style>" } }),
+            serde_json::json!({ "theme": { "logoUrl": "http://cdn.example.com/a.png" } }),
+            serde_json::json!({ "theme": { "logoUrl": "data:image/png;base64,AA" } }),
+        ] {
+            assert!(
+                serde_json::from_value::<PageSettings>(bad.clone()).is_err(),
+                "{bad} was accepted"
+            );
+        }
     }
 }

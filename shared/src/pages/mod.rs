@@ -1,0 +1,267 @@
+//! The buyer's pages: the waiting room (`GET /queues/{queueId}/wait`, served by `queue-api`)
+//! and the rankings page (`GET /rankings`, served by `ranking-api`). Their HTML, script,
+//! styles and string tables are files beside this one, built into the binary with
+//! `include_str!`; the functions only fill in the few values a page needs and serve them
+//! from lineup's own origin, under the Content-Security-Policy of [`csp`]: no inline
+//! script, no third-party origin but a queue's logo.
+//!
+//! Every string a buyer reads lives in one table per language (`i18n/<lang>.json`); a
+//! third language is one more file and one more line in [`LANGUAGES`].
+
+use std::sync::LazyLock;
+
+use crate::error::Error;
+use crate::ids::QueueId;
+use crate::queue::settings::{LogoUrl, Theme};
+use crate::queue::ReturnUrl;
+
+/// The string tables, by language code. The first is the fallback.
+pub const LANGUAGES: &[(&str, &str)] = &[
+    ("en", include_str!("i18n/en.json")),
+    ("ko", include_str!("i18n/ko.json")),
+];
+
+/// `Content-Type` of a page.
+pub const HTML: &str = "text/html; charset=utf-8";
+/// `Content-Type` of a script.
+pub const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
+/// `Content-Type` of a stylesheet.
+pub const CSS: &str = "text/css; charset=utf-8";
+
+/// `Cache-Control` of a page and of a queue's theme: short, as they follow its settings.
+pub const PAGE_CACHE_CONTROL: &str = "public, max-age=60";
+/// `Cache-Control` of the scripts and the shared stylesheet, which change only with lineup.
+pub const ASSET_CACHE_CONTROL: &str = "public, max-age=300";
+
+const WAIT_HTML: &str = include_str!("wait.html");
+const RANKINGS_HTML: &str = include_str!("rankings.html");
+/// The stylesheet both pages share.
+pub const STYLES: &str = include_str!("page.css");
+
+static WAIT_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("wait.js")));
+static RANKINGS_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("rankings.js")));
+
+/// `body` after the string tables, as `window.LINEUP_STRINGS = {"en": {…}, …}`.
+fn with_strings(body: &str) -> String {
+    let tables: Vec<String> = LANGUAGES
+        .iter()
+        .map(|(lang, table)| format!("\"{lang}\":{table}"))
+        .collect();
+    format!("window.LINEUP_STRINGS = {{{}}};\n{body}", tables.join(","))
+}
+
+/// The waiting room's script.
+pub fn wait_script() -> &'static str {
+    &WAIT_JS
+}
+
+/// The rankings page's script.
+pub fn rankings_script() -> &'static str {
+    &RANKINGS_JS
+}
+
+/// The rankings page.
+pub fn rankings_html() -> &'static str {
+    RANKINGS_HTML
+}
+
+/// What the waiting-room page is filled in with.
+pub struct WaitPage<'a> {
+    pub queue: &'a QueueId,
+    /// Where the buyer goes when admitted; already checked against the allow-list.
+    pub return_url: Option<&'a ReturnUrl>,
+    pub logo: Option<&'a LogoUrl>,
+    /// Show the typed-in user id join (the local stack, `ALLOW_BODY_USER_ID=unsafe`).
+    pub local_join: bool,
+}
+
+impl WaitPage<'_> {
+    /// The page's HTML.
+    pub fn html(&self) -> String {
+        let logo = self
+            .logo
+            .map(|logo| format!("<img src=\"{}\" alt=\"\">", escape(logo.as_str())))
+            .unwrap_or_default();
+        let queue = escape(self.queue.as_str());
+        let return_url = escape(self.return_url.map(ReturnUrl::as_str).unwrap_or(""));
+        fill(WAIT_HTML, |name| match name {
+            "queue" => &queue,
+            "return" => &return_url,
+            "local_join" => {
+                if self.local_join {
+                    "1"
+                } else {
+                    "0"
+                }
+            }
+            "logo" => &logo,
+            _ => "",
+        })
+    }
+
+    /// The page's Content-Security-Policy: its own origin only, and the logo's for images.
+    pub fn csp(&self) -> String {
+        csp(self.logo.map(LogoUrl::origin).as_deref())
+    }
+}
+
+/// The Content-Security-Policy of every page: `default-src 'self'`, no inline script, and
+/// `img_origin` (a queue's logo) added to `img-src`.
+pub fn csp(img_origin: Option<&str>) -> String {
+    let img = match img_origin {
+        Some(origin) => format!("'self' {origin}"),
+        None => "'self'".into(),
+    };
+    format!(
+        "default-src 'self'; img-src {img}; base-uri 'none'; form-action 'self'; \
+         frame-ancestors 'none'; object-src 'none'"
+    )
+}
+
+/// A queue's theme as CSS custom properties; dark-scheme values override in dark mode, and
+/// where a theme sets only light colours the dark scheme keeps lineup's own.
+pub fn theme_css(theme: &Theme) -> String {
+    let declare = |properties: Vec<(&str, &str)>| {
+        properties
+            .into_iter()
+            .map(|(name, value)| format!("  {name}: {value};\n"))
+            .collect::<String>()
+    };
+    let mut dark = theme.dark_properties();
+    for (name, _) in theme.properties() {
+        if matches!(name, "--lineup-bg" | "--lineup-text") && !dark.iter().any(|(n, _)| *n == name)
+        {
+            dark.push((name, "initial"));
+        }
+    }
+    format!(
+        "/* This queue's theme (PUT /queues/{{queueId}}/settings, page.theme). */\n:root {{\n{}}}\n\
+         @media (prefers-color-scheme: dark) {{\n:root {{\n{}}}\n}}\n",
+        declare(theme.properties()),
+        declare(dark)
+    )
+}
+
+/// The query parameter `name`, at most once.
+pub fn query_param(query: &str, name: &str) -> Result<Option<String>, Error> {
+    let mut found = None;
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key == name && found.replace(value.into_owned()).is_some() {
+            return Err(Error::invalid(
+                "query",
+                format!("{name} is given more than once"),
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// `template` with each `{{name}}` replaced by `value(name)`, in one pass: a filled-in value
+/// is never read as a placeholder.
+fn fill<'a>(template: &str, value: impl Fn(&str) -> &'a str) -> String {
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(end) = rest[start..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str(value(&rest[start + 2..start + end]));
+        rest = &rest[start + end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` safe inside HTML text and double-quoted attributes.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_language_has_every_string_of_the_first() {
+        let tables: Vec<(&str, serde_json::Map<String, serde_json::Value>)> = LANGUAGES
+            .iter()
+            .map(|(lang, table)| (*lang, serde_json::from_str(table).expect("a JSON object")))
+            .collect();
+        let (_, first) = &tables[0];
+        for (lang, table) in &tables {
+            let missing: Vec<&String> = first.keys().filter(|k| !table.contains_key(*k)).collect();
+            assert!(missing.is_empty(), "{lang} lacks {missing:?}");
+            assert_eq!(
+                table.len(),
+                first.len(),
+                "{lang} has strings the others lack"
+            );
+        }
+    }
+
+    #[test]
+    fn the_pages_with_their_scripts_and_styles_are_at_most_40_kb() {
+        let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len();
+        let rankings = RANKINGS_HTML.len() + rankings_script().len() + STYLES.len();
+        assert!(waiting <= 40 * 1024, "waiting room: {waiting} bytes");
+        assert!(rankings <= 40 * 1024, "rankings: {rankings} bytes");
+    }
+
+    #[test]
+    fn no_page_has_inline_script_or_style() {
+        for html in [WAIT_HTML, RANKINGS_HTML] {
+            for script in html.split("<script").skip(1) {
+                assert!(
+                    script.trim_start().starts_with("src="),
+                    "inline script in {html}"
+                );
+            }
+            assert!(!html.contains("<style") && !html.contains("style="));
+            assert!(!html.contains("onclick=") && !html.contains("onload="));
+        }
+    }
+
+    #[test]
+    fn a_filled_in_value_is_never_read_as_a_placeholder() {
+        let filled = fill("<a data-x=\"{{a}}\">{{b}}</a>", |name| match name {
+            "a" => "{{b}}",
+            _ => "<img>",
+        });
+        assert_eq!(filled, "<a data-x=\"{{b}}\"><img></a>");
+    }
+
+    #[test]
+    fn a_theme_without_dark_colours_leaves_the_dark_scheme_to_lineup() {
+        let theme: Theme = serde_json::from_value(serde_json::json!({
+            "accent": "#c2410c", "background": "#fffaf5", "darkText": "#fafaf9",
+        }))
+        .expect("a valid theme");
+        let css = theme_css(&theme);
+        let (light, dark) = css
+            .split_once("@media (prefers-color-scheme: dark)")
+            .unwrap();
+        assert!(
+            light.contains("--lineup-accent: #c2410c;") && light.contains("--lineup-bg: #fffaf5;")
+        );
+        assert!(dark.contains("--lineup-bg: initial;"), "{css}");
+        assert!(dark.contains("--lineup-text: #fafaf9;"), "{css}");
+        assert!(!dark.contains("--lineup-accent"), "{css}");
+    }
+
+    #[test]
+    fn filled_in_values_cannot_break_out_of_their_attribute() {
+        assert_eq!(escape("\"><script>"), "&quot;&gt;&lt;script&gt;");
+    }
+}

@@ -1,0 +1,157 @@
+// The rankings page. LINEUP_STRINGS (one table per language) is prepended by the server.
+(() => {
+  'use strict';
+  const S = window.LINEUP_STRINGS;
+  const $ = (id) => document.getElementById(id);
+  const PERIODS = ['daily', 'weekly', 'monthly', 'all-time', 'last-24h', 'last-7d', 'trending'];
+  const REFRESH_MS = 5000;
+  const saved = (k) => { try { return localStorage.getItem(k); } catch (e) { return null; } };
+  const keep = (k, v) => { try { localStorage.setItem(k, v); } catch (e) { /* private mode */ } };
+
+  function pickLang() {
+    const asked = new URLSearchParams(location.search).get('lang');
+    for (const c of [asked, saved('lineup:lang'), ...(navigator.languages || [])]) {
+      const l = c && String(c).toLowerCase().split('-')[0];
+      if (l && S[l]) return l;
+    }
+    return 'en';
+  }
+  let lang = pickLang();
+  const t = (k, vars) => {
+    let s = (S[lang] && S[lang][k]) || S.en[k] || k;
+    for (const [n, v] of Object.entries(vars || {})) s = s.split('{' + n + '}').join(String(v));
+    return s;
+  };
+
+  const params = new URLSearchParams(location.search);
+  let period = PERIODS.includes(params.get('period')) ? params.get('period') : 'daily';
+  let genre = params.get('genre') || '';
+  let timer = null;
+  let shown = '';
+
+  function tabs() {
+    const list = $('tabs');
+    list.setAttribute('aria-label', t('rank.periods'));
+    list.replaceChildren(...PERIODS.map((p) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.role = 'tab';
+      b.id = 'tab-' + p;
+      b.textContent = t('rank.' + p);
+      b.setAttribute('aria-selected', String(p === period));
+      b.tabIndex = p === period ? 0 : -1;
+      b.setAttribute('aria-controls', 'panel');
+      b.addEventListener('click', () => choose(p));
+      return b;
+    }));
+    $('panel').setAttribute('aria-labelledby', 'tab-' + period);
+  }
+
+  // Arrow keys move between tabs, as the ARIA tabs pattern has it.
+  $('tabs').addEventListener('keydown', (e) => {
+    const i = PERIODS.indexOf(period);
+    const step = { ArrowRight: 1, ArrowLeft: -1, Home: -i, End: PERIODS.length - 1 - i }[e.key];
+    if (step === undefined) return;
+    e.preventDefault();
+    choose(PERIODS[(i + step + PERIODS.length) % PERIODS.length]);
+    $('tab-' + period).focus();
+  });
+
+  function choose(p) {
+    period = p;
+    shown = '';
+    tabs();
+    refresh();
+  }
+
+  function texts() {
+    document.documentElement.lang = lang;
+    document.title = t('rank.title');
+    for (const n of document.querySelectorAll('[data-t]')) n.textContent = t(n.dataset.t);
+    $('genre').placeholder = t('rank.genre.all');
+    tabs();
+  }
+
+  function cell(text, cls) {
+    const td = document.createElement('td');
+    td.textContent = text;
+    if (cls) td.className = cls;
+    return td;
+  }
+
+  // Rows are rebuilt only when the board changed, so a refresh does not flicker.
+  function draw(board) {
+    const key = JSON.stringify([lang, board.items]);
+    if (key === shown) return;
+    shown = key;
+    const ranks = board.items.map((i) => i.rank);
+    const rows = board.items.map((item, n) => {
+      const tr = document.createElement('tr');
+      const tied = ranks.indexOf(item.rank) !== n || ranks.lastIndexOf(item.rank) !== n;
+      tr.append(
+        cell(tied ? item.rank + ' (' + t('rank.tie') + ')' : String(item.rank)),
+        cell(item.title || item.concertId),
+        cell(new Intl.NumberFormat(lang).format(item.score), 'num'),
+        cell(item.rate == null ? '–' : new Intl.NumberFormat(lang, { style: 'percent', maximumFractionDigits: 1 }).format(item.rate), 'num'));
+      return tr;
+    });
+    $('rows').replaceChildren(...rows);
+    $('empty').hidden = rows.length > 0;
+    $('panel').classList.remove('skeleton');
+    $('panel').removeAttribute('aria-busy');
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    const query = new URLSearchParams({ limit: '10' });
+    if (genre) query.set('genre', genre);
+    let wait = REFRESH_MS;
+    try {
+      const r = await fetch('rankings/' + period + '?' + query, { headers: { accept: 'application/json' } });
+      if (r.ok) {
+        draw(await r.json());
+        $('notice').hidden = true;
+        $('updated').textContent = t('rank.updated', {
+          t: new Intl.DateTimeFormat(lang, { timeStyle: 'medium' }).format(new Date()),
+        });
+      } else {
+        const after = Number(r.headers.get('retry-after'));
+        if (after > 0) wait = Math.min(60000, after * 1000);
+        if (r.status < 500 && r.status !== 429) draw({ items: [] });
+        else throw new Error(String(r.status));
+      }
+    } catch (e) {
+      $('notice').hidden = false;
+      $('notice').textContent = t('rank.error');
+    }
+    timer = setTimeout(refresh, wait);
+  }
+
+  const select = $('lang');
+  for (const l of Object.keys(S)) {
+    const o = document.createElement('option');
+    o.value = l;
+    o.textContent = S[l]['lang.name'];
+    select.append(o);
+  }
+  select.value = lang;
+  select.addEventListener('change', () => {
+    lang = select.value;
+    keep('lineup:lang', lang);
+    shown = '';
+    texts();
+    refresh();
+  });
+  const input = $('genre');
+  input.value = genre;
+  input.addEventListener('change', () => {
+    genre = input.value.trim();
+    shown = '';
+    refresh();
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible') refresh();
+  });
+  texts();
+  refresh();
+})();

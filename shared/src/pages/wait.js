@@ -1,0 +1,391 @@
+// The waiting-room page. LINEUP_STRINGS (one table per language) is prepended by the server.
+(() => {
+  'use strict';
+  const S = window.LINEUP_STRINGS;
+  const $ = (id) => document.getElementById(id);
+  const root = $('lineup');
+  const queue = root.dataset.queue;
+  const returnUrl = root.dataset.return || '';
+  const localJoin = root.dataset.localJoin === '1';
+  const KEY = 'lineup:' + queue;
+  const MAX_BACKOFF = 60;
+
+  const store = {
+    get(area, key) { try { return JSON.parse(window[area].getItem(key)); } catch (e) { return null; } },
+    set(area, key, value) { try { window[area].setItem(key, JSON.stringify(value)); } catch (e) { /* private mode */ } },
+    drop(area, key) { try { window[area].removeItem(key); } catch (e) { /* private mode */ } },
+  };
+
+  function pickLang() {
+    const asked = new URLSearchParams(location.search).get('lang');
+    for (const c of [asked, store.get('localStorage', 'lineup:lang'), ...(navigator.languages || [])]) {
+      const l = c && String(c).toLowerCase().split('-')[0];
+      if (l && S[l]) return l;
+    }
+    return 'en';
+  }
+  let lang = pickLang();
+  const t = (k, vars) => {
+    let s = (S[lang] && S[lang][k]) || S.en[k] || k;
+    for (const [n, v] of Object.entries(vars || {})) s = s.split('{' + n + '}').join(String(v));
+    return s;
+  };
+
+  // The buyer's place: the token from the fragment (never the query string), kept in
+  // sessionStorage so a reload resumes and never re-queues.
+  let place = store.get('sessionStorage', KEY);
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get('token')) {
+    const token = fragment.get('token');
+    if (!place || place.token !== token) place = { token };
+    if (fragment.get('access_token')) place.bearer = fragment.get('access_token');
+    store.set('sessionStorage', KEY, place);
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  let view = { kind: 'loading' };
+  let timer = null;
+  let tick = null;
+  let inflight = false;
+  let backoff = 0;
+  let lastAnnounced = 0;
+  let announced = null;
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v);
+    }
+    for (const c of children) if (c) e.append(c);
+    return e;
+  }
+
+  function headers() {
+    const h = { accept: 'application/json' };
+    if (place && place.bearer) h.authorization = 'Bearer ' + place.bearer;
+    return h;
+  }
+
+  function minutes(seconds) {
+    if (seconds == null) return t('wait.estimate.unknown');
+    if (seconds < 60) return t('wait.estimate.soon');
+    const n = Math.ceil(seconds / 60);
+    return n === 1 ? t('wait.estimate.one') : t('wait.estimate', { n });
+  }
+
+  function clock(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    const two = (x) => String(x).padStart(2, '0');
+    return (h ? h + ':' + two(m) : m) + ':' + two(r);
+  }
+
+  let pending = null;
+  function announce(text, now) {
+    // A polite rate: a position change is spoken at most every 20 s (the latest one, once
+    // the 20 s are up); anything else at once.
+    clearTimeout(pending);
+    if (text === announced) return;
+    const wait = now ? 0 : lastAnnounced + 20000 - Date.now();
+    if (wait > 0) {
+      pending = setTimeout(() => announce(text, true), wait);
+      return;
+    }
+    announced = text;
+    lastAnnounced = Date.now();
+    $('live').textContent = text;
+  }
+
+  function notice(text) {
+    const n = $('notice');
+    n.hidden = !text;
+    n.textContent = text || '';
+  }
+
+  function rejoin() {
+    if (localJoin) {
+      return el('button', { type: 'button', text: t('wait.rejoin'), onclick: () => { forget(); show({ kind: 'join' }); } });
+    }
+    if (returnUrl) return el('a', { class: 'button', href: returnUrl, text: t('wait.rejoin') });
+    return el('p', { text: t('wait.rejoin.site') });
+  }
+
+  function forget() {
+    place = null;
+    store.drop('sessionStorage', KEY);
+  }
+
+  // Renders `view` into the card. Every text comes from the string table.
+  function render() {
+    const v = view;
+    // A redraw keeps keyboard focus where it was (the leave button, the join field).
+    const focused = $('card').contains(document.activeElement) ? document.activeElement.id : '';
+    const card = $('card');
+    const body = $('body');
+    const head = $('headline');
+    clearInterval(tick);
+    tick = null;
+    card.classList.remove('skeleton');
+    card.removeAttribute('aria-busy');
+    body.replaceChildren();
+    document.documentElement.lang = lang;
+    document.title = t('wait.title');
+    for (const n of document.querySelectorAll('[data-t]')) n.textContent = t(n.dataset.t);
+    root.dataset.state = v.kind;
+    switch (v.kind) {
+      case 'loading':
+        card.classList.add('skeleton');
+        head.textContent = t('wait.title');
+        body.append(el('div', { class: 'bone' }), el('div', { class: 'bone short' }));
+        break;
+      case 'waiting': {
+        head.textContent = t('wait.waiting');
+        const ahead = v.position - 1;
+        const progress = Math.max(0, Math.min(1, (place.start - v.position) / place.start));
+        body.append(...[
+          el('p', { class: 'muted', text: t('wait.position') }),
+          el('p', { class: 'big', id: 'position', text: String(v.position) }),
+          el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: ahead }) : t('wait.ahead.none') }),
+          el('progress', { max: '100', value: String(Math.round(progress * 100)), 'aria-label': t('wait.progress') }),
+          el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + ': ' }),
+            el('strong', { id: 'estimate', text: v.paused ? t('wait.estimate.unknown') : minutes(v.estimate) })),
+          v.paused ? el('p', { class: 'notice', text: t('wait.paused') }) : null,
+          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }),
+        ].filter(Boolean));
+        announce(t('wait.announce', { n: v.position }), false);
+        break;
+      }
+      case 'active': {
+        head.textContent = t('wait.active');
+        const left = el('p', { id: 'time-left' });
+        const update = () => { left.textContent = t('wait.active.left', { t: clock(v.until - Date.now()) }); };
+        update();
+        tick = setInterval(update, 1000);
+        let go;
+        if (returnUrl) {
+          const target = new URL(returnUrl);
+          target.hash = 'queueToken=' + encodeURIComponent(place.token);
+          go = el('a', { class: 'button', id: 'go', href: target.href, text: t('wait.active.go') });
+        } else {
+          go = el('p', { text: t('wait.active.noreturn') });
+        }
+        body.append(left, go,
+          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }));
+        announce(t('wait.active'), true);
+        if (v.first && !focused) go.focus();
+        break;
+      }
+      case 'prequeue': {
+        head.textContent = t('wait.prequeue');
+        const at = new Date(v.opensAt);
+        const when = new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'short' }).format(at);
+        const left = el('p', { class: 'big', id: 'countdown' });
+        const update = () => { left.textContent = clock(at - Date.now()); };
+        update();
+        tick = setInterval(update, 1000);
+        body.append(el('p', { text: t('wait.prequeue.at', { at: when }) }), left);
+        announce(t('wait.prequeue.at', { at: when }), true);
+        break;
+      }
+      case 'over': {
+        head.textContent = t(v.title);
+        if (v.detail) body.append(el('p', { id: 'message', text: v.detail }));
+        if (v.verify) body.append(el('a', { href: v.verify, text: t('wait.draw.verify') }));
+        if (v.rejoin) body.append(rejoin());
+        announce(t(v.title), true);
+        break;
+      }
+      case 'join': {
+        head.textContent = t('wait.title');
+        if (!localJoin) {
+          body.append(el('p', { text: t('wait.nojoin') }));
+          break;
+        }
+        const input = el('input', { id: 'user', name: 'user', required: '', maxlength: '64', autocomplete: 'off' });
+        const form = el('form', { onsubmit: (e) => { e.preventDefault(); join(input.value.trim()); } },
+          el('label', { for: 'user', text: t('wait.join.label') }), input,
+          el('button', { type: 'submit', text: t('wait.join') }));
+        body.append(form);
+        if (v.error) body.append(el('p', { class: 'notice', text: t('wait.join.error', { e: v.error }) }));
+        break;
+      }
+    }
+    if (focused && $(focused)) $(focused).focus();
+  }
+
+  function show(next) {
+    // Focus moves to the booking button once, when the buyer is admitted.
+    next.first = next.kind !== view.kind;
+    view = next;
+    render();
+  }
+
+  // The views the problem types name: today's departures, and the statuses a queue may
+  // answer with (sold out, closed, full, paused).
+  const OVER = {
+    'session-ended': { title: 'wait.ended', rejoin: true },
+    'dropped-for-absence': { title: 'wait.dropped', rejoin: true },
+    'left': { title: 'wait.left', rejoin: true },
+    'not-found': { title: 'wait.unknown', rejoin: true },
+    'sold-out': { title: 'wait.soldout' },
+    'soldout': { title: 'wait.soldout' },
+    'closed': { title: 'wait.closed' },
+    'queue-closed': { title: 'wait.closed' },
+    'full': { title: 'wait.full' },
+    'queue-full': { title: 'wait.full' },
+  };
+
+  function fromStatus(b) {
+    if (b.status === 'waiting') {
+      // The position shown never goes up; progress is measured from where the buyer started.
+      place.best = Math.min(place.best || b.position, b.position);
+      place.start = Math.max(place.start || 0, place.best);
+      store.set('sessionStorage', KEY, place);
+      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, paused: !!b.paused };
+    }
+    if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil) };
+    if (b.status === 'prequeue' && b.opensAt) return { kind: 'prequeue', opensAt: b.opensAt };
+    const known = OVER[b.status];
+    if (known) return { kind: 'over', title: known.title, detail: b.message, verify: b.verifyUrl };
+    return null;
+  }
+
+  function schedule(seconds) {
+    clearTimeout(timer);
+    // Jitter of ±20 %, so buyers who loaded together do not poll together.
+    const ms = Math.max(1, seconds) * 1000 * (0.8 + Math.random() * 0.4);
+    timer = setTimeout(poll, ms);
+  }
+
+  function retryAfter(response) {
+    const header = Number(response && response.headers.get('retry-after'));
+    backoff = Math.min(MAX_BACKOFF, Math.max(backoff ? backoff * 2 : 1, Number.isFinite(header) ? header : 1));
+    return backoff;
+  }
+
+  async function problemOf(response) {
+    try { return await response.json(); } catch (e) { return {}; }
+  }
+
+  function kindOf(problem) {
+    return String(problem.type || '').split('/').pop();
+  }
+
+  async function poll() {
+    clearTimeout(timer);
+    if (!place || !place.token || inflight) return;
+    inflight = true;
+    let delay = null;
+    try {
+      const r = await fetch('tokens/' + encodeURIComponent(place.token), { headers: headers(), cache: 'no-store' });
+      delay = await answer(r);
+    } catch (e) {
+      delay = retryAfter(null);
+      notice(t('wait.retrying', { n: delay }));
+    }
+    inflight = false;
+    if (delay != null) schedule(delay);
+  }
+
+  // Shows what a token route answered; returns when to poll again (null: stop).
+  async function answer(r) {
+    if (r.ok) {
+      const b = await r.json();
+      backoff = 0;
+      notice('');
+      const next = fromStatus(b);
+      if (next) show(next);
+      return next && next.kind === 'over' ? null : b.pollAfterSeconds || 5;
+    }
+    const p = await problemOf(r);
+    if (r.status === 503 || r.status === 429 || r.status >= 500) {
+      const delay = retryAfter(r);
+      notice(t(r.status === 429 ? 'wait.busy' : 'wait.retrying', { n: delay }));
+      return delay;
+    }
+    notice('');
+    if (r.status === 401 || r.status === 403) {
+      show({ kind: 'over', title: 'wait.auth', rejoin: false });
+      return null;
+    }
+    const known = OVER[kindOf(p)];
+    if (known) {
+      if (known.rejoin) forget();
+      show({ kind: 'over', title: known.title, rejoin: known.rejoin, detail: known.rejoin ? '' : p.detail });
+      return null;
+    }
+    show({ kind: 'over', title: 'wait.unknown', rejoin: true, detail: p.detail });
+    return null;
+  }
+
+  async function join(userId) {
+    try {
+      const r = await fetch('tokens', {
+        method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ userId }), cache: 'no-store',
+      });
+      if (!r.ok) {
+        const p = await problemOf(r);
+        const known = OVER[kindOf(p)];
+        if (known && !known.rejoin) show({ kind: 'over', title: known.title, detail: p.detail });
+        else show({ kind: 'join', error: p.detail || r.status });
+        return;
+      }
+      const b = await r.json();
+      place = { token: b.token };
+      store.set('sessionStorage', KEY, place);
+      const next = fromStatus(b);
+      if (next) show(next);
+      schedule(b.pollAfterSeconds || 5);
+    } catch (e) {
+      show({ kind: 'join', error: String(e.message || e) });
+    }
+  }
+
+  async function leave() {
+    if (!place) return;
+    clearTimeout(timer);
+    try {
+      const r = await fetch('tokens/' + encodeURIComponent(place.token), { method: 'DELETE', headers: headers() });
+      if (r.status === 503 || r.status === 429) {
+        notice(t('wait.retrying', { n: retryAfter(r) }));
+        schedule(backoff);
+        return;
+      }
+    } catch (e) {
+      notice(t('wait.retrying', { n: retryAfter(null) }));
+      schedule(backoff);
+      return;
+    }
+    forget();
+    notice('');
+    show({ kind: 'over', title: 'wait.left', rejoin: true });
+  }
+
+  function languages() {
+    const select = $('lang');
+    select.replaceChildren(...Object.keys(S).map((l) => el('option', { value: l, text: S[l]['lang.name'] })));
+    select.value = lang;
+    select.addEventListener('change', () => {
+      lang = select.value;
+      store.set('localStorage', 'lineup:lang', lang);
+      render();
+    });
+  }
+
+  // Background tabs have their timers throttled to about once a minute: poll as soon as the
+  // page is visible again.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && place && place.token) poll();
+  });
+
+  languages();
+  if (place && place.token) {
+    render();
+    poll();
+  } else {
+    show({ kind: 'join' });
+  }
+})();

@@ -1,0 +1,219 @@
+// The buyer's pages in Debian's Chromium, driven by playwright-core, against a running local
+// stack (BASE_URL). Started by tests/lineup/browser.rs, which serves the stack and stops and
+// starts its Redis when this script asks ("lineup:redis stop" / "lineup:redis start" on
+// stdout, answered by a line on stdin). axe-core checks every state; screenshots go to
+// SCREENSHOTS.
+import { createRequire } from 'node:module';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import assert from 'node:assert/strict';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+const BASE = process.env.BASE_URL;
+const SHOTS = process.env.SCREENSHOTS || 'screenshots';
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+mkdirSync(SHOTS, { recursive: true });
+
+const answers = createInterface({ input: process.stdin });
+const waiting = [];
+answers.on('line', (line) => waiting.shift()?.(line));
+function harness(command) {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    process.stdout.write('lineup:' + command + '\n');
+  });
+}
+
+async function api(method, path, body) {
+  const r = await fetch(BASE + path, {
+    method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null };
+}
+
+const violations = [];
+// Every state is checked by axe-core, run inside the page (through DevTools, so the page's
+// CSP stays as served), and screenshotted.
+async function check(page, name) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of serious) violations.push(`${name}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target).join(' ')}`);
+  const shown = await page.evaluate(() => document.body.innerText);
+  assert.doesNotMatch(shown, /null|undefined|NaN|\{[a-z]+\}|(wait|rank)\.[a-z]/, `${name} shows a raw value`);
+  await page.screenshot({ path: `${SHOTS}/${name}.png` });
+  console.log(`checked ${name}: ${serious.length} serious or critical violations`);
+}
+
+const cspErrors = [];
+async function open(browser, options = {}) {
+  const context = await browser.newContext({ locale: 'en-US', viewport: { width: 480, height: 720 }, ...options });
+  const page = await context.newPage();
+  page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) cspErrors.push(m.text()); });
+  page.on('pageerror', (e) => cspErrors.push('page error: ' + e.message));
+  return { context, page };
+}
+
+async function join(page, user) {
+  // Keyboard only: the form's field is reached with Tab, sent with Enter.
+  await page.waitForSelector('#user');
+  for (let i = 0; i < 5 && !(await page.evaluate(() => document.activeElement?.id === 'user')); i++) {
+    await page.keyboard.press('Tab');
+  }
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'user', 'Tab reaches the user id');
+  await page.keyboard.type(user);
+  await page.keyboard.press('Enter');
+}
+
+const state = (page, s, timeout = 20000) => page.waitForSelector(`#lineup[data-state="${s}"]`, { timeout });
+const text = (page, selector) => page.textContent(selector);
+
+async function admission(page, queue) {
+  // What the booking front end does with the fragment: send the token as x-queue-token.
+  return page.evaluate(async (q) => {
+    const token = new URLSearchParams(location.hash.slice(1)).get('queueToken');
+    const r = await fetch('/queues/' + q + '/admission', { headers: { 'x-queue-token': token } });
+    return { status: r.status, body: await r.json() };
+  }, queue);
+}
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+try {
+  // Capacity 1, two buyers: the first is admitted and reaches the protected route; the
+  // second waits at position 1 with an estimate, and is admitted when the first leaves.
+  const back = `${BASE}/queues/duo/`;
+  assert.equal((await api('PUT', '/queues/duo/settings', {
+    capacity: 1, sessionSeconds: 300, page: { returnUrls: [back] },
+  })).status, 200);
+  const waitUrl = `${BASE}/queues/duo/wait?return=${encodeURIComponent(back + 'admission')}`;
+  const a = await open(browser);
+  await a.page.goto(waitUrl);
+  await check(a.page, 'join');
+  await join(a.page, 'alice');
+  await state(a.page, 'active');
+  assert.match(await text(a.page, '#headline'), /your turn/);
+  assert.match(await text(a.page, '#time-left'), /Time left: \d+:\d\d/);
+  await check(a.page, 'active');
+
+  const b = await open(browser);
+  await b.page.goto(waitUrl);
+  await join(b.page, 'bob');
+  await state(b.page, 'waiting');
+  assert.equal(await text(b.page, '#position'), '1');
+  assert.equal(await text(b.page, '#ahead'), 'You are next');
+  assert.match(await text(b.page, '#estimate'), /Calculating|About \d+ minutes?|Less than a minute/);
+  assert.equal(await b.page.getAttribute('#live', 'aria-live'), 'polite');
+  assert.equal(await text(b.page, '#live'), 'You are number 1 in line.');
+  await check(b.page, 'waiting');
+  // A poll redraws the card; keyboard focus stays on the button it was on.
+  await b.page.focus('#leave');
+  const polled = b.page.waitForResponse((r) => r.url().includes('/queues/duo/tokens/'));
+  await b.page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+  await polled;
+  await b.page.waitForTimeout(100);
+  assert.equal(await b.page.evaluate(() => document.activeElement?.id), 'leave', 'focus survives a poll');
+
+  await a.page.click('#go');
+  await a.page.waitForURL(/\/queues\/duo\/admission#queueToken=/);
+  const first = await admission(a.page, 'duo');
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  assert.equal(first.body.userId, 'alice');
+  await a.page.goBack();
+  await state(a.page, 'active');
+  await a.page.click('#leave');
+  await state(a.page, 'over');
+  assert.equal(await text(a.page, '#headline'), 'You left the line');
+  await check(a.page, 'left');
+
+  await state(b.page, 'active', 30000);
+  await b.page.click('#go');
+  await b.page.waitForURL(/admission#queueToken=/);
+  const second = await admission(b.page, 'duo');
+  assert.equal(second.status, 200, JSON.stringify(second.body));
+  assert.equal(second.body.userId, 'bob');
+
+  // A reload keeps the place: the token is in sessionStorage, and no second place is taken.
+  const c = await open(browser);
+  await c.page.goto(waitUrl);
+  await join(c.page, 'carol');
+  await state(c.page, 'waiting');
+  await c.page.reload();
+  await state(c.page, 'waiting');
+  assert.equal(await text(c.page, '#position'), '1');
+  assert.equal((await api('GET', '/queues/duo')).body.waiting, 1);
+
+  // Redis stops: the page says it is retrying, keeps the place, and recovers by itself.
+  await harness('redis stop');
+  await c.page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  assert.match(await text(c.page, '#notice'), /Retrying in \d+ s/);
+  await check(c.page, 'retrying');
+  await harness('redis start');
+  await c.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
+  await state(c.page, 'waiting');
+  assert.equal(await text(c.page, '#position'), '1');
+
+  // A session that ends, and a waiter dropped for absence.
+  assert.equal((await api('PUT', '/queues/brief/settings', {
+    capacity: 1, sessionSeconds: 3, waitingIdleSeconds: 5,
+  })).status, 200);
+  const d = await open(browser);
+  await d.page.goto(`${BASE}/queues/brief/wait`);
+  await join(d.page, 'dave');
+  await state(d.page, 'active');
+  await d.page.waitForFunction(() => document.getElementById('headline')?.textContent === 'Your session ended', null, { timeout: 20000 });
+  await check(d.page, 'session-ended');
+  assert.equal((await api('PUT', '/queues/brief/settings', { sessionSeconds: 600 })).status, 200);
+  const holder = await api('POST', '/queues/brief/tokens', { userId: 'holder' });
+  assert.equal(holder.body.status, 'active');
+  const e = await open(browser);
+  await e.page.goto(`${BASE}/queues/brief/wait`);
+  await join(e.page, 'erin');
+  await state(e.page, 'waiting');
+  await e.page.goto('about:blank');
+  await new Promise((r) => setTimeout(r, 9000));
+  await e.page.goBack();
+  await e.page.waitForFunction(() => document.getElementById('headline')?.textContent === 'You were dropped from the line', null, { timeout: 20000 });
+  await check(e.page, 'dropped');
+
+  // Korean, from the browser's language, at 320 px, in the dark scheme.
+  const k = await open(browser, { locale: 'ko-KR', viewport: { width: 320, height: 640 }, colorScheme: 'dark' });
+  await k.page.goto(waitUrl);
+  await join(k.page, 'minji');
+  await state(k.page, 'waiting');
+  assert.equal(await text(k.page, '#headline'), '대기 중입니다');
+  assert.match(await text(k.page, '#ahead'), /^앞에 1명$/);
+  assert.equal(await k.page.evaluate(() => document.documentElement.lang), 'ko');
+  assert.ok(await k.page.evaluate(() => document.documentElement.scrollWidth <= 320), 'no sideways scroll at 320 px');
+  await check(k.page, 'waiting-ko-dark-320');
+
+  // The rankings page: a sale on the all-time board, in both languages.
+  const sale = JSON.parse(readFileSync(new URL('../../events/ranking-updater.payment-completed.json', import.meta.url)));
+  assert.equal((await api('POST', '/events', sale)).status, 200);
+  const r = await open(browser, { viewport: { width: 480, height: 640 } });
+  await r.page.goto(`${BASE}/rankings?period=all-time`);
+  await r.page.waitForSelector('#rows tr td.num', { timeout: 20000 });
+  assert.equal(await r.page.getAttribute('#tab-all-time', 'aria-selected'), 'true');
+  await r.page.focus('#tab-all-time');
+  await r.page.keyboard.press('ArrowLeft');
+  assert.equal(await r.page.getAttribute('#tab-monthly', 'aria-selected'), 'true');
+  await r.page.keyboard.press('ArrowRight');
+  await r.page.waitForSelector('#rows tr td.num');
+  await check(r.page, 'rankings');
+  const rk = await open(browser, { locale: 'ko-KR', viewport: { width: 320, height: 640 } });
+  await rk.page.goto(`${BASE}/rankings?period=all-time`);
+  await rk.page.waitForSelector('#rows tr td.num', { timeout: 20000 });
+  assert.equal(await text(rk.page, 'h1'), '예매 순위');
+  assert.equal(await text(rk.page, '#tab-all-time'), '전체');
+  await check(rk.page, 'rankings-ko-320');
+} finally {
+  await browser.close();
+  answers.close();
+}
+
+assert.deepEqual(cspErrors, [], 'no CSP violation or script error');
+assert.deepEqual(violations, [], 'no serious or critical axe violation');
+console.log('browser tests passed');

@@ -1,0 +1,103 @@
+//! The buyer's pages in a real browser: Debian's Chromium, driven from Node by
+//! `tests/browser/pages.test.mjs` (playwright-core, axe-core), against the local stack's own
+//! HTTP server on a free port, with the promoter and reaper ticking and a Redis this test
+//! stops and starts when the script asks.
+//!
+//! Runs under `cargo test --workspace` when `node`, Chromium (`CHROMIUM`, default
+//! `/usr/bin/chromium`) and `tests/browser/node_modules` are there, and says it skipped
+//! otherwise; `.ci/run` installs them and sets `LINEUP_REQUIRE_BROWSER=1`, where a missing
+//! piece fails the test. Screenshots of every state go to `target/screenshots/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use lineup_tests::TestApp;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// What the browser test needs, or why it cannot run.
+fn tools() -> Result<PathBuf, String> {
+    let chromium =
+        PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
+    if !chromium.exists() {
+        return Err(format!("no Chromium at {}", chromium.display()));
+    }
+    let node = std::process::Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|out| out.status.success()) {
+        return Err("no node".into());
+    }
+    if !repo()
+        .join("tests/browser/node_modules/playwright-core")
+        .exists()
+    {
+        return Err("no tests/browser/node_modules (npm ci in tests/browser)".into());
+    }
+    Ok(chromium)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_work_in_chromium_for_every_state_that_exists() {
+    let chromium = match tools() {
+        Ok(chromium) => chromium,
+        Err(missing) if std::env::var("LINEUP_REQUIRE_BROWSER").as_deref() != Ok("1") => {
+            eprintln!("skipped: {missing} (LINEUP_REQUIRE_BROWSER=1 makes this fail)");
+            return;
+        }
+        Err(missing) => panic!("LINEUP_REQUIRE_BROWSER=1 but {missing}"),
+    };
+    let mut app = TestApp::spawn_durable(&[
+        ("PROMOTE_TICK_SECONDS", "1"),
+        ("REAP_INTERVAL_SECONDS", "1"),
+        ("WAITING_IDLE_SECONDS", "15"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ("RANKING_DEDUPE_DAYS", "3660"),
+    ])
+    .await;
+    let mut redis = app.redis.take().expect("a private redis-server");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(lineup_local::serve(
+        listener,
+        app.stack.clone(),
+        std::future::pending(),
+    ));
+    let schedules = lineup_local::spawn_schedules(&app.stack);
+
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target"));
+    let mut node = Command::new("node")
+        .arg("pages.test.mjs")
+        .current_dir(repo().join("tests/browser"))
+        .env("BASE_URL", &base)
+        .env("CHROMIUM", &chromium)
+        .env("SCREENSHOTS", target.join("screenshots"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node starts");
+    let mut stdin = node.stdin.take().unwrap();
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        match line.as_str() {
+            "lineup:redis stop" => redis.stop().await,
+            "lineup:redis start" => redis.restart().await.expect("redis restarts"),
+            other => {
+                println!("{other}");
+                continue;
+            }
+        }
+        stdin.write_all(b"ok\n").await.unwrap();
+    }
+    let status = node.wait().await.unwrap();
+    schedules.abort();
+    server.abort();
+    assert!(status.success(), "the browser test failed: {status}");
+}
