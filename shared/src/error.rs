@@ -89,7 +89,7 @@ impl Departure {
             "paid" => Some(Departure::Paid),
             "dropped" => Some(Departure::Dropped),
             "left" => Some(Departure::Left),
-            "soldout" => Some(Departure::SoldOut),
+            "given-back" => Some(Departure::SoldOut),
             _ => None,
         }
     }

@@ -223,9 +223,9 @@ local function current_of_two(keys, mark, period_ms)
 end
 
 -- Why tickets lost their place, so that a buyer can be told: ticket → "reason user", the
--- reason 'expired', 'paid', 'dropped' or 'left'. The user is kept because a queue's ticket
--- numbers restart after it retires: an old token naming a reused number is told nothing of
--- the buyer who holds it now. Two hashes used in turn, one per generation of GONE_MS: a
+-- reason 'expired', 'paid', 'dropped', 'left' or 'given-back' (a sold-out queue's line).
+-- The user is kept because a queue's ticket numbers restart after it retires: an old token
+-- naming a reused number is told nothing of the buyer who holds it now. Two hashes used in turn, one per generation of GONE_MS: a
 -- record lives one to two generations, so the hashes hold the departures of two generations
 -- at most, and each expires on its own once no longer written.
 local GONE_MS = math.max(SESSION_MS, IDLE_MS, 300000)
@@ -475,12 +475,12 @@ end
 
 -- The reply for a held token that is not active while the queue is sold out, given what
 -- find() said: 'soldout', unless its place ended otherwise first (expired, paid, left). A
--- waiter the reaper has already given back (recorded 'soldout'), or whose record is gone,
--- is told 'soldout' too.
+-- waiter the reaper has already given back (recorded 'given-back'), or whose record is
+-- gone, is told 'soldout' too.
 local function sold_out_reply(state, user, ticket)
   if state ~= 'waiting' and state ~= 'dropped' then
     local why = departure(state, user, ticket)
-    if why ~= 'soldout' and why ~= 'unknown' then return token_reply(0, why) end
+    if why ~= 'given-back' and why ~= 'unknown' then return token_reply(0, why) end
   end
   return token_reply(0, 'soldout', ticket)
 end

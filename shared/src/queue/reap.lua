@@ -1,7 +1,8 @@
 -- Reap one chunk: ARGV[ARG] cursor (last ticket examined, exclusive), ARGV[ARG + 1] chunk
 -- size, ARGV[ARG + 2] ms without a new arrival after which an empty queue is idle.
 -- Removes expired sessions and absent waiters; in a sold-out queue, every waiter, recorded
--- as 'soldout' so that its token still answers so.
+-- as 'given-back', so that its token still answers soldout (and, once reversed, says why
+-- it lost its place).
 -- Returns {expired, abandoned, next cursor, idle, given back}: the lists as {user, ticket}
 -- pairs, a next cursor of 0 when the whole line was examined and no expired session is left
 -- over, idle 1 when the queue is empty and has had no arrival for the idle period, and how
@@ -22,7 +23,7 @@ for i = 1, #rows, 2 do
 end
 if #users > 0 then redis.call('ZREM', WAITING, unpack(users)) end
 record_departures(abandoned, 'dropped')
-record_departures(given_back, 'soldout')
+record_departures(given_back, 'given-back')
 if #rows == 2 * chunk then return {expired, abandoned, tonumber(rows[#rows]), 0, #given_back} end
 -- The line is done, but more expired sessions may wait: call again from the line's end.
 if #expired == chunk then
