@@ -239,7 +239,8 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
         json!({"queueId": "show", "message": "All tickets are sold."}),
     );
     let verdicts =
-        ranking_updater::apply_events(&[event.clone()], &app.stack.ranking_updater).await;
+        ranking_updater::apply_events(std::slice::from_ref(&event), &app.stack.ranking_updater)
+            .await;
     assert_eq!(verdicts, [ranking_updater::Verdict::Applied]);
     let active_at_event = summary(&app, "show").await.body["active"].as_u64().unwrap();
     // More ticks after the event, still racing, then some of our own.
@@ -316,7 +317,7 @@ async fn selling_out_and_closing_are_announced_on_the_bus() {
         "InventorySoldOut",
         json!({"queueId": "show", "message": "Gone!"}),
     );
-    ranking_updater::apply_events(&[event.clone()], &app.stack.ranking_updater).await;
+    ranking_updater::apply_events(std::slice::from_ref(&event), &app.stack.ranking_updater).await;
     ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
     // Already sold out: setting it again announces nothing more.
     put_settings(&app, "show", &json!({"soldOut": true})).await;
