@@ -35,7 +35,7 @@ pub enum Error {
     #[error("this queue takes no new arrivals")]
     QueueClosed,
     /// The queue holds its most waiters, or in passthrough mode has no free place; retry
-    /// after the given delay (503).
+    /// after the given delay (429: a 4xx, as the service itself is well).
     #[error("this queue is full; retry after {} s", retry_after.as_secs())]
     QueueFull { retry_after: Duration },
     /// The request conflicts with the current state, such as closing a queue in use (409).

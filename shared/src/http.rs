@@ -50,7 +50,7 @@ pub fn problem(err: &Error) -> Response<Body> {
             (StatusCode::GONE, "Sold out", "sold-out")
         }
         Error::QueueClosed => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
-        Error::QueueFull { .. } => (StatusCode::SERVICE_UNAVAILABLE, "Queue full", "queue-full"),
+        Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
         Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
         Error::MethodNotAllowed { .. } => (

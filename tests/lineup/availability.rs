@@ -28,7 +28,7 @@ async fn passthrough_admits_up_to_capacity_and_closed_refuses_only_new_arrivals(
     assert_eq!(join(&app, "show", "u2").await.body["status"], "active");
     // No line in passthrough: past capacity the arrival is refused, to retry soon.
     let full = join(&app, "show", "u3").await;
-    assert_kind(&full, 503, "queue-full");
+    assert_kind(&full, 429, "queue-full");
     assert!((1..=10).contains(&retry_after(&full)), "{:?}", full.headers);
     assert_eq!(summary(&app, "show").await.body["waiting"], 0);
 
@@ -72,7 +72,7 @@ async fn past_max_waiting_new_arrivals_are_refused_as_full_with_retry_after() {
     let u2 = join(&app, "show", "u2").await.token();
     join(&app, "show", "u3").await;
     let full = join(&app, "show", "u4").await;
-    assert_kind(&full, 503, "queue-full");
+    assert_kind(&full, 429, "queue-full");
     assert!(retry_after(&full) >= 1);
     // Those already in line are answered as usual.
     assert_eq!(join(&app, "show", "u3").await.status, 200);

@@ -10,7 +10,7 @@
 //! saying why (`session-ended`, `dropped-for-absence`, `left`, `sold-out`); one the queue does
 //! not know (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
 //! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
-//! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 503
+//! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
 //! `queue-full` with `Retry-After`.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
