@@ -7,7 +7,7 @@ use std::sync::Arc;
 use lineup::publish::{Publisher, SOURCE};
 use lineup_tests::queue::{assert_kind, join, leave, promote, put_settings, status, summary};
 use lineup_tests::rankings::envelope;
-use lineup_tests::{Moto, TestApp};
+use lineup_tests::{authorizer_request, Moto, TestApp};
 use serde_json::{json, Value};
 
 fn retry_after(reply: &lineup_tests::Reply) -> u64 {
@@ -175,6 +175,17 @@ async fn sold_out_by_settings_tells_every_waiter_admits_nobody_and_is_reversible
         assert_eq!(polled.body["position"], Value::Null);
     }
     assert_eq!(status(&app, "show", &u1).await.body["status"], "active");
+    // The gatekeeper lets the active buyer through and tells every other why not.
+    assert!(
+        app.authorize(authorizer_request(Some(&u1), Some("show"), None))
+            .await
+            .0
+    );
+    let (allowed, context) = app
+        .authorize(authorizer_request(Some(&waiters[0]), Some("show"), None))
+        .await;
+    assert!(!allowed);
+    assert_eq!(context["reason"], "sold-out");
     // A freed place is not filled, by a leave or by a tick.
     assert_eq!(leave(&app, "show", &u1).await.status, 204);
     assert_eq!(promote(&app).await.admitted, 0);
