@@ -357,3 +357,34 @@ async fn selling_out_and_closing_are_announced_on_the_bus() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_dropped_waiter_admitted_in_passthrough_leaves_the_line() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2"), ("WAITING_IDLE_SECONDS", "5")]).await;
+    join(&app, "show", "u1").await;
+    put_settings(&app, "show", &json!({"paused": true})).await;
+    assert_eq!(join(&app, "show", "u2").await.body["status"], "waiting");
+    // u2 stops polling and is past the idle period, but nothing has removed it yet.
+    lineup_tests::queue::served_for(&app, "show", std::time::Duration::from_millis(6000)).await;
+    put_settings(
+        &app,
+        "show",
+        &json!({"paused": false, "mode": "passthrough"}),
+    )
+    .await;
+    let again = join(&app, "show", "u2").await;
+    assert_eq!(
+        (again.status, again.body["status"].clone()),
+        (201, json!("active"))
+    );
+    let shown = summary(&app, "show").await.body;
+    assert_eq!(
+        (shown["waiting"].clone(), shown["active"].clone()),
+        (json!(0), json!(2)),
+        "{shown}"
+    );
+    assert_eq!(
+        status(&app, "show", &again.token()).await.body["status"],
+        "active"
+    );
+}

@@ -77,6 +77,8 @@ ticket = redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', META, 'last-issue', NOW)
 if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
     and live_active_count() < CAPACITY then
+  -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
+  if state == 'dropped' then redis.call('ZREM', WAITING, user) end
   activate(user, ticket)
   return active_reply(1, ticket, NOW + SESSION_MS)
 end
