@@ -13,6 +13,9 @@
 //! Wait estimates come from the live sessions' ends and the measured mean session length
 //! (`wait_estimate` in `common.lua`). A token that lost its place is answered with its
 //! [`Departure`], recorded for a while by whatever removed it.
+//!
+//! Who may join and be admitted (mode, sold out, `maxWaiting`, the operator's message) is
+//! part of the settings, read in the prelude's one settings read (`availability`).
 
 mod availability;
 mod buyer;
