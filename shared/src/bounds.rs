@@ -59,6 +59,8 @@ pub const ADMIT_PER_TICK: Bounds = Bounds::new(1, 1_000_000);
 /// second (the shortest `pollAfterSeconds`, at most a third of the idle period) then has
 /// 4 s or more for its round trip.
 pub const WAITING_IDLE_SECONDS: Bounds = Bounds::new(5, 86_400);
+/// Most buyers waiting in one queue before new arrivals are refused as full.
+pub const MAX_WAITING: Bounds = Bounds::new(1, 100_000_000);
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,16 @@ pub enum Error {
     /// its quantity.
     #[error("all {quantity} coupons of this campaign are claimed")]
     SoldOut { quantity: u64 },
+    /// The queue is sold out: no new arrivals (410), with the operator's message if any.
+    #[error("{}", message.as_deref().unwrap_or("this queue is sold out"))]
+    QueueSoldOut { message: Option<String> },
+    /// The queue's mode is `closed`: no new arrivals; those in line keep their places (409).
+    #[error("this queue takes no new arrivals")]
+    QueueClosed,
+    /// The queue holds its most waiters, or in passthrough mode has no free place; retry
+    /// after the given delay (429: a 4xx, as the service itself is well).
+    #[error("this queue is full; retry after {} s", retry_after.as_secs())]
+    QueueFull { retry_after: Duration },
     /// The request conflicts with the current state, such as closing a queue in use (409).
     #[error("{0}")]
     Conflict(String),
@@ -67,6 +77,8 @@ pub enum Departure {
     Dropped,
     /// The buyer left the line or gave up the session.
     Left,
+    /// The queue sold out while the buyer waited, and the reaper gave the place back.
+    SoldOut,
 }
 
 impl Departure {
@@ -77,6 +89,7 @@ impl Departure {
             "paid" => Some(Departure::Paid),
             "dropped" => Some(Departure::Dropped),
             "left" => Some(Departure::Left),
+            "given-back" => Some(Departure::SoldOut),
             _ => None,
         }
     }
@@ -87,6 +100,7 @@ impl Departure {
             Departure::Expired | Departure::Paid => "session-ended",
             Departure::Dropped => "dropped-for-absence",
             Departure::Left => "left",
+            Departure::SoldOut => "sold-out",
         }
     }
 
@@ -96,6 +110,7 @@ impl Departure {
             Departure::Expired | Departure::Paid => "Session ended",
             Departure::Dropped => "Dropped for absence",
             Departure::Left => "Left the queue",
+            Departure::SoldOut => "Sold out",
         }
     }
 }
@@ -113,6 +128,9 @@ impl std::fmt::Display for Departure {
                  takes a new place at the back of the line"
             }
             Departure::Left => "this token left the queue",
+            Departure::SoldOut => {
+                "the queue sold out while this token waited, and its place was given up"
+            }
         })
     }
 }

@@ -46,7 +46,11 @@ pub fn problem(err: &Error) -> Response<Body> {
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
         Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
-        Error::SoldOut { .. } => (StatusCode::GONE, "Sold out", "sold-out"),
+        Error::SoldOut { .. } | Error::QueueSoldOut { .. } => {
+            (StatusCode::GONE, "Sold out", "sold-out")
+        }
+        Error::QueueClosed => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
+        Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
         Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
         Error::MethodNotAllowed { .. } => (
@@ -97,7 +101,9 @@ pub fn problem(err: &Error) -> Response<Body> {
     // An error is never cached: a board that failed to read must not stay failed.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_STORE));
     match err {
-        Error::Unavailable { retry_after, .. } | Error::RateLimited { retry_after } => {
+        Error::Unavailable { retry_after, .. }
+        | Error::RateLimited { retry_after }
+        | Error::QueueFull { retry_after } => {
             headers.insert(
                 header::RETRY_AFTER,
                 HeaderValue::from(retry_after.as_secs().max(1)),

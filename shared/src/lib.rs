@@ -25,7 +25,8 @@
 //!    - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
 //! 5. The domain, each operation one Lua script beside the Rust function that calls it:
 //!    - [`queue`]: the waiting room: its key layout, issue, status, leave, the gatekeeper
-//!      check, release after payment, per-queue settings, summary, promotion and reaping.
+//!      check, release after payment, per-queue settings and availability (modes, sold out,
+//!      maxWaiting, the operator's message), summary, promotion and reaping.
 //!    - [`coupon`]: first-come coupon campaigns: exactly `quantity` numbered claims, one per
 //!      buyer, each written with its outbox entry for the publisher.
 //!    - [`ranking`]: sales and sell-through boards fed by payment and concert events

@@ -112,7 +112,7 @@ async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_i
         let done = Instant::now();
         for event in report.events() {
             assert_eq!(event.kind, QueueEventKind::Abandoned);
-            let (poll_sent, poll_done) = last_poll[&event.user_id];
+            let (poll_sent, poll_done) = last_poll[event.user_id.as_deref().unwrap()];
             // At the earliest: the reply of the reaper run that dropped it, against the
             // moment its last poll was sent. At the latest: that run's start, against the
             // moment its last poll was answered.
@@ -201,7 +201,10 @@ async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
         }
     }
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
-    let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
+    let dropped: Vec<_> = reaped
+        .events()
+        .map(|e| e.user_id.as_deref().unwrap())
+        .collect();
     assert_eq!(dropped, ["walker"]);
     lineup_tests::queue::assert_kind(
         &status(&app, "long", &tokens["walker"].1).await,
@@ -271,7 +274,7 @@ async fn a_redis_outage_longer_than_the_idle_period_costs_no_place() {
                 promote(&app).await;
                 let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
                 let now = Instant::now();
-                dropped.extend(reaped.events().map(|e| (e.user_id.clone(), now)));
+                dropped.extend(reaped.events().map(|e| (e.user_id.clone().unwrap(), now)));
                 sleep(Duration::from_millis(150)).await;
             }
             dropped
@@ -348,7 +351,10 @@ async fn the_summary_stops_counting_a_walked_away_waiter_within_the_documented_b
     }
     // One reaper run examines the whole line.
     let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
-    let dropped: Vec<_> = reaped.events().map(|e| e.user_id.as_str()).collect();
+    let dropped: Vec<_> = reaped
+        .events()
+        .map(|e| e.user_id.as_deref().unwrap())
+        .collect();
     assert_eq!(dropped, ["walker"]);
     assert_eq!(summary(&app, "show").await.body["waiting"], 1);
 }

@@ -12,7 +12,7 @@ use lineup_tests::{aws_config_for, sleep, Moto, TestApp, ThrottlingEndpoint};
 use serde_json::{json, Value};
 
 /// A bus whose rule sends every `lineup.queue` event to a fresh SQS queue.
-async fn bus_to_queue(moto: &Moto) -> (String, String) {
+pub(crate) async fn bus_to_queue(moto: &Moto) -> (String, String) {
     let events = moto.eventbridge();
     let sqs = moto.sqs();
     let bus = "lineup-test";
@@ -69,7 +69,7 @@ async fn bus_to_queue(moto: &Moto) -> (String, String) {
 }
 
 /// Every event delivered to the queue, waiting until `expected` have arrived.
-async fn received(moto: &Moto, queue_url: &str, expected: usize) -> Vec<Value> {
+pub(crate) async fn received(moto: &Moto, queue_url: &str, expected: usize) -> Vec<Value> {
     let sqs = moto.sqs();
     let mut events = Vec::new();
     for _ in 0..50 {

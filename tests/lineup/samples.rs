@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 27] = [
+const EXPECTED: [(&str, &str); 28] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -43,6 +43,8 @@ const EXPECTED: [(&str, &str); 27] = [
     ("ranking-api.concert.json", "200"),
     ("ranking-api.page.json", "200"),
     ("ranking-updater.concert-cancelled.json", "applied"),
+    // The booking system has sold every ticket of the on-sale: its queue admits nobody more.
+    ("ranking-updater.inventory-sold-out.json", "applied"),
     // An operator's coupon campaign, a buyer's claim (the JWT's sub), its read, and the
     // publisher's schedule (no bus in the samples: it sends nothing).
     ("coupon-api.put.json", "201"),

@@ -7,8 +7,11 @@
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
 //!
 //! A token that no longer holds a place is 410 Gone on both token routes, with a problem type
-//! saying why (`session-ended`, `dropped-for-absence`, `left`); one the queue does not know
-//! (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
+//! saying why (`session-ended`, `dropped-for-absence`, `left`, `sold-out`); one the queue does
+//! not know (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
+//! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
+//! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
+//! `queue-full` with `Retry-After`.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
@@ -245,9 +248,10 @@ async fn configure(
     queue: QueueId,
 ) -> Result<Response<Body>, Error> {
     let change: SettingsChange = json_body(request)?;
-    let settings = deps.room.configure(&queue, &change).await?;
-    tracing::info!(%queue, ?settings, "queue settings changed");
-    Ok(json(StatusCode::OK, &settings))
+    let configured = deps.room.configure(&queue, &change).await?;
+    tracing::info!(%queue, settings = ?configured.settings, "queue settings changed");
+    deps.publisher.publish(&configured.events).await;
+    Ok(json(StatusCode::OK, &configured.settings))
 }
 
 async fn close(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
@@ -331,6 +335,9 @@ struct TokenStatus<'a> {
     poll_after_seconds: u64,
     /// Admissions are paused: the place holds, but no estimate is honest until they resume.
     paused: bool,
+    /// The operator's message, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
 }
 
 impl<'a> TokenStatus<'a> {
@@ -343,6 +350,7 @@ impl<'a> TokenStatus<'a> {
                 None,
                 Some(until.to_rfc3339_opts(SecondsFormat::Millis, true)),
             ),
+            Standing::SoldOut => ("soldout", None, None),
         };
         TokenStatus {
             token: claims.sign(&deps.token_key),
@@ -355,6 +363,7 @@ impl<'a> TokenStatus<'a> {
             active_until,
             poll_after_seconds: state.poll_after_seconds(now),
             paused: state.paused,
+            message: state.message.clone(),
         }
     }
 }

@@ -10,9 +10,10 @@
 //! Anything else is a deny, never an error: a missing or forged token, another queue's
 //! token, a payload that is not an authorizer request, and a Redis outage (fail closed).
 //! The context carries `userId`, `queueId` and `activeUntil`, never the token. A deny's
-//! context is `{"reason": …}`, the reason also logged: for a genuine token, `waiting` or what
-//! queue-api's status answers as its problem type (`session-ended`, `dropped-for-absence`,
-//! `left`, `not-found`); a forged or other queue's token is `not-found` too.
+//! context is `{"reason": …}`, the reason also logged: for a genuine token, `waiting`,
+//! `sold-out` (every token not active in a sold-out queue) or what queue-api's status answers
+//! as its problem type (`session-ended`, `dropped-for-absence`, `left`, `not-found`); a forged
+//! or other queue's token is `not-found` too.
 //! [`decide_event`] tells an outage from a refusal, for the local stack's 503.
 
 use aws_lambda_events::event::apigw::{

@@ -3,6 +3,8 @@
 //! Correctness never waits for it: expired and absent entries are already ignored by every
 //! other script; the reaper only gives the memory back.
 //!
+//! In a sold-out queue it gives every waiter back (`givenBack`), chunk by chunk.
+//!
 //! Publishes `QueueTokenExpired` and `QueueWaiterAbandoned` for what it removes, and writes
 //! one EMF metrics record per queue.
 //!
@@ -63,6 +65,7 @@ pub async fn reap_all(deps: &Deps) -> ReapReport {
         queues = total.queues.len(),
         expired = total.expired(),
         abandoned = total.abandoned(),
+        given_back = total.given_back(),
         retired = total.retired(),
         "reaped"
     );
@@ -71,7 +74,8 @@ pub async fn reap_all(deps: &Deps) -> ReapReport {
             &Record::new()
                 .dimension("queueId", queue.queue_id.as_str())
                 .count("expired", queue.expired)
-                .count("abandoned", queue.abandoned),
+                .count("abandoned", queue.abandoned)
+                .count("givenBack", queue.given_back),
         );
     }
     deps.publisher.publish(total.events()).await;

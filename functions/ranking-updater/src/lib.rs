@@ -1,6 +1,8 @@
 //! `ranking-updater`: applies payment and concert events to the boards, and ends the waiting-room
 //! session of a buyer whose `PaymentCompleted` names `queueId` and `userId`, so the next
-//! waiter is admitted on the next tick. Both happen in the same round trip.
+//! waiter is admitted on the next tick, and marks a queue sold out on `InventorySoldOut`
+//! (`queueId`, optional `message`), publishing `QueueSoldOut`. All happen in the same round
+//! trip.
 //!
 //! Invoked by an EventBridge rule with one event, or by SQS with a batch whose bodies are
 //! EventBridge events. A batch is applied in one round trip and answers with
@@ -18,7 +20,7 @@ use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Publisher;
-use lineup::queue::{Paid, QueueEvent, WaitingRoom};
+use lineup::queue::{Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom};
 use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
 use lineup::store::Batch;
 use serde::Serialize;
@@ -201,47 +203,66 @@ pub async fn apply_events_reporting(
     deps: &Deps,
 ) -> (Vec<Verdict>, Option<lineup::Error>) {
     let source = &deps.rankings.settings().event_source;
-    let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(events.len());
+    let mut verdicts: Vec<Slot> = Vec::with_capacity(events.len());
     let mut commands: Vec<Command> = Vec::new();
     let mut releases: Vec<Paid> = Vec::new();
+    let mut notices: Vec<SoldOutNotice> = Vec::new();
     for event in events {
         match read_event(event, source) {
             Ok(Read::Command(command, release)) => {
                 commands.push(command);
                 releases.extend(release);
-                verdicts.push(None);
+                verdicts.push(Slot::Command);
+            }
+            Ok(Read::SoldOut(notice)) => {
+                notices.push(notice);
+                verdicts.push(Slot::SoldOut);
             }
             Ok(Read::Ignored(reason)) => {
                 tracing::info!(%reason, "event ignored");
-                verdicts.push(Some(Verdict::Ignored(reason)));
+                verdicts.push(Slot::Done(Verdict::Ignored(reason)));
             }
             Err(err) => {
                 tracing::warn!(error = %err, "event rejected");
-                verdicts.push(Some(Verdict::Rejected(err.to_string())));
+                verdicts.push(Slot::Done(Verdict::Rejected(err.to_string())));
             }
         }
     }
 
-    let (outcomes, released, error) = match apply_commands(&commands, &releases, deps).await {
-        Ok((outcomes, released)) => (outcomes, released, None),
+    let (applied, error) = match apply_commands(&commands, &releases, &notices, deps).await {
+        Ok(applied) => (applied, None),
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
+            let failed = Verdict::Failed(err.to_string());
             (
-                vec![Verdict::Failed(err.to_string()); commands.len()],
-                Vec::new(),
+                Applied {
+                    outcomes: vec![failed.clone(); commands.len()],
+                    sold_out: vec![failed; notices.len()],
+                    events: Vec::new(),
+                },
                 Some(err),
             )
         }
     };
-    let late = late_payments(&commands, &outcomes, deps);
-    deps.publisher.publish(&released).await;
+    let late = late_payments(&commands, &applied.outcomes, deps);
+    deps.publisher.publish(&applied.events).await;
+    let released = applied
+        .events
+        .iter()
+        .filter(|e| e.kind == lineup::queue::QueueEventKind::Released)
+        .count();
 
-    let mut applied = outcomes.into_iter();
+    let mut outcomes = applied.outcomes.into_iter();
+    let mut sold_out = applied.sold_out.into_iter();
     let verdicts: Vec<Verdict> = verdicts
         .into_iter()
-        .map(|v| {
-            v.or_else(|| applied.next())
-                .unwrap_or_else(|| Verdict::Failed("no outcome".into()))
+        .map(|slot| {
+            match slot {
+                Slot::Done(verdict) => Some(verdict),
+                Slot::Command => outcomes.next(),
+                Slot::SoldOut => sold_out.next(),
+            }
+            .unwrap_or_else(|| Verdict::Failed("no outcome".into()))
         })
         .collect();
     for verdict in &verdicts {
@@ -253,20 +274,33 @@ pub async fn apply_events_reporting(
             _ => {}
         }
     }
-    deps.metrics.emit(&metrics(&verdicts, late, released.len()));
+    deps.metrics.emit(&metrics(&verdicts, late, released));
     (verdicts, error)
 }
 
+/// Where one event's verdict comes from: known already, or the outcome of its command or
+/// sell-out, in the order they were staged.
+enum Slot {
+    Done(Verdict),
+    Command,
+    SoldOut,
+}
+
 /// What one event asks for: a ranking command and, for a payment that names its buyer, the
-/// release of the buyer's waiting-room session; or why it asks for nothing.
+/// release of the buyer's waiting-room session; a queue sold out; or why it asks for nothing.
 enum Read {
     Command(Command, Option<Paid>),
+    SoldOut(SoldOutNotice),
     Ignored(String),
 }
 
-/// Reads one EventBridge event (as JSON) from `source`: the rankings read their part, the
-/// waiting room its own (`queueId`, `userId`, `ticket`).
+/// Reads one EventBridge event (as JSON) from `source`: `InventorySoldOut` is the waiting
+/// room's; of the others, the rankings read their part, the waiting room its own (`queueId`,
+/// `userId`, `ticket`).
 fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
+    if let Some(notice) = SoldOutNotice::from_event(event, source)? {
+        return Ok(Read::SoldOut(notice));
+    }
     let command = match parse_event(event, source)? {
         Parsed::Command(command) => command,
         Parsed::Ignored(reason) => return Ok(Read::Ignored(reason)),
@@ -282,13 +316,27 @@ fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
     Ok(Read::Command(command, release))
 }
 
-/// Applies the commands and releases the paying buyers' sessions, in one round trip.
+/// What one round trip did: the commands' verdicts, the sell-outs', and the queue events to
+/// publish.
+struct Applied {
+    outcomes: Vec<Verdict>,
+    sold_out: Vec<Verdict>,
+    events: Vec<QueueEvent>,
+}
+
+/// Applies the commands, releases the paying buyers' sessions and marks sold-out queues, in
+/// one round trip.
 async fn apply_commands(
     commands: &[Command],
     releases: &[Paid],
+    notices: &[SoldOutNotice],
     deps: &Deps,
-) -> Result<(Vec<Verdict>, Vec<QueueEvent>), lineup::Error> {
+) -> Result<Applied, lineup::Error> {
     let mut batch = Batch::new();
+    let sell_outs: Vec<_> = notices
+        .iter()
+        .map(|notice| deps.room.stage_sell_out(&mut batch, notice))
+        .collect();
     let remember = deps.rankings.settings().dedupe;
     let releases: Vec<_> = releases
         .iter()
@@ -300,11 +348,26 @@ async fn apply_commands(
     let outcomes = deps.rankings.stage_apply(&mut batch, commands);
     let replies = deps.rankings.send(&batch).await?;
     let outcomes = outcomes.read(&replies)?;
-    let mut released = Vec::new();
+    let mut events = Vec::new();
     for release in &releases {
-        released.extend(release.read(&replies)?);
+        events.extend(release.read(&replies)?);
     }
-    Ok((outcomes.into_iter().map(Verdict::from).collect(), released))
+    let mut sold_out = Vec::with_capacity(sell_outs.len());
+    for staged in &sell_outs {
+        sold_out.push(match staged.read(&replies)? {
+            SellOut::SoldOut(event) => {
+                events.push(event);
+                Verdict::Applied
+            }
+            SellOut::Already => Verdict::Duplicate,
+            SellOut::NoQueue => Verdict::Ignored("no such queue".into()),
+        });
+    }
+    Ok(Applied {
+        outcomes: outcomes.into_iter().map(Verdict::from).collect(),
+        sold_out,
+        events,
+    })
 }
 
 /// Applied payments whose day had already ended in the ranking zone when they arrived.

@@ -139,6 +139,8 @@ pub enum Refusal {
     Gone(Departure),
     /// The queue does not know this token.
     Unknown,
+    /// The queue sold out: nobody more is admitted.
+    SoldOut,
 }
 
 impl From<Absence> for Refusal {
@@ -158,6 +160,7 @@ impl Refusal {
             Refusal::Waiting => "waiting",
             Refusal::Gone(departure) => departure.kind(),
             Refusal::Unknown => "not-found",
+            Refusal::SoldOut => "sold-out",
         }
     }
 }
@@ -312,7 +315,8 @@ impl WaitingRoom {
 }
 
 /// What issue and status answer for a token: `token_reply` in `common.lua`,
-/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register}`.
+/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register,
+/// message}`.
 struct TokenReply {
     /// Whether the script gave a new ticket.
     created: bool,
@@ -334,6 +338,8 @@ enum TokenAnswer {
     NoQueue,
     /// The queue is not in the registry; issue wrote nothing.
     Unregistered,
+    /// A new arrival refused: sold out, closed or full.
+    Refused(Error),
 }
 
 impl TokenAnswer {
@@ -349,23 +355,27 @@ impl TokenAnswer {
             TokenAnswer::Unregistered => Err(Error::Internal(
                 "issue script: the queue is still not registered".into(),
             )),
+            TokenAnswer::Refused(err) => Err(err),
         }
     }
 }
 
 impl FromRedisValue for TokenReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (created, status, ticket, position, until_ms, wait_ms, idle_ms, paused, register): (
-            u8,
-            String,
-            u64,
-            u64,
-            i64,
-            String,
-            u64,
-            u8,
-            u8,
-        ) = FromRedisValue::from_redis_value(v)?;
+        let (
+            created,
+            status,
+            ticket,
+            position,
+            until_ms,
+            wait_ms,
+            idle_ms,
+            paused,
+            register,
+            message,
+        ): (u8, String, u64, u64, i64, String, u64, u8, u8, String) =
+            FromRedisValue::from_redis_value(v)?;
+        let message = (!message.is_empty()).then_some(message);
         let live = |standing| {
             TokenAnswer::Live(TokenState {
                 ticket,
@@ -373,12 +383,22 @@ impl FromRedisValue for TokenReply {
                 expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
                 waiting_idle: Duration::from_millis(idle_ms),
                 paused: paused == 1,
+                message: message.clone(),
             })
         };
         let answer = match status.as_str() {
             "waiting" => live(Standing::Waiting { position }),
             "active" => live(Standing::Active {
                 until: instant(until_ms)?,
+            }),
+            "soldout" => live(Standing::SoldOut),
+            "sold-out" => TokenAnswer::Refused(Error::QueueSoldOut {
+                message: message.clone(),
+            }),
+            "closed" => TokenAnswer::Refused(Error::QueueClosed),
+            "full" => TokenAnswer::Refused(Error::QueueFull {
+                retry_after: Duration::from_millis(until_ms.max(0) as u64)
+                    .max(Duration::from_secs(1)),
             }),
             "limited" => TokenAnswer::Limited {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
@@ -413,6 +433,7 @@ impl FromRedisValue for CheckReply {
         }
         Ok(CheckReply(Err(match why.as_str() {
             "waiting" => Refusal::Waiting,
+            "soldout" => Refusal::SoldOut,
             other => Absence::from_script(other)
                 .ok_or_else(|| format!("check script returned {other:?}"))?
                 .into(),

@@ -19,12 +19,19 @@ local ARG = 6
 local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused')
+  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
 local ADMIT_PER_TICK = tonumber(stored[4] or ARGV[4])
 local PAUSED = stored[5] == '1'
+-- Availability (availability.rs): the mode ('queue', 'passthrough' or 'closed'), whether the
+-- queue is sold out, the operator's message ('' when none) and the most waiters (0: no
+-- limit). Read in the same HMGET, so they cost no call of their own.
+local MODE = stored[6] or 'queue'
+local SOLD_OUT = stored[7] == '1'
+local MESSAGE = stored[8] or ''
+local MAX_WAITING = tonumber(stored[9]) or 0
 -- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
 -- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
@@ -216,9 +223,9 @@ local function current_of_two(keys, mark, period_ms)
 end
 
 -- Why tickets lost their place, so that a buyer can be told: ticket → "reason user", the
--- reason 'expired', 'paid', 'dropped' or 'left'. The user is kept because a queue's ticket
--- numbers restart after it retires: an old token naming a reused number is told nothing of
--- the buyer who holds it now. Two hashes used in turn, one per generation of GONE_MS: a
+-- reason 'expired', 'paid', 'dropped', 'left' or 'given-back' (a sold-out queue's line).
+-- The user is kept because a queue's ticket numbers restart after it retires: an old token
+-- naming a reused number is told nothing of the buyer who holds it now. Two hashes used in turn, one per generation of GONE_MS: a
 -- record lives one to two generations, so the hashes hold the departures of two generations
 -- at most, and each expires on its own once no longer written.
 local GONE_MS = math.max(SESSION_MS, IDLE_MS, 300000)
@@ -292,11 +299,11 @@ local function activate(user, ticket)
 end
 
 -- Moves the oldest present waiters to active, up to `limit` and the free capacity, and
--- drops absent waiters met on the way. Nothing moves while the queue is paused.
+-- drops absent waiters met on the way. Nothing moves while the queue is paused or sold out.
 -- Returns the admitted as {user, ticket, active until} and the dropped as {user, ticket}.
 local function promote(limit)
   local admitted, dropped = {}, {}
-  if PAUSED then return admitted, dropped end
+  if PAUSED or SOLD_OUT then return admitted, dropped end
   local free = math.min(CAPACITY - live_active_count(), limit, SLICE)
   -- Bounds the work one call spends skipping absent waiters.
   local budget = free + SLICE
@@ -345,6 +352,15 @@ end
 
 local PAUSED_FLAG = PAUSED and 1 or 0
 
+-- The settings in force as configure and summary reply (decoded by `QueueSettings`):
+-- {capacity, session ms, admit per tick, idle ms, paused, {mode, sold out, message, max
+-- waiting}}, from `set`, the fields as read (nil: the default).
+local function settings_reply(set)
+  return {tonumber(set.capacity or ARGV[1]), tonumber(set.session or ARGV[2]),
+    tonumber(set.admit or ARGV[4]), tonumber(set.idle or ARGV[3]), set.paused and 1 or 0,
+    {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0}}
+end
+
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,
 -- settings change or promotion tick: longer than any place can outlive those (a waiter
 -- polls within the idle period, a session lasts the session length), so the counter never
@@ -361,7 +377,8 @@ local function needs_registration()
 end
 
 -- The expected wait in ms of the waiter at `position`, or '' while none is honest: the queue
--- is paused, or no session has ended yet, so how long sessions last is not measured.
+-- is paused or sold out, or no session has ended yet, so how long sessions last is not
+-- measured.
 -- The places free one after another. The k-th to free is free now if fewer than capacity
 -- sessions are live; else it is the live session with the (k − free)-th earliest end, which
 -- frees when expected: its start plus the mean session length, not after its end, not before
@@ -369,7 +386,7 @@ end
 -- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
 -- ZRANGE by index on the active set.
 local function wait_estimate(position)
-  if PAUSED or CAPACITY < 1 then return '' end
+  if PAUSED or SOLD_OUT or CAPACITY < 1 then return '' end
   local mean = SESSION_MEAN_MS
   if not mean then return '' end
   mean = math.min(mean, SESSION_MS)
@@ -392,12 +409,14 @@ end
 
 -- The reply issue and status give, and the only place it is built (decoded by `TokenReply`
 -- in buyer.rs): {created, status, ticket, position, active_until_ms, wait_ms, idle_ms,
--- paused, register}. `status` is 'waiting', 'active', a departure, 'unknown', 'limited'
--- (active_until_ms then holds the ms until the window ends), 'no-queue' or 'unregistered';
--- `wait_ms` is '' when no estimate is honest. Omitted fields are 0 ('' for `wait_ms`).
+-- paused, register, message}. `status` is 'waiting', 'active', 'soldout', a departure,
+-- 'unknown', 'limited' (active_until_ms then holds the ms until the window ends), a refusal
+-- of a new arrival ('sold-out', 'closed', or 'full' with the ms to retry after in
+-- active_until_ms), 'no-queue' or 'unregistered'; `wait_ms` is '' when no estimate is
+-- honest. Omitted fields are 0 ('' for `wait_ms`).
 local function token_reply(created, status, ticket, position, until_ms, wait_ms, register)
   return {created, status, ticket or 0, position or 0, until_ms or 0, wait_ms or '', IDLE_MS,
-    PAUSED_FLAG, register or 0}
+    PAUSED_FLAG, register or 0, MESSAGE}
 end
 
 local function waiting_reply(created, user, ticket)
@@ -452,4 +471,16 @@ end
 -- The reply for a token that holds no place: its departure in place of the status.
 local function gone_reply(state, user, ticket)
   return token_reply(0, departure(state, user, ticket))
+end
+
+-- The reply for a held token that is not active while the queue is sold out, given what
+-- find() said: 'soldout', unless its place ended otherwise first (expired, paid, left). A
+-- waiter the reaper has already given back (recorded 'given-back'), or whose record is
+-- gone, is told 'soldout' too.
+local function sold_out_reply(state, user, ticket)
+  if state ~= 'waiting' and state ~= 'dropped' then
+    local why = departure(state, user, ticket)
+    if why ~= 'given-back' and why ~= 'unknown' then return token_reply(0, why) end
+  end
+  return token_reply(0, 'soldout', ticket)
 end

@@ -1,9 +1,10 @@
 -- Settings: ARGV[ARG..] pairs of field name and value; an empty value returns the field to
--- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused.
+-- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused,
+-- mode, sold-out, message, max-waiting.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
--- Returns the settings in force afterwards, as {capacity, session ms, admit per tick,
--- idle ms, paused}.
+-- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
+-- before}, so the caller can report what changed.
 local old_idle = IDLE_MS
 redis.call('HSETNX', SETTINGS, 'created', NOW)
 keep_meta()
@@ -16,7 +17,7 @@ for i = ARG, #ARGV, 2 do
   end
 end
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused')
+  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting')
 local new_idle = tonumber(now_set[3] or ARGV[3])
 if new_idle ~= old_idle then
   -- Heartbeat windows change length with the idle period: start presence afresh, giving
@@ -27,5 +28,7 @@ if new_idle ~= old_idle then
   end
   redis.call('HSET', META, 'presence-grace-until', NOW + new_idle)
 end
-return {tonumber(now_set[1] or ARGV[1]), tonumber(now_set[2] or ARGV[2]),
-  tonumber(now_set[4] or ARGV[4]), new_idle, now_set[5] == '1' and 1 or 0}
+local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = now_set[4] or nil,
+  idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,
+  sold_out = now_set[7] == '1', message = now_set[8] or nil, max_waiting = now_set[9] or nil}
+return {settings_reply(set), SOLD_OUT and 1 or 0, MODE}

@@ -1,5 +1,6 @@
 //! What happened to a buyer's place, as the scripts report it: the queue state events that
-//! [`crate::publish`] sends to EventBridge. They carry ids and tickets, never a token.
+//! [`crate::publish`] sends to EventBridge. They carry ids and tickets, never a token; a
+//! queue's own events (sold out, closed, opened) carry the queue id alone.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
@@ -18,6 +19,12 @@ pub enum QueueEventKind {
     Abandoned,
     /// The buyer left, or paid and was released.
     Released,
+    /// The queue sold out: nobody more is admitted.
+    SoldOut,
+    /// The queue's mode became `closed`: no new arrivals.
+    Closed,
+    /// The queue's mode left `closed`.
+    Opened,
 }
 
 impl QueueEventKind {
@@ -27,6 +34,9 @@ impl QueueEventKind {
             QueueEventKind::Expired => "QueueTokenExpired",
             QueueEventKind::Abandoned => "QueueWaiterAbandoned",
             QueueEventKind::Released => "QueueTokenReleased",
+            QueueEventKind::SoldOut => "QueueSoldOut",
+            QueueEventKind::Closed => "QueueClosed",
+            QueueEventKind::Opened => "QueueOpened",
         }
     }
 }
@@ -38,13 +48,19 @@ pub struct QueueEvent {
     #[serde(skip)]
     pub kind: QueueEventKind,
     pub queue_id: QueueId,
-    pub user_id: String,
-    pub ticket: u64,
+    /// The buyer's; absent from a queue's own events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_until: Option<String>,
     /// For a release: `left` or `paid`. For a leave: which place was given up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
+    /// For a sell-out: the operator's or the booking system's message, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl QueueEvent {
@@ -57,10 +73,32 @@ impl QueueEvent {
         QueueEvent {
             kind,
             queue_id: queue.clone(),
-            user_id: user.into(),
-            ticket,
+            user_id: Some(user.into()),
+            ticket: Some(ticket),
             active_until: None,
             reason: None,
+            message: None,
+        }
+    }
+
+    /// An event about the queue itself, naming no buyer.
+    pub fn of_queue(kind: QueueEventKind, queue: &QueueId) -> Self {
+        QueueEvent {
+            kind,
+            queue_id: queue.clone(),
+            user_id: None,
+            ticket: None,
+            active_until: None,
+            reason: None,
+            message: None,
+        }
+    }
+
+    /// `QueueSoldOut`, with the message buyers are shown.
+    pub fn sold_out(queue: &QueueId, message: Option<String>) -> Self {
+        QueueEvent {
+            message,
+            ..QueueEvent::of_queue(QueueEventKind::SoldOut, queue)
         }
     }
 

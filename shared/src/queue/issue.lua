@@ -7,9 +7,12 @@
 -- in the registry is answered 'unregistered', and nothing is written: the caller adds it
 -- (within MAX_QUEUES) and calls again with ARGV[ARG + 5] = 1, which marks it registered.
 -- A limited request changes nothing but its counters and is answered
--- 'limited' with the ms until the window ends. Otherwise returns the buyer's live entry,
--- or a new ticket that is active at once only when the queue is not paused, nobody waits
--- and a place is free.
+-- 'limited' with the ms until the window ends. Otherwise returns the buyer's live entry
+-- ('soldout' for a waiter once the queue is sold out). A new arrival is refused, with
+-- nothing written, when the queue is sold out ('sold-out'), closed ('closed'), or full
+-- ('full', with the ms to retry after): in passthrough mode when no place is free, else when
+-- maxWaiting wait already. Otherwise it gets a new ticket, active at once when the queue is
+-- not paused, a place is free and nobody waits (or the mode is passthrough).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
@@ -42,18 +45,40 @@ end
 
 local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
+  if SOLD_OUT then return sold_out_reply(state, user, ticket) end
   heartbeat(ticket)
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
-elseif state == 'dropped' or state == 'expired' then
+end
+
+-- A new arrival (or one whose place lapsed).
+local FULL_RETRY_MS = 10000
+if SOLD_OUT then return token_reply(0, 'sold-out') end
+if MODE == 'closed' then return token_reply(0, 'closed') end
+if MODE == 'passthrough' then
+  if PAUSED or live_active_count() >= CAPACITY then
+    -- Retry when the first live session ends, within 1 s to FULL_RETRY_MS.
+    local first = redis.call('ZRANGEBYSCORE', ACTIVE, '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local retry = FULL_RETRY_MS
+    if #first == 2 then retry = math.max(1000, math.min(FULL_RETRY_MS, tonumber(first[2]) - NOW)) end
+    return token_reply(0, 'full', 0, 0, retry)
+  end
+elseif MAX_WAITING > 0 and redis.call('ZCARD', WAITING) >= MAX_WAITING then
+  return token_reply(0, 'full', 0, 0, FULL_RETRY_MS)
+end
+
+if state == 'dropped' or state == 'expired' then
   -- The lapsed entry may be replaced below, before a promoter or reaper meets it.
   record_departures({{user, ticket}}, state)
 end
 
 ticket = redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', META, 'last-issue', NOW)
-if not PAUSED and redis.call('ZCARD', WAITING) == 0 and live_active_count() < CAPACITY then
+if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
+    and live_active_count() < CAPACITY then
+  -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
+  if state == 'dropped' then redis.call('ZREM', WAITING, user) end
   activate(user, ticket)
   return active_reply(1, ticket, NOW + SESSION_MS)
 end

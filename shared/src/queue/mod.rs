@@ -13,7 +13,11 @@
 //! Wait estimates come from the live sessions' ends and the measured mean session length
 //! (`wait_estimate` in `common.lua`). A token that lost its place is answered with its
 //! [`Departure`], recorded for a while by whatever removed it.
+//!
+//! Who may join and be admitted (mode, sold out, `maxWaiting`, the operator's message) is
+//! part of the settings, read in the prelude's one settings read (`availability`).
 
+mod availability;
 mod buyer;
 mod events;
 pub mod keys;
@@ -34,12 +38,16 @@ use crate::ids::QueueId;
 use crate::store::{lua_script, primary_read_script, Conn, ScriptCall};
 use keys::QueueKeys;
 
+pub use availability::{
+    Availability, Mode, SellOut, SoldOutNotice, StagedSellOut, INVENTORY_SOLD_OUT,
+    MESSAGE_MAX_CHARS,
+};
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
 pub use events::{QueueEvent, QueueEventKind};
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};
-pub use settings::{PageSettings, QueueSettings, ReturnUrl, SettingsChange};
+pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsChange};
 
 /// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
 /// plus a tenth of it after its last poll (one window: heartbeats are kept by window).
@@ -75,6 +83,7 @@ static CLOSE: LazyLock<Script> = queue_script!("close.lua");
 static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
 static REAP: LazyLock<Script> = queue_script!("reap.lua");
 static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
+static SELL_OUT: LazyLock<Script> = queue_script!("sell_out.lua");
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
 static REGISTER: LazyLock<Script> = LazyLock::new(|| {
     lua_script(include_str!(concat!(
@@ -154,6 +163,8 @@ pub enum Standing {
     Waiting { position: u64 },
     /// Admitted until the given instant.
     Active { until: DateTime<Utc> },
+    /// In a queue that sold out: nobody more is admitted.
+    SoldOut,
 }
 
 /// Why a token holds no place, as the scripts say it: its departure, or `unknown`.
@@ -195,6 +206,8 @@ pub struct TokenState {
     pub waiting_idle: Duration,
     /// Whether admissions are paused in this queue.
     pub paused: bool,
+    /// The operator's message, if any.
+    pub message: Option<String>,
 }
 
 impl TokenState {
@@ -204,6 +217,7 @@ impl TokenState {
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
+            Standing::SoldOut => None,
             Standing::Waiting { .. } if self.paused => None,
             Standing::Waiting { .. } => self
                 .expected_wait
@@ -223,6 +237,8 @@ impl TokenState {
                 self.estimated_wait_seconds().unwrap_or(position) / 10
             }
             Standing::Active { until } => (until - now).num_seconds().max(0) as u64 / 4,
+            // Only an operator reverses a sell-out: poll as seldom as presence allows.
+            Standing::SoldOut => ceiling,
         };
         wanted.clamp(1, ceiling)
     }

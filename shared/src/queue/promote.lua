@@ -2,7 +2,7 @@
 -- the tick's first call: the queue's admit per tick). Removes expired sessions, admits at
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
--- the queue is not paused.
+-- the queue is neither paused nor sold out.
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more} with the
 -- lists as promote() and purge_expired() give them; more is 1 when another call this tick
 -- could admit more.
@@ -20,7 +20,7 @@ remaining = remaining - #admitted
 
 local total = tonumber(redis.call('HGET', META, 'admitted') or '0')
 local mark_at = tonumber(redis.call('HGET', META, 'rate-mark-at'))
-if waiting_before == 0 or PAUSED or not mark_at then
+if waiting_before == 0 or PAUSED or SOLD_OUT or not mark_at then
   redis.call('HSET', META, 'rate-mark-at', NOW, 'rate-mark-admitted', total)
 elseif NOW - mark_at >= 1000 then
   local elapsed = NOW - mark_at
@@ -37,7 +37,7 @@ elseif NOW - mark_at >= 1000 then
 end
 local waiting, active = redis.call('ZCARD', WAITING), live_active_count()
 local more = 0
-if not PAUSED and remaining > 0 and waiting > 0 and active < CAPACITY
+if not PAUSED and not SOLD_OUT and remaining > 0 and waiting > 0 and active < CAPACITY
     and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
   more = 1
 end

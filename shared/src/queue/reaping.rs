@@ -19,6 +19,8 @@ pub struct QueueReap {
     pub queue_id: QueueId,
     pub expired: u64,
     pub abandoned: u64,
+    /// Waiters of a sold-out queue whose places were given back.
+    pub given_back: u64,
     /// Empty, and without arrivals for `QUEUE_RETIRE_AFTER_SECONDS`: taken off the registry.
     pub retired: bool,
     pub script_calls: u64,
@@ -42,6 +44,10 @@ impl ReapReport {
         self.queues.iter().map(|q| q.abandoned).sum()
     }
 
+    pub fn given_back(&self) -> u64 {
+        self.queues.iter().map(|q| q.given_back).sum()
+    }
+
     pub fn retired(&self) -> u64 {
         self.queues.iter().filter(|q| q.retired).count() as u64
     }
@@ -55,36 +61,40 @@ impl ReapReport {
     }
 }
 
-/// The reap script's `{expired, abandoned, next cursor, idle}`: one chunk's removals, the
-/// cursor to go on from (0 when done), and whether the queue is idle enough to retire.
+/// The reap script's `{expired, abandoned, next cursor, idle, given back}`: one chunk's
+/// removals, the cursor to go on from (0 when done), whether the queue is idle enough to
+/// retire, and how many waiters of a sold-out queue it gave back.
 struct ReapReply {
     expired: Vec<Seat>,
     abandoned: Vec<Seat>,
     next: u64,
     idle: bool,
+    given_back: u64,
 }
 
 impl FromRedisValue for ReapReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (expired, abandoned, next, idle): (Vec<Seat>, Vec<Seat>, u64, u8) =
+        let (expired, abandoned, next, idle, given_back): (Vec<Seat>, Vec<Seat>, u64, u8, u64) =
             FromRedisValue::from_redis_value(v)?;
         Ok(ReapReply {
             expired,
             abandoned,
             next,
             idle: idle == 1,
+            given_back,
         })
     }
 }
 
 impl WaitingRoom {
-    /// Removes expired sessions and abandoned waiters of one queue, `REAP_CHUNK` waiters per
-    /// script call.
+    /// Removes expired sessions and abandoned waiters of one queue (every waiter, once it is
+    /// sold out), `REAP_CHUNK` waiters per script call.
     pub async fn reap(&self, queue: &QueueId) -> Result<QueueReap, Error> {
         let mut report = QueueReap {
             queue_id: queue.clone(),
             expired: 0,
             abandoned: 0,
+            given_back: 0,
             retired: false,
             script_calls: 0,
             events: Vec::new(),
@@ -100,6 +110,7 @@ impl WaitingRoom {
             report.script_calls += 1;
             report.expired += reply.expired.len() as u64;
             report.abandoned += reply.abandoned.len() as u64;
+            report.given_back += reply.given_back;
             report
                 .events
                 .extend(seat_events(QueueEventKind::Expired, queue, reply.expired));

@@ -11,8 +11,9 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
+use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
 use super::keys::QueueKeys;
-use super::{WaitingRoom, CLOSE, CONFIGURE};
+use super::{QueueEvent, WaitingRoom, CLOSE, CONFIGURE};
 use crate::bounds::{self, Bounds};
 use crate::error::Error;
 use crate::ids::QueueId;
@@ -31,22 +32,59 @@ pub struct QueueSettings {
     pub waiting_idle_seconds: u64,
     /// No admissions while true; the line still forms and reports positions.
     pub paused: bool,
+    /// Mode, sold out, message and maxWaiting.
+    #[serde(flatten)]
+    pub availability: Availability,
 }
 
-/// The scripts' `{capacity, session ms, admit per tick, idle ms, paused}` (configure's reply,
-/// and part of summary's).
+/// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability}`
+/// (`settings_reply` in `common.lua`: part of configure's and summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (capacity, session_ms, admit, idle_ms, paused): (u32, u64, u32, u64, u8) =
-            FromRedisValue::from_redis_value(v)?;
+        let (capacity, session_ms, admit, idle_ms, paused, availability): (
+            u32,
+            u64,
+            u32,
+            u64,
+            u8,
+            Availability,
+        ) = FromRedisValue::from_redis_value(v)?;
         Ok(QueueSettings {
             capacity,
             session_seconds: session_ms / 1000,
             admit_per_tick: admit,
             waiting_idle_seconds: idle_ms / 1000,
             paused: paused == 1,
+            availability,
         })
     }
+}
+
+/// Configure's reply: `{settings in force, sold out before (0|1), mode before}`.
+struct ConfigureReply {
+    settings: QueueSettings,
+    was_sold_out: bool,
+    was: Mode,
+}
+
+impl FromRedisValue for ConfigureReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (settings, was_sold_out, was): (QueueSettings, u8, String) =
+            FromRedisValue::from_redis_value(v)?;
+        Ok(ConfigureReply {
+            settings,
+            was_sold_out: was_sold_out == 1,
+            was: serde_json::from_value(serde_json::Value::String(was.clone()))
+                .map_err(|_| format!("configure script returned mode {was:?}"))?,
+        })
+    }
+}
+
+/// The settings in force after a change, and the queue events it causes.
+#[derive(Debug, Clone)]
+pub struct Configured {
+    pub settings: QueueSettings,
+    pub events: Vec<QueueEvent>,
 }
 
 /// A change to a queue's settings. Each field is left alone when absent, set when given,
@@ -67,6 +105,14 @@ pub struct SettingsChange {
     /// The waiting-room page's theme and return-URL allow-list, replaced whole.
     #[serde(default, deserialize_with = "present")]
     pub page: Option<Option<PageSettings>>,
+    #[serde(default, deserialize_with = "present")]
+    pub mode: Option<Option<Mode>>,
+    #[serde(default, deserialize_with = "present")]
+    pub sold_out: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present")]
+    pub message: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_waiting: Option<Option<Number>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -373,6 +419,13 @@ impl SettingsChange {
                 serde_json::to_string(page).map_err(|err| Error::Internal(err.to_string()))?,
             )),
         }
+        AvailabilityChange {
+            mode: &self.mode,
+            sold_out: &self.sold_out,
+            message: &self.message,
+            max_waiting: &self.max_waiting,
+        }
+        .arguments(&mut args)?;
         Ok(args)
     }
 }
@@ -380,18 +433,29 @@ impl SettingsChange {
 impl WaitingRoom {
     /// Applies `change` to `queue`'s settings; returns the settings now in force. Takes
     /// effect from the next operation on the queue. Changing the idle period restarts
-    /// presence: every waiter gets one whole new idle period to poll.
+    /// presence: every waiter gets one whole new idle period to poll. Selling out, closing
+    /// and reopening are reported as queue events.
     pub async fn configure(
         &self,
         queue: &QueueId,
         change: &SettingsChange,
-    ) -> Result<QueueSettings, Error> {
+    ) -> Result<Configured, Error> {
         let args = change.arguments()?;
         let mut invocation = self.invocation(&CONFIGURE, queue);
         for (field, value) in &args {
             invocation.arg(*field).arg(value);
         }
-        Ok(self.conn.invoke(invocation).await?)
+        let reply: ConfigureReply = self.conn.invoke(invocation).await?;
+        let events = changed_events(
+            queue,
+            reply.was_sold_out,
+            reply.was,
+            &reply.settings.availability,
+        );
+        Ok(Configured {
+            settings: reply.settings,
+            events,
+        })
     }
 
     /// `queue`'s page settings: one `HGET`, the defaults where none are set.

@@ -1,4 +1,6 @@
 -- Summary: {waiting, active, rate, admitted through, settings in force}.
 return {redis.call('ZCARD', WAITING), live_active_count(), rate(),
   ADMITTED_THROUGH,
-  {CAPACITY, SESSION_MS, ADMIT_PER_TICK, IDLE_MS, PAUSED_FLAG}}
+  settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
+    idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
+    max_waiting = MAX_WAITING})}
