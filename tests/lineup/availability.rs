@@ -388,3 +388,30 @@ async fn a_dropped_waiter_admitted_in_passthrough_leaves_the_line() {
         "active"
     );
 }
+
+/// A queue its first buyer created (open creation) has no operator to own settings: the
+/// settings a sold-out event writes for it end with an expiry, until an operator configures
+/// the queue, who then owns them for good.
+#[tokio::test]
+async fn a_sold_out_mark_on_a_queue_no_operator_configured_ends() {
+    let app = TestApp::spawn(&[]).await;
+    join(&app, "walk-in", "ann").await;
+    let event = envelope("InventorySoldOut", json!({"queueId": "walk-in"}));
+    let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
+    assert_eq!(verdicts, [ranking_updater::Verdict::Applied]);
+    let settings = format!("{}:{{q:walk-in}}:settings", app.config.key_prefix);
+    let ttl_of = |key: String| {
+        let mut inspect = app.inspect.clone();
+        async move {
+            redis::cmd("TTL")
+                .arg(key)
+                .query_async::<i64>(&mut inspect)
+                .await
+                .unwrap()
+        }
+    };
+    let ttl = ttl_of(settings.clone()).await;
+    assert!(ttl > 0 && ttl <= 7 * 86_400, "{ttl}");
+    put_settings(&app, "walk-in", &json!({"soldOut": false})).await;
+    assert_eq!(ttl_of(settings).await, -1, "the operator's settings stay");
+}
