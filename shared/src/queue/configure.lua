@@ -7,6 +7,8 @@
 -- before}, so the caller can report what changed.
 local old_idle = IDLE_MS
 redis.call('HSETNX', SETTINGS, 'created', NOW)
+-- The operator owns the hash from now on, also one a sold-out event made with an expiry.
+redis.call('PERSIST', SETTINGS)
 keep_meta()
 for i = ARG, #ARGV, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
