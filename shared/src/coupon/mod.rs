@@ -44,21 +44,31 @@ pub const MAX_CAMPAIGNS: u32 = 1000;
 /// Most coupons one campaign holds.
 pub const MAX_QUANTITY: u64 = 10_000_000;
 
+/// The prelude every coupon script begins with; joined to each script at start-up, so a binary
+/// carries it once however many scripts it uses.
+const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua"));
+
 macro_rules! coupon_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            lua_script(concat!(
-                include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua")),
-                include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file))
-            ))
+            lua_script(
+                &[
+                    COMMON_LUA,
+                    include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file)),
+                ]
+                .concat(),
+            )
         })
     };
     (primary_read $file:literal) => {
         LazyLock::new(|| {
-            primary_read_script(concat!(
-                include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua")),
-                include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file))
-            ))
+            primary_read_script(
+                &[
+                    COMMON_LUA,
+                    include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file)),
+                ]
+                .concat(),
+            )
         })
     };
 }

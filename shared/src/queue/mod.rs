@@ -53,21 +53,31 @@ pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsC
 /// plus a tenth of it after its last poll (one window: heartbeats are kept by window).
 pub const IDLE_WINDOWS: u32 = 10;
 
+/// The prelude every queue script begins with; joined to each script at start-up, so a binary
+/// carries it once however many scripts it uses.
+const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua"));
+
 macro_rules! queue_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            lua_script(concat!(
-                include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua")),
-                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file))
-            ))
+            lua_script(
+                &[
+                    COMMON_LUA,
+                    include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
+                ]
+                .concat(),
+            )
         })
     };
     (primary_read $file:literal) => {
         LazyLock::new(|| {
-            primary_read_script(concat!(
-                include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua")),
-                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file))
-            ))
+            primary_read_script(
+                &[
+                    COMMON_LUA,
+                    include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
+                ]
+                .concat(),
+            )
         })
     };
 }
