@@ -714,3 +714,31 @@ async fn a_refused_change_keeps_the_campaign_in_the_registry_until_its_keys_expi
         "the registry keeps the campaign's expiry"
     );
 }
+
+/// A buyer who shows a queue token for a campaign without a queue still claims: the claim is
+/// looked for under the token's queue and under the campaign's own tag in the same round
+/// trip (two script calls, one pipeline). A token for another queue than the campaign's is
+/// told which queue it needs.
+#[tokio::test]
+async fn a_token_shown_for_a_campaign_without_a_queue_still_claims_in_one_round_trip() {
+    let app = TestApp::spawn(&[]).await;
+    put_campaign(&app, "plain", &json!({"quantity": 5})).await;
+    put_campaign(&app, "gated", &json!({"quantity": 5, "queueId": "other"})).await;
+    let active = join(&app, "show", "ann").await;
+    assert_eq!(active.body["status"], "active");
+    let body = json!({"userId": "ann", "token": active.token()});
+    claim_with(&app, "plain", &body).await; // loads the script
+    put_campaign(&app, "plain2", &json!({"quantity": 5})).await;
+    let (reply, calls) = app
+        .client_commands_during(claim_with(&app, "plain2", &body))
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(calls, [("evalsha", 2)].into(), "both calls, one pipeline");
+    let wrong = claim_with(&app, "gated", &body).await;
+    wrong.assert_problem(403);
+    assert!(
+        wrong.body["detail"].as_str().unwrap().contains("other"),
+        "{}",
+        wrong.body
+    );
+}

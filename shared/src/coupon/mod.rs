@@ -219,22 +219,28 @@ impl Coupons {
         session: Option<(&QueueId, u64)>,
     ) -> Result<ClaimReply, Error> {
         let ip = ip.map(|ip| ip.to_string()).unwrap_or_default();
-        let reply = self.claim_under(coupon, user, &ip, session).await?;
-        if session.is_some() && reply == ClaimReply::Unknown {
-            // No such campaign in the token's queue: the campaign may have no queue (the
-            // token is not needed) or another one. Only this mistake costs a second trip.
-            return self.claim_under(coupon, user, &ip, None).await;
+        let mut batch = Batch::new();
+        let claimed = batch.stage(self.claim_call(coupon, user, &ip, session));
+        // With a token, the campaign is looked for under the token's queue and, in the same
+        // round trip, under its own tag: a campaign without a queue (the token was not
+        // needed) answers there. A campaign lives under one tag only, so at most one of the
+        // two calls finds it; the other answers Unknown and writes nothing.
+        let own = session.map(|_| batch.stage(self.claim_call(coupon, user, &ip, None)));
+        let replies = self.conn.send(&batch).await?;
+        let reply = claimed.read(&replies)?;
+        match own {
+            Some(own) if reply == ClaimReply::Unknown => Ok(own.read(&replies)?),
+            _ => Ok(reply),
         }
-        Ok(reply)
     }
 
-    async fn claim_under(
+    fn claim_call(
         &self,
         coupon: &CouponId,
         user: &UserId,
         ip: &str,
         session: Option<(&QueueId, u64)>,
-    ) -> Result<ClaimReply, Error> {
+    ) -> ScriptCall {
         let home = match session {
             Some((queue, _)) => Home::Queue(queue.clone()),
             None => Home::Own,
@@ -252,7 +258,7 @@ impl Coupons {
                     .map(|(_, ticket)| ticket.to_string())
                     .unwrap_or_default(),
             );
-        Ok(self.conn.invoke(call).await?)
+        call
     }
 
     /// The campaigns whose keys have not expired, from the registry.
