@@ -190,6 +190,15 @@ try {
   assert.ok(await k.page.evaluate(() => document.documentElement.scrollWidth <= 320), 'no sideways scroll at 320 px');
   await check(k.page, 'waiting-ko-dark-320');
 
+  // Sold out, as the booking system says on the bus: the waiting buyer's next poll shows it,
+  // with the operator's message.
+  const soldOut = JSON.parse(readFileSync(new URL('../../events/ranking-updater.inventory-sold-out.json', import.meta.url)));
+  soldOut.detail = { queueId: 'duo', message: 'Every ticket is sold. Thank you for waiting.' };
+  assert.equal((await api('POST', '/events', soldOut)).status, 200);
+  await c.page.waitForFunction(() => document.getElementById('headline')?.textContent === 'Sold out', null, { timeout: 60000 });
+  assert.equal(await text(c.page, '#message'), 'Every ticket is sold. Thank you for waiting.');
+  await check(c.page, 'sold-out');
+
   // The rankings page: a sale on the all-time board, in both languages.
   const sale = JSON.parse(readFileSync(new URL('../../events/ranking-updater.payment-completed.json', import.meta.url)));
   assert.equal((await api('POST', '/events', sale)).status, 200);
