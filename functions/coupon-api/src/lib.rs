@@ -17,11 +17,13 @@
 //! Claims reach EventBridge through the outbox and `coupon-publisher`, not from here.
 
 use chrono::Utc;
-use lambda_http::http::{header, HeaderValue, Method, StatusCode};
+use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
-use lineup::http::{self, json, json_body, jwt_subject, no_identity, no_route, respond, segments};
+use lineup::http::{
+    self, json, json_body, json_cached, jwt_subject, no_identity, no_route, respond, segments,
+};
 use lineup::ids::CouponId;
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -36,7 +38,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 ];
 
 /// How long a CDN or browser may reuse a campaign read.
-pub const CAMPAIGN_MAX_AGE_SECONDS: u64 = 1;
+pub const CAMPAIGN_CACHE_CONTROL: &str = "public, max-age=1";
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
@@ -89,13 +91,11 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
 }
 
 async fn read(deps: &Deps, coupon: &CouponId) -> Result<Response<Body>, Error> {
-    let mut response = json(StatusCode::OK, &deps.coupons.campaign(coupon).await?);
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_str(&format!("public, max-age={CAMPAIGN_MAX_AGE_SECONDS}"))
-            .map_err(|err| Error::Internal(err.to_string()))?,
-    );
-    Ok(response)
+    Ok(json_cached(
+        StatusCode::OK,
+        &deps.coupons.campaign(coupon).await?,
+        CAMPAIGN_CACHE_CONTROL,
+    ))
 }
 
 async fn configure(

@@ -29,7 +29,7 @@
 //! freed place; an issue admitted at once publishes `QueueTokenActivated`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use lambda_http::http::{header, HeaderValue, Method, StatusCode};
+use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::http::{
@@ -81,7 +81,7 @@ impl Deps {
 }
 
 /// How long a CDN or browser may reuse a queue summary.
-pub const SUMMARY_MAX_AGE_SECONDS: u64 = 2;
+pub const SUMMARY_CACHE_CONTROL: &str = "public, max-age=2";
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
 pub async fn handle(
@@ -233,13 +233,11 @@ async fn leave(
 }
 
 async fn summary(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
-    let mut response = json(StatusCode::OK, &deps.room.summary(&queue).await?);
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_str(&format!("public, max-age={SUMMARY_MAX_AGE_SECONDS}"))
-            .map_err(|err| Error::Internal(err.to_string()))?,
-    );
-    Ok(response)
+    Ok(http::json_cached(
+        StatusCode::OK,
+        &deps.room.summary(&queue).await?,
+        SUMMARY_CACHE_CONTROL,
+    ))
 }
 
 async fn configure(
