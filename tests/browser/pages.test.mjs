@@ -212,6 +212,11 @@ try {
   await r.page.keyboard.press('ArrowRight');
   await r.page.waitForSelector('#rows tr td.num');
   await check(r.page, 'rankings');
+  // A language chosen on one page is the one the other page opens in (same browser).
+  await r.page.selectOption('#lang', 'ko');
+  await r.page.waitForFunction(() => document.documentElement.lang === 'ko');
+  await r.page.goto(`${BASE}/queues/lang-check/wait`);
+  await r.page.waitForFunction(() => document.documentElement.lang === 'ko', null, { timeout: 20000 });
   const rk = await open(browser, { locale: 'ko-KR', viewport: { width: 320, height: 640 } });
   await rk.page.goto(`${BASE}/rankings?period=all-time`);
   await rk.page.waitForSelector('#rows tr td.num', { timeout: 20000 });
