@@ -41,13 +41,18 @@ pub const STYLES: &str = include_str!("page.css");
 static WAIT_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("wait.js")));
 static RANKINGS_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("rankings.js")));
 
-/// `body` after the string tables, as `window.LINEUP_STRINGS = {"en": {…}, …}`.
+/// `body` after the string tables, as `window.LINEUP_STRINGS = {"en": {…}, …}`, and the
+/// language helpers both pages share (`i18n.js`).
 fn with_strings(body: &str) -> String {
     let tables: Vec<String> = LANGUAGES
         .iter()
         .map(|(lang, table)| format!("\"{lang}\":{table}"))
         .collect();
-    format!("window.LINEUP_STRINGS = {{{}}};\n{body}", tables.join(","))
+    format!(
+        "window.LINEUP_STRINGS = {{{}}};\n{}{body}",
+        tables.join(","),
+        include_str!("i18n.js")
+    )
 }
 
 /// The waiting room's script.

@@ -5,23 +5,10 @@
   const $ = (id) => document.getElementById(id);
   const PERIODS = ['daily', 'weekly', 'monthly', 'all-time', 'last-24h', 'last-7d', 'trending'];
   const REFRESH_MS = 5000;
-  const saved = (k) => { try { return localStorage.getItem(k); } catch (e) { return null; } };
-  const keep = (k, v) => { try { localStorage.setItem(k, v); } catch (e) { /* private mode */ } };
 
-  function pickLang() {
-    const asked = new URLSearchParams(location.search).get('lang');
-    for (const c of [asked, saved('lineup:lang'), ...(navigator.languages || [])]) {
-      const l = c && String(c).toLowerCase().split('-')[0];
-      if (l && S[l]) return l;
-    }
-    return 'en';
-  }
-  let lang = pickLang();
-  const t = (k, vars) => {
-    let s = (S[lang] && S[lang][k]) || S.en[k] || k;
-    for (const [n, v] of Object.entries(vars || {})) s = s.split('{' + n + '}').join(String(v));
-    return s;
-  };
+  const I18N = window.LINEUP_I18N;
+  let lang = I18N.pick();
+  const t = (k, vars) => I18N.text(lang, k, vars);
 
   const params = new URLSearchParams(location.search);
   let period = PERIODS.includes(params.get('period')) ? params.get('period') : 'daily';
@@ -137,7 +124,7 @@
   select.value = lang;
   select.addEventListener('change', () => {
     lang = select.value;
-    keep('lineup:lang', lang);
+    I18N.keep(lang);
     shown = '';
     texts();
     refresh();

@@ -16,20 +16,9 @@
     drop(area, key) { try { window[area].removeItem(key); } catch (e) { /* private mode */ } },
   };
 
-  function pickLang() {
-    const asked = new URLSearchParams(location.search).get('lang');
-    for (const c of [asked, store.get('localStorage', 'lineup:lang'), ...(navigator.languages || [])]) {
-      const l = c && String(c).toLowerCase().split('-')[0];
-      if (l && S[l]) return l;
-    }
-    return 'en';
-  }
-  let lang = pickLang();
-  const t = (k, vars) => {
-    let s = (S[lang] && S[lang][k]) || S.en[k] || k;
-    for (const [n, v] of Object.entries(vars || {})) s = s.split('{' + n + '}').join(String(v));
-    return s;
-  };
+  const I18N = window.LINEUP_I18N;
+  let lang = I18N.pick();
+  const t = (k, vars) => I18N.text(lang, k, vars);
 
   // The buyer's place: the token from the fragment (never the query string), kept in
   // sessionStorage so a reload resumes and never re-queues.
@@ -370,7 +359,7 @@
     select.value = lang;
     select.addEventListener('change', () => {
       lang = select.value;
-      store.set('localStorage', 'lineup:lang', lang);
+      I18N.keep(lang);
       render();
     });
   }
