@@ -849,17 +849,6 @@ async fn ranking_writes(bench: &Bench, report: &mut Report) {
         let before = bench.commandstats().await;
         bench.sqs_batch(batch).await;
         let after = bench.commandstats().await;
-        if std::env::var("BENCH_DEBUG").is_ok() && round == 5 {
-            let mut names: Vec<_> = after.keys().collect();
-            names.sort();
-            for name in names {
-                let (c1, u1) = after[name];
-                let (c0, u0) = before.get(name).copied().unwrap_or_default();
-                if c1 > c0 {
-                    eprintln!("hot {name}: {} calls, {} usec", c1 - c0, u1 - u0);
-                }
-            }
-        }
         usec += measure::usec_per_call(&before, &after, "evalsha");
         let (all, written) = measure::commands_run(&before, &after);
         commands += all;
@@ -915,17 +904,6 @@ async fn fold_rows(bench: &Bench, report: &mut Report, batches: &str) {
     let after = bench.commandstats().await;
     let calls = after.get("evalsha").map_or(0, |a| a.0) - before.get("evalsha").map_or(0, |b| b.0);
     let usec = measure::usec_per_call(&before, &after, "evalsha") * calls as f64;
-    if std::env::var("BENCH_DEBUG").is_ok() {
-        let mut names: Vec<_> = after.keys().collect();
-        names.sort();
-        for name in names {
-            let (c1, u1) = after[name];
-            let (c0, u0) = before.get(name).copied().unwrap_or_default();
-            if c1 > c0 {
-                eprintln!("{name}: {} calls, {} usec", c1 - c0, u1 - u0);
-            }
-        }
-    }
     let entries =
         after.get("zincrby").map_or(0, |a| a.0) - before.get("zincrby").map_or(0, |b| b.0);
     report.row(
