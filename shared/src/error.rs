@@ -34,6 +34,9 @@ pub enum Error {
     /// The queue's mode is `closed`: no new arrivals; those in line keep their places (409).
     #[error("this queue takes no new arrivals")]
     QueueClosed,
+    /// The queue's pre-queue has not opened yet; retry after the given delay (409).
+    #[error("this queue does not take arrivals yet; retry after {} s", retry_after.as_secs())]
+    QueueNotOpen { retry_after: Duration },
     /// The queue holds its most waiters, or in passthrough mode has no free place; retry
     /// after the given delay (429: a 4xx, as the service itself is well).
     #[error("this queue is full; retry after {} s", retry_after.as_secs())]

@@ -50,6 +50,7 @@ pub fn problem(err: &Error) -> Response<Body> {
             (StatusCode::GONE, "Sold out", "sold-out")
         }
         Error::QueueClosed => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
+        Error::QueueNotOpen { .. } => (StatusCode::CONFLICT, "Queue not open", "queue-not-open"),
         Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
         Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
@@ -103,7 +104,8 @@ pub fn problem(err: &Error) -> Response<Body> {
     match err {
         Error::Unavailable { retry_after, .. }
         | Error::RateLimited { retry_after }
-        | Error::QueueFull { retry_after } => {
+        | Error::QueueFull { retry_after }
+        | Error::QueueNotOpen { retry_after } => {
             headers.insert(
                 header::RETRY_AFTER,
                 HeaderValue::from(retry_after.as_secs().max(1)),

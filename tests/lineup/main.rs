@@ -17,6 +17,7 @@ mod keys;
 mod load;
 mod local_stack;
 mod metrics;
+mod prequeue;
 mod presence;
 mod queue;
 mod queue_events;

@@ -336,11 +336,24 @@ struct TokenStatus<'a> {
     /// The operator's message, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<String>,
+    /// In the pre-queue: the opening.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opens_at: Option<String>,
+    /// Placed by the draw: the value that placed the buyer, to check (docs/draw.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    draw: Option<DrawValue>,
+}
+
+/// A buyer's draw value: 13 hex digits, the top 52 bits of HMAC-SHA256(seed, userId).
+#[derive(Debug, Serialize)]
+struct DrawValue {
+    value: String,
 }
 
 impl<'a> TokenStatus<'a> {
     fn new(claims: &'a TokenClaims, state: &TokenState, deps: &Deps) -> Self {
         let now: DateTime<Utc> = Utc::now();
+        let mut opens_at = None;
         let (status, position, active_until) = match &state.standing {
             Standing::Waiting { position } => ("waiting", Some(*position), None),
             Standing::Active { until } => (
@@ -349,6 +362,10 @@ impl<'a> TokenStatus<'a> {
                 Some(until.to_rfc3339_opts(SecondsFormat::Millis, true)),
             ),
             Standing::SoldOut => ("soldout", None, None),
+            Standing::Prequeue { opens_at: at } => {
+                opens_at = Some(at.to_rfc3339_opts(SecondsFormat::Millis, true));
+                ("prequeue", None, None)
+            }
         };
         TokenStatus {
             token: claims.sign(&deps.token_key),
@@ -362,6 +379,8 @@ impl<'a> TokenStatus<'a> {
             poll_after_seconds: state.poll_after_seconds(now),
             paused: state.paused,
             message: state.message.clone(),
+            opens_at,
+            draw: state.draw_value().map(|value| DrawValue { value }),
         }
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::keys::queue_payment_key;
+use super::schedule::{Draw, DrawReply};
 use super::settings::QueueSettings;
 use super::{
     instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
@@ -177,6 +178,8 @@ pub struct QueueSummary {
     pub admitted_through: u64,
     pub admission_rate_per_minute: Option<f64>,
     pub settings: QueueSettings,
+    /// The draw of a scheduled queue, from when the pre-queue opens (see docs/draw.md).
+    pub draw: Option<Draw>,
 }
 
 impl WaitingRoom {
@@ -185,27 +188,48 @@ impl WaitingRoom {
     /// operator created is [`Error::NotFound`] unless creation is open. A queue's first buyer
     /// also registers it, within `MAX_QUEUES` ([`Error::QueueLimit`]): two more round trips,
     /// once per queue; nothing is written for a queue that could not register.
+    ///
+    /// Before a scheduled opening the buyer joins the pre-queue with the draw value this
+    /// container computes from the seed it knows for the queue; when it knows none (or an
+    /// old one) the script answers with the seed and the call is made again: a second round
+    /// trip, once per container and draw.
     pub async fn issue(
         &self,
         queue: &QueueId,
         user: &UserId,
         source: Option<IpAddr>,
     ) -> Result<Issued, Error> {
-        let call = |registered_now: bool| {
+        let call = |registered_now: bool, draw: &Option<(String, u64)>| {
             let mut invocation = self.invocation(&ISSUE, queue);
+            let (commitment, value) = match draw {
+                Some((commitment, value)) => (commitment.as_str(), value.to_string()),
+                None => ("", String::new()),
+            };
             invocation
                 .arg(user.as_str())
                 .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
                 .arg(self.config.rate_limit_user_per_minute)
                 .arg(self.config.rate_limit_ip_per_minute)
                 .arg(self.config.creation.as_str())
-                .arg(u8::from(registered_now));
+                .arg(u8::from(registered_now))
+                .arg(commitment)
+                .arg(value);
             invocation
         };
-        let mut reply: TokenReply = self.conn.invoke(call(false)).await?;
+        let mut draw = self.seeds.value(queue, user);
+        let mut registered_now = false;
+        let mut reply: TokenReply = self.conn.invoke(call(false, &draw)).await?;
         if let TokenAnswer::Unregistered = reply.answer {
             self.register(queue).await?;
-            reply = self.conn.invoke(call(true)).await?;
+            registered_now = true;
+            reply = self.conn.invoke(call(true, &draw)).await?;
+        }
+        if let TokenAnswer::DrawSeed(seed) = &reply.answer {
+            draw = self.seeds.learn(queue, seed, user);
+            if draw.is_none() {
+                return Err(Error::Internal("issue script: no valid draw seed".into()));
+            }
+            reply = self.conn.invoke(call(registered_now, &draw)).await?;
         }
         if reply.register {
             self.reregister(queue).await?;
@@ -310,13 +334,14 @@ impl WaitingRoom {
             admitted_through: reply.admitted_through,
             admission_rate_per_minute: reply.admission_rate_per_minute,
             settings: reply.settings,
+            draw: reply.draw,
         })
     }
 }
 
 /// What issue and status answer for a token: `token_reply` in `common.lua`,
 /// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register,
-/// message}`.
+/// message, drawn}`.
 struct TokenReply {
     /// Whether the script gave a new ticket.
     created: bool,
@@ -338,8 +363,10 @@ enum TokenAnswer {
     NoQueue,
     /// The queue is not in the registry; issue wrote nothing.
     Unregistered,
-    /// A new arrival refused: sold out, closed or full.
+    /// A new arrival refused: sold out, closed, not open yet or full.
     Refused(Error),
+    /// The queue's draw seed (hex), for the function alone: compute the draw value, call again.
+    DrawSeed(String),
 }
 
 impl TokenAnswer {
@@ -356,6 +383,9 @@ impl TokenAnswer {
                 "issue script: the queue is still not registered".into(),
             )),
             TokenAnswer::Refused(err) => Err(err),
+            TokenAnswer::DrawSeed(_) => Err(Error::Internal(
+                "issue script: still asks for the draw value".into(),
+            )),
         }
     }
 }
@@ -373,7 +403,8 @@ impl FromRedisValue for TokenReply {
             paused,
             register,
             message,
-        ): (u8, String, u64, u64, i64, String, u64, u8, u8, String) =
+            drawn,
+        ): (u8, String, u64, u64, i64, String, u64, u8, u8, String, u8) =
             FromRedisValue::from_redis_value(v)?;
         let message = (!message.is_empty()).then_some(message);
         let live = |standing| {
@@ -384,6 +415,7 @@ impl FromRedisValue for TokenReply {
                 waiting_idle: Duration::from_millis(idle_ms),
                 paused: paused == 1,
                 message: message.clone(),
+                drawn: drawn == 1,
             })
         };
         let answer = match status.as_str() {
@@ -392,6 +424,14 @@ impl FromRedisValue for TokenReply {
                 until: instant(until_ms)?,
             }),
             "soldout" => live(Standing::SoldOut),
+            "prequeue" => live(Standing::Prequeue {
+                opens_at: instant(until_ms)?,
+            }),
+            "draw-seed" => TokenAnswer::DrawSeed(wait_ms.clone()),
+            "not-open" => TokenAnswer::Refused(Error::QueueNotOpen {
+                retry_after: Duration::from_millis(until_ms.max(0) as u64)
+                    .max(Duration::from_secs(1)),
+            }),
             "sold-out" => TokenAnswer::Refused(Error::QueueSoldOut {
                 message: message.clone(),
             }),
@@ -481,23 +521,25 @@ impl FromRedisValue for ReleaseReply {
     }
 }
 
-/// The summary script's `{waiting, active, rate, admitted through, settings in force}`.
+/// The summary script's `{waiting, active, rate, admitted through, settings in force, draw}`.
 struct SummaryReply {
     waiting: u64,
     active: u64,
     admission_rate_per_minute: Option<f64>,
     admitted_through: u64,
     settings: QueueSettings,
+    draw: Option<Draw>,
 }
 
 impl FromRedisValue for SummaryReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (waiting, active, rate, admitted_through, settings): (
+        let (waiting, active, rate, admitted_through, settings, DrawReply(draw)): (
             u64,
             u64,
             String,
             u64,
             QueueSettings,
+            DrawReply,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(SummaryReply {
             waiting,
@@ -505,6 +547,7 @@ impl FromRedisValue for SummaryReply {
             admission_rate_per_minute: parse_rate(&rate),
             admitted_through,
             settings,
+            draw,
         })
     }
 }

@@ -19,7 +19,8 @@ local ARG = 6
 local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting')
+  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
+  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
@@ -43,6 +44,24 @@ local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
 -- for at least the idle period after its last heartbeat and at most one window longer:
 -- dropped 1.0-1.1 idle periods after it. Eleven slots hold every window that counts.
 local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
+
+-- Schedule and draw (docs/draw.md), read in the same settings HMGET: the opening, the end of
+-- arrivals and the opening of the pre-queue (ms, nil when not set), the SHA-256 the queue
+-- committed to for its draw seed, and how many the draw placed (recorded at the opening).
+-- A queue with a draw seed numbers its tickets so that one sorted set holds the draw before
+-- everyone else: a pre-queue member's ticket is its draw value + 1 (1 to 2^52, the value
+-- computed by the function from the seed and the user id), a later arrival's DRAW_BASE plus
+-- the counter. Both stay exact in a double (below 2^53); never tostring() them (it keeps 14
+-- digits): string.format('%d') or pass them to redis.call as numbers.
+local OPENS_AT = tonumber(stored[10])
+local CLOSES_AT = tonumber(stored[11])
+local PREQUEUE_OPENS_AT = tonumber(stored[12])
+local DRAW_COMMIT = stored[13] or nil
+local DRAW_MEMBERS = tonumber(stored[14])
+local DRAW_BASE = 4503599627370496
+local TICKET_BASE = DRAW_COMMIT and DRAW_BASE or 0
+-- Before the opening: arrivals join the pre-queue, nobody is admitted.
+local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
@@ -142,6 +161,8 @@ end
 -- Whether the holder of `ticket` was seen within the idle period.
 local function is_present(ticket)
   if NOW < PRESENCE_GRACE_UNTIL then return true end
+  -- Presence starts at the opening: the pre-queue has one idle period from it to poll.
+  if OPENS_AT and NOW < OPENS_AT + IDLE_MS then return true end
   local chunk, mask = chunk_of(ticket)
   for window = CURRENT_WINDOW, FIRST_LIVE_WINDOW, -1 do
     local slot = window % SEEN_SLOTS
@@ -291,7 +312,7 @@ end
 
 local function activate(user, ticket)
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
-  redis.call('HSET', TICKETS, user, ticket .. ':' .. NOW)
+  redis.call('HSET', TICKETS, user, string.format('%d:%d', ticket, NOW))
   if ticket > ADMITTED_THROUGH then
     ADMITTED_THROUGH = ticket
     redis.call('HSET', META, 'admitted-through', ticket)
@@ -301,9 +322,19 @@ end
 -- Moves the oldest present waiters to active, up to `limit` and the free capacity, and
 -- drops absent waiters met on the way. Nothing moves while the queue is paused or sold out.
 -- Returns the admitted as {user, ticket, active until} and the dropped as {user, ticket}.
+-- At the first promotion after the opening, records how many the draw placed: the line's
+-- entries with a draw ticket (ZCOUNT, O(log n)), kept with the seed in settings.
+local function record_draw()
+  if DRAW_COMMIT and OPENS_AT and not BEFORE_OPENING and not DRAW_MEMBERS then
+    DRAW_MEMBERS = redis.call('ZCOUNT', WAITING, 1, DRAW_BASE)
+    redis.call('HSET', SETTINGS, 'draw-members', DRAW_MEMBERS)
+  end
+end
+
 local function promote(limit)
   local admitted, dropped = {}, {}
-  if PAUSED or SOLD_OUT then return admitted, dropped end
+  record_draw()
+  if PAUSED or SOLD_OUT or BEFORE_OPENING then return admitted, dropped end
   local free = math.min(CAPACITY - live_active_count(), limit, SLICE)
   -- Bounds the work one call spends skipping absent waiters.
   local budget = free + SLICE
@@ -322,7 +353,7 @@ local function promote(limit)
         scores[#scores + 1] = NOW + SESSION_MS
         scores[#scores + 1] = user
         tickets[#tickets + 1] = user
-        tickets[#tickets + 1] = ticket .. ':' .. NOW
+        tickets[#tickets + 1] = string.format('%d:%d', ticket, NOW)
         admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
         last_ticket = ticket
       else
@@ -354,11 +385,13 @@ local PAUSED_FLAG = PAUSED and 1 or 0
 
 -- The settings in force as configure and summary reply (decoded by `QueueSettings`):
 -- {capacity, session ms, admit per tick, idle ms, paused, {mode, sold out, message, max
--- waiting}}, from `set`, the fields as read (nil: the default).
+-- waiting}, {opens at, closes at, pre-queue opens at}}, from `set`, the fields as read (nil:
+-- the default; the schedule's ms as stored, '' when not set).
 local function settings_reply(set)
   return {tonumber(set.capacity or ARGV[1]), tonumber(set.session or ARGV[2]),
     tonumber(set.admit or ARGV[4]), tonumber(set.idle or ARGV[3]), set.paused and 1 or 0,
-    {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0}}
+    {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},
+    {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''}}
 end
 
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,
@@ -409,14 +442,28 @@ end
 
 -- The reply issue and status give, and the only place it is built (decoded by `TokenReply`
 -- in buyer.rs): {created, status, ticket, position, active_until_ms, wait_ms, idle_ms,
--- paused, register, message}. `status` is 'waiting', 'active', 'soldout', a departure,
+-- paused, register, message, drawn}. `status` is 'prequeue' (active_until_ms then holds the
+-- opening), 'waiting', 'active', 'soldout', a departure,
 -- 'unknown', 'limited' (active_until_ms then holds the ms until the window ends), a refusal
--- of a new arrival ('sold-out', 'closed', or 'full' with the ms to retry after in
--- active_until_ms), 'no-queue' or 'unregistered'; `wait_ms` is '' when no estimate is
--- honest. Omitted fields are 0 ('' for `wait_ms`).
+-- of a new arrival ('sold-out', 'closed', 'not-open' or 'full' with the ms to retry after in
+-- active_until_ms), 'draw-seed' (to the function only: the seed in `wait_ms`), 'no-queue'
+-- or 'unregistered'; `wait_ms` is '' when no estimate is honest. `drawn` is 1 when the
+-- ticket was placed by the draw, which has happened (the ticket is then the draw value + 1).
+-- Omitted fields are 0 ('' for `wait_ms`).
 local function token_reply(created, status, ticket, position, until_ms, wait_ms, register)
+  local drawn = 0
+  if DRAW_COMMIT and not BEFORE_OPENING and ticket and ticket >= 1 and ticket <= DRAW_BASE
+      and status ~= 'draw-seed' then
+    drawn = 1
+  end
   return {created, status, ticket or 0, position or 0, until_ms or 0, wait_ms or '', IDLE_MS,
-    PAUSED_FLAG, register or 0, MESSAGE}
+    PAUSED_FLAG, register or 0, MESSAGE, drawn}
+end
+
+-- A pre-queue member's reply before the opening: no position, the opening instead.
+local function prequeue_reply(created, ticket)
+  keep_meta()
+  return token_reply(created, 'prequeue', ticket, 0, OPENS_AT, '', needs_registration())
 end
 
 local function waiting_reply(created, user, ticket)

@@ -1,17 +1,70 @@
--- Settings: ARGV[ARG..] pairs of field name and value; an empty value returns the field to
+-- Settings: ARGV[ARG] and ARGV[ARG + 1] a fresh draw seed and its SHA-256 (hex) the caller
+-- made, ARGV[ARG + 2..] pairs of field name and value; an empty value returns the field to
 -- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused,
--- mode, sold-out, message, max-waiting.
+-- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
 -- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
--- before}, so the caller can report what changed.
+-- before}, so the caller can report what changed; or, with nothing written, {'invalid',
+-- field, why} when the schedule's times disagree or {'locked', why} when the change would
+-- alter a draw (rules below).
 local old_idle = IDLE_MS
+local FIRST_PAIR = ARG + 2
+
+-- The schedule (docs/draw.md). The times after the change, checked against each other here,
+-- where the stored ones are known. A new schedule (none pending: none set, or its opening
+-- passed) gets the caller's fresh seed, unless buyers of the last draw still wait; one still
+-- pending keeps its seed, so postponing keeps the draw. A pending opening with a pre-queue
+-- member cannot be removed (postpone it instead). The pre-queue opens when the schedule is
+-- set unless told otherwise.
+local changed = {}
+for i = FIRST_PAIR, #ARGV, 2 do changed[ARGV[i]] = ARGV[i + 1] end
+local function after(field, current)
+  local value = changed[field]
+  if value == nil then return current end
+  return tonumber(value)
+end
+local opens, closes = after('opens-at', OPENS_AT), after('closes-at', CLOSES_AT)
+local prequeue = after('prequeue-opens-at', PREQUEUE_OPENS_AT)
+local pending = OPENS_AT ~= nil and NOW < OPENS_AT
+local drawn_waiting = DRAW_COMMIT and redis.call('ZCOUNT', WAITING, 1, DRAW_BASE) or 0
+local new_seed = false
+if changed['opens-at'] ~= nil then
+  if not opens then
+    if pending and drawn_waiting > 0 then
+      return {'locked', 'the pre-queue has members: postpone the opening instead of removing it'}
+    end
+    prequeue = nil
+    changed['prequeue-opens-at'] = ''
+  elseif not pending then
+    if drawn_waiting > 0 then
+      return {'locked', 'buyers placed by the last draw still wait: a new schedule needs them gone'}
+    end
+    new_seed = true
+    if changed['prequeue-opens-at'] == nil then
+      prequeue = NOW
+      changed['prequeue-opens-at'] = string.format('%d', NOW)
+    end
+  end
+end
+if prequeue and not opens then
+  return {'invalid', 'prequeueOpensAt', 'needs opensAt'}
+end
+if prequeue and prequeue >= opens then
+  return {'invalid', 'prequeueOpensAt', 'must be before opensAt'}
+end
+if closes and opens and closes <= opens then
+  return {'invalid', 'closesAt', 'must be after opensAt'}
+end
+if new_seed then
+  redis.call('HSET', SETTINGS, 'draw-seed', ARGV[ARG], 'draw-commit', ARGV[ARG + 1])
+  redis.call('HDEL', SETTINGS, 'draw-members')
+end
 redis.call('HSETNX', SETTINGS, 'created', NOW)
 -- The operator owns the hash from now on, also one a sold-out event made with an expiry.
 redis.call('PERSIST', SETTINGS)
 keep_meta()
-for i = ARG, #ARGV, 2 do
-  local field, value = ARGV[i], ARGV[i + 1]
+for field, value in pairs(changed) do
   if value == '' then
     redis.call('HDEL', SETTINGS, field)
   else
@@ -19,7 +72,8 @@ for i = ARG, #ARGV, 2 do
   end
 end
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting')
+  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
+  'closes-at', 'prequeue-opens-at')
 local new_idle = tonumber(now_set[3] or ARGV[3])
 if new_idle ~= old_idle then
   -- Heartbeat windows change length with the idle period: start presence afresh, giving
@@ -32,5 +86,7 @@ if new_idle ~= old_idle then
 end
 local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = now_set[4] or nil,
   idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,
-  sold_out = now_set[7] == '1', message = now_set[8] or nil, max_waiting = now_set[9] or nil}
+  sold_out = now_set[7] == '1', message = now_set[8] or nil, max_waiting = now_set[9] or nil,
+  opens_at = now_set[10] or nil, closes_at = now_set[11] or nil,
+  prequeue_opens_at = now_set[12] or nil}
 return {settings_reply(set), SOLD_OUT and 1 or 0, MODE}

@@ -13,6 +13,11 @@
 -- ('full', with the ms to retry after): in passthrough mode when no place is free, else when
 -- maxWaiting wait already. Otherwise it gets a new ticket, active at once when the queue is
 -- not paused, a place is free and nobody waits (or the mode is passthrough).
+-- With a schedule (docs/draw.md): before the pre-queue opens a new arrival is refused
+-- ('not-open', with the ms until it opens); before the opening it joins the pre-queue with
+-- the ticket its draw value gives, if the caller's commitment is the queue's, else the
+-- answer is 'draw-seed' (the seed, for the caller to compute the value and call again);
+-- after closesAt it is refused as 'closed'.
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
@@ -46,6 +51,7 @@ end
 local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
   if SOLD_OUT then return sold_out_reply(state, user, ticket) end
+  if BEFORE_OPENING then return prequeue_reply(0, ticket) end
   heartbeat(ticket)
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
@@ -56,6 +62,26 @@ end
 local FULL_RETRY_MS = 10000
 if SOLD_OUT then return token_reply(0, 'sold-out') end
 if MODE == 'closed' then return token_reply(0, 'closed') end
+-- The schedule's gates, and the pre-queue.
+if CLOSES_AT and NOW >= CLOSES_AT then return token_reply(0, 'closed') end
+if BEFORE_OPENING then
+  if PREQUEUE_OPENS_AT and NOW < PREQUEUE_OPENS_AT then
+    return token_reply(0, 'not-open', 0, 0, PREQUEUE_OPENS_AT - NOW)
+  end
+  if MAX_WAITING > 0 and redis.call('ZCARD', WAITING) >= MAX_WAITING then
+    return token_reply(0, 'full', 0, 0, FULL_RETRY_MS)
+  end
+  local value = tonumber(ARGV[ARG + 7])
+  if not DRAW_COMMIT or ARGV[ARG + 6] ~= DRAW_COMMIT or not value or value < 0
+      or value >= DRAW_BASE or value % 1 ~= 0 then
+    return token_reply(0, 'draw-seed', 0, 0, 0, redis.call('HGET', SETTINGS, 'draw-seed') or '')
+  end
+  if state == 'expired' then record_departures({{user, ticket}}, state) end
+  ticket = value + 1
+  redis.call('ZADD', WAITING, ticket, user)
+  redis.call('HSET', META, 'last-issue', NOW)
+  return prequeue_reply(1, ticket)
+end
 if MODE == 'passthrough' then
   if PAUSED or live_active_count() >= CAPACITY then
     -- Retry when the first live session ends, within 1 s to FULL_RETRY_MS.
@@ -73,7 +99,7 @@ if state == 'dropped' or state == 'expired' then
   record_departures({{user, ticket}}, state)
 end
 
-ticket = redis.call('HINCRBY', META, 'seq', 1)
+ticket = TICKET_BASE + redis.call('HINCRBY', META, 'seq', 1)
 redis.call('HSET', META, 'last-issue', NOW)
 if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
     and live_active_count() < CAPACITY then

@@ -24,6 +24,7 @@ pub mod keys;
 mod promotion;
 mod reaping;
 mod registry;
+pub mod schedule;
 pub mod settings;
 
 use std::sync::LazyLock;
@@ -37,6 +38,7 @@ use crate::error::Departure;
 use crate::ids::QueueId;
 use crate::store::{lua_script, primary_read_script, Conn, ScriptCall};
 use keys::QueueKeys;
+use schedule::SeedCache;
 
 pub use availability::{
     Availability, Mode, SellOut, SoldOutNotice, StagedSellOut, INVENTORY_SOLD_OUT,
@@ -133,6 +135,8 @@ pub struct WaitingRoom {
     conn: Conn,
     prefix: String,
     config: QueueConfig,
+    /// The draw seeds this container has learnt.
+    seeds: SeedCache,
 }
 
 impl WaitingRoom {
@@ -141,6 +145,7 @@ impl WaitingRoom {
             conn,
             prefix: prefix.into(),
             config,
+            seeds: SeedCache::default(),
         }
     }
 
@@ -175,6 +180,8 @@ pub enum Standing {
     Active { until: DateTime<Utc> },
     /// In a queue that sold out: nobody more is admitted.
     SoldOut,
+    /// In the pre-queue: placed by the draw at the opening.
+    Prequeue { opens_at: DateTime<Utc> },
 }
 
 /// Why a token holds no place, as the scripts say it: its departure, or `unknown`.
@@ -218,16 +225,23 @@ pub struct TokenState {
     pub paused: bool,
     /// The operator's message, if any.
     pub message: Option<String>,
+    /// Placed by the draw, which has happened: the ticket is the draw value + 1.
+    pub drawn: bool,
 }
 
 impl TokenState {
+    /// The draw value that placed this token (13 hex digits), once the draw happened.
+    pub fn draw_value(&self) -> Option<String> {
+        (self.drawn && self.ticket >= 1).then(|| schedule::value_hex(self.ticket - 1))
+    }
+
     /// The expected wait in whole seconds, rounded up: from when the active sessions are
     /// expected to end, given how long sessions have lasted. `None` until a session has ended
     /// and while the queue is paused (no honest estimate exists then), 0 once active.
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
-            Standing::SoldOut => None,
+            Standing::SoldOut | Standing::Prequeue { .. } => None,
             Standing::Waiting { .. } if self.paused => None,
             Standing::Waiting { .. } => self
                 .expected_wait
@@ -240,19 +254,34 @@ impl TokenState {
     /// dropped as absent: a waiter counts as present for at least the whole idle period after
     /// its last poll, which leaves two thirds of it (4 s or more, as the idle period is at
     /// least 5 s) for the round trip.
+    ///
+    /// In the pre-queue presence does not count yet: poll again just after the opening, up
+    /// to a third of the idle period after it by a jitter derived from the ticket (the
+    /// buyer's draw value), so the pre-queue does not come back in the same second; but at
+    /// most [`PREQUEUE_POLL_MAX_SECONDS`] ahead, so a change of schedule is seen.
     pub fn poll_after_seconds(&self, now: DateTime<Utc>) -> u64 {
         let ceiling = (self.waiting_idle.as_secs() / 3).max(1);
+        if let Standing::Prequeue { opens_at } = self.standing {
+            let until = ((opens_at - now).num_milliseconds().max(0) as u64).div_ceil(1000);
+            if until >= PREQUEUE_POLL_MAX_SECONDS {
+                return PREQUEUE_POLL_MAX_SECONDS;
+            }
+            return (until + self.ticket % ceiling).max(1);
+        }
         let wanted = match self.standing {
             Standing::Waiting { position } => {
                 self.estimated_wait_seconds().unwrap_or(position) / 10
             }
             Standing::Active { until } => (until - now).num_seconds().max(0) as u64 / 4,
             // Only an operator reverses a sell-out: poll as seldom as presence allows.
-            Standing::SoldOut => ceiling,
+            Standing::SoldOut | Standing::Prequeue { .. } => ceiling,
         };
         wanted.clamp(1, ceiling)
     }
 }
+
+/// The longest a pre-queue member is told to wait before polling again.
+pub const PREQUEUE_POLL_MAX_SECONDS: u64 = 300;
 
 /// The instant `ms` milliseconds after the epoch, as the scripts report times.
 fn instant(ms: i64) -> Result<DateTime<Utc>, redis::ParsingError> {

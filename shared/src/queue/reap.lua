@@ -9,7 +9,7 @@
 -- many waiters the sold-out queue gave back.
 local cursor, chunk, idle_after = tonumber(ARGV[ARG]), tonumber(ARGV[ARG + 1]), tonumber(ARGV[ARG + 2])
 local expired = purge_expired(chunk)
-local rows = redis.call('ZRANGEBYSCORE', WAITING, '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, chunk)
+local rows = redis.call('ZRANGEBYSCORE', WAITING, string.format('(%d', cursor), '+inf', 'WITHSCORES', 'LIMIT', 0, chunk)
 local abandoned, given_back, users = {}, {}, {}
 for i = 1, #rows, 2 do
   local ticket = tonumber(rows[i + 1])

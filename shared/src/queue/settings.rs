@@ -11,8 +11,11 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Number;
 
+use chrono::{DateTime, Utc};
+
 use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
 use super::keys::QueueKeys;
+use super::schedule::{DrawSeed, Schedule, ScheduleChange};
 use super::{QueueEvent, WaitingRoom, CLOSE, CONFIGURE};
 use crate::bounds::{self, Bounds};
 use crate::error::Error;
@@ -35,19 +38,23 @@ pub struct QueueSettings {
     /// Mode, sold out, message and maxWaiting.
     #[serde(flatten)]
     pub availability: Availability,
+    /// opensAt, closesAt and prequeueOpensAt.
+    #[serde(flatten)]
+    pub schedule: Schedule,
 }
 
-/// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability}`
-/// (`settings_reply` in `common.lua`: part of configure's and summary's replies).
+/// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
+/// schedule}` (`settings_reply` in `common.lua`: part of configure's and summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (capacity, session_ms, admit, idle_ms, paused, availability): (
+        let (capacity, session_ms, admit, idle_ms, paused, availability, schedule): (
             u32,
             u64,
             u32,
             u64,
             u8,
             Availability,
+            Schedule,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(QueueSettings {
             capacity,
@@ -56,22 +63,56 @@ impl FromRedisValue for QueueSettings {
             waiting_idle_seconds: idle_ms / 1000,
             paused: paused == 1,
             availability,
+            schedule,
         })
     }
 }
 
-/// Configure's reply: `{settings in force, sold out before (0|1), mode before}`.
-struct ConfigureReply {
-    settings: QueueSettings,
-    was_sold_out: bool,
-    was: Mode,
+/// Configure's reply: `{settings in force, sold out before (0|1), mode before}`, or a
+/// schedule change refused: `{'invalid', field, why}` or `{'locked', why}`.
+enum ConfigureReply {
+    Applied {
+        settings: QueueSettings,
+        was_sold_out: bool,
+        was: Mode,
+    },
+    Refused(Error),
 }
 
 impl FromRedisValue for ConfigureReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        if let Value::Array(items) = &v {
+            if let Some(Value::BulkString(first)) = items.first() {
+                let why = |i: usize| -> Result<String, ParsingError> {
+                    items
+                        .get(i)
+                        .cloned()
+                        .map(String::from_redis_value)
+                        .unwrap_or_else(|| Err("configure refusal without a reason".into()))
+                };
+                return Ok(ConfigureReply::Refused(match first.as_slice() {
+                    b"locked" => Error::Conflict(why(1)?),
+                    b"invalid" => {
+                        let field = match why(1)?.as_str() {
+                            "closesAt" => "closesAt",
+                            "prequeueOpensAt" => "prequeueOpensAt",
+                            _ => "opensAt",
+                        };
+                        Error::invalid(field, why(2)?)
+                    }
+                    other => {
+                        return Err(format!(
+                            "configure script returned {:?}",
+                            String::from_utf8_lossy(other)
+                        )
+                        .into())
+                    }
+                }));
+            }
+        }
         let (settings, was_sold_out, was): (QueueSettings, u8, String) =
             FromRedisValue::from_redis_value(v)?;
-        Ok(ConfigureReply {
+        Ok(ConfigureReply::Applied {
             settings,
             was_sold_out: was_sold_out == 1,
             was: serde_json::from_value(serde_json::Value::String(was.clone()))
@@ -113,6 +154,16 @@ pub struct SettingsChange {
     pub message: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     pub max_waiting: Option<Option<Number>>,
+    /// The opening (RFC 3339); before it arrivals join the pre-queue.
+    #[serde(default, deserialize_with = "present")]
+    pub opens_at: Option<Option<DateTime<Utc>>>,
+    /// From when new arrivals are refused (RFC 3339, after opensAt).
+    #[serde(default, deserialize_with = "present")]
+    pub closes_at: Option<Option<DateTime<Utc>>>,
+    /// From when arrivals may join the pre-queue (RFC 3339, before opensAt; default: when
+    /// the schedule is set).
+    #[serde(default, deserialize_with = "present")]
+    pub prequeue_opens_at: Option<Option<DateTime<Utc>>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -426,7 +477,16 @@ impl SettingsChange {
             max_waiting: &self.max_waiting,
         }
         .arguments(&mut args)?;
+        self.schedule().arguments(&mut args)?;
         Ok(args)
+    }
+
+    fn schedule(&self) -> ScheduleChange<'_> {
+        ScheduleChange {
+            opens_at: &self.opens_at,
+            closes_at: &self.closes_at,
+            prequeue_opens_at: &self.prequeue_opens_at,
+        }
     }
 }
 
@@ -434,7 +494,9 @@ impl WaitingRoom {
     /// Applies `change` to `queue`'s settings; returns the settings now in force. Takes
     /// effect from the next operation on the queue. Changing the idle period restarts
     /// presence: every waiter gets one whole new idle period to poll. Selling out, closing
-    /// and reopening are reported as queue events.
+    /// and reopening are reported as queue events. Setting an opening when none is pending
+    /// starts a new draw with a fresh seed (see [`super::schedule`]); a pending one keeps
+    /// its seed.
     pub async fn configure(
         &self,
         queue: &QueueId,
@@ -442,20 +504,26 @@ impl WaitingRoom {
     ) -> Result<Configured, Error> {
         let args = change.arguments()?;
         let mut invocation = self.invocation(&CONFIGURE, queue);
+        let (seed, commitment) = if change.schedule().sets_opening() {
+            let seed = DrawSeed::random();
+            (seed.hex(), seed.commitment())
+        } else {
+            (String::new(), String::new())
+        };
+        invocation.arg(seed).arg(commitment);
         for (field, value) in &args {
             invocation.arg(*field).arg(value);
         }
-        let reply: ConfigureReply = self.conn.invoke(invocation).await?;
-        let events = changed_events(
-            queue,
-            reply.was_sold_out,
-            reply.was,
-            &reply.settings.availability,
-        );
-        Ok(Configured {
-            settings: reply.settings,
-            events,
-        })
+        let (settings, was_sold_out, was) = match self.conn.invoke(invocation).await? {
+            ConfigureReply::Applied {
+                settings,
+                was_sold_out,
+                was,
+            } => (settings, was_sold_out, was),
+            ConfigureReply::Refused(err) => return Err(err),
+        };
+        let events = changed_events(queue, was_sold_out, was, &settings.availability);
+        Ok(Configured { settings, events })
     }
 
     /// `queue`'s page settings: one `HGET`, the defaults where none are set.

@@ -1,6 +1,18 @@
--- Summary: {waiting, active, rate, admitted through, settings in force}.
+-- Summary: {waiting, active, rate, admitted through, settings in force, draw}, the draw
+-- {seed's SHA-256 (from when the pre-queue opens), seed (from the opening), members (once
+-- recorded)}, each '' when not (yet) public.
+local draw = {'', '', ''}
+if DRAW_COMMIT and OPENS_AT then
+  if not PREQUEUE_OPENS_AT or NOW >= PREQUEUE_OPENS_AT then draw[1] = DRAW_COMMIT end
+  if not BEFORE_OPENING then
+    draw[2] = redis.call('HGET', SETTINGS, 'draw-seed') or ''
+    draw[3] = DRAW_MEMBERS and string.format('%d', DRAW_MEMBERS) or ''
+  end
+end
 return {redis.call('ZCARD', WAITING), live_active_count(), rate(),
   ADMITTED_THROUGH,
   settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
-    max_waiting = MAX_WAITING})}
+    max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
+    prequeue_opens_at = stored[12] or nil}),
+  draw}

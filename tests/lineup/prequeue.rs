@@ -1,0 +1,500 @@
+//! The scheduled opening: the pre-queue, its draw (each place recomputed from the seed the
+//! summary reveals, against the commitment it published first), the gates before the
+//! pre-queue opens and after closesAt, and what re-issuing or leaving can change, against a
+//! real Redis with real clocks and concurrent callers.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::{stream, StreamExt};
+use hmac::{Hmac, Mac};
+use lineup::ids::{QueueId, UserId};
+use lineup::queue::{Issued, Standing};
+use lineup_tests::queue::{assert_kind, join, leave, promote, put_settings, status, summary};
+use lineup_tests::{sleep, TestApp};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+/// 2^52: a draw ticket is at most this, a later arrival's above it.
+const DRAW_BASE: u64 = 1 << 52;
+
+/// `seconds` from now, to the millisecond (as the settings keep times).
+fn in_seconds(seconds: i64) -> DateTime<Utc> {
+    let at = Utc::now() + chrono::Duration::seconds(seconds);
+    DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap()
+}
+
+fn rfc(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn hex_decode(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The recipe of docs/draw.md, written again here: the first 52 bits (big-endian) of
+/// HMAC-SHA256(key = the seed's bytes, message = the user id).
+fn draw_value(seed: &[u8], user: &str) -> u64 {
+    let mut mac = Hmac::<Sha256>::new_from_slice(seed).unwrap();
+    mac.update(user.as_bytes());
+    let digest = mac.finalize().into_bytes();
+    u64::from_be_bytes(digest[..8].try_into().unwrap()) >> 12
+}
+
+/// `users` in the order the draw places them: by value, ties by user id bytes.
+fn draw_order(seed: &[u8], users: &[String]) -> Vec<String> {
+    let mut order: Vec<(u64, String)> = users
+        .iter()
+        .map(|u| (draw_value(seed, u), u.clone()))
+        .collect();
+    order.sort();
+    order.into_iter().map(|(_, u)| u).collect()
+}
+
+/// The revealed seed, after checking it against the commitment published before.
+fn revealed_seed(summary: &serde_json::Value, commitment: &str) -> Vec<u8> {
+    let seed = hex_decode(summary["draw"]["seed"].as_str().expect("seed revealed"));
+    assert_eq!(seed.len(), 32);
+    let digest: String = Sha256::digest(&seed)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        digest, commitment,
+        "the seed revealed is the one committed to"
+    );
+    seed
+}
+
+async fn until(at: DateTime<Utc>) {
+    let left = (at - Utc::now()).num_milliseconds();
+    if left > 0 {
+        sleep(Duration::from_millis(left as u64)).await;
+    }
+}
+
+/// `users` join `queue` through the waiting room itself, `parallel` at a time.
+async fn join_all(app: &TestApp, queue: &str, users: &[String], parallel: usize) -> Vec<Issued> {
+    let room = app.room();
+    let queue = QueueId::parse(queue).unwrap();
+    let queue = &queue;
+    stream::iter(users.iter().cloned())
+        .map(|user| async move {
+            let user = UserId::parse(&user).unwrap();
+            room.issue(queue, &user, None).await.expect("issue")
+        })
+        .buffered(parallel)
+        .collect()
+        .await
+}
+
+/// Each issued token's position now (0 for an active one).
+async fn positions(app: &TestApp, issued: &[Issued]) -> Vec<u64> {
+    let room = app.room();
+    stream::iter(issued)
+        .map(|i| async move {
+            match room.status(&i.claims).await.expect("status").standing {
+                Standing::Waiting { position } => position,
+                Standing::Active { .. } => 0,
+                other => panic!("{other:?}"),
+            }
+        })
+        .buffered(32)
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_gives() {
+    const MEMBERS: usize = 10_000;
+    const LATER: usize = 20;
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "5")]).await;
+    let opens = in_seconds(15);
+    let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    assert_eq!(set.body["opensAt"], rfc(opens));
+    // The commitment is public from the moment the schedule is set; the seed is not.
+    let before = summary(&app, "gig").await;
+    let commitment = before.body["draw"]["seedSha256"]
+        .as_str()
+        .expect("commitment")
+        .to_owned();
+    assert_eq!(commitment.len(), 64);
+    assert!(before.body["draw"]["seed"].is_null(), "{}", before.body);
+
+    let users: Vec<String> = (0..MEMBERS).map(|i| format!("fan{i:05}")).collect();
+    let members = join_all(&app, "gig", &users, 32).await;
+    assert!(
+        Utc::now() < opens,
+        "the pre-queue took too long to fill; raise the lead"
+    );
+    for issued in &members {
+        assert!(issued.created);
+        assert_eq!(
+            issued.state.standing,
+            Standing::Prequeue { opens_at: opens }
+        );
+        assert!((1..=DRAW_BASE).contains(&issued.claims.ticket));
+    }
+    // Nobody is admitted before the opening, whatever the capacity.
+    promote(&app).await;
+    assert_eq!(summary(&app, "gig").await.body["active"], 0);
+
+    until(opens + chrono::Duration::milliseconds(50)).await;
+    let mut later = Vec::new();
+    for i in 0..LATER {
+        let reply = join(&app, "gig", &format!("late{i:02}")).await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        assert_eq!(reply.body["status"], "waiting");
+        assert!(reply.body.get("draw").is_none(), "{}", reply.body);
+        later.push(reply.token());
+    }
+
+    let after = summary(&app, "gig").await;
+    let seed = revealed_seed(&after.body, &commitment);
+    let order = draw_order(&seed, &users);
+    let rank: HashMap<&str, u64> = order
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.as_str(), i as u64 + 1))
+        .collect();
+    let placed = positions(&app, &members).await;
+    let unique: BTreeSet<u64> = placed.iter().copied().collect();
+    assert_eq!(unique.len(), MEMBERS, "every position is unique");
+    for (issued, position) in members.iter().zip(&placed) {
+        assert_eq!(
+            *position,
+            rank[issued.claims.user.as_str()],
+            "{}",
+            issued.claims.user
+        );
+    }
+    // Every later arrival stands behind the whole draw, first come, first served.
+    for (i, token) in later.iter().enumerate() {
+        let reply = status(&app, "gig", token).await;
+        assert_eq!(reply.body["position"], (MEMBERS + i + 1) as u64);
+    }
+    // A member's status shows the value that placed them, as the recipe computes it.
+    let first = join(&app, "gig", &order[0]).await;
+    assert_eq!(first.body["position"], 1);
+    assert_eq!(
+        first.body["draw"]["value"],
+        format!("{:013x}", draw_value(&seed, &order[0]))
+    );
+
+    // The first tick admits in draw order and records how many the draw placed.
+    promote(&app).await;
+    let drawn = summary(&app, "gig").await;
+    assert_eq!(drawn.body["draw"]["members"], MEMBERS as u64);
+    assert_eq!(drawn.body["active"], 5);
+    for user in &order[..5] {
+        assert_eq!(join(&app, "gig", user).await.body["status"], "active");
+    }
+}
+
+/// Pearson's chi-square of a 10 × 10 table of arrival decile against place decile, pooled
+/// over draws: `places[d][i]` is the 1-based place of the `i`-th arrival in draw `d`.
+fn chi_square(places: &[Vec<u64>]) -> f64 {
+    let mut table = [[0f64; 10]; 10];
+    let mut total = 0f64;
+    for draw in places {
+        let n = draw.len() as u64;
+        for (arrival, place) in draw.iter().enumerate() {
+            table[arrival * 10 / n as usize][((place - 1) * 10 / n) as usize] += 1.0;
+            total += 1.0;
+        }
+    }
+    let rows: Vec<f64> = table.iter().map(|r| r.iter().sum()).collect();
+    let cols: Vec<f64> = (0..10).map(|c| table.iter().map(|r| r[c]).sum()).collect();
+    let mut chi = 0.0;
+    for r in 0..10 {
+        for c in 0..10 {
+            let expected = rows[r] * cols[c] / total;
+            chi += (table[r][c] - expected).powi(2) / expected;
+        }
+    }
+    chi
+}
+
+/// The chi-square with 81 degrees of freedom exceeded with probability 1e-4
+/// (Wilson–Hilferty: k (1 − 2/(9k) + z √(2/(9k)))³ with z = 3.719).
+fn critical_81() -> f64 {
+    let k = 81.0f64;
+    let a = 2.0 / (9.0 * k);
+    k * (1.0 - a + 3.719 * a.sqrt()).powi(3)
+}
+
+#[tokio::test]
+async fn arrival_order_does_not_predict_the_drawn_place() {
+    // The recipe over a fixed set of seeds: many draws, no randomness in the test.
+    let users: Vec<String> = (0..1000).map(|i| format!("fan{i:05}")).collect();
+    let recipe: Vec<Vec<u64>> = (0..100u32)
+        .map(|s| {
+            let seed = Sha256::digest(format!("fixed seed {s}").as_bytes()).to_vec();
+            let rank: HashMap<String, u64> = draw_order(&seed, &users)
+                .into_iter()
+                .enumerate()
+                .map(|(i, u)| (u, i as u64 + 1))
+                .collect();
+            users.iter().map(|u| rank[u]).collect()
+        })
+        .collect();
+    let critical = critical_81();
+    assert!(
+        chi_square(&recipe) < critical,
+        "{} ≥ {critical}",
+        chi_square(&recipe)
+    );
+    // The test can fail: first come, first served (place = arrival), and a draw that
+    // merely favours early arrivals a little, are rejected.
+    let fcfs: Vec<Vec<u64>> = (0..100).map(|_| (1..=1000).collect()).collect();
+    assert!(chi_square(&fcfs) > critical);
+    let nudged: Vec<Vec<u64>> = recipe
+        .iter()
+        .map(|draw| {
+            let mut keyed: Vec<(u64, usize)> = draw
+                .iter()
+                .enumerate()
+                .map(|(arrival, place)| (place + arrival as u64 / 4, arrival))
+                .collect();
+            keyed.sort();
+            let mut placed = vec![0; draw.len()];
+            for (i, (_, arrival)) in keyed.into_iter().enumerate() {
+                placed[arrival] = i as u64 + 1;
+            }
+            placed
+        })
+        .collect();
+    assert!(chi_square(&nudged) > critical, "{}", chi_square(&nudged));
+
+    // Real draws through Redis, seeds from the function's CSPRNG: the same holds (the
+    // chance of a false alarm is 1e-4), and every place is the recipe's.
+    const DRAWS: usize = 8;
+    const EACH: usize = 400;
+    let app = TestApp::spawn(&[]).await;
+    let opens = in_seconds(10);
+    let mut commitments = Vec::new();
+    for d in 0..DRAWS {
+        let queue = format!("show{d}");
+        put_settings(&app, &queue, &json!({ "opensAt": rfc(opens) })).await;
+        let before = summary(&app, &queue).await;
+        commitments.push(
+            before.body["draw"]["seedSha256"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let users: Vec<String> = users[..EACH].to_vec();
+    let joined: Vec<Vec<Issued>> = stream::iter(0..DRAWS)
+        .map(|d| {
+            let users = &users;
+            let app = &app;
+            // In arrival order: one caller per queue.
+            async move { join_all(app, &format!("show{d}"), users, 1).await }
+        })
+        .buffered(DRAWS)
+        .collect()
+        .await;
+    assert!(Utc::now() < opens, "raise the lead");
+    until(opens + chrono::Duration::milliseconds(50)).await;
+    let mut places = Vec::new();
+    for (d, issued) in joined.iter().enumerate() {
+        let after = summary(&app, &format!("show{d}")).await;
+        let seed = revealed_seed(&after.body, &commitments[d]);
+        let order = draw_order(&seed, &users);
+        let placed = positions(&app, issued).await;
+        for (user, place) in users.iter().zip(&placed) {
+            assert_eq!(order[*place as usize - 1], *user);
+        }
+        places.push(placed);
+    }
+    let chi = chi_square(&places);
+    assert!(chi < critical, "{chi} ≥ {critical}");
+}
+
+#[tokio::test]
+async fn arrivals_around_the_opening_land_on_one_side_never_lost_or_doubled() {
+    const EARLY: usize = 20;
+    const AROUND: usize = 300;
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let opens = in_seconds(3);
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    let early: Vec<String> = (0..EARLY).map(|i| format!("early{i:02}")).collect();
+    let mut issued = join_all(&app, "gig", &early, 8).await;
+
+    // Callers spread over 600 ms around the opening, each at its own instant.
+    let room = app.room();
+    let queue = QueueId::parse("gig").unwrap();
+    let queue = &queue;
+    let around: Vec<Issued> = futures::future::join_all((0..AROUND).map(|i| async move {
+        until(opens + chrono::Duration::milliseconds(2 * i as i64 - 300)).await;
+        let user = UserId::parse(&format!("around{i:03}")).unwrap();
+        room.issue(queue, &user, None).await.expect("issue")
+    }))
+    .await;
+    let mut before = 0;
+    for i in &around {
+        match i.state.standing {
+            Standing::Prequeue { .. } => {
+                before += 1;
+                assert!(i.claims.ticket <= DRAW_BASE);
+            }
+            Standing::Waiting { .. } => assert!(i.claims.ticket > DRAW_BASE),
+            ref other => panic!("{other:?}"),
+        }
+    }
+    assert!(0 < before && before < AROUND, "both sides seen: {before}");
+    assert_eq!(
+        summary(&app, "gig").await.body["waiting"],
+        (EARLY + AROUND) as u64
+    );
+
+    // Everyone holds one place: the pre-queue first, the later ones in ticket order after.
+    issued.extend(around);
+    let placed = positions(&app, &issued).await;
+    let unique: BTreeSet<u64> = placed.iter().copied().collect();
+    assert_eq!(unique, (1..=(EARLY + AROUND) as u64).collect());
+    let drawn = EARLY + before;
+    let mut later: Vec<(u64, u64)> = Vec::new();
+    for (i, place) in issued.iter().zip(&placed) {
+        if i.claims.ticket <= DRAW_BASE {
+            assert!(*place <= drawn as u64, "{} at {place}", i.claims.user);
+        } else {
+            later.push((i.claims.ticket, *place));
+        }
+    }
+    later.sort();
+    let in_ticket_order: Vec<u64> = later.iter().map(|(_, p)| *p).collect();
+    assert_eq!(
+        in_ticket_order,
+        ((drawn as u64 + 1)..=(EARLY + AROUND) as u64).collect::<Vec<_>>()
+    );
+    promote(&app).await;
+    assert_eq!(
+        summary(&app, "gig").await.body["draw"]["members"],
+        drawn as u64
+    );
+}
+
+#[tokio::test]
+async fn nobody_changes_their_draw_and_closes_at_keeps_the_line() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "30")]).await;
+    let now = in_seconds(0);
+    let prequeue_opens = now + chrono::Duration::seconds(1);
+    let opens = now + chrono::Duration::seconds(4);
+    let closes = now + chrono::Duration::seconds(7);
+    // The times must agree with each other.
+    assert_kind(
+        &put_settings(
+            &app,
+            "gig",
+            &json!({ "opensAt": rfc(opens), "closesAt": rfc(opens - chrono::Duration::seconds(1)) }),
+        )
+        .await,
+        400,
+        "invalid-request",
+    );
+    assert_kind(
+        &put_settings(
+            &app,
+            "gig",
+            &json!({ "opensAt": rfc(opens), "prequeueOpensAt": rfc(opens) }),
+        )
+        .await,
+        400,
+        "invalid-request",
+    );
+    let set = put_settings(
+        &app,
+        "gig",
+        &json!({ "opensAt": rfc(opens), "closesAt": rfc(closes),
+            "prequeueOpensAt": rfc(prequeue_opens) }),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    assert_eq!(set.body["prequeueOpensAt"], rfc(prequeue_opens));
+
+    // Before the pre-queue opens: refused, told when to come back; nothing published yet.
+    let early = join(&app, "gig", "u1").await;
+    assert_kind(&early, 409, "queue-not-open");
+    assert_eq!(early.headers["retry-after"], "1");
+    assert!(summary(&app, "gig").await.body["draw"].is_null());
+
+    until(prequeue_opens).await;
+    let commitment = summary(&app, "gig").await.body["draw"]["seedSha256"]
+        .as_str()
+        .expect("published once the pre-queue opens")
+        .to_owned();
+    let first = join(&app, "gig", "u1").await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert_eq!(first.body["status"], "prequeue");
+    assert_eq!(first.body["opensAt"], rfc(opens));
+    assert!(first.body["position"].is_null());
+    let poll = first.body["pollAfterSeconds"].as_u64().unwrap();
+    assert!((2..=3 + 10).contains(&poll), "{poll}");
+    let token = first.token();
+    // Re-issue gives the same token; leaving and joining again before the opening too.
+    let again = join(&app, "gig", "u1").await;
+    assert_eq!((again.status, again.token()), (200, token.clone()));
+    assert_eq!(leave(&app, "gig", &token).await.status, 204);
+    let back = join(&app, "gig", "u1").await;
+    assert_eq!((back.status, back.token()), (201, token.clone()));
+    assert_eq!(status(&app, "gig", &token).await.body["status"], "prequeue");
+    let others: Vec<String> = (2..=30).map(|i| format!("u{i}")).collect();
+    for user in &others {
+        assert_eq!(join(&app, "gig", user).await.status, 201);
+    }
+
+    // The opening cannot be removed under a pre-queue; postponing it keeps the seed.
+    assert_kind(
+        &put_settings(&app, "gig", &json!({ "opensAt": null })).await,
+        409,
+        "conflict",
+    );
+    let opens = opens + chrono::Duration::seconds(1);
+    let postponed = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(postponed.status, 200, "{}", postponed.body);
+    assert_eq!(
+        summary(&app, "gig").await.body["draw"]["seedSha256"],
+        commitment
+    );
+
+    until(opens + chrono::Duration::milliseconds(50)).await;
+    let seed = revealed_seed(&summary(&app, "gig").await.body, &commitment);
+    let mut all = vec!["u1".to_owned()];
+    all.extend(others.iter().cloned());
+    let order = draw_order(&seed, &all);
+    let place = order.iter().position(|u| u == "u1").unwrap() as u64 + 1;
+    let drawn = status(&app, "gig", &token).await;
+    assert_eq!(drawn.body["position"], place, "{}", drawn.body);
+    assert_eq!(
+        drawn.body["draw"]["value"],
+        format!("{:013x}", draw_value(&seed, "u1"))
+    );
+    assert_eq!(join(&app, "gig", "u1").await.token(), token);
+    // Leaving after the opening puts the buyer at the back, with no draw value.
+    assert_eq!(leave(&app, "gig", &token).await.status, 204);
+    let rejoined = join(&app, "gig", "u1").await;
+    assert_eq!(rejoined.status, 201);
+    assert_ne!(rejoined.token(), token);
+    assert_eq!(rejoined.body["position"], 30);
+    assert!(rejoined.body.get("draw").is_none());
+
+    // After closesAt: no new arrivals, the line keeps its places.
+    until(closes).await;
+    assert_kind(&join(&app, "gig", "u99").await, 409, "queue-closed");
+    let u2 = join(&app, "gig", "u2").await;
+    assert_eq!(u2.status, 200);
+    let place = order.iter().position(|u| u == "u2").unwrap() as u64 + 1;
+    let expected = if place > order.iter().position(|u| u == "u1").unwrap() as u64 + 1 {
+        place - 1
+    } else {
+        place
+    };
+    assert_eq!(u2.body["position"], expected);
+}
