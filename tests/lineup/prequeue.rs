@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use futures::{stream, StreamExt};
 use hmac::{Hmac, Mac};
 use lineup::ids::{QueueId, UserId};
-use lineup::queue::{Issued, Standing};
+use lineup::queue::{Issued, PromotionReport, QueueEventKind, Standing};
 use lineup_tests::queue::{assert_kind, join, leave, promote, put_settings, status, summary};
 use lineup_tests::{sleep, TestApp};
 use serde_json::json;
@@ -374,7 +374,17 @@ async fn arrivals_around_the_opening_land_on_one_side_never_lost_or_doubled() {
         in_ticket_order,
         ((drawn as u64 + 1)..=(EARLY + AROUND) as u64).collect::<Vec<_>>()
     );
-    promote(&app).await;
+    // The first tick after the opening records the draw and reports the opening, once.
+    let opened = |report: &PromotionReport| {
+        report
+            .events()
+            .filter(|e| e.kind == QueueEventKind::Opened)
+            .count()
+    };
+    let tick = room.promote(std::slice::from_ref(queue)).await.unwrap();
+    assert_eq!(opened(&tick), 1);
+    let tick = room.promote(std::slice::from_ref(queue)).await.unwrap();
+    assert_eq!(opened(&tick), 0);
     assert_eq!(
         summary(&app, "gig").await.body["draw"]["members"],
         drawn as u64

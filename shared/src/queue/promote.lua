@@ -3,13 +3,13 @@
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
--- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more} with the
--- lists as promote() and purge_expired() give them; more is 1 when another call this tick
--- could admit more.
+-- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened} with
+-- the lists as promote() and purge_expired() give them; more is 1 when another call this
+-- tick could admit more; opened is 1 when this call saw the scheduled opening first.
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0}
+  return {{}, {}, {}, 0, 0, '', 0, 0, 0}
 end
 keep_meta()
 local remaining = tonumber(ARGV[ARG]) or ADMIT_PER_TICK
@@ -41,4 +41,5 @@ if not PAUSED and not SOLD_OUT and remaining > 0 and waiting > 0 and active < CA
     and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
   more = 1
 end
-return {admitted, dropped, expired, waiting, active, rate(), remaining, more}
+return {admitted, dropped, expired, waiting, active, rate(), remaining, more,
+  DRAW_RECORDED and 1 or 0}

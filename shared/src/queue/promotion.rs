@@ -36,6 +36,10 @@ impl QueuePromotion {
     /// many.
     fn add(&mut self, reply: PromoteReply) -> (bool, u64) {
         let queue = self.queue_id.clone();
+        if reply.opened {
+            self.events
+                .push(QueueEvent::of_queue(QueueEventKind::Opened, &queue));
+        }
         let admitted = admitted_events(&queue, reply.admitted);
         self.admitted += admitted.len() as u64;
         self.abandoned += reply.dropped.len() as u64;
@@ -86,7 +90,8 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more}`: one slice of a tick, and whether the queue may admit more (`remaining` more).
+/// more, opened}`: one slice of a tick, whether the queue may admit more (`remaining` more),
+/// and whether this slice saw the scheduled opening first (a `QueueOpened` to publish).
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
@@ -96,13 +101,14 @@ struct PromoteReply {
     admission_rate_per_minute: Option<f64>,
     remaining: u64,
     more: bool,
+    opened: bool,
 }
 
 impl FromRedisValue for PromoteReply {
     // The script's flat reply, named field by field below.
     #[allow(clippy::type_complexity)]
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (admitted, dropped, expired, waiting, active, rate, remaining, more): (
+        let (admitted, dropped, expired, waiting, active, rate, remaining, more, opened): (
             Vec<Admission>,
             Vec<Seat>,
             Vec<Seat>,
@@ -110,6 +116,7 @@ impl FromRedisValue for PromoteReply {
             u64,
             String,
             u64,
+            u8,
             u8,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(PromoteReply {
@@ -121,6 +128,7 @@ impl FromRedisValue for PromoteReply {
             admission_rate_per_minute: parse_rate(&rate),
             remaining,
             more: more == 1,
+            opened: opened == 1,
         })
     }
 }
