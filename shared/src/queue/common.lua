@@ -1,6 +1,7 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, the two rotating departure records, then the rotating heartbeat hashes.
+-- counters, the two rotating departure records, the rotating heartbeat hashes, then the
+-- ticket clock.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, then the script's own arguments
 -- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
@@ -12,7 +13,11 @@ local GONE_KEYS = {KEYS[8], KEYS[9]}
 local FIRST_SEEN = 10
 -- store::SEEN_WINDOWS (a unit test holds them equal); a script's own keys follow them.
 local SEEN_SLOTS = 11
-local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS
+-- The ticket clock: sorted set, member the ms an issue ran, score the ticket it issued; one
+-- entry per second of issuing at most, so the promoter can tell how long each buyer it
+-- admits waited (promote.lua), to within a second.
+local CLOCK = KEYS[FIRST_SEEN + SEEN_SLOTS]
+local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS + 1
 local ARG = 6
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
@@ -46,13 +51,15 @@ local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
--- mark, the mean session length, the highest ticket admitted, and the window each heartbeat
--- slot holds. A script that writes one of them updates its local copy too.
+-- mark, the mean session length, the highest ticket admitted, the window each heartbeat
+-- slot holds, and when the ticket clock last had an entry. A script that writes one of them
+-- updates its local copy too.
 local meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
   'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
-  'seen-window:8', 'seen-window:9', 'seen-window:10')
+  'seen-window:8', 'seen-window:9', 'seen-window:10', 'clock-at')
 local FIRST_SLOT_FIELD = 6
+local CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS]) or 0
 local REGISTERED = meta_state[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta_state[4])
 local ADMITTED_THROUGH = tonumber(meta_state[5]) or 0

@@ -74,7 +74,16 @@ if state == 'dropped' or state == 'expired' then
 end
 
 ticket = redis.call('HINCRBY', META, 'seq', 1)
-redis.call('HSET', META, 'last-issue', NOW)
+-- The ticket clock gains an entry when its last is a second old: a few calls a second at
+-- most, whatever the arrival rate. Ticket 1 starts a new counter, and a new clock.
+if ticket == 1 then redis.call('UNLINK', CLOCK) end
+if ticket == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
+  redis.call('ZADD', CLOCK, ticket, string.format('%d', NOW))
+  redis.call('PEXPIRE', CLOCK, KEEP_MS)
+  redis.call('HSET', META, 'last-issue', NOW, 'clock-at', NOW)
+else
+  redis.call('HSET', META, 'last-issue', NOW)
+end
 if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
     and live_active_count() < CAPACITY then
   -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.

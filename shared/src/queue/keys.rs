@@ -3,7 +3,8 @@
 //! Cluster or ElastiCache Serverless. The queue registry is the one key outside any tag; the
 //! one script that touches it touches nothing else.
 //!
-//! [`QueueKeys::all`] gives the order of `KEYS` that `common.lua` reads, heartbeat hashes last.
+//! [`QueueKeys::all`] gives the order of `KEYS` that `common.lua` reads: heartbeat hashes,
+//! then the ticket clock, last.
 
 use crate::ids::{PaymentId, QueueId};
 
@@ -34,6 +35,10 @@ pub struct QueueKeys {
     /// Hashes of heartbeats, one per time window, reused in rotation: field ticket ÷ 32,
     /// value the 32-bit mask of that chunk's tickets seen in the window.
     pub seen: Vec<String>,
+    /// Sorted set, the ticket clock: member the ms an issue ran, score the ticket it issued,
+    /// at most one entry a second. Trimmed by the promoter below the entry the line's head
+    /// needs; expires with meta; deleted on retirement.
+    pub clock: String,
 }
 
 /// How many heartbeat hashes rotate per queue: one per window of the idle period plus
@@ -54,6 +59,7 @@ impl QueueKeys {
             seen: (0..SEEN_WINDOWS)
                 .map(|i| format!("{base}:seen:{i}"))
                 .collect(),
+            clock: format!("{base}:clock"),
         }
     }
 
@@ -72,6 +78,7 @@ impl QueueKeys {
         ]
         .into_iter()
         .chain(self.seen.iter())
+        .chain([&self.clock])
         .map(String::as_str)
     }
 }

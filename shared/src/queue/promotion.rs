@@ -27,6 +27,10 @@ pub struct QueuePromotion {
     pub waiting: u64,
     pub active: u64,
     pub admission_rate_per_minute: Option<f64>,
+    /// How long each buyer admitted this tick waited, in ms, by the queue's ticket clock (at
+    /// most a second over the true wait).
+    #[serde(skip)]
+    pub waits_ms: Vec<u64>,
     #[serde(skip)]
     pub events: Vec<QueueEvent>,
 }
@@ -51,6 +55,7 @@ impl QueuePromotion {
         self.waiting = reply.waiting;
         self.active = reply.active;
         self.admission_rate_per_minute = reply.admission_rate_per_minute;
+        self.waits_ms.extend(reply.waits_ms);
         (reply.more, reply.remaining)
     }
 }
@@ -86,7 +91,8 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more}`: one slice of a tick, and whether the queue may admit more (`remaining` more).
+/// more, waits}`: one slice of a tick, whether the queue may admit more (`remaining` more),
+/// and how long each admitted buyer waited.
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
@@ -96,13 +102,14 @@ struct PromoteReply {
     admission_rate_per_minute: Option<f64>,
     remaining: u64,
     more: bool,
+    waits_ms: Vec<u64>,
 }
 
 impl FromRedisValue for PromoteReply {
     // The script's flat reply, named field by field below.
     #[allow(clippy::type_complexity)]
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (admitted, dropped, expired, waiting, active, rate, remaining, more): (
+        let (admitted, dropped, expired, waiting, active, rate, remaining, more, waits_ms): (
             Vec<Admission>,
             Vec<Seat>,
             Vec<Seat>,
@@ -111,6 +118,7 @@ impl FromRedisValue for PromoteReply {
             String,
             u64,
             u8,
+            Vec<u64>,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(PromoteReply {
             admitted,
@@ -121,6 +129,7 @@ impl FromRedisValue for PromoteReply {
             admission_rate_per_minute: parse_rate(&rate),
             remaining,
             more: more == 1,
+            waits_ms,
         })
     }
 }
@@ -166,6 +175,7 @@ impl WaitingRoom {
                 waiting: 0,
                 active: 0,
                 admission_rate_per_minute: None,
+                waits_ms: Vec::new(),
                 events: Vec::new(),
             })
             .collect();
