@@ -18,6 +18,7 @@ mod load;
 mod local_stack;
 mod metrics;
 mod presence;
+mod priority;
 mod queue;
 mod queue_events;
 mod ranking_reads;

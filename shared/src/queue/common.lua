@@ -1,7 +1,7 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
 -- counters, the two rotating departure records, the rotating heartbeat hashes, then the
--- ticket clock.
+-- ticket clock, the priority list and the priority lane.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, then the script's own arguments
 -- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
@@ -17,14 +17,17 @@ local SEEN_SLOTS = 11
 -- entry per second of issuing at most, so the promoter can tell how long each buyer it
 -- admits waited (promote.lua), to within a second.
 local CLOCK = KEYS[FIRST_SEEN + SEEN_SLOTS]
-local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS + 1
+-- The priority lane: the operator's list of user ids (a set), and the lane itself, where
+-- those on the list wait (sorted set, user → ticket), admitted before the main line.
+local PRIORITY, LANE = KEYS[FIRST_SEEN + SEEN_SLOTS + 1], KEYS[FIRST_SEEN + SEEN_SLOTS + 2]
+local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS + 3
 local ARG = 6
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
 local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
-  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting')
+  'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'lane')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
@@ -37,6 +40,11 @@ local MODE = stored[6] or 'queue'
 local SOLD_OUT = stored[7] == '1'
 local MESSAGE = stored[8] or ''
 local MAX_WAITING = tonumber(stored[9]) or 0
+-- Whether the queue has a priority lane: set while the operator's list or the lane holds
+-- anyone. A queue without one spends no call on it.
+local LANE_ON = stored[10] == '1'
+-- Whether find() found the buyer in the priority lane.
+local IN_LANE = false
 -- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
 -- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
@@ -316,33 +324,36 @@ local function promote(limit)
   local budget = free + SLICE
   -- The writes are gathered and sent as one command each: the per-admission cost is what
   -- keeps a slice within about a millisecond.
-  local removed, scores, tickets = {}, {}, {}
+  local scores, tickets = {}, {}
   local last_ticket = 0
-  while #admitted < free and #admitted + #dropped < budget do
-    local want = math.min(free - #admitted, budget - #admitted - #dropped)
-    local head = redis.call('ZRANGE', WAITING, #removed, #removed + want - 1, 'WITHSCORES')
-    if #head == 0 then break end
-    for i = 1, #head, 2 do
-      local user, ticket = head[i], tonumber(head[i + 1])
-      removed[#removed + 1] = user
-      if is_present(ticket) then
-        scores[#scores + 1] = NOW + SESSION_MS
-        scores[#scores + 1] = user
-        tickets[#tickets + 1] = user
-        tickets[#tickets + 1] = ticket .. ':' .. NOW
-        admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
-        last_ticket = ticket
-      else
-        dropped[#dropped + 1] = {user, ticket}
+  -- The priority lane first, then the main line, each in ticket order.
+  for _, line in ipairs(LANE_ON and {LANE, WAITING} or {WAITING}) do
+    local removed = {}
+    while #admitted < free and #admitted + #dropped < budget do
+      local want = math.min(free - #admitted, budget - #admitted - #dropped)
+      local head = redis.call('ZRANGE', line, #removed, #removed + want - 1, 'WITHSCORES')
+      if #head == 0 then break end
+      for i = 1, #head, 2 do
+        local user, ticket = head[i], tonumber(head[i + 1])
+        removed[#removed + 1] = user
+        if is_present(ticket) then
+          scores[#scores + 1] = NOW + SESSION_MS
+          scores[#scores + 1] = user
+          tickets[#tickets + 1] = user
+          tickets[#tickets + 1] = ticket .. ':' .. NOW
+          admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
+          last_ticket = math.max(last_ticket, ticket)
+        else
+          dropped[#dropped + 1] = {user, ticket}
+        end
       end
     end
+    if #removed > 0 then redis.call('ZREM', line, unpack(removed)) end
   end
-  if #removed > 0 then redis.call('ZREM', WAITING, unpack(removed)) end
   if #admitted > 0 then
     redis.call('ZADD', ACTIVE, unpack(scores))
     redis.call('HSET', TICKETS, unpack(tickets))
     redis.call('HINCRBY', META, 'admitted', #admitted)
-    -- Admission is in ticket order, so the last admitted is the highest so far.
     if last_ticket > ADMITTED_THROUGH then
       ADMITTED_THROUGH = last_ticket
       redis.call('HSET', META, 'admitted-through', last_ticket)
@@ -426,11 +437,26 @@ local function token_reply(created, status, ticket, position, until_ms, wait_ms,
     PAUSED_FLAG, register or 0, MESSAGE}
 end
 
+-- A lane member's position is in the lane. The main line's estimates count the lane's
+-- waiters ahead too; its positions do not.
 local function waiting_reply(created, user, ticket)
   keep_meta()
-  local position = redis.call('ZRANK', WAITING, user) + 1
-  return token_reply(created, 'waiting', ticket, position, 0, wait_estimate(position),
+  local position, ahead = nil, 0
+  if IN_LANE then
+    position = redis.call('ZRANK', LANE, user) + 1
+  else
+    position = redis.call('ZRANK', WAITING, user) + 1
+    if LANE_ON then ahead = redis.call('ZCARD', LANE) end
+  end
+  return token_reply(created, 'waiting', ticket, position, 0, wait_estimate(position + ahead),
     needs_registration())
+end
+
+-- Everyone waiting: the main line and the priority lane.
+local function waiting_count()
+  local count = redis.call('ZCARD', WAITING)
+  if LANE_ON then count = count + redis.call('ZCARD', LANE) end
+  return count
 end
 
 local function active_reply(created, ticket, until_ms)
@@ -441,7 +467,7 @@ end
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
 local function is_idle(idle_after)
   local last_issue = tonumber(redis.call('HGET', META, 'last-issue') or '0')
-  return redis.call('ZCARD', WAITING) == 0 and live_active_count() == 0
+  return waiting_count() == 0 and live_active_count() == 0
     and NOW - last_issue >= idle_after
 end
 
@@ -463,6 +489,16 @@ local function find(user, ticket)
     if ticket == nil or held == ticket then
       if until_ms > NOW then return 'active', held, until_ms end
       return 'expired', held
+    end
+  end
+  -- The priority lane, last: only its members pay for the look.
+  if LANE_ON then
+    local laned = redis.call('ZSCORE', LANE, user)
+    if laned and (ticket == nil or tonumber(laned) == ticket) then
+      IN_LANE = true
+      laned = tonumber(laned)
+      if is_present(laned) then return 'waiting', laned end
+      return 'dropped', laned
     end
   end
   return nil

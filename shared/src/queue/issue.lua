@@ -12,7 +12,8 @@
 -- nothing written, when the queue is sold out ('sold-out'), closed ('closed'), or full
 -- ('full', with the ms to retry after): in passthrough mode when no place is free, else when
 -- maxWaiting wait already. Otherwise it gets a new ticket, active at once when the queue is
--- not paused, a place is free and nobody waits (or the mode is passthrough).
+-- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
+-- priority list joins the priority lane instead (see its block below).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
@@ -56,6 +57,42 @@ end
 local FULL_RETRY_MS = 10000
 if SOLD_OUT then return token_reply(0, 'sold-out') end
 if MODE == 'closed' then return token_reply(0, 'closed') end
+
+-- The next ticket. The ticket clock gains an entry when its last is a second old: a few
+-- calls a second at most, whatever the arrival rate. Ticket 1 starts a new counter, and a
+-- new clock.
+local function issue_ticket()
+  local issued = redis.call('HINCRBY', META, 'seq', 1)
+  if issued == 1 then redis.call('UNLINK', CLOCK) end
+  if issued == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
+    redis.call('ZADD', CLOCK, issued, string.format('%d', NOW))
+    redis.call('PEXPIRE', CLOCK, KEEP_MS)
+    redis.call('HSET', META, 'last-issue', NOW, 'clock-at', NOW)
+  else
+    redis.call('HSET', META, 'last-issue', NOW)
+  end
+  return issued
+end
+
+-- The priority lane, a block of its own: gates for the main line's arrivals come after it.
+-- In queue mode, someone on the operator's list takes a ticket in the lane, behind the
+-- lane's waiters and ahead of the whole main line; active at once when the queue is not
+-- paused, a place is free and nobody waits in the lane. A lapsed entry in either line goes.
+if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 then
+  if state == 'dropped' or state == 'expired' then
+    record_departures({{user, ticket}}, state)
+  end
+  if state == 'dropped' then redis.call('ZREM', IN_LANE and LANE or WAITING, user) end
+  ticket = issue_ticket()
+  if not PAUSED and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
+    activate(user, ticket)
+    return active_reply(1, ticket, NOW + SESSION_MS)
+  end
+  redis.call('ZADD', LANE, ticket, user)
+  IN_LANE = true
+  heartbeat(ticket)
+  return waiting_reply(1, user, ticket)
+end
 if MODE == 'passthrough' then
   if PAUSED or live_active_count() >= CAPACITY then
     -- Retry when the first live session ends, within 1 s to FULL_RETRY_MS.
@@ -72,19 +109,11 @@ if state == 'dropped' or state == 'expired' then
   -- The lapsed entry may be replaced below, before a promoter or reaper meets it.
   record_departures({{user, ticket}}, state)
 end
+-- One dropped from the lane (and no longer on the list) joins the main line.
+if state == 'dropped' and IN_LANE then redis.call('ZREM', LANE, user) end
 
-ticket = redis.call('HINCRBY', META, 'seq', 1)
--- The ticket clock gains an entry when its last is a second old: a few calls a second at
--- most, whatever the arrival rate. Ticket 1 starts a new counter, and a new clock.
-if ticket == 1 then redis.call('UNLINK', CLOCK) end
-if ticket == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
-  redis.call('ZADD', CLOCK, ticket, string.format('%d', NOW))
-  redis.call('PEXPIRE', CLOCK, KEEP_MS)
-  redis.call('HSET', META, 'last-issue', NOW, 'clock-at', NOW)
-else
-  redis.call('HSET', META, 'last-issue', NOW)
-end
-if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
+ticket = issue_ticket()
+if not PAUSED and (MODE == 'passthrough' or waiting_count() == 0)
     and live_active_count() < CAPACITY then
   -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
   if state == 'dropped' then redis.call('ZREM', WAITING, user) end

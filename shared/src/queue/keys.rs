@@ -4,7 +4,7 @@
 //! one script that touches it touches nothing else.
 //!
 //! [`QueueKeys::all`] gives the order of `KEYS` that `common.lua` reads: heartbeat hashes,
-//! then the ticket clock, last.
+//! then the ticket clock, the priority list and the priority lane, last.
 
 use crate::ids::{PaymentId, QueueId};
 
@@ -39,6 +39,12 @@ pub struct QueueKeys {
     /// at most one entry a second. Trimmed by the promoter below the entry the line's head
     /// needs; expires with meta; deleted on retirement.
     pub clock: String,
+    /// Set: the operator's priority list of user ids, at most `PRIORITY_MAX`. The
+    /// operator's: no TTL, deleted when the queue is closed.
+    pub priority: String,
+    /// Sorted set: member user id, score ticket. The priority lane's waiters, admitted before
+    /// the main line; empties as they are admitted or dropped.
+    pub lane: String,
 }
 
 /// How many heartbeat hashes rotate per queue: one per window of the idle period plus
@@ -60,6 +66,8 @@ impl QueueKeys {
                 .map(|i| format!("{base}:seen:{i}"))
                 .collect(),
             clock: format!("{base}:clock"),
+            priority: format!("{base}:priority"),
+            lane: format!("{base}:lane"),
         }
     }
 
@@ -78,7 +86,7 @@ impl QueueKeys {
         ]
         .into_iter()
         .chain(self.seen.iter())
-        .chain([&self.clock])
+        .chain([&self.clock, &self.priority, &self.lane])
         .map(String::as_str)
     }
 }

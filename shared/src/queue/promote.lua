@@ -15,7 +15,7 @@ keep_meta()
 redis.call('PEXPIRE', CLOCK, KEEP_MS)
 local remaining = tonumber(ARGV[ARG]) or ADMIT_PER_TICK
 local expired = purge_expired(SLICE)
-local waiting_before = redis.call('ZCARD', WAITING)
+local waiting_before = waiting_count()
 local admitted, dropped = promote(remaining)
 remaining = remaining - #admitted
 
@@ -30,9 +30,13 @@ for _, entry in ipairs(admitted) do
   if mark[1] then waits[#waits + 1] = math.max(0, NOW - tonumber(mark[1])) end
 end
 if #admitted + #dropped > 0 then
-  local head = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')
-  if head[2] then
-    local floor = redis.call('ZRANGE', CLOCK, head[2], '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1,
+  local head = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')[2]
+  if LANE_ON then
+    local lane_head = redis.call('ZRANGE', LANE, 0, 0, 'WITHSCORES')[2]
+    if lane_head and (not head or tonumber(lane_head) < tonumber(head)) then head = lane_head end
+  end
+  if head then
+    local floor = redis.call('ZRANGE', CLOCK, head, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1,
       'WITHSCORES')
     if floor[2] then redis.call('ZREMRANGEBYSCORE', CLOCK, '-inf', '(' .. floor[2]) end
   else
@@ -58,7 +62,7 @@ elseif NOW - mark_at >= 1000 then
   redis.call('HSET', META, 'rate', string.format('%.4f', current),
     'rate-mark-at', NOW, 'rate-mark-admitted', total)
 end
-local waiting, active = redis.call('ZCARD', WAITING), live_active_count()
+local waiting, active = waiting_count(), live_active_count()
 local more = 0
 if not PAUSED and not SOLD_OUT and remaining > 0 and waiting > 0 and active < CAPACITY
     and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
