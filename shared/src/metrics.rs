@@ -8,6 +8,9 @@ use serde_json::{json, Map, Value};
 
 pub const NAMESPACE: &str = "lineup";
 
+/// The most values one metric may carry in one record (the EMF specification's limit).
+pub const MAX_VALUES: usize = 100;
+
 /// Where metric lines go. Tests use [`MetricsSink::memory`] to read them back.
 #[derive(Clone, Default)]
 pub enum MetricsSink {
@@ -52,6 +55,7 @@ impl MetricsSink {
 pub enum Unit {
     Count,
     CountPerMinute,
+    Seconds,
 }
 
 impl Unit {
@@ -60,6 +64,7 @@ impl Unit {
             Unit::Count => "Count",
             // CloudWatch has Count/Second only; the name says per minute.
             Unit::CountPerMinute => "None",
+            Unit::Seconds => "Seconds",
         }
     }
 }
@@ -88,6 +93,13 @@ impl Record {
 
     pub fn metric(mut self, name: &'static str, value: f64, unit: Unit) -> Self {
         self.metrics.push((name, json!(value), unit));
+        self
+    }
+
+    /// Several values of one metric at this instant (at most [`MAX_VALUES`]), each counted
+    /// in its statistics, percentiles among them.
+    pub fn values(mut self, name: &'static str, values: &[f64], unit: Unit) -> Self {
+        self.metrics.push((name, json!(values), unit));
         self
     }
 

@@ -74,6 +74,7 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
         let path = template
             .replace("{queueId}", "show")
             .replace("{token}", &token)
+            .replace("{userId}", "bob")
             .replace("{period}", "daily")
             .replace("{concertId}", "c1")
             .replace("{couponId}", "spring")

@@ -91,6 +91,9 @@ fn documented_exception(key: &str) -> Option<&'static str> {
     if key.contains("{q:operated}") && key.ends_with(":settings") {
         return Some("settings an operator created");
     }
+    if key.contains("{q:operated}") && key.ends_with(":priority") {
+        return Some("the operator's priority list");
+    }
     if key.contains(":{rk}:board:all-time:") {
         return Some("all-time board");
     }
@@ -119,7 +122,7 @@ fn documented_exception(key: &str) -> Option<&'static str> {
 /// promoter visits the retired queues from its last list. Payments run beside them (one two days
 /// late, its day's board past a one-day retention), with a refund and a cancellation. Then every
 /// key is scanned. The only keys without a TTL may be the documented ones: the operator's
-/// `settings`, the all-time boards and rate boards, the concert details hash, the cancelled
+/// `settings` and priority list, the all-time boards and rate boards, the concert details hash, the cancelled
 /// concert's marker (its details gone), and the concerts' board
 /// indexes, each listing an all-time board and only live boards. Every queue's `meta` goes with its
 /// retirement.
@@ -148,6 +151,9 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
             .status,
         200
     );
+    // Its priority list: its last buyer waits in the priority lane.
+    let listed = app.http("PUT", "/queues/operated/priority/u4", None).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
     for queue in &queues {
         let tokens: Vec<String> = join_all(&app, queue, &["u1", "u2", "u3", "u4"]).await;
         for token in &tokens[2..] {
@@ -245,11 +251,15 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
     assert!(lineup_tests::rankings::details(&app, "kept")
         .await
         .is_some());
-    // The operator's settings are the one queue key left without a TTL.
-    assert!(
-        without_ttl.iter().any(|key| key.contains("{q:operated}")),
-        "{without_ttl:?}"
-    );
+    // The operator's settings and priority list are the queue keys left without a TTL.
+    for kept in [":settings", ":priority"] {
+        assert!(
+            without_ttl
+                .iter()
+                .any(|key| key.contains("{q:operated}") && key.ends_with(kept)),
+            "{without_ttl:?}"
+        );
+    }
     println!(
         "RELIABILITY: every key ends: {} queues created, used and retired, 6 ranking events; \
          {} keys left, {} without a TTL, all documented: {without_ttl:?}",

@@ -19,6 +19,7 @@ mod local_stack;
 mod metrics;
 mod prequeue;
 mod presence;
+mod priority;
 mod queue;
 mod queue_events;
 mod ranking_reads;

@@ -1,13 +1,17 @@
 //! The promoter, reaper and updater write valid CloudWatch Embedded Metric Format lines.
 
+use std::time::{Duration, Instant};
+
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
+use lineup::ids::QueueId;
+use lineup::queue::keys::QueueKeys;
 use lineup_tests::queue::{join, promote};
 use lineup_tests::rankings::{envelope, paid};
-use lineup_tests::TestApp;
+use lineup_tests::{sleep, TestApp};
 use serde_json::{json, Value};
 
-const UNITS: [&str; 3] = ["Count", "Count/Second", "None"];
+const UNITS: [&str; 4] = ["Count", "Count/Second", "None", "Seconds"];
 
 /// Checks `line` against the EMF specification; returns the record.
 fn valid_emf(line: &str) -> Value {
@@ -37,8 +41,13 @@ fn valid_emf(line: &str) -> Value {
         assert!(!metrics.is_empty() && metrics.len() <= 100);
         for metric in metrics {
             let name = metric["Name"].as_str().expect("metric name");
+            // One value, or an array of 1 to 100 values.
+            let value = &record[name];
             assert!(
-                record[name].is_number(),
+                value.is_number()
+                    || value.as_array().is_some_and(|values| {
+                        (1..=100).contains(&values.len()) && values.iter().all(Value::is_number)
+                    }),
                 "metric {name} has no value: {line}"
             );
             if let Some(unit) = metric.get("Unit") {
@@ -90,4 +99,64 @@ async fn scheduled_functions_and_the_updater_write_valid_emf() {
     assert_eq!(rankings["eventsDuplicate"], 1);
     assert_eq!(rankings["eventsLate"], 1);
     assert_eq!(rankings["eventsRejected"], 1);
+}
+
+/// The wait of each buyer the promoter admits, as `waitSeconds` values of the queue: Ben joins,
+/// Carl joins 1.2 s later, both wait behind two sessions of 2 s, and one tick admits both. Each
+/// value lies between the time the buyer surely waited and that plus the clock's second. The
+/// clock is trimmed to what the line still needs.
+#[tokio::test]
+async fn the_promoter_reports_how_long_each_admitted_buyer_waited() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2"), ("SESSION_SECONDS", "2")]).await;
+    for user in ["ana", "dan"] {
+        assert_eq!(join(&app, "show", user).await.body["status"], "active");
+    }
+    let mut joined = Vec::new();
+    for user in ["ben", "carl"] {
+        let before = Instant::now();
+        let reply = join(&app, "show", user).await;
+        assert_eq!(reply.body["status"], "waiting", "{}", reply.body);
+        joined.push((before, Instant::now()));
+        sleep(Duration::from_millis(1_200)).await;
+    }
+    // The sessions have ended by now (2 s after the first join).
+    let promoting = Instant::now();
+    assert_eq!(promote(&app).await.admitted, 2);
+    let promoted = Instant::now();
+
+    let records: Vec<Value> = app.metrics.lines().iter().map(|l| valid_emf(l)).collect();
+    let waits: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["queueId"] == "show" && r.get("waitSeconds").is_some())
+        .collect();
+    assert_eq!(waits.len(), 1, "{records:?}");
+    let definition = &waits[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"][0];
+    assert_eq!(definition["Name"], "waitSeconds");
+    assert_eq!(definition["Unit"], "Seconds");
+    let values: Vec<f64> = waits[0]["waitSeconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(values.len(), 2, "{values:?}");
+    // In ticket order: Ben, then Carl.
+    for (value, (before, after)) in values.iter().zip(&joined) {
+        let least = promoting.duration_since(*after).as_secs_f64();
+        let most = promoted.duration_since(*before).as_secs_f64() + 1.0;
+        assert!(
+            (least - 0.01..=most + 0.01).contains(value),
+            "waited {value} s, surely between {least} and {most}"
+        );
+    }
+    assert!(values[0] > values[1] + 0.2, "{values:?}");
+
+    // Nobody waits now: the clock keeps only the entry the next ticket needs.
+    let clock = QueueKeys::new(&app.config.key_prefix, &QueueId::parse("show").unwrap()).clock;
+    let entries: u64 = redis::cmd("ZCARD")
+        .arg(&clock)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(entries, 1);
 }

@@ -15,6 +15,8 @@
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
+//! | `PUT /queues/{queueId}/priority/{userId}` | put a user on the priority list (IAM-protected in AWS) |
+//! | `DELETE /queues/{queueId}/priority/{userId}` | take a user off it (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
 //! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`) and the queue's theme (`theme.css`) |
@@ -50,6 +52,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/queues/{queueId}"),
     ("PUT", "/queues/{queueId}/settings"),
     ("DELETE", "/queues/{queueId}/settings"),
+    ("PUT", "/queues/{queueId}/priority/{userId}"),
+    ("DELETE", "/queues/{queueId}/priority/{userId}"),
     ("GET", "/queues/{queueId}/admission"),
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
@@ -107,6 +111,15 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         ["queues", queue, "settings"] => match *method {
             Method::PUT => configure(request, deps, QueueId::parse(queue)?).await,
             Method::DELETE => close(deps, QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed {
+                allow: "PUT, DELETE",
+            }),
+        },
+        ["queues", queue, "priority", user] => match *method {
+            Method::PUT | Method::DELETE => {
+                let (queue, user) = (QueueId::parse(queue)?, UserId::parse(user)?);
+                priority(deps, &queue, &user, method == Method::PUT).await
+            }
             _ => Err(Error::MethodNotAllowed {
                 allow: "PUT, DELETE",
             }),
@@ -250,6 +263,29 @@ async fn configure(
     tracing::info!(%queue, settings = ?configured.settings, "queue settings changed");
     deps.publisher.publish(&configured.events).await;
     Ok(json(StatusCode::OK, &configured.settings))
+}
+
+/// Puts `user` on `queue`'s priority list (`add`) or takes them off; answers the list's size.
+async fn priority(
+    deps: &Deps,
+    queue: &QueueId,
+    user: &UserId,
+    add: bool,
+) -> Result<Response<Body>, Error> {
+    let size = if add {
+        deps.room.add_priority(queue, user).await?
+    } else {
+        deps.room.remove_priority(queue, user).await?
+    };
+    tracing::info!(%queue, add, size, "priority list changed");
+    Ok(json(StatusCode::OK, &PriorityList { size }))
+}
+
+/// The answer of the priority routes.
+#[derive(Serialize)]
+struct PriorityList {
+    /// How many user ids the list holds now.
+    size: u64,
 }
 
 async fn close(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {

@@ -1,6 +1,7 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, the two rotating departure records, then the rotating heartbeat hashes.
+-- counters, the two rotating departure records, the rotating heartbeat hashes, then the
+-- ticket clock, the priority list and the priority lane.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, then the script's own arguments
 -- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
@@ -12,7 +13,14 @@ local GONE_KEYS = {KEYS[8], KEYS[9]}
 local FIRST_SEEN = 10
 -- store::SEEN_WINDOWS (a unit test holds them equal); a script's own keys follow them.
 local SEEN_SLOTS = 11
-local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS
+-- The ticket clock: sorted set, member the ms an issue ran, score the ticket it issued; one
+-- entry per second of issuing at most, so the promoter can tell how long each buyer it
+-- admits waited (promote.lua), to within a second.
+local CLOCK = KEYS[FIRST_SEEN + SEEN_SLOTS]
+-- The priority lane: the operator's list of user ids (a set), and the lane itself, where
+-- those on the list wait (sorted set, user → ticket), admitted before the main line.
+local PRIORITY, LANE = KEYS[FIRST_SEEN + SEEN_SLOTS + 1], KEYS[FIRST_SEEN + SEEN_SLOTS + 2]
+local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS + 3
 local ARG = 6
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
@@ -20,7 +28,7 @@ local SLICE = 32
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members')
+  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
@@ -33,6 +41,11 @@ local MODE = stored[6] or 'queue'
 local SOLD_OUT = stored[7] == '1'
 local MESSAGE = stored[8] or ''
 local MAX_WAITING = tonumber(stored[9]) or 0
+-- Whether the queue has a priority lane: set while the operator's list or the lane holds
+-- anyone. A queue without one spends no call on it.
+local LANE_ON = stored[15] == '1'
+-- Whether find() found the buyer in the priority lane.
+local IN_LANE = false
 -- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
 -- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
@@ -65,13 +78,15 @@ local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
--- mark, the mean session length, the highest ticket admitted, and the window each heartbeat
--- slot holds. A script that writes one of them updates its local copy too.
+-- mark, the mean session length, the highest ticket admitted, the window each heartbeat
+-- slot holds, and when the ticket clock last had an entry. A script that writes one of them
+-- updates its local copy too.
 local meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
   'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
-  'seen-window:8', 'seen-window:9', 'seen-window:10')
+  'seen-window:8', 'seen-window:9', 'seen-window:10', 'clock-at')
 local FIRST_SLOT_FIELD = 6
+local CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS]) or 0
 local REGISTERED = meta_state[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta_state[4])
 local ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
@@ -337,39 +352,45 @@ end
 local function promote(limit)
   local admitted, dropped = {}, {}
   record_draw()
-  if PAUSED or SOLD_OUT or BEFORE_OPENING then return admitted, dropped end
+  -- Before the opening only the priority lane is admitted.
+  if PAUSED or SOLD_OUT or (BEFORE_OPENING and not LANE_ON) then return admitted, dropped end
   local free = math.min(CAPACITY - live_active_count(), limit, SLICE)
   -- Bounds the work one call spends skipping absent waiters.
   local budget = free + SLICE
   -- The writes are gathered and sent as one command each: the per-admission cost is what
   -- keeps a slice within about a millisecond.
-  local removed, scores, tickets = {}, {}, {}
+  local scores, tickets = {}, {}
   local last_ticket = 0
-  while #admitted < free and #admitted + #dropped < budget do
-    local want = math.min(free - #admitted, budget - #admitted - #dropped)
-    local head = redis.call('ZRANGE', WAITING, #removed, #removed + want - 1, 'WITHSCORES')
-    if #head == 0 then break end
-    for i = 1, #head, 2 do
-      local user, ticket = head[i], tonumber(head[i + 1])
-      removed[#removed + 1] = user
-      if is_present(ticket) then
-        scores[#scores + 1] = NOW + SESSION_MS
-        scores[#scores + 1] = user
-        tickets[#tickets + 1] = user
-        tickets[#tickets + 1] = string.format('%d:%d', ticket, NOW)
-        admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
-        last_ticket = ticket
-      else
-        dropped[#dropped + 1] = {user, ticket}
+  -- The priority lane first, then the main line, each in ticket order.
+  local lines = {WAITING}
+  if LANE_ON then lines = BEFORE_OPENING and {LANE} or {LANE, WAITING} end
+  for _, line in ipairs(lines) do
+    local removed = {}
+    while #admitted < free and #admitted + #dropped < budget do
+      local want = math.min(free - #admitted, budget - #admitted - #dropped)
+      local head = redis.call('ZRANGE', line, #removed, #removed + want - 1, 'WITHSCORES')
+      if #head == 0 then break end
+      for i = 1, #head, 2 do
+        local user, ticket = head[i], tonumber(head[i + 1])
+        removed[#removed + 1] = user
+        if is_present(ticket) then
+          scores[#scores + 1] = NOW + SESSION_MS
+          scores[#scores + 1] = user
+          tickets[#tickets + 1] = user
+          tickets[#tickets + 1] = string.format('%d:%d', ticket, NOW)
+          admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
+          last_ticket = math.max(last_ticket, ticket)
+        else
+          dropped[#dropped + 1] = {user, ticket}
+        end
       end
     end
+    if #removed > 0 then redis.call('ZREM', line, unpack(removed)) end
   end
-  if #removed > 0 then redis.call('ZREM', WAITING, unpack(removed)) end
   if #admitted > 0 then
     redis.call('ZADD', ACTIVE, unpack(scores))
     redis.call('HSET', TICKETS, unpack(tickets))
     redis.call('HINCRBY', META, 'admitted', #admitted)
-    -- Admission is in ticket order, so the last admitted is the highest so far.
     if last_ticket > ADMITTED_THROUGH then
       ADMITTED_THROUGH = last_ticket
       redis.call('HSET', META, 'admitted-through', last_ticket)
@@ -469,11 +490,26 @@ local function prequeue_reply(created, ticket)
   return token_reply(created, 'prequeue', ticket, 0, OPENS_AT, '', needs_registration())
 end
 
+-- A lane member's position is in the lane. The main line's estimates count the lane's
+-- waiters ahead too; its positions do not.
 local function waiting_reply(created, user, ticket)
   keep_meta()
-  local position = redis.call('ZRANK', WAITING, user) + 1
-  return token_reply(created, 'waiting', ticket, position, 0, wait_estimate(position),
+  local position, ahead = nil, 0
+  if IN_LANE then
+    position = redis.call('ZRANK', LANE, user) + 1
+  else
+    position = redis.call('ZRANK', WAITING, user) + 1
+    if LANE_ON then ahead = redis.call('ZCARD', LANE) end
+  end
+  return token_reply(created, 'waiting', ticket, position, 0, wait_estimate(position + ahead),
     needs_registration())
+end
+
+-- Everyone waiting: the main line and the priority lane.
+local function waiting_count()
+  local count = redis.call('ZCARD', WAITING)
+  if LANE_ON then count = count + redis.call('ZCARD', LANE) end
+  return count
 end
 
 local function active_reply(created, ticket, until_ms)
@@ -484,7 +520,7 @@ end
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
 local function is_idle(idle_after)
   local last_issue = tonumber(redis.call('HGET', META, 'last-issue') or '0')
-  return redis.call('ZCARD', WAITING) == 0 and live_active_count() == 0
+  return waiting_count() == 0 and live_active_count() == 0
     and NOW - last_issue >= idle_after
 end
 
@@ -506,6 +542,16 @@ local function find(user, ticket)
     if ticket == nil or held == ticket then
       if until_ms > NOW then return 'active', held, until_ms end
       return 'expired', held
+    end
+  end
+  -- The priority lane, last: only its members pay for the look.
+  if LANE_ON then
+    local laned = redis.call('ZSCORE', LANE, user)
+    if laned and (ticket == nil or tonumber(laned) == ticket) then
+      IN_LANE = true
+      laned = tonumber(laned)
+      if is_present(laned) then return 'waiting', laned end
+      return 'dropped', laned
     end
   end
   return nil

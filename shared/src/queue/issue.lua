@@ -18,6 +18,8 @@
 -- the ticket its draw value gives, if the caller's commitment is the queue's, else the
 -- answer is 'draw-seed' (the seed, for the caller to compute the value and call again);
 -- after closesAt it is refused as 'closed'.
+-- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
+-- priority list joins the priority lane instead (see its block below).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
@@ -51,7 +53,7 @@ end
 local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
   if SOLD_OUT then return sold_out_reply(state, user, ticket) end
-  if BEFORE_OPENING then return prequeue_reply(0, ticket) end
+  if BEFORE_OPENING and not IN_LANE then return prequeue_reply(0, ticket) end
   heartbeat(ticket)
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
@@ -62,6 +64,43 @@ end
 local FULL_RETRY_MS = 10000
 if SOLD_OUT then return token_reply(0, 'sold-out') end
 if MODE == 'closed' then return token_reply(0, 'closed') end
+
+-- The next ticket. The ticket clock gains an entry when its last is a second old: a few
+-- calls a second at most, whatever the arrival rate. The counter's 1 starts a new clock.
+-- Tickets are TICKET_BASE plus the counter (common.lua: a queue with a draw).
+local function issue_ticket()
+  local issued = redis.call('HINCRBY', META, 'seq', 1)
+  if issued == 1 then redis.call('UNLINK', CLOCK) end
+  if issued == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
+    redis.call('ZADD', CLOCK, TICKET_BASE + issued, string.format('%d', NOW))
+    redis.call('PEXPIRE', CLOCK, KEEP_MS)
+    redis.call('HSET', META, 'last-issue', NOW, 'clock-at', NOW)
+  else
+    redis.call('HSET', META, 'last-issue', NOW)
+  end
+  return TICKET_BASE + issued
+end
+
+-- The priority lane, a block of its own: gates for the main line's arrivals come after it.
+-- In queue mode, someone on the operator's list takes a ticket in the lane, behind the
+-- lane's waiters and ahead of the whole main line; active at once when the queue is not
+-- paused, a place is free and nobody waits in the lane. A lapsed entry in either line goes.
+if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 then
+  if state == 'dropped' or state == 'expired' then
+    record_departures({{user, ticket}}, state)
+  end
+  if state == 'dropped' then redis.call('ZREM', IN_LANE and LANE or WAITING, user) end
+  ticket = issue_ticket()
+  if not PAUSED and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
+    activate(user, ticket)
+    return active_reply(1, ticket, NOW + SESSION_MS)
+  end
+  redis.call('ZADD', LANE, ticket, user)
+  IN_LANE = true
+  heartbeat(ticket)
+  return waiting_reply(1, user, ticket)
+end
+
 -- The schedule's gates, and the pre-queue.
 if CLOSES_AT and NOW >= CLOSES_AT then return token_reply(0, 'closed') end
 if BEFORE_OPENING then
@@ -98,10 +137,11 @@ if state == 'dropped' or state == 'expired' then
   -- The lapsed entry may be replaced below, before a promoter or reaper meets it.
   record_departures({{user, ticket}}, state)
 end
+-- One dropped from the lane (and no longer on the list) joins the main line.
+if state == 'dropped' and IN_LANE then redis.call('ZREM', LANE, user) end
 
-ticket = TICKET_BASE + redis.call('HINCRBY', META, 'seq', 1)
-redis.call('HSET', META, 'last-issue', NOW)
-if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
+ticket = issue_ticket()
+if not PAUSED and (MODE == 'passthrough' or waiting_count() == 0)
     and live_active_count() < CAPACITY then
   -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
   if state == 'dropped' then redis.call('ZREM', WAITING, user) end

@@ -3,7 +3,8 @@
 //! Cluster or ElastiCache Serverless. The queue registry is the one key outside any tag; the
 //! one script that touches it touches nothing else.
 //!
-//! [`QueueKeys::all`] gives the order of `KEYS` that `common.lua` reads, heartbeat hashes last.
+//! [`QueueKeys::all`] gives the order of `KEYS` that `common.lua` reads: heartbeat hashes,
+//! then the ticket clock, the priority list and the priority lane, last.
 
 use crate::ids::{PaymentId, QueueId};
 
@@ -34,6 +35,16 @@ pub struct QueueKeys {
     /// Hashes of heartbeats, one per time window, reused in rotation: field ticket ÷ 32,
     /// value the 32-bit mask of that chunk's tickets seen in the window.
     pub seen: Vec<String>,
+    /// Sorted set, the ticket clock: member the ms an issue ran, score the ticket it issued,
+    /// at most one entry a second. Trimmed by the promoter below the entry the line's head
+    /// needs; expires with meta; deleted on retirement.
+    pub clock: String,
+    /// Set: the operator's priority list of user ids, at most `PRIORITY_MAX`. The
+    /// operator's: no TTL, deleted when the queue is closed.
+    pub priority: String,
+    /// Sorted set: member user id, score ticket. The priority lane's waiters, admitted before
+    /// the main line; empties as they are admitted or dropped.
+    pub lane: String,
 }
 
 /// How many heartbeat hashes rotate per queue: one per window of the idle period plus
@@ -54,6 +65,9 @@ impl QueueKeys {
             seen: (0..SEEN_WINDOWS)
                 .map(|i| format!("{base}:seen:{i}"))
                 .collect(),
+            clock: format!("{base}:clock"),
+            priority: format!("{base}:priority"),
+            lane: format!("{base}:lane"),
         }
     }
 
@@ -72,6 +86,7 @@ impl QueueKeys {
         ]
         .into_iter()
         .chain(self.seen.iter())
+        .chain([&self.clock, &self.priority, &self.lane])
         .map(String::as_str)
     }
 }

@@ -5,7 +5,7 @@
 local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state = find(user, ticket)
 if state == 'waiting' then
-  redis.call('ZREM', WAITING, user)
+  redis.call('ZREM', IN_LANE and LANE or WAITING, user)
   record_departures({{user, ticket}}, 'left')
   return {1, 'waiting', {}, {}}
 elseif state == 'active' then

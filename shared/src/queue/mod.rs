@@ -15,12 +15,14 @@
 //! [`Departure`], recorded for a while by whatever removed it.
 //!
 //! Who may join and be admitted (mode, sold out, `maxWaiting`, the operator's message) is
-//! part of the settings, read in the prelude's one settings read (`availability`).
+//! part of the settings, read in the prelude's one settings read (`availability`). Those on
+//! the operator's priority list wait in a lane of their own, admitted first (`priority`).
 
 mod availability;
 mod buyer;
 mod events;
 pub mod keys;
+mod priority;
 mod promotion;
 mod reaping;
 mod registry;
@@ -46,6 +48,7 @@ pub use availability::{
 };
 pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
 pub use events::{QueueEvent, QueueEventKind};
+pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};

@@ -3,20 +3,53 @@
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
--- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened} with
--- the lists as promote() and purge_expired() give them; more is 1 when another call this
--- tick could admit more; opened is 1 when this call saw the scheduled opening first.
+-- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits}
+-- with the lists as promote() and purge_expired() give them; more is 1 when another call this
+-- tick could admit more; opened is 1 when this call saw the scheduled opening first; waits
+-- holds the ms each admitted buyer waited, by the ticket clock (a member placed by the draw:
+-- since the opening).
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0, 0}
+  return {{}, {}, {}, 0, 0, '', 0, 0, 0, {}}
 end
 keep_meta()
+redis.call('PEXPIRE', CLOCK, KEEP_MS)
 local remaining = tonumber(ARGV[ARG]) or ADMIT_PER_TICK
 local expired = purge_expired(SLICE)
-local waiting_before = redis.call('ZCARD', WAITING)
+local waiting_before = waiting_count()
 local admitted, dropped = promote(remaining)
 remaining = remaining - #admitted
+
+-- How long each admitted buyer waited: since the clock's last entry at or below their
+-- ticket. Issue adds an entry whenever the last is a second old, so every ticket between two
+-- entries was issued within a second after the first: the wait is at most a second over.
+-- One lookup per admission (at most SLICE). Then the entries below the one the line's head
+-- needs go.
+local waits = {}
+for _, entry in ipairs(admitted) do
+  if DRAW_COMMIT and OPENS_AT and entry[2] <= DRAW_BASE then
+    waits[#waits + 1] = math.max(0, NOW - OPENS_AT)
+  else
+    local mark = redis.call('ZRANGE', CLOCK, entry[2], '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1)
+    if mark[1] then waits[#waits + 1] = math.max(0, NOW - tonumber(mark[1])) end
+  end
+end
+if #admitted + #dropped > 0 then
+  local head = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')[2]
+  if LANE_ON then
+    local lane_head = redis.call('ZRANGE', LANE, 0, 0, 'WITHSCORES')[2]
+    if lane_head and (not head or tonumber(lane_head) < tonumber(head)) then head = lane_head end
+  end
+  if head then
+    local floor = redis.call('ZRANGE', CLOCK, head, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1,
+      'WITHSCORES')
+    if floor[2] then redis.call('ZREMRANGEBYSCORE', CLOCK, '-inf', '(' .. floor[2]) end
+  else
+    -- Nobody waits: the next ticket needs only the last entry.
+    redis.call('ZREMRANGEBYRANK', CLOCK, 0, -2)
+  end
+end
 
 local total = tonumber(redis.call('HGET', META, 'admitted') or '0')
 local mark_at = tonumber(redis.call('HGET', META, 'rate-mark-at'))
@@ -35,11 +68,11 @@ elseif NOW - mark_at >= 1000 then
   redis.call('HSET', META, 'rate', string.format('%.4f', current),
     'rate-mark-at', NOW, 'rate-mark-admitted', total)
 end
-local waiting, active = redis.call('ZCARD', WAITING), live_active_count()
+local waiting, active = waiting_count(), live_active_count()
 local more = 0
 if not PAUSED and not SOLD_OUT and remaining > 0 and waiting > 0 and active < CAPACITY
     and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
   more = 1
 end
 return {admitted, dropped, expired, waiting, active, rate(), remaining, more,
-  DRAW_RECORDED and 1 or 0}
+  DRAW_RECORDED and 1 or 0, waits}

@@ -27,6 +27,10 @@ pub struct QueuePromotion {
     pub waiting: u64,
     pub active: u64,
     pub admission_rate_per_minute: Option<f64>,
+    /// How long each buyer admitted this tick waited, in ms, by the queue's ticket clock (at
+    /// most a second over the true wait).
+    #[serde(skip)]
+    pub waits_ms: Vec<u64>,
     #[serde(skip)]
     pub events: Vec<QueueEvent>,
 }
@@ -55,6 +59,7 @@ impl QueuePromotion {
         self.waiting = reply.waiting;
         self.active = reply.active;
         self.admission_rate_per_minute = reply.admission_rate_per_minute;
+        self.waits_ms.extend(reply.waits_ms);
         (reply.more, reply.remaining)
     }
 }
@@ -90,8 +95,9 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more, opened}`: one slice of a tick, whether the queue may admit more (`remaining` more),
-/// and whether this slice saw the scheduled opening first (a `QueueOpened` to publish).
+/// more, opened, waits}`: one slice of a tick, whether the queue may admit more (`remaining`
+/// more), whether this slice saw the scheduled opening first (a `QueueOpened` to publish), and
+/// how long each admitted buyer waited.
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
@@ -102,13 +108,14 @@ struct PromoteReply {
     remaining: u64,
     more: bool,
     opened: bool,
+    waits_ms: Vec<u64>,
 }
 
 impl FromRedisValue for PromoteReply {
     // The script's flat reply, named field by field below.
     #[allow(clippy::type_complexity)]
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (admitted, dropped, expired, waiting, active, rate, remaining, more, opened): (
+        let (admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits_ms): (
             Vec<Admission>,
             Vec<Seat>,
             Vec<Seat>,
@@ -118,6 +125,7 @@ impl FromRedisValue for PromoteReply {
             u64,
             u8,
             u8,
+            Vec<u64>,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(PromoteReply {
             admitted,
@@ -129,6 +137,7 @@ impl FromRedisValue for PromoteReply {
             remaining,
             more: more == 1,
             opened: opened == 1,
+            waits_ms,
         })
     }
 }
@@ -174,6 +183,7 @@ impl WaitingRoom {
                 waiting: 0,
                 active: 0,
                 admission_rate_per_minute: None,
+                waits_ms: Vec::new(),
                 events: Vec::new(),
             })
             .collect();

@@ -22,6 +22,16 @@ for i = 1, #rows, 2 do
   end
 end
 if #users > 0 then redis.call('ZREM', WAITING, unpack(users)) end
+-- A sold-out queue's priority lane is given back too, a chunk per call.
+if SOLD_OUT and LANE_ON then
+  local laned = redis.call('ZRANGE', LANE, 0, chunk - 1, 'WITHSCORES')
+  local lane_users = {}
+  for i = 1, #laned, 2 do
+    given_back[#given_back + 1] = {laned[i], tonumber(laned[i + 1])}
+    lane_users[#lane_users + 1] = laned[i]
+  end
+  if #lane_users > 0 then redis.call('ZREM', LANE, unpack(lane_users)) end
+end
 record_departures(abandoned, 'dropped')
 record_departures(given_back, 'given-back')
 if #rows == 2 * chunk then return {expired, abandoned, tonumber(rows[#rows]), 0, #given_back} end

@@ -6,7 +6,7 @@ local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(user, ticket)
 if SOLD_OUT and state ~= 'active' then return sold_out_reply(state, user, ticket) end
 -- Before the opening a pre-queue member has no position and no presence to keep.
-if state == 'waiting' and BEFORE_OPENING then return prequeue_reply(0, ticket) end
+if state == 'waiting' and BEFORE_OPENING and not IN_LANE then return prequeue_reply(0, ticket) end
 if state == 'waiting' then
   heartbeat(ticket)
   return waiting_reply(0, user, ticket)

@@ -1,6 +1,6 @@
--- Summary: {waiting, active, rate, admitted through, settings in force, draw}, the draw
--- {seed's SHA-256 (from when the pre-queue opens), seed (from the opening), members (once
--- recorded)}, each '' when not (yet) public.
+-- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
+-- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
+-- opening), members (once recorded)}, each '' when not (yet) public.
 local draw = {'', '', ''}
 if DRAW_COMMIT and OPENS_AT then
   if not PREQUEUE_OPENS_AT or NOW >= PREQUEUE_OPENS_AT then draw[1] = DRAW_COMMIT end
@@ -9,7 +9,7 @@ if DRAW_COMMIT and OPENS_AT then
     draw[3] = DRAW_MEMBERS and string.format('%d', DRAW_MEMBERS) or ''
   end
 end
-return {redis.call('ZCARD', WAITING), live_active_count(), rate(),
+return {waiting_count(), live_active_count(), rate(),
   ADMITTED_THROUGH,
   settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
