@@ -93,6 +93,7 @@ if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 
   heartbeat(ticket)
   return waiting_reply(1, user, ticket)
 end
+
 if MODE == 'passthrough' then
   if PAUSED or live_active_count() >= CAPACITY then
     -- Retry when the first live session ends, within 1 s to FULL_RETRY_MS.
