@@ -315,7 +315,7 @@ impl WaitingRoom {
 }
 
 /// What issue and status answer for a token: `token_reply` in `common.lua`,
-/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register,
+/// `{created, status, ticket, position, active_until_ms, wait_ms, present_ms, paused, register,
 /// message}`.
 struct TokenReply {
     /// Whether the script gave a new ticket.
@@ -369,7 +369,7 @@ impl FromRedisValue for TokenReply {
             position,
             until_ms,
             wait_ms,
-            idle_ms,
+            present_ms,
             paused,
             register,
             message,
@@ -381,7 +381,7 @@ impl FromRedisValue for TokenReply {
                 ticket,
                 standing,
                 expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
-                waiting_idle: Duration::from_millis(idle_ms),
+                present_for: Duration::from_millis(present_ms),
                 paused: paused == 1,
                 message: message.clone(),
             })

@@ -46,7 +46,6 @@ end
 local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
   if SOLD_OUT then return sold_out_reply(state, user, ticket) end
-  heartbeat(ticket)
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
@@ -83,5 +82,4 @@ if not PAUSED and (MODE == 'passthrough' or redis.call('ZCARD', WAITING) == 0)
   return active_reply(1, ticket, NOW + SESSION_MS)
 end
 redis.call('ZADD', WAITING, ticket, user)
-heartbeat(ticket)
 return waiting_reply(1, user, ticket)

@@ -1,11 +1,11 @@
--- Status: ARGV[ARG] user, ARGV[ARG + 1] ticket. A waiter's status poll is its heartbeat.
+-- Status: ARGV[ARG] user, ARGV[ARG + 1] ticket. A waiter's status poll is its heartbeat
+-- (waiting_reply records it).
 -- A token that holds no place is answered with its departure in place of the status; in a
 -- sold-out queue, every token not active is answered 'soldout' (sold_out_reply).
 local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(user, ticket)
 if SOLD_OUT and state ~= 'active' then return sold_out_reply(state, user, ticket) end
 if state == 'waiting' then
-  heartbeat(ticket)
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
