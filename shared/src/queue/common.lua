@@ -146,12 +146,12 @@ local function heartbeat(ticket, long)
   local slot = set.current % set.slots
   local key = KEYS[set.key + slot]
   local chunk, mask = chunk_of(ticket)
-  local seen
+  local seen, new_window
   if window_in_slot(slot, set) ~= set.current then
     redis.call('UNLINK', key)
     redis.call('HSET', META, set.mark .. slot, set.current)
     meta_state[set.field + slot] = set.current
-    seen = 0
+    seen, new_window = 0, true
   elseif read_ticket[set] == ticket then
     seen = read_mask[set]
   else
@@ -159,7 +159,9 @@ local function heartbeat(ticket, long)
   end
   if bit.band(seen, mask) == 0 then
     redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
-    redis.call('PEXPIRE', key, set.ttl)
+    -- The window's first write sets its TTL: the hash then outlives the window's life (the
+    -- period after it ends) by a window, so later writes in the window need not renew it.
+    if new_window then redis.call('PEXPIRE', key, set.ttl) end
     read_ticket[set] = nil
   end
 end
