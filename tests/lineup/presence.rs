@@ -11,7 +11,7 @@ use lineup::bounds::WAITING_IDLE_SECONDS;
 use lineup::ids::QueueId;
 use lineup::queue::keys::QueueKeys;
 use lineup::queue::{QueueEventKind, IDLE_WINDOWS};
-use lineup_tests::queue::{join, promote, status, summary};
+use lineup_tests::queue::{join, leave, promote, status, summary};
 use lineup_tests::{sleep, Reply, TestApp};
 
 /// The shortest idle period a queue may have, as a string for the environment.
@@ -357,4 +357,196 @@ async fn the_summary_stops_counting_a_walked_away_waiter_within_the_documented_b
         .collect();
     assert_eq!(dropped, ["walker"]);
     assert_eq!(summary(&app, "show").await.body["waiting"], 1);
+}
+
+/// How long a poll keeps a waiter present when it is told to poll past a third of the idle
+/// period (`LONG_IDLE_MS` in `common.lua`), in idle periods.
+const LONG_IDLES: u64 = 8;
+
+/// Measures a mean session of about `session` in queue `queue` of capacity 1: a holder joins,
+/// stays `session` and leaves; its leave admits the first waiter, which counts the length.
+/// Returns the waiters' tokens, in line order, the first of them now active.
+async fn line_behind_a_measured_session(
+    app: &TestApp,
+    queue: &str,
+    waiters: usize,
+    session: Duration,
+) -> Vec<String> {
+    let holder = join(app, queue, "holder").await;
+    assert_eq!(holder.body["status"], "active");
+    let mut tokens = Vec::new();
+    for i in 0..waiters {
+        let reply = join(app, queue, &format!("ahead-{i}")).await;
+        assert_eq!(reply.body["status"], "waiting");
+        tokens.push(reply.token());
+    }
+    sleep(session).await;
+    assert_eq!(leave(app, queue, &holder.token()).await.status, 204);
+    tokens
+}
+
+/// At the shortest idle period (5 s), a buyer whose honest wait is over twelve idle periods is told
+/// to poll after a tenth of it (past the idle period), and sleeps exactly that. A promoter tick and
+/// a reaper run every 0.15 s beside it, and the buyers ahead poll every half second. After two such
+/// polls, the buyers ahead pay one by one, so the line moves. The buyer must never be dropped, and
+/// must see its admission within the idle period of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_told_to_poll_past_the_idle_period_keeps_its_place_and_is_admitted() {
+    let (idle, idle_var) = shortest_idle();
+    let app = Arc::new(
+        TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await,
+    );
+    // A mean session of 3 s: 29 ahead make an honest wait of about 90 s, over 12 × 5 s.
+    let mut ahead = line_behind_a_measured_session(&app, "far", 29, Duration::from_secs(3)).await;
+    let buyer = join(&app, "far", "far-buyer").await;
+    assert_eq!(buyer.body["status"], "waiting");
+    let stop = Arc::new(AtomicBool::new(false));
+    let drain = Arc::new(AtomicBool::new(false));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let housekeeping = {
+        let (app, stop, drain, dropped) =
+            (app.clone(), stop.clone(), drain.clone(), dropped.clone());
+        tokio::spawn(async move {
+            let mut runs = 0u64;
+            let mut last_leave = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let tick = promote(&app).await;
+                let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+                dropped.fetch_add(tick.abandoned + reaped.abandoned(), Ordering::Relaxed);
+                // The buyers ahead poll often; once the line is to move, the active one leaves
+                // every half second.
+                if runs.is_multiple_of(3) {
+                    let mut kept = Vec::new();
+                    for token in ahead.drain(..) {
+                        let reply = status(&app, "far", &token).await;
+                        assert_eq!(reply.status, 200, "{}", reply.body);
+                        if reply.body["status"] == "active"
+                            && drain.load(Ordering::Relaxed)
+                            && last_leave.elapsed() >= Duration::from_millis(500)
+                        {
+                            assert_eq!(leave(&app, "far", &token).await.status, 204);
+                            last_leave = Instant::now();
+                        } else {
+                            kept.push(token);
+                        }
+                    }
+                    ahead = kept;
+                }
+                runs += 1;
+                sleep(Duration::from_millis(150)).await;
+            }
+            runs
+        })
+    };
+    let token = buyer.token();
+    let mut poll_after = buyer.body["pollAfterSeconds"].as_u64().unwrap();
+    let mut stretched = Vec::new();
+    let mut longest = Duration::ZERO;
+    let mut last = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let admitted_after = loop {
+        assert!(Instant::now() < deadline, "not admitted in 120 s");
+        sleep(Duration::from_secs(poll_after)).await;
+        let sent = Instant::now();
+        let reply = status(&app, "far", &token).await;
+        longest = longest.max(sent - last);
+        last = sent;
+        assert_eq!(
+            reply.status, 200,
+            "dropped after polls at {stretched:?} s past the idle period: {}",
+            reply.body
+        );
+        if reply.body["status"] == "active" {
+            let until: chrono::DateTime<chrono::Utc> =
+                reply.body["activeUntil"].as_str().unwrap().parse().unwrap();
+            let admitted = until - chrono::Duration::seconds(600);
+            break (chrono::Utc::now() - admitted).to_std().unwrap_or_default();
+        }
+        assert_eq!(reply.body["status"], "waiting", "{}", reply.body);
+        poll_after = reply.body["pollAfterSeconds"].as_u64().unwrap();
+        assert!(poll_after <= LONG_IDLES * idle / 3, "{poll_after}");
+        if poll_after > idle {
+            stretched.push(poll_after);
+        }
+        if stretched.len() >= 2 {
+            drain.store(true, Ordering::Relaxed);
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    let runs = housekeeping.await.unwrap();
+    assert!(
+        stretched.len() >= 2,
+        "told to poll past the idle period {} times",
+        stretched.len()
+    );
+    assert!(longest > Duration::from_secs(idle), "{longest:?}");
+    assert_eq!(dropped.load(Ordering::Relaxed), 0);
+    assert!(
+        admitted_after <= Duration::from_secs(idle),
+        "saw its admission {admitted_after:?} after it"
+    );
+    println!(
+        "RELIABILITY: presence: idle {idle} s, a far buyer told to poll every {stretched:?} s \
+         (longest gap {longest:?}) kept its place beside {runs} promoter ticks and reaper runs, \
+         and saw its admission {admitted_after:?} after it"
+    );
+}
+
+/// A buyer told to poll past the idle period (its wait being over twelve idle periods) walks away.
+/// With a reaper run every half second, it must be dropped between one and one and a half long
+/// periods (8 idle periods: 40–60 s at the shortest idle period) after its last poll, and the
+/// buyers ahead who also stopped, within the idle period and its tenth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_told_to_poll_late_who_walks_away_is_dropped_within_the_long_period() {
+    let (idle, idle_var) = shortest_idle();
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", &idle_var)]).await;
+    line_behind_a_measured_session(&app, "walk", 39, Duration::from_secs(2)).await;
+    let sent = Instant::now();
+    let buyer = join(&app, "walk", "walker").await;
+    let answered = Instant::now();
+    assert_eq!(buyer.body["status"], "waiting");
+    assert!(
+        buyer.body["pollAfterSeconds"].as_u64().unwrap() > idle,
+        "{}",
+        buyer.body
+    );
+    let long = Duration::from_secs(LONG_IDLES * idle);
+    let bound = long * 3 / 2;
+    let deadline = answered + bound + Duration::from_secs(3);
+    let (mut others, mut walker) = (0, None);
+    while walker.is_none() && Instant::now() < deadline {
+        let run = Instant::now();
+        let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
+        for event in reaped.events() {
+            assert_eq!(event.kind, QueueEventKind::Abandoned);
+            if event.user_id.as_deref() == Some("walker") {
+                walker = Some((Instant::now() - sent, run - answered));
+            } else {
+                others += 1;
+                assert!(
+                    sent.elapsed() < Duration::from_secs(idle) * 2,
+                    "{:?}",
+                    event
+                );
+            }
+        }
+        sleep(Duration::from_millis(500)).await;
+    }
+    let (earliest, latest) = walker.expect("the walker dropped");
+    assert!(
+        earliest >= long,
+        "dropped after {earliest:?}, before {long:?}"
+    );
+    assert!(latest <= bound + Duration::from_millis(600), "{latest:?}");
+    // Every waiter but the first (admitted) stopped too.
+    assert_eq!(others, 38);
+    lineup_tests::queue::assert_kind(
+        &status(&app, "walk", &buyer.token()).await,
+        410,
+        "dropped-for-absence",
+    );
+    println!(
+        "RELIABILITY: presence: a far buyer told to poll late who walked away was dropped \
+         {earliest:?}–{latest:?} after its last poll (bound {long:?}–{bound:?})"
+    );
 }

@@ -340,7 +340,7 @@ impl WaitingRoom {
 }
 
 /// What issue and status answer for a token: `token_reply` in `common.lua`,
-/// `{created, status, ticket, position, active_until_ms, wait_ms, idle_ms, paused, register,
+/// `{created, status, ticket, position, active_until_ms, wait_ms, present_ms, paused, register,
 /// message, drawn}`.
 struct TokenReply {
     /// Whether the script gave a new ticket.
@@ -399,7 +399,7 @@ impl FromRedisValue for TokenReply {
             position,
             until_ms,
             wait_ms,
-            idle_ms,
+            present_ms,
             paused,
             register,
             message,
@@ -412,7 +412,7 @@ impl FromRedisValue for TokenReply {
                 ticket,
                 standing,
                 expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
-                waiting_idle: Duration::from_millis(idle_ms),
+                present_for: Duration::from_millis(present_ms),
                 paused: paused == 1,
                 message: message.clone(),
                 drawn: drawn == 1,

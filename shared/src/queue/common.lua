@@ -1,7 +1,8 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, the two rotating departure records, the rotating heartbeat hashes, then the
--- ticket clock, the priority list and the priority lane.
+-- counters, the two rotating departure records, the rotating heartbeat hashes (the idle
+-- period's windows, then the long presence's), then the ticket clock, the priority list and
+-- the priority lane.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, then the script's own arguments
 -- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
@@ -11,16 +12,20 @@ local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS
 local RATE_KEYS = {KEYS[6], KEYS[7]}
 local GONE_KEYS = {KEYS[8], KEYS[9]}
 local FIRST_SEEN = 10
--- store::SEEN_WINDOWS (a unit test holds them equal); a script's own keys follow them.
+-- keys::SEEN_WINDOWS (a unit test holds them equal).
 local SEEN_SLOTS = 11
+-- keys::LONG_WINDOWS: the windows of long presence (below).
+local LONG_SLOTS = 3
+local FIRST_LONG = FIRST_SEEN + SEEN_SLOTS
 -- The ticket clock: sorted set, member the ms an issue ran, score the ticket it issued; one
 -- entry per second of issuing at most, so the promoter can tell how long each buyer it
 -- admits waited (promote.lua), to within a second.
-local CLOCK = KEYS[FIRST_SEEN + SEEN_SLOTS]
+local CLOCK = KEYS[FIRST_LONG + LONG_SLOTS]
 -- The priority lane: the operator's list of user ids (a set), and the lane itself, where
 -- those on the list wait (sorted set, user → ticket), admitted before the main line.
-local PRIORITY, LANE = KEYS[FIRST_SEEN + SEEN_SLOTS + 1], KEYS[FIRST_SEEN + SEEN_SLOTS + 2]
-local OWN_KEYS = FIRST_SEEN + SEEN_SLOTS + 3
+local PRIORITY, LANE = KEYS[FIRST_LONG + LONG_SLOTS + 1], KEYS[FIRST_LONG + LONG_SLOTS + 2]
+-- A script's own keys follow.
+local OWN_KEYS = FIRST_LONG + LONG_SLOTS + 3
 local ARG = 6
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
@@ -75,6 +80,25 @@ local DRAW_BASE = 4503599627370496
 local TICKET_BASE = DRAW_COMMIT and DRAW_BASE or 0
 -- Before the opening: arrivals join the pre-queue, nobody is admitted.
 local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
+-- Long presence: a waiter whose honest wait is over STRETCH_FROM_MS is told to poll after a
+-- tenth of it, up to a third of LONG_IDLE_MS (eight idle periods), so past a third of the
+-- idle period; its poll is then recorded in coarse windows that keep it present for
+-- LONG_IDLE_MS (dropped 1.0-1.5 long periods after it). It is told at most a tenth of its
+-- wait, so it looks again long before its turn unless the line moves ten times faster than
+-- measured; and one who walks away is dropped before its honest turn comes.
+local LONG_IDLE_MS = IDLE_MS * 8
+local LONG_WINDOW_MS = LONG_IDLE_MS / (LONG_SLOTS - 1)
+local STRETCH_FROM_MS = LONG_IDLE_MS * 3 / 2
+-- The two sets of heartbeat windows: the first key, slot count, first meta field (index in
+-- meta_state) and the meta field's name, window length, current and first live window, TTL.
+local FIRST_SLOT_FIELD = 6
+local FINE = {key = FIRST_SEEN, slots = SEEN_SLOTS, field = FIRST_SLOT_FIELD,
+  mark = 'seen-window:', current = CURRENT_WINDOW, first_live = FIRST_LIVE_WINDOW,
+  ttl = IDLE_MS + 2 * WINDOW_MS}
+local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, field = FIRST_SLOT_FIELD + SEEN_SLOTS,
+  mark = 'long-window:', current = math.floor(NOW / LONG_WINDOW_MS),
+  first_live = math.floor((NOW - LONG_IDLE_MS) / LONG_WINDOW_MS),
+  ttl = LONG_IDLE_MS + 2 * LONG_WINDOW_MS}
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
@@ -84,19 +108,19 @@ local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
 local meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
   'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
-  'seen-window:8', 'seen-window:9', 'seen-window:10', 'clock-at')
-local FIRST_SLOT_FIELD = 6
-local CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS]) or 0
+  'seen-window:8', 'seen-window:9', 'seen-window:10', 'long-window:0', 'long-window:1',
+  'long-window:2', 'clock-at')
+local CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS + LONG_SLOTS]) or 0
 local REGISTERED = meta_state[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta_state[4])
 local ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
--- The window heartbeat slot `slot` (0-based) holds, or nil; read as needed, since most calls
--- look at one or two slots.
-local function window_in_slot(slot)
-  return tonumber(meta_state[FIRST_SLOT_FIELD + slot])
+-- The window heartbeat slot `slot` (0-based) of `set` holds, or nil; read as needed, since
+-- most calls look at one or two slots.
+local function window_in_slot(slot, set)
+  return tonumber(meta_state[(set or FINE).field + slot])
 end
 local function has_heartbeats()
-  for slot = 0, SEEN_SLOTS - 1 do
+  for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
     if meta_state[FIRST_SLOT_FIELD + slot] then return true end
   end
   return false
@@ -146,48 +170,64 @@ local function chunk_of(ticket)
   return chunk_field, bit.lshift(1, ticket % 32)
 end
 
--- What is_present() read of the current window for a ticket, so that the heartbeat that
--- follows it need not read it again: the ticket, and its chunk's mask then.
-local read_ticket, read_mask
+-- What is_present() read of a set's current window for a ticket, so that the heartbeat
+-- that follows it need not read it again: the ticket, and its chunk's mask then, per set.
+local read_ticket, read_mask = {}, {}
 
--- Records that the holder of `ticket` was seen now.
-local function heartbeat(ticket)
-  local slot = CURRENT_WINDOW % SEEN_SLOTS
-  local key = KEYS[FIRST_SEEN + slot]
+-- Records that the holder of `ticket` was seen now, in the long windows when `long`.
+local function heartbeat(ticket, long)
+  local set = long and LONG or FINE
+  local slot = set.current % set.slots
+  local key = KEYS[set.key + slot]
   local chunk, mask = chunk_of(ticket)
-  local seen
-  if window_in_slot(slot) ~= CURRENT_WINDOW then
+  local seen, new_window
+  if window_in_slot(slot, set) ~= set.current then
     redis.call('UNLINK', key)
-    redis.call('HSET', META, 'seen-window:' .. slot, CURRENT_WINDOW)
-    meta_state[FIRST_SLOT_FIELD + slot] = CURRENT_WINDOW
-    seen = 0
-  elseif read_ticket == ticket then
-    seen = read_mask
+    redis.call('HSET', META, set.mark .. slot, set.current)
+    meta_state[set.field + slot] = set.current
+    seen, new_window = 0, true
+  elseif read_ticket[set] == ticket then
+    seen = read_mask[set]
   else
     seen = tonumber(redis.call('HGET', key, chunk) or '0')
   end
   if bit.band(seen, mask) == 0 then
     redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
-    redis.call('PEXPIRE', key, IDLE_MS + 2 * WINDOW_MS)
-    read_ticket = nil
+    -- The window's first write sets its TTL: the hash then outlives the window's life (the
+    -- period after it ends) by a window, so later writes in the window need not renew it.
+    if new_window then redis.call('PEXPIRE', key, set.ttl) end
+    read_ticket[set] = nil
   end
 end
 
--- Whether the holder of `ticket` was seen within the idle period.
-local function is_present(ticket)
-  if NOW < PRESENCE_GRACE_UNTIL then return true end
-  -- Presence starts at the opening: the pre-queue has one idle period from it to poll.
-  if OPENS_AT and NOW < OPENS_AT + IDLE_MS then return true end
+-- Whether `ticket`'s bit is set in a live window of `set`.
+local function seen_in(set, ticket)
   local chunk, mask = chunk_of(ticket)
-  for window = CURRENT_WINDOW, FIRST_LIVE_WINDOW, -1 do
-    local slot = window % SEEN_SLOTS
-    if window_in_slot(slot) == window then
-      local seen = tonumber(redis.call('HGET', KEYS[FIRST_SEEN + slot], chunk) or '0')
-      if window == CURRENT_WINDOW then read_ticket, read_mask = ticket, seen end
+  for window = set.current, set.first_live, -1 do
+    local slot = window % set.slots
+    if window_in_slot(slot, set) == window then
+      local seen = tonumber(redis.call('HGET', KEYS[set.key + slot], chunk) or '0')
+      if window == set.current then read_ticket[set], read_mask[set] = ticket, seen end
       if bit.band(seen, mask) ~= 0 then return true end
     end
   end
   return false
+end
+
+-- Whether the holder of `ticket` was seen within the idle period, or within the long period
+-- by a poll told to come back late. The set likelier to hold it is read first: the long one
+-- when the waiters admitted so far leave it, at the measured session length, further than
+-- STRETCH_FROM_MS from its turn (an upper bound of its wait; only the order depends on it).
+local function is_present(ticket)
+  if NOW < PRESENCE_GRACE_UNTIL then return true end
+  -- Presence starts at the opening: the pre-queue has one idle period from it to poll.
+  if OPENS_AT and NOW < OPENS_AT + IDLE_MS then return true end
+  local first, second = FINE, LONG
+  if SESSION_MEAN_MS and CAPACITY > 0 and math.floor((ticket - ADMITTED_THROUGH - 1) / CAPACITY)
+      * math.min(SESSION_MEAN_MS, SESSION_MS) > STRETCH_FROM_MS then
+    first, second = LONG, FINE
+  end
+  return seen_in(first, ticket) or seen_in(second, ticket)
 end
 
 local function live_active_count()
@@ -263,8 +303,9 @@ end
 -- The user is kept because a queue's ticket numbers restart after it retires: an old token
 -- naming a reused number is told nothing of the buyer who holds it now. Two hashes used in turn, one per generation of GONE_MS: a
 -- record lives one to two generations, so the hashes hold the departures of two generations
--- at most, and each expires on its own once no longer written.
-local GONE_MS = math.max(SESSION_MS, IDLE_MS, 300000)
+-- at most, and each expires on its own once no longer written. A generation outlasts the
+-- longest poll interval a waiter is told, so a buyer who polls as told sees its record.
+local GONE_MS = math.max(SESSION_MS, IDLE_MS, LONG_IDLE_MS / 3, 300000)
 
 -- Records `reason` for each {user, ticket} pair.
 local function record_departures(pairs, reason)
@@ -420,11 +461,18 @@ end
 
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,
 -- settings change or promotion tick: longer than any place can outlive those (a waiter
--- polls within the idle period, a session lasts the session length), so the counter never
--- restarts under a live token. The reaper deletes it sooner when it retires the queue.
+-- polls within the idle period, or the long one while a long heartbeat is live, a session
+-- lasts the session length), so the counter never restarts under a live token. The reaper
+-- deletes it sooner when it retires the queue.
 local KEEP_MS = SESSION_MS + IDLE_MS + tonumber(ARGV[5])
 local function keep_meta()
-  redis.call('PEXPIRE', META, KEEP_MS)
+  local keep = KEEP_MS
+  for slot = 0, LONG_SLOTS - 1 do
+    if (window_in_slot(slot, LONG) or -1) >= LONG.first_live then
+      keep = KEEP_MS - IDLE_MS + LONG_IDLE_MS
+    end
+  end
+  redis.call('PEXPIRE', META, keep)
 end
 
 -- 1 while the queue is not known to be in the registry: the caller then adds it and marks
@@ -465,23 +513,25 @@ local function wait_estimate(position)
 end
 
 -- The reply issue and status give, and the only place it is built (decoded by `TokenReply`
--- in buyer.rs): {created, status, ticket, position, active_until_ms, wait_ms, idle_ms,
+-- in buyer.rs): {created, status, ticket, position, active_until_ms, wait_ms, present_ms,
 -- paused, register, message, drawn}. `status` is 'prequeue' (active_until_ms then holds the
 -- opening), 'waiting', 'active', 'soldout', a departure,
 -- 'unknown', 'limited' (active_until_ms then holds the ms until the window ends), a refusal
 -- of a new arrival ('sold-out', 'closed', 'not-open' or 'full' with the ms to retry after in
 -- active_until_ms), 'draw-seed' (to the function only: the seed in `wait_ms`), 'no-queue'
--- or 'unregistered'; `wait_ms` is '' when no estimate is honest. `drawn` is 1 when the
--- ticket was placed by the draw, which has happened (the ticket is then the draw value + 1).
--- Omitted fields are 0 ('' for `wait_ms`).
-local function token_reply(created, status, ticket, position, until_ms, wait_ms, register)
+-- or 'unregistered'; `wait_ms` is '' when no estimate is honest. `present_ms` is how long
+-- the token counts as present after this reply: the idle period, or LONG_IDLE_MS after a
+-- stretched poll. `drawn` is 1 when the ticket was placed by the draw, which has happened
+-- (the ticket is then the draw value + 1). Omitted fields are 0 ('' for `wait_ms`).
+local function token_reply(created, status, ticket, position, until_ms, wait_ms, register,
+    present_ms)
   local drawn = 0
   if DRAW_COMMIT and not BEFORE_OPENING and ticket and ticket >= 1 and ticket <= DRAW_BASE
       and status ~= 'draw-seed' then
     drawn = 1
   end
-  return {created, status, ticket or 0, position or 0, until_ms or 0, wait_ms or '', IDLE_MS,
-    PAUSED_FLAG, register or 0, MESSAGE, drawn}
+  return {created, status, ticket or 0, position or 0, until_ms or 0, wait_ms or '',
+    present_ms or IDLE_MS, PAUSED_FLAG, register or 0, MESSAGE, drawn}
 end
 
 -- A pre-queue member's reply before the opening: no position, the opening instead.
@@ -490,10 +540,11 @@ local function prequeue_reply(created, ticket)
   return token_reply(created, 'prequeue', ticket, 0, OPENS_AT, '', needs_registration())
 end
 
+-- A waiter's reply, recording the poll as its heartbeat: in the long windows when its honest
+-- wait is over STRETCH_FROM_MS, so that it may be told to poll past a third of the idle period.
 -- A lane member's position is in the lane. The main line's estimates count the lane's
 -- waiters ahead too; its positions do not.
 local function waiting_reply(created, user, ticket)
-  keep_meta()
   local position, ahead = nil, 0
   if IN_LANE then
     position = redis.call('ZRANK', LANE, user) + 1
@@ -501,8 +552,12 @@ local function waiting_reply(created, user, ticket)
     position = redis.call('ZRANK', WAITING, user) + 1
     if LANE_ON then ahead = redis.call('ZCARD', LANE) end
   end
-  return token_reply(created, 'waiting', ticket, position, 0, wait_estimate(position + ahead),
-    needs_registration())
+  local wait = wait_estimate(position + ahead)
+  local long = wait ~= '' and tonumber(wait) > STRETCH_FROM_MS
+  heartbeat(ticket, long)
+  keep_meta()
+  return token_reply(created, 'waiting', ticket, position, 0, wait, needs_registration(),
+    long and LONG_IDLE_MS or IDLE_MS)
 end
 
 -- Everyone waiting: the main line and the priority lane.

@@ -77,12 +77,19 @@ local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms
 local new_idle = tonumber(now_set[3] or ARGV[3])
 if new_idle ~= old_idle then
   -- Heartbeat windows change length with the idle period: start presence afresh, giving
-  -- every waiter one whole new idle period to poll.
+  -- every waiter one whole new idle period to poll, and a waiter told a long interval under
+  -- the old one that interval first.
+  local grace = NOW + new_idle
+  for slot = 0, LONG_SLOTS - 1 do
+    if window_in_slot(slot, LONG) then grace = NOW + LONG_IDLE_MS / 3 + new_idle end
+    redis.call('UNLINK', KEYS[FIRST_LONG + slot])
+    redis.call('HDEL', META, 'long-window:' .. slot)
+  end
   for slot = 0, SEEN_SLOTS - 1 do
     redis.call('UNLINK', KEYS[FIRST_SEEN + slot])
     redis.call('HDEL', META, 'seen-window:' .. slot)
   end
-  redis.call('HSET', META, 'presence-grace-until', NOW + new_idle)
+  redis.call('HSET', META, 'presence-grace-until', grace)
 end
 local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = now_set[4] or nil,
   idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,

@@ -54,7 +54,6 @@ local state, ticket, until_ms = find(user, nil)
 if state == 'waiting' then
   if SOLD_OUT then return sold_out_reply(state, user, ticket) end
   if BEFORE_OPENING and not IN_LANE then return prequeue_reply(0, ticket) end
-  heartbeat(ticket)
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
   return active_reply(0, ticket, until_ms)
@@ -97,7 +96,6 @@ if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 
   end
   redis.call('ZADD', LANE, ticket, user)
   IN_LANE = true
-  heartbeat(ticket)
   return waiting_reply(1, user, ticket)
 end
 
@@ -149,5 +147,4 @@ if not PAUSED and (MODE == 'passthrough' or waiting_count() == 0)
   return active_reply(1, ticket, NOW + SESSION_MS)
 end
 redis.call('ZADD', WAITING, ticket, user)
-heartbeat(ticket)
 return waiting_reply(1, user, ticket)

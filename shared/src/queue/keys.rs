@@ -20,7 +20,8 @@ pub struct QueueKeys {
     pub active_tickets: String,
     /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping,
     /// the registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
-    /// queue's last buyer reply, settings change or promotion tick; deleted on retirement.
+    /// queue's last buyer reply, settings change or promotion tick (the long presence period in
+    /// place of `WAITING_IDLE` while a long heartbeat is live); deleted on retirement.
     pub meta: String,
     /// Hash: the queue's own settings, where they differ from the environment's defaults, and
     /// when an operator created the queue. The operator's: no TTL, kept on retirement.
@@ -45,11 +46,18 @@ pub struct QueueKeys {
     /// Sorted set: member user id, score ticket. The priority lane's waiters, admitted before
     /// the main line; empties as they are admitted or dropped.
     pub lane: String,
+    /// The long presence's heartbeat hashes, in the same format: the windows of a waiter told
+    /// to poll past a third of the idle period (`common.lua`, `LONG_IDLE_MS`).
+    pub long_seen: Vec<String>,
 }
 
 /// How many heartbeat hashes rotate per queue: one per window of the idle period plus
 /// the window being written.
 pub const SEEN_WINDOWS: usize = super::IDLE_WINDOWS as usize + 1;
+
+/// How many long-presence heartbeat hashes rotate per queue: two windows per long period plus
+/// the window being written.
+pub const LONG_WINDOWS: usize = 3;
 
 impl QueueKeys {
     pub fn new(prefix: &str, queue: &QueueId) -> Self {
@@ -64,6 +72,9 @@ impl QueueKeys {
             gone: [format!("{base}:gone:0"), format!("{base}:gone:1")],
             seen: (0..SEEN_WINDOWS)
                 .map(|i| format!("{base}:seen:{i}"))
+                .collect(),
+            long_seen: (0..LONG_WINDOWS)
+                .map(|i| format!("{base}:seen-long:{i}"))
                 .collect(),
             clock: format!("{base}:clock"),
             priority: format!("{base}:priority"),
@@ -86,6 +97,7 @@ impl QueueKeys {
         ]
         .into_iter()
         .chain(self.seen.iter())
+        .chain(self.long_seen.iter())
         .chain([&self.clock, &self.priority, &self.lane])
         .map(String::as_str)
     }
@@ -105,13 +117,15 @@ pub fn queue_registry_key(prefix: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::SEEN_WINDOWS;
+    use super::{LONG_WINDOWS, SEEN_WINDOWS};
 
     /// The prelude finds a script's own keys after the heartbeat hashes, so it must know
     /// how many there are.
     #[test]
     fn the_prelude_counts_the_heartbeat_hashes_the_keys_carry() {
         let line = format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n");
+        assert!(include_str!("common.lua").contains(&line), "{line}");
+        let line = format!("local LONG_SLOTS = {LONG_WINDOWS}\n");
         assert!(include_str!("common.lua").contains(&line), "{line}");
     }
 
@@ -123,6 +137,11 @@ mod tests {
             assert!(prelude.contains(&format!("'seen-window:{slot}'")), "{slot}");
         }
         let beyond = format!("'seen-window:{SEEN_WINDOWS}'");
+        assert!(!prelude.contains(&beyond), "{beyond}");
+        for slot in 0..LONG_WINDOWS {
+            assert!(prelude.contains(&format!("'long-window:{slot}'")), "{slot}");
+        }
+        let beyond = format!("'long-window:{LONG_WINDOWS}'");
         assert!(!prelude.contains(&beyond), "{beyond}");
     }
 }

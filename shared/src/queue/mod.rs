@@ -8,7 +8,9 @@
 //!
 //! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
 //! rotating time-window hashes of 32-ticket chunks. A waiter unseen for 1.1 idle periods is
-//! never promoted; the promoter or reaper removes it and reports it as abandoned.
+//! never promoted; the promoter or reaper removes it and reports it as abandoned. A waiter far
+//! from its turn is told to poll less often, and its poll is kept in coarser windows that
+//! cover what it was told (`waiting_reply` in `common.lua`).
 //!
 //! Wait estimates come from the live sessions' ends and the measured mean session length
 //! (`wait_estimate` in `common.lua`). A token that lost its place is answered with its
@@ -222,8 +224,10 @@ pub struct TokenState {
     /// A waiter's expected wait, once the length of sessions is measured (see `common.lua`,
     /// `wait_estimate`); `None` before that, while paused, and once active.
     pub expected_wait: Option<Duration>,
-    /// The queue's idle period in force.
-    pub waiting_idle: Duration,
+    /// How long this reply keeps the token present without another poll: the queue's idle
+    /// period in force, or the long presence period (eight idle periods) when the waiter's
+    /// honest wait is over twelve idle periods (`waiting_reply` in `common.lua`).
+    pub present_for: Duration,
     /// Whether admissions are paused in this queue.
     pub paused: bool,
     /// The operator's message, if any.
@@ -253,17 +257,19 @@ impl TokenState {
     }
 
     /// When to poll again: about a tenth of the expected wait, at least 1 s, and never more
-    /// than a third of the idle period (rounded down), so a buyer who follows it is never
-    /// dropped as absent: a waiter counts as present for at least the whole idle period after
-    /// its last poll, which leaves two thirds of it (4 s or more, as the idle period is at
-    /// least 5 s) for the round trip.
+    /// than a third of how long this reply keeps the token present (rounded down), so a buyer
+    /// who follows it is never dropped as absent: it counts as present for that whole time
+    /// after its poll, which leaves two thirds of it (4 s or more, as the idle period is at
+    /// least 5 s) for the round trip. A waiter far from its turn (an honest wait over twelve
+    /// idle periods) is kept present for the long period, so it may be told up to a third of
+    /// that: a tenth of its wait, so it still looks about ten times before its turn comes.
     ///
     /// In the pre-queue presence does not count yet: poll again just after the opening, up
     /// to a third of the idle period after it by a jitter derived from the ticket (the
     /// buyer's draw value), so the pre-queue does not come back in the same second; but at
     /// most [`PREQUEUE_POLL_MAX_SECONDS`] ahead, so a change of schedule is seen.
     pub fn poll_after_seconds(&self, now: DateTime<Utc>) -> u64 {
-        let ceiling = (self.waiting_idle.as_secs() / 3).max(1);
+        let ceiling = (self.present_for.as_secs() / 3).max(1);
         if let Standing::Prequeue { opens_at } = self.standing {
             let until = ((opens_at - now).num_milliseconds().max(0) as u64).div_ceil(1000);
             if until >= PREQUEUE_POLL_MAX_SECONDS {
