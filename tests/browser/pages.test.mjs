@@ -190,6 +190,56 @@ try {
   assert.ok(await k.page.evaluate(() => document.documentElement.scrollWidth <= 320), 'no sideways scroll at 320 px');
   await check(k.page, 'waiting-ko-dark-320');
 
+  // Paused, with the operator's message: the waiting buyer keeps the place and reads both.
+  assert.equal((await api('PUT', '/queues/hold/settings', { capacity: 1, sessionSeconds: 600 })).status, 200);
+  assert.equal((await api('POST', '/queues/hold/tokens', { userId: 'holder' })).body.status, 'active');
+  const p = await open(browser);
+  await p.page.goto(`${BASE}/queues/hold/wait`);
+  await join(p.page, 'paula');
+  await state(p.page, 'waiting');
+  const pausedText = 'Admissions resume at 19:05. Keep this page open.';
+  assert.equal((await api('PUT', '/queues/hold/settings', { paused: true, message: pausedText })).status, 200);
+  await p.page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+  await p.page.waitForFunction((m) => document.getElementById('message')?.textContent === m, pausedText, { timeout: 20000 });
+  assert.equal(await text(p.page, '#paused'), 'Admissions are paused. You keep your place.');
+  assert.equal(await text(p.page, '#estimate'), 'Calculating');
+  assert.equal(await text(p.page, '#position'), '1');
+  await check(p.page, 'paused');
+
+  // Closed, with the operator's message: a new arrival is refused and reads it; the buyer in
+  // line keeps the place.
+  const closedText = 'Sales for this date have ended.';
+  assert.equal((await api('PUT', '/queues/hold/settings', { paused: false, mode: 'closed', message: closedText })).status, 200);
+  const q = await open(browser);
+  await q.page.goto(`${BASE}/queues/hold/wait`);
+  await join(q.page, 'quinn');
+  await state(q.page, 'over');
+  assert.equal(await text(q.page, '#headline'), 'The line is closed');
+  assert.equal(await text(q.page, '#message'), closedText);
+  await check(q.page, 'closed');
+  await p.page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+  await p.page.waitForFunction((m) => document.getElementById('message')?.textContent === m, closedText, { timeout: 20000 });
+  assert.equal(await text(p.page, '#position'), '1');
+  assert.equal(await p.page.$('#paused'), null, 'no paused notice once admissions resume');
+
+  // Full: maxWaiting buyers wait. A new arrival is refused with the operator's message, and
+  // can try again; once a place in line frees, it fits.
+  const fullText = 'The line is long: try the 21:00 show.';
+  assert.equal((await api('PUT', '/queues/hold/settings', { mode: null, maxWaiting: 1, message: fullText })).status, 200);
+  const f = await open(browser);
+  await f.page.goto(`${BASE}/queues/hold/wait`);
+  await join(f.page, 'rita');
+  await state(f.page, 'over');
+  assert.equal(await text(f.page, '#headline'), 'The line is full');
+  assert.equal(await text(f.page, '#message'), fullText);
+  await check(f.page, 'full');
+  await p.page.click('#leave');
+  await state(p.page, 'over');
+  await f.page.click('#rejoin');
+  await join(f.page, 'rita');
+  await state(f.page, 'waiting');
+  assert.equal(await text(f.page, '#position'), '1');
+
   // Sold out, as the booking system says on the bus: the waiting buyer's next poll shows it,
   // with the operator's message.
   const soldOut = JSON.parse(readFileSync(new URL('../../events/ranking-updater.inventory-sold-out.json', import.meta.url)));
