@@ -49,7 +49,7 @@ pub fn problem(err: &Error) -> Response<Body> {
         Error::SoldOut { .. } | Error::QueueSoldOut { .. } => {
             (StatusCode::GONE, "Sold out", "sold-out")
         }
-        Error::QueueClosed => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
+        Error::QueueClosed { .. } => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
         Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
         Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
@@ -103,7 +103,7 @@ pub fn problem(err: &Error) -> Response<Body> {
     match err {
         Error::Unavailable { retry_after, .. }
         | Error::RateLimited { retry_after }
-        | Error::QueueFull { retry_after } => {
+        | Error::QueueFull { retry_after, .. } => {
             headers.insert(
                 header::RETRY_AFTER,
                 HeaderValue::from(retry_after.as_secs().max(1)),

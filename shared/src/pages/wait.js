@@ -93,13 +93,17 @@
     n.textContent = text || '';
   }
 
-  function rejoin() {
+  // A way back into the line: `label` is the button's string ("Join again", "Try again").
+  function rejoin(label) {
     if (localJoin) {
-      return el('button', { type: 'button', text: t('wait.rejoin'), onclick: () => { forget(); show({ kind: 'join' }); } });
+      return el('button', { type: 'button', id: 'rejoin', text: t(label), onclick: () => { forget(); show({ kind: 'join' }); } });
     }
-    if (returnUrl) return el('a', { class: 'button', href: returnUrl, text: t('wait.rejoin') });
+    if (returnUrl) return el('a', { class: 'button', id: 'rejoin', href: returnUrl, text: t(label) });
     return el('p', { text: t('wait.rejoin.site') });
   }
+
+  // The operator's message, when the queue has one.
+  const said = (v) => (v.message ? el('p', { id: 'message', text: v.message }) : null);
 
   function forget() {
     place = null;
@@ -140,7 +144,8 @@
           el('progress', { max: '100', value: String(Math.round(progress * 100)), 'aria-label': t('wait.progress') }),
           el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + ': ' }),
             el('strong', { id: 'estimate', text: v.paused ? t('wait.estimate.unknown') : minutes(v.estimate) })),
-          v.paused ? el('p', { class: 'notice', text: t('wait.paused') }) : null,
+          v.paused ? el('p', { class: 'notice', id: 'paused', text: t('wait.paused') }) : null,
+          said(v),
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }),
         ].filter(Boolean));
         announce(t('wait.announce', { n: v.position }), false);
@@ -160,8 +165,8 @@
         } else {
           go = el('p', { text: t('wait.active.noreturn') });
         }
-        body.append(left, go,
-          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }));
+        body.append(...[left, said(v), go,
+          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave })].filter(Boolean));
         announce(t('wait.active'), true);
         if (v.first && !focused) go.focus();
         break;
@@ -182,7 +187,7 @@
         head.textContent = t(v.title);
         if (v.detail) body.append(el('p', { id: 'message', text: v.detail }));
         if (v.verify) body.append(el('a', { href: v.verify, text: t('wait.draw.verify') }));
-        if (v.rejoin) body.append(rejoin());
+        if (v.rejoin) body.append(rejoin(v.rejoin));
         announce(t(v.title), true);
         break;
       }
@@ -213,17 +218,18 @@
 
   // The views the problem types name: today's departures, and the statuses a queue may
   // answer with (sold out, closed, full, paused).
+  // `rejoin` names the button that offers a way back in; `forget`: the place is gone.
   const OVER = {
-    'session-ended': { title: 'wait.ended', rejoin: true },
-    'dropped-for-absence': { title: 'wait.dropped', rejoin: true },
-    'left': { title: 'wait.left', rejoin: true },
-    'not-found': { title: 'wait.unknown', rejoin: true },
+    'session-ended': { title: 'wait.ended', rejoin: 'wait.rejoin', forget: true },
+    'dropped-for-absence': { title: 'wait.dropped', rejoin: 'wait.rejoin', forget: true },
+    'left': { title: 'wait.left', rejoin: 'wait.rejoin', forget: true },
+    'not-found': { title: 'wait.unknown', rejoin: 'wait.rejoin', forget: true },
     'sold-out': { title: 'wait.soldout' },
     'soldout': { title: 'wait.soldout' },
     'closed': { title: 'wait.closed' },
     'queue-closed': { title: 'wait.closed' },
-    'full': { title: 'wait.full' },
-    'queue-full': { title: 'wait.full' },
+    'full': { title: 'wait.full', rejoin: 'wait.tryagain' },
+    'queue-full': { title: 'wait.full', rejoin: 'wait.tryagain' },
   };
 
   function fromStatus(b) {
@@ -232,9 +238,9 @@
       place.best = Math.min(place.best || b.position, b.position);
       place.start = Math.max(place.start || 0, place.best);
       store.set('sessionStorage', KEY, place);
-      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, paused: !!b.paused };
+      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, paused: !!b.paused, message: b.message };
     }
-    if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil) };
+    if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil), message: b.message };
     if (b.status === 'prequeue' && b.opensAt) return { kind: 'prequeue', opensAt: b.opensAt };
     const known = OVER[b.status];
     if (known) return { kind: 'over', title: known.title, detail: b.message, verify: b.verifyUrl };
@@ -301,11 +307,11 @@
     }
     const known = OVER[kindOf(p)];
     if (known) {
-      if (known.rejoin) forget();
-      show({ kind: 'over', title: known.title, rejoin: known.rejoin, detail: known.rejoin ? '' : p.detail });
+      if (known.forget) forget();
+      show({ kind: 'over', title: known.title, rejoin: known.rejoin, detail: known.forget ? '' : p.detail });
       return null;
     }
-    show({ kind: 'over', title: 'wait.unknown', rejoin: true, detail: p.detail });
+    show({ kind: 'over', title: 'wait.unknown', rejoin: 'wait.rejoin', detail: p.detail });
     return null;
   }
 
@@ -317,8 +323,9 @@
       });
       if (!r.ok) {
         const p = await problemOf(r);
+        // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
         const known = OVER[kindOf(p)];
-        if (known && !known.rejoin) show({ kind: 'over', title: known.title, detail: p.detail });
+        if (known && !known.forget) show({ kind: 'over', title: known.title, detail: p.detail, rejoin: known.rejoin });
         else show({ kind: 'join', error: p.detail || r.status });
         return;
       }
@@ -350,7 +357,7 @@
     }
     forget();
     notice('');
-    show({ kind: 'over', title: 'wait.left', rejoin: true });
+    show({ kind: 'over', title: 'wait.left', rejoin: 'wait.rejoin' });
   }
 
   function languages() {
