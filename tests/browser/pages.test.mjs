@@ -82,12 +82,13 @@ async function admission(page, queue) {
   }, queue);
 }
 
-// "Opens …" as a buyer in `locale` and `timeZone` reads it.
-function opensIn(at, locale, timeZone) {
-  return new Intl.DateTimeFormat(locale, {
+// The opening as a buyer in `locale` and `timeZone` reads it, by Chromium's own Intl (Node's
+// ICU words Korean differently).
+function opensIn(page, at, locale, timeZone) {
+  return page.evaluate(([at, locale, timeZone]) => new Intl.DateTimeFormat(locale, {
     weekday: 'short', year: 'numeric', month: 'short', day: 'numeric',
     hour: 'numeric', minute: '2-digit', timeZoneName: 'short', timeZone,
-  }).format(at);
+  }).format(at), [at.getTime(), locale, timeZone]);
 }
 
 // A pre-queue countdown, then the draw: two buyers in two time zones join before the
@@ -125,7 +126,7 @@ async function prequeueThenDraw(browser) {
   await join(y.page, 'yuna');
   await state(y.page, 'prequeue');
   assert.equal(await text(y.page, '#headline'), 'The line opens soon');
-  assert.equal(await text(y.page, '#opens'), 'Opens ' + opensIn(opens, 'en-US', 'Asia/Seoul'));
+  assert.equal(await text(y.page, '#opens'), 'Opens ' + await opensIn(y.page, opens, 'en-US', 'Asia/Seoul'));
   assert.match(await text(y.page, '#countdown'), /^0:[01]\d$/);
   await check(y.page, 'prequeue');
   const m = await open(browser, { locale: 'ko-KR', timezoneId: 'America/New_York' });
@@ -133,7 +134,7 @@ async function prequeueThenDraw(browser) {
   await join(m.page, 'minsu');
   await state(m.page, 'prequeue');
   assert.equal(await text(m.page, '#headline'), '곧 대기열이 열립니다');
-  assert.equal(await text(m.page, '#opens'), opensIn(opens, 'ko-KR', 'America/New_York') + ' 오픈');
+  assert.equal(await text(m.page, '#opens'), await opensIn(y.page, opens, 'ko-KR', 'America/New_York') + ' 오픈');
   await check(m.page, 'prequeue-ko');
 
   // The opening: the seed is revealed, it matches the commitment, and each buyer's number is
