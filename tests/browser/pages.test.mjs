@@ -167,6 +167,20 @@ async function prequeueThenDraw(browser) {
 
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 try {
+  // The skeleton shows at once, before the script or the API answers (here the script never
+  // comes); it pulses, except under prefers-reduced-motion.
+  for (const reducedMotion of ['no-preference', 'reduce']) {
+    const sk = await open(browser, { reducedMotion });
+    await sk.page.route('**/wait/wait.js', (route) => route.abort());
+    await sk.page.goto(`${BASE}/queues/duo/wait`);
+    assert.equal(await sk.page.getAttribute('#card', 'aria-busy'), 'true');
+    assert.equal(await sk.page.locator('#card .bone').count(), 2);
+    const pulse = await sk.page.$eval('#card .bone', (b) => getComputedStyle(b).animationName);
+    assert.equal(pulse, reducedMotion === 'reduce' ? 'none' : 'pulse', reducedMotion);
+    if (reducedMotion === 'reduce') await check(sk.page, 'skeleton');
+    await sk.context.close();
+  }
+
   // Capacity 1, two buyers: the first is admitted and reaches the protected route; the
   // second waits at position 1 with an estimate, and is admitted when the first leaves.
   const back = `${BASE}/queues/duo/`;
@@ -261,6 +275,7 @@ try {
   await new Promise((r) => setTimeout(r, 9000));
   await e.page.goBack();
   await e.page.waitForFunction(() => document.getElementById('headline')?.textContent === 'You were dropped from the line', null, { timeout: 20000 });
+  assert.equal(await text(e.page, '#message'), 'The page stopped checking in for too long.');
   await check(e.page, 'dropped');
 
   // Korean, from the browser's language, at 320 px, in the dark scheme.
