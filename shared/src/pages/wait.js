@@ -264,7 +264,7 @@
       }
       case 'over': {
         head.textContent = t(v.title);
-        if (v.detail) body.append(el('p', { id: 'message', text: v.detail }));
+        if (v.why || v.detail) body.append(el('p', { id: 'message', text: v.why ? t(v.why) : v.detail }));
         if (v.rejoin) body.append(rejoin(v.rejoin));
         announce(t(v.title), true);
         break;
@@ -296,10 +296,11 @@
 
   // The views the problem types name: today's departures, and the statuses a queue may
   // answer with (sold out, closed, full, paused).
-  // `rejoin` names the button that offers a way back in; `forget`: the place is gone.
+  // `why` names the string that says why; `rejoin` the button that offers a way back in;
+  // `forget`: the place is gone.
   const OVER = {
     'session-ended': { title: 'wait.ended', rejoin: 'wait.rejoin', forget: true },
-    'dropped-for-absence': { title: 'wait.dropped', rejoin: 'wait.rejoin', forget: true },
+    'dropped-for-absence': { title: 'wait.dropped', why: 'wait.dropped.why', rejoin: 'wait.rejoin', forget: true },
     'left': { title: 'wait.left', rejoin: 'wait.rejoin', forget: true },
     'not-found': { title: 'wait.unknown', rejoin: 'wait.rejoin', forget: true },
     'sold-out': { title: 'wait.soldout' },
@@ -391,7 +392,7 @@
     const known = OVER[kindOf(p)];
     if (known) {
       if (known.forget) forget();
-      show({ kind: 'over', title: known.title, rejoin: known.rejoin, detail: known.forget ? '' : p.detail });
+      show({ kind: 'over', title: known.title, why: known.why, rejoin: known.rejoin, detail: known.forget ? '' : p.detail });
       return null;
     }
     show({ kind: 'over', title: 'wait.unknown', rejoin: 'wait.rejoin', detail: p.detail });
