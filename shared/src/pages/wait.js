@@ -294,10 +294,9 @@
     render();
   }
 
-  // The views the problem types name: today's departures, and the statuses a queue may
-  // answer with (sold out, closed, full, paused).
-  // `why` names the string that says why; `rejoin` the button that offers a way back in;
-  // `forget`: the place is gone.
+  // The views the problem types and end statuses name: the departures, and a queue's
+  // refusals (sold out, closed, full, not open yet). `why` names the string that says why;
+  // `rejoin` the button that offers a way back in; `forget`: the place is gone.
   const OVER = {
     'session-ended': { title: 'wait.ended', rejoin: 'wait.rejoin', forget: true },
     'dropped-for-absence': { title: 'wait.dropped', why: 'wait.dropped.why', rejoin: 'wait.rejoin', forget: true },
