@@ -31,16 +31,21 @@ pub enum Error {
     /// The queue is sold out: no new arrivals (410), with the operator's message if any.
     #[error("{}", message.as_deref().unwrap_or("this queue is sold out"))]
     QueueSoldOut { message: Option<String> },
-    /// The queue's mode is `closed`: no new arrivals; those in line keep their places (409).
-    #[error("this queue takes no new arrivals")]
-    QueueClosed,
+    /// The queue's mode is `closed`: no new arrivals; those in line keep their places (409),
+    /// with the operator's message if any.
+    #[error("{}", message.as_deref().unwrap_or("this queue takes no new arrivals"))]
+    QueueClosed { message: Option<String> },
     /// The queue's pre-queue has not opened yet; retry after the given delay (409).
     #[error("this queue does not take arrivals yet; retry after {} s", retry_after.as_secs())]
     QueueNotOpen { retry_after: Duration },
     /// The queue holds its most waiters, or in passthrough mode has no free place; retry
-    /// after the given delay (429: a 4xx, as the service itself is well).
-    #[error("this queue is full; retry after {} s", retry_after.as_secs())]
-    QueueFull { retry_after: Duration },
+    /// after the given delay (429: a 4xx, as the service itself is well), with the operator's
+    /// message if any.
+    #[error("{}", full_detail(message.as_deref(), *retry_after))]
+    QueueFull {
+        retry_after: Duration,
+        message: Option<String>,
+    },
     /// The request conflicts with the current state, such as closing a queue in use (409).
     #[error("{0}")]
     Conflict(String),
@@ -164,6 +169,17 @@ impl Error {
         } else {
             Error::invalid(field, format!("{path}: {inner}"))
         }
+    }
+}
+
+/// A full queue's detail: the operator's message, else what happened and when to retry.
+fn full_detail(message: Option<&str>, retry_after: Duration) -> String {
+    match message {
+        Some(message) => message.to_owned(),
+        None => format!(
+            "this queue is full; retry after {} s",
+            retry_after.as_secs()
+        ),
     }
 }
 

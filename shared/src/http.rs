@@ -49,7 +49,7 @@ pub fn problem(err: &Error) -> Response<Body> {
         Error::SoldOut { .. } | Error::QueueSoldOut { .. } => {
             (StatusCode::GONE, "Sold out", "sold-out")
         }
-        Error::QueueClosed => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
+        Error::QueueClosed { .. } => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
         Error::QueueNotOpen { .. } => (StatusCode::CONFLICT, "Queue not open", "queue-not-open"),
         Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
@@ -104,7 +104,7 @@ pub fn problem(err: &Error) -> Response<Body> {
     match err {
         Error::Unavailable { retry_after, .. }
         | Error::RateLimited { retry_after }
-        | Error::QueueFull { retry_after }
+        | Error::QueueFull { retry_after, .. }
         | Error::QueueNotOpen { retry_after } => {
             headers.insert(
                 header::RETRY_AFTER,

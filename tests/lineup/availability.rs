@@ -101,6 +101,40 @@ async fn past_max_waiting_new_arrivals_are_refused_as_full_with_retry_after() {
 }
 
 #[tokio::test]
+async fn closed_and_full_refusals_carry_the_operator_message() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    join(&app, "show", "u1").await;
+    join(&app, "show", "u2").await;
+    // Without a message, the detail says what happened.
+    put_settings(&app, "show", &json!({"maxWaiting": 1})).await;
+    let full = join(&app, "show", "u3").await;
+    assert_kind(&full, 429, "queue-full");
+    assert!(
+        full.body["detail"].as_str().unwrap().contains("full"),
+        "{}",
+        full.body
+    );
+
+    // With one, a refused arrival reads the operator's message, as a sold-out one does.
+    let text = "The line is long: try the 21:00 show.";
+    put_settings(&app, "show", &json!({"message": text})).await;
+    let full = join(&app, "show", "u3").await;
+    assert_kind(&full, 429, "queue-full");
+    assert_eq!(full.body["detail"], text);
+    assert!(retry_after(&full) >= 1);
+
+    let text = "Sales for this date have ended.";
+    put_settings(&app, "show", &json!({"mode": "closed", "message": text})).await;
+    let closed = join(&app, "show", "u3").await;
+    assert_kind(&closed, 409, "queue-closed");
+    assert_eq!(closed.body["detail"], text);
+    put_settings(&app, "show", &json!({"message": null})).await;
+    let closed = join(&app, "show", "u3").await;
+    assert_kind(&closed, 409, "queue-closed");
+    assert_eq!(closed.body["detail"], "this queue takes no new arrivals");
+}
+
+#[tokio::test]
 async fn the_operator_message_shows_in_status_and_summary_and_is_plain_text() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     join(&app, "show", "u1").await;

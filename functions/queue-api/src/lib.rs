@@ -11,7 +11,7 @@
 //! not know (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
 //! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
 //! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
-//! `queue-full` with `Retry-After`.
+//! `queue-full` with `Retry-After`; the detail is the operator's message when there is one.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |

@@ -220,6 +220,7 @@ mod tests {
     fn the_pages_with_their_scripts_and_styles_are_at_most_40_kb() {
         let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len();
         let rankings = RANKINGS_HTML.len() + rankings_script().len() + STYLES.len();
+        println!("waiting room: {waiting} bytes; rankings: {rankings} bytes");
         assert!(waiting <= 40 * 1024, "waiting room: {waiting} bytes");
         assert!(rankings <= 40 * 1024, "rankings: {rankings} bytes");
     }

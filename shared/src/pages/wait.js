@@ -39,6 +39,11 @@
   let backoff = 0;
   let lastAnnounced = 0;
   let announced = null;
+  let nextPoll = 0;
+  // The summary's draw ({seedSha256, seed, members}), when it was read, and whether this
+  // browser found the buyer's value to match it; and whether the buyer opened that section.
+  let drawn = null;
+  let verifyOpen = false;
 
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
@@ -71,6 +76,62 @@
     return (h ? h + ':' + two(m) : m) + ':' + two(r);
   }
 
+  // The buyer's locale in the page's language: en-GB stays en-GB, not en.
+  const locale = () => (navigator.languages || []).find((l) => l.toLowerCase().split('-')[0] === lang) || lang;
+
+  // Time to the opening: "2 days 3:04:05" (days in the buyer's words), else h:mm:ss.
+  function countdown(ms) {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    const d = Math.floor(s / 86400);
+    const rest = clock((s % 86400) * 1000);
+    return d ? new Intl.NumberFormat(locale(), { style: 'unit', unit: 'day', unitDisplay: 'long' }).format(d) + ' ' + rest : rest;
+  }
+
+  const hex = (bytes) => Array.from(new Uint8Array(bytes), (x) => x.toString(16).padStart(2, '0')).join('');
+
+  // The draw's recipe (docs/draw.md), run here once the seed is out: the seed's SHA-256 is
+  // the commitment, and the buyer's value is the first 13 hex digits (52 bits) of
+  // HMAC-SHA256(seed bytes, user id). null: nothing to check, or no WebCrypto (plain http).
+  async function verify(d, value, user) {
+    const c = window.crypto && window.crypto.subtle;
+    if (!c || !/^[0-9a-f]{64}$/.test(d.seed || '') || !value || !user) return null;
+    const seed = new Uint8Array(d.seed.match(/../g).map((x) => parseInt(x, 16)));
+    const key = await c.importKey('raw', seed, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    const mac = hex(await c.sign('HMAC', key, new TextEncoder().encode(user)));
+    return hex(await c.digest('SHA-256', seed)) === d.seedSha256 && mac.slice(0, 13) === value;
+  }
+
+  // Reads the draw from the queue's summary (public, cached for seconds): once the seed is
+  // out, or at most every 30 s before.
+  async function readDraw(v) {
+    if (drawn && (drawn.seed || Date.now() - drawn.at < 30000)) return;
+    try {
+      const r = await fetch('../' + encodeURIComponent(queue), { headers: { accept: 'application/json' } });
+      const d = r.ok ? (await r.json()).draw : null;
+      if (!d || !d.seedSha256) return;
+      drawn = { seedSha256: d.seedSha256, seed: d.seed, members: d.members, at: Date.now() };
+      drawn.check = await verify(drawn, v.draw, v.user);
+      if (view.draw) render();
+    } catch (e) { /* the next poll tries again */ }
+  }
+
+  // The buyer's draw value, and how to check it.
+  function drawSection(v) {
+    const d = drawn || {};
+    const row = (label, value, id) => [el('dt', { text: t(label) }), el('dd', {}, el('code', { id, text: value }))];
+    return [
+      el('p', {}, el('span', { class: 'muted', text: t('wait.draw.value') + ': ' }), el('code', { id: 'draw-value', text: v.draw })),
+      el('details', { id: 'verify', ontoggle: (e) => { verifyOpen = e.target.open; }, ...(verifyOpen ? { open: '' } : {}) },
+        el('summary', { text: t('wait.draw.verify') }),
+        el('dl', {}, ...row('wait.draw.commit', d.seedSha256 || t('wait.draw.pending'), 'draw-commit'),
+          ...row('wait.draw.seed', d.seed || t('wait.draw.pending'), 'draw-seed')),
+        el('p', { text: t('wait.draw.recipe') }),
+        d.members != null ? el('p', { text: t('wait.draw.members', { n: d.members }) }) : null,
+        d.check == null ? null : el('p', { id: 'draw-check', class: d.check ? '' : 'notice', text: t(d.check ? 'wait.draw.ok' : 'wait.draw.bad') }),
+        el('p', { text: t('wait.draw.docs') })),
+    ];
+  }
+
   let pending = null;
   function announce(text, now) {
     // A polite rate: a position change is spoken at most every 20 s (the latest one, once
@@ -93,13 +154,17 @@
     n.textContent = text || '';
   }
 
-  function rejoin() {
+  // A way back into the line: `label` is the button's string ("Join again", "Try again").
+  function rejoin(label) {
     if (localJoin) {
-      return el('button', { type: 'button', text: t('wait.rejoin'), onclick: () => { forget(); show({ kind: 'join' }); } });
+      return el('button', { type: 'button', id: 'rejoin', text: t(label), onclick: () => { forget(); show({ kind: 'join' }); } });
     }
-    if (returnUrl) return el('a', { class: 'button', href: returnUrl, text: t('wait.rejoin') });
+    if (returnUrl) return el('a', { class: 'button', id: 'rejoin', href: returnUrl, text: t(label) });
     return el('p', { text: t('wait.rejoin.site') });
   }
+
+  // The operator's message, when the queue has one.
+  const said = (v) => (v.message ? el('p', { id: 'message', text: v.message }) : null);
 
   function forget() {
     place = null;
@@ -140,7 +205,9 @@
           el('progress', { max: '100', value: String(Math.round(progress * 100)), 'aria-label': t('wait.progress') }),
           el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + ': ' }),
             el('strong', { id: 'estimate', text: v.paused ? t('wait.estimate.unknown') : minutes(v.estimate) })),
-          v.paused ? el('p', { class: 'notice', text: t('wait.paused') }) : null,
+          v.paused ? el('p', { class: 'notice', id: 'paused', text: t('wait.paused') }) : null,
+          said(v),
+          ...(v.draw ? drawSection(v) : []),
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }),
         ].filter(Boolean));
         announce(t('wait.announce', { n: v.position }), false);
@@ -160,29 +227,45 @@
         } else {
           go = el('p', { text: t('wait.active.noreturn') });
         }
-        body.append(left, go,
-          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }));
+        body.append(...[left, said(v), go, ...(v.draw ? drawSection(v) : []),
+          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave })].filter(Boolean));
         announce(t('wait.active'), true);
         if (v.first && !focused) go.focus();
         break;
       }
       case 'prequeue': {
+        // A countdown to the opening, in the buyer's locale and time zone. Without a valid
+        // opensAt (an older server), the state alone.
         head.textContent = t('wait.prequeue');
-        const at = new Date(v.opensAt);
-        const when = new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'short' }).format(at);
-        const left = el('p', { class: 'big', id: 'countdown' });
-        const update = () => { left.textContent = clock(at - Date.now()); };
-        update();
-        tick = setInterval(update, 1000);
-        body.append(el('p', { text: t('wait.prequeue.at', { at: when }) }), left);
-        announce(t('wait.prequeue.at', { at: when }), true);
+        const at = Date.parse(v.opensAt);
+        if (Number.isFinite(at)) {
+          const when = new Intl.DateTimeFormat(locale(), {
+            weekday: 'short', year: 'numeric', month: 'short', day: 'numeric',
+            hour: 'numeric', minute: '2-digit', timeZoneName: 'short',
+          }).format(at);
+          const left = el('p', { class: 'big', id: 'countdown', role: 'timer' });
+          const update = () => {
+            const ms = at - Date.now();
+            left.textContent = ms > 0 ? countdown(ms) : t('wait.prequeue.now');
+            // At the opening, poll within a few seconds unless a poll is due sooner.
+            if (ms <= 0) {
+              clearInterval(tick);
+              if (nextPoll - Date.now() > 10000) schedule(1 + Math.random() * 4);
+            }
+          };
+          update();
+          if (at > Date.now()) tick = setInterval(update, 1000);
+          body.append(el('p', { id: 'opens', text: t('wait.prequeue.at', { at: when }) }), left);
+          announce(t('wait.prequeue.at', { at: when }), true);
+        }
+        body.append(...[el('p', { text: t('wait.prequeue.joined') }), said(v),
+          el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave })].filter(Boolean));
         break;
       }
       case 'over': {
         head.textContent = t(v.title);
-        if (v.detail) body.append(el('p', { id: 'message', text: v.detail }));
-        if (v.verify) body.append(el('a', { href: v.verify, text: t('wait.draw.verify') }));
-        if (v.rejoin) body.append(rejoin());
+        if (v.why || v.detail) body.append(el('p', { id: 'message', text: v.why ? t(v.why) : v.detail }));
+        if (v.rejoin) body.append(rejoin(v.rejoin));
         announce(t(v.title), true);
         break;
       }
@@ -211,33 +294,37 @@
     render();
   }
 
-  // The views the problem types name: today's departures, and the statuses a queue may
-  // answer with (sold out, closed, full, paused).
+  // The views the problem types and end statuses name: the departures, and a queue's
+  // refusals (sold out, closed, full, not open yet). `why` names the string that says why;
+  // `rejoin` the button that offers a way back in; `forget`: the place is gone.
   const OVER = {
-    'session-ended': { title: 'wait.ended', rejoin: true },
-    'dropped-for-absence': { title: 'wait.dropped', rejoin: true },
-    'left': { title: 'wait.left', rejoin: true },
-    'not-found': { title: 'wait.unknown', rejoin: true },
+    'session-ended': { title: 'wait.ended', rejoin: 'wait.rejoin', forget: true },
+    'dropped-for-absence': { title: 'wait.dropped', why: 'wait.dropped.why', rejoin: 'wait.rejoin', forget: true },
+    'left': { title: 'wait.left', rejoin: 'wait.rejoin', forget: true },
+    'not-found': { title: 'wait.unknown', rejoin: 'wait.rejoin', forget: true },
     'sold-out': { title: 'wait.soldout' },
     'soldout': { title: 'wait.soldout' },
     'closed': { title: 'wait.closed' },
     'queue-closed': { title: 'wait.closed' },
-    'full': { title: 'wait.full' },
-    'queue-full': { title: 'wait.full' },
+    'full': { title: 'wait.full', rejoin: 'wait.tryagain' },
+    'queue-full': { title: 'wait.full', rejoin: 'wait.tryagain' },
+    'queue-not-open': { title: 'wait.notopen', rejoin: 'wait.tryagain' },
   };
 
   function fromStatus(b) {
+    // A buyer placed by the draw: the value, and the user id it was drawn for.
+    const draw = b.draw && typeof b.draw.value === 'string' ? b.draw.value : null;
     if (b.status === 'waiting') {
       // The position shown never goes up; progress is measured from where the buyer started.
       place.best = Math.min(place.best || b.position, b.position);
       place.start = Math.max(place.start || 0, place.best);
       store.set('sessionStorage', KEY, place);
-      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, paused: !!b.paused };
+      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, paused: !!b.paused, message: b.message, draw, user: b.userId };
     }
-    if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil) };
-    if (b.status === 'prequeue' && b.opensAt) return { kind: 'prequeue', opensAt: b.opensAt };
+    if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil), message: b.message, draw, user: b.userId };
+    if (b.status === 'prequeue') return { kind: 'prequeue', opensAt: b.opensAt, message: b.message };
     const known = OVER[b.status];
-    if (known) return { kind: 'over', title: known.title, detail: b.message, verify: b.verifyUrl };
+    if (known) return { kind: 'over', title: known.title, detail: b.message };
     return null;
   }
 
@@ -245,6 +332,7 @@
     clearTimeout(timer);
     // Jitter of ±20 %, so buyers who loaded together do not poll together.
     const ms = Math.max(1, seconds) * 1000 * (0.8 + Math.random() * 0.4);
+    nextPoll = Date.now() + ms;
     timer = setTimeout(poll, ms);
   }
 
@@ -286,6 +374,7 @@
       notice('');
       const next = fromStatus(b);
       if (next) show(next);
+      if (next && next.draw) readDraw(next);
       return next && next.kind === 'over' ? null : b.pollAfterSeconds || 5;
     }
     const p = await problemOf(r);
@@ -301,11 +390,11 @@
     }
     const known = OVER[kindOf(p)];
     if (known) {
-      if (known.rejoin) forget();
-      show({ kind: 'over', title: known.title, rejoin: known.rejoin, detail: known.rejoin ? '' : p.detail });
+      if (known.forget) forget();
+      show({ kind: 'over', title: known.title, why: known.why, rejoin: known.rejoin, detail: known.forget ? '' : p.detail });
       return null;
     }
-    show({ kind: 'over', title: 'wait.unknown', rejoin: true, detail: p.detail });
+    show({ kind: 'over', title: 'wait.unknown', rejoin: 'wait.rejoin', detail: p.detail });
     return null;
   }
 
@@ -317,8 +406,9 @@
       });
       if (!r.ok) {
         const p = await problemOf(r);
+        // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
         const known = OVER[kindOf(p)];
-        if (known && !known.rejoin) show({ kind: 'over', title: known.title, detail: p.detail });
+        if (known && !known.forget) show({ kind: 'over', title: known.title, detail: p.detail, rejoin: known.rejoin });
         else show({ kind: 'join', error: p.detail || r.status });
         return;
       }
@@ -327,6 +417,7 @@
       store.set('sessionStorage', KEY, place);
       const next = fromStatus(b);
       if (next) show(next);
+      if (next && next.draw) readDraw(next);
       schedule(b.pollAfterSeconds || 5);
     } catch (e) {
       show({ kind: 'join', error: String(e.message || e) });
@@ -350,7 +441,7 @@
     }
     forget();
     notice('');
-    show({ kind: 'over', title: 'wait.left', rejoin: true });
+    show({ kind: 'over', title: 'wait.left', rejoin: 'wait.rejoin' });
   }
 
   function languages() {

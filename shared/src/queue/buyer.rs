@@ -435,10 +435,13 @@ impl FromRedisValue for TokenReply {
             "sold-out" => TokenAnswer::Refused(Error::QueueSoldOut {
                 message: message.clone(),
             }),
-            "closed" => TokenAnswer::Refused(Error::QueueClosed),
+            "closed" => TokenAnswer::Refused(Error::QueueClosed {
+                message: message.clone(),
+            }),
             "full" => TokenAnswer::Refused(Error::QueueFull {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
+                message: message.clone(),
             }),
             "limited" => TokenAnswer::Limited {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
