@@ -200,3 +200,54 @@ async fn a_sold_out_queue_gives_its_lane_back() {
     assert_eq!(lane, 0, "the lane was given back");
     assert_eq!(status(&app, "show", &vera).await.body["status"], "soldout");
 }
+
+/// Before a scheduled opening the lane is the only way in: someone on the list is admitted
+/// while a place is free, the next waits in the lane with a lane position (not `prequeue`),
+/// and a promoter tick admits the lane, never the pre-queue. After the opening the pre-queue
+/// is admitted as usual.
+#[tokio::test]
+async fn before_the_opening_only_the_lane_is_admitted() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CAPACITY", "1"),
+        ("SESSION_SECONDS", "1"),
+        ("WAITING_IDLE_SECONDS", "30"),
+    ])
+    .await;
+    let opens = chrono::Utc::now() + chrono::Duration::seconds(4);
+    let opens_at = opens.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let set = put_settings(&app, "gig", &json!({ "opensAt": opens_at })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    for user in ["vic", "vera"] {
+        assert_eq!(put_priority(&app, "gig", user).await.status, 200);
+    }
+    let ana = join(&app, "gig", "ana").await;
+    assert_eq!(ana.body["status"], "prequeue", "{}", ana.body);
+    let vic = join(&app, "gig", "vic").await;
+    assert_eq!(vic.body["status"], "active", "{}", vic.body);
+    let vera = join(&app, "gig", "vera").await;
+    assert_eq!(vera.body["status"], "waiting", "{}", vera.body);
+    assert_eq!(vera.body["position"], 1, "first in the lane");
+    assert_eq!(status(&app, "gig", &vera.token()).await.body["position"], 1);
+
+    // Vic's session ends before the opening: the tick admits Vera, not Ana.
+    sleep(Duration::from_millis(1_100)).await;
+    assert!(chrono::Utc::now() < opens, "the test ran too slowly");
+    assert_eq!(promote(&app).await.admitted, 1);
+    assert_eq!(
+        status(&app, "gig", &vera.token()).await.body["status"],
+        "active"
+    );
+    assert_eq!(
+        status(&app, "gig", &ana.token()).await.body["status"],
+        "prequeue"
+    );
+
+    // After the opening the pre-queue comes in.
+    let left = (opens - chrono::Utc::now()).num_milliseconds().max(0) as u64;
+    sleep(Duration::from_millis(left + 1_100)).await;
+    assert_eq!(promote(&app).await.admitted, 1);
+    assert_eq!(
+        status(&app, "gig", &ana.token()).await.body["status"],
+        "active"
+    );
+}
