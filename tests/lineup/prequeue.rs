@@ -125,6 +125,8 @@ async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_
         .to_owned();
     assert_eq!(commitment.len(), 64);
     assert!(before.body["draw"]["seed"].is_null(), "{}", before.body);
+    assert_eq!(before.body["opensAt"], rfc(opens));
+    assert_eq!(before.body["settings"]["opensAt"], rfc(opens));
 
     let users: Vec<String> = (0..MEMBERS).map(|i| format!("fan{i:05}")).collect();
     let members = join_all(&app, "gig", &users, 32).await;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::keys::queue_payment_key;
-use super::schedule::{Draw, DrawReply};
+use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
     instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
@@ -178,6 +178,10 @@ pub struct QueueSummary {
     pub admitted_through: u64,
     pub admission_rate_per_minute: Option<f64>,
     pub settings: QueueSettings,
+    /// The schedule, as in `settings`, at the top level too, where a page reads it with the
+    /// draw.
+    #[serde(flatten)]
+    pub schedule: Schedule,
     /// The draw of a scheduled queue, from when the pre-queue opens (see docs/draw.md).
     pub draw: Option<Draw>,
 }
@@ -333,6 +337,7 @@ impl WaitingRoom {
             active: reply.active,
             admitted_through: reply.admitted_through,
             admission_rate_per_minute: reply.admission_rate_per_minute,
+            schedule: reply.settings.schedule.clone(),
             settings: reply.settings,
             draw: reply.draw,
         })
