@@ -142,6 +142,19 @@ async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_
         );
         assert!((1..=DRAW_BASE).contains(&issued.claims.ticket));
     }
+    // Told to come back just after the opening, within a third of the idle period (120 s
+    // here), spread by the draw: not all in the same second.
+    let now = Utc::now();
+    let mut per_second: HashMap<i64, usize> = HashMap::new();
+    for issued in &members {
+        let back = now + chrono::Duration::seconds(issued.state.poll_after_seconds(now) as i64);
+        assert!(back >= opens - chrono::Duration::seconds(1), "{back}");
+        assert!(back <= opens + chrono::Duration::seconds(41), "{back}");
+        *per_second.entry(back.timestamp()).or_default() += 1;
+    }
+    let busiest = per_second.values().max().copied().unwrap_or(0);
+    assert!(per_second.len() >= 30, "{} seconds", per_second.len());
+    assert!(busiest < MEMBERS / 10, "{busiest} in one second");
     // Nobody is admitted before the opening, whatever the capacity.
     promote(&app).await;
     assert_eq!(summary(&app, "gig").await.body["active"], 0);
@@ -509,4 +522,45 @@ async fn nobody_changes_their_draw_and_closes_at_keeps_the_line() {
         place
     };
     assert_eq!(u2.body["position"], expected);
+}
+
+#[tokio::test]
+async fn a_member_who_polls_as_told_is_never_dropped_across_the_opening() {
+    // The shortest idle period: presence starts at the opening and is tight after it.
+    let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "5"), ("QUEUE_CAPACITY", "1")]).await;
+    let opens = in_seconds(2);
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    let users: Vec<String> = (0..40).map(|i| format!("fan{i:02}")).collect();
+    let issued = join_all(&app, "gig", &users, 8).await;
+    let ghost = join_all(&app, "gig", &["ghost".to_owned()], 1)
+        .await
+        .remove(0);
+    let room = app.room();
+    // Each member sleeps exactly as told and polls again, until well past the opening.
+    let until_ms = opens + chrono::Duration::seconds(9);
+    let polls = futures::future::join_all(issued.iter().map(|member| async move {
+        let mut after = member.state.poll_after_seconds(Utc::now());
+        let mut polls = 0;
+        while Utc::now() < until_ms {
+            sleep(Duration::from_secs(after)).await;
+            let state = room.status(&member.claims).await.expect("never dropped");
+            assert!(
+                matches!(
+                    state.standing,
+                    Standing::Prequeue { .. } | Standing::Waiting { .. }
+                ),
+                "{:?}",
+                state.standing
+            );
+            after = state.poll_after_seconds(Utc::now());
+            polls += 1;
+        }
+        polls
+    }))
+    .await;
+    assert!(polls.iter().all(|p| *p >= 2), "{polls:?}");
+    // The one who never came back is dropped once the idle period after the opening passed.
+    room.reap(&QueueId::parse("gig").unwrap()).await.unwrap();
+    assert!(room.status(&ghost.claims).await.is_err());
+    assert_eq!(summary(&app, "gig").await.body["waiting"], 40);
 }
