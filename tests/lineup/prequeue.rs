@@ -564,3 +564,27 @@ async fn a_member_who_polls_as_told_is_never_dropped_across_the_opening() {
     assert!(room.status(&ghost.claims).await.is_err());
     assert_eq!(summary(&app, "gig").await.body["waiting"], 40);
 }
+
+#[tokio::test]
+async fn learning_the_seed_costs_a_container_a_round_trip_but_not_a_rate_limit_count() {
+    let mut app = TestApp::spawn(&[("RATE_LIMIT_USER_PER_MINUTE", "2")]).await;
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(in_seconds(60)) })).await;
+    // The queue's first buyer registers it.
+    let u0 = join(&app, "gig", "u0").await;
+    assert_eq!(u0.status, 201, "{}", u0.body);
+    // A fresh container knows no seed: two calls for its first pre-queue join, counted once.
+    app.new_container().await;
+    let (first, commands) = app.client_commands_during(join(&app, "gig", "u1")).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert_eq!(commands.get("evalsha"), Some(&2), "{commands:?}");
+    assert_eq!(join(&app, "gig", "u1").await.status, 200);
+    assert_kind(&join(&app, "gig", "u1").await, 429, "rate-limited");
+    // Now it knows the seed: one call.
+    let (second, commands) = app.client_commands_during(join(&app, "gig", "u2")).await;
+    assert_eq!(second.status, 201);
+    assert_eq!(commands.get("evalsha"), Some(&1), "{commands:?}");
+    // Another container places the same buyer the same.
+    app.new_container().await;
+    assert_eq!(join(&app, "gig", "u2").await.token(), second.token());
+    assert_eq!(join(&app, "gig", "u0").await.token(), u0.token());
+}
