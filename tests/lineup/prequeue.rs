@@ -125,6 +125,8 @@ async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_
         .to_owned();
     assert_eq!(commitment.len(), 64);
     assert!(before.body["draw"]["seed"].is_null(), "{}", before.body);
+    assert_eq!(before.body["opensAt"], rfc(opens));
+    assert_eq!(before.body["settings"]["opensAt"], rfc(opens));
 
     let users: Vec<String> = (0..MEMBERS).map(|i| format!("fan{i:05}")).collect();
     let members = join_all(&app, "gig", &users, 32).await;
@@ -140,6 +142,19 @@ async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_
         );
         assert!((1..=DRAW_BASE).contains(&issued.claims.ticket));
     }
+    // Told to come back just after the opening, within a third of the idle period (120 s
+    // here), spread by the draw: not all in the same second.
+    let now = Utc::now();
+    let mut per_second: HashMap<i64, usize> = HashMap::new();
+    for issued in &members {
+        let back = now + chrono::Duration::seconds(issued.state.poll_after_seconds(now) as i64);
+        assert!(back >= opens - chrono::Duration::seconds(1), "{back}");
+        assert!(back <= opens + chrono::Duration::seconds(41), "{back}");
+        *per_second.entry(back.timestamp()).or_default() += 1;
+    }
+    let busiest = per_second.values().max().copied().unwrap_or(0);
+    assert!(per_second.len() >= 30, "{} seconds", per_second.len());
+    assert!(busiest < MEMBERS / 10, "{busiest} in one second");
     // Nobody is admitted before the opening, whatever the capacity.
     promote(&app).await;
     assert_eq!(summary(&app, "gig").await.body["active"], 0);
@@ -507,4 +522,69 @@ async fn nobody_changes_their_draw_and_closes_at_keeps_the_line() {
         place
     };
     assert_eq!(u2.body["position"], expected);
+}
+
+#[tokio::test]
+async fn a_member_who_polls_as_told_is_never_dropped_across_the_opening() {
+    // The shortest idle period: presence starts at the opening and is tight after it.
+    let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "5"), ("QUEUE_CAPACITY", "1")]).await;
+    let opens = in_seconds(2);
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    let users: Vec<String> = (0..40).map(|i| format!("fan{i:02}")).collect();
+    let issued = join_all(&app, "gig", &users, 8).await;
+    let ghost = join_all(&app, "gig", &["ghost".to_owned()], 1)
+        .await
+        .remove(0);
+    let room = app.room();
+    // Each member sleeps exactly as told and polls again, until well past the opening.
+    let until_ms = opens + chrono::Duration::seconds(9);
+    let polls = futures::future::join_all(issued.iter().map(|member| async move {
+        let mut after = member.state.poll_after_seconds(Utc::now());
+        let mut polls = 0;
+        while Utc::now() < until_ms {
+            sleep(Duration::from_secs(after)).await;
+            let state = room.status(&member.claims).await.expect("never dropped");
+            assert!(
+                matches!(
+                    state.standing,
+                    Standing::Prequeue { .. } | Standing::Waiting { .. }
+                ),
+                "{:?}",
+                state.standing
+            );
+            after = state.poll_after_seconds(Utc::now());
+            polls += 1;
+        }
+        polls
+    }))
+    .await;
+    assert!(polls.iter().all(|p| *p >= 2), "{polls:?}");
+    // The one who never came back is dropped once the idle period after the opening passed.
+    room.reap(&QueueId::parse("gig").unwrap()).await.unwrap();
+    assert!(room.status(&ghost.claims).await.is_err());
+    assert_eq!(summary(&app, "gig").await.body["waiting"], 40);
+}
+
+#[tokio::test]
+async fn learning_the_seed_costs_a_container_a_round_trip_but_not_a_rate_limit_count() {
+    let mut app = TestApp::spawn(&[("RATE_LIMIT_USER_PER_MINUTE", "2")]).await;
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(in_seconds(60)) })).await;
+    // The queue's first buyer registers it.
+    let u0 = join(&app, "gig", "u0").await;
+    assert_eq!(u0.status, 201, "{}", u0.body);
+    // A fresh container knows no seed: two calls for its first pre-queue join, counted once.
+    app.new_container().await;
+    let (first, commands) = app.client_commands_during(join(&app, "gig", "u1")).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert_eq!(commands.get("evalsha"), Some(&2), "{commands:?}");
+    assert_eq!(join(&app, "gig", "u1").await.status, 200);
+    assert_kind(&join(&app, "gig", "u1").await, 429, "rate-limited");
+    // Now it knows the seed: one call.
+    let (second, commands) = app.client_commands_during(join(&app, "gig", "u2")).await;
+    assert_eq!(second.status, 201);
+    assert_eq!(commands.get("evalsha"), Some(&1), "{commands:?}");
+    // Another container places the same buyer the same.
+    app.new_container().await;
+    assert_eq!(join(&app, "gig", "u2").await.token(), second.token());
+    assert_eq!(join(&app, "gig", "u0").await.token(), u0.token());
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 28] = [
+const EXPECTED: [(&str, &str); 29] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -22,6 +22,8 @@ const EXPECTED: [(&str, &str); 28] = [
     ("queue-authorizer.request.json", "allowed"),
     ("queue-api.admission.json", "200"),
     ("queue-api.leave.json", "204"),
+    // An operator schedules the next on-sale: an opening with a pre-queue and a draw.
+    ("queue-api.schedule.json", "200"),
     // An operator closes last season's queue, which nobody is in.
     ("queue-api.close.json", "204"),
     ("queue-promoter.schedule.json", "ticked"),

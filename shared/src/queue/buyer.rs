@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::keys::queue_payment_key;
-use super::schedule::{Draw, DrawReply};
+use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
     instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
@@ -178,6 +178,10 @@ pub struct QueueSummary {
     pub admitted_through: u64,
     pub admission_rate_per_minute: Option<f64>,
     pub settings: QueueSettings,
+    /// The schedule, as in `settings`, at the top level too, where a page reads it with the
+    /// draw.
+    #[serde(flatten)]
+    pub schedule: Schedule,
     /// The draw of a scheduled queue, from when the pre-queue opens (see docs/draw.md).
     pub draw: Option<Draw>,
 }
@@ -199,7 +203,7 @@ impl WaitingRoom {
         user: &UserId,
         source: Option<IpAddr>,
     ) -> Result<Issued, Error> {
-        let call = |registered_now: bool, draw: &Option<(String, u64)>| {
+        let call = |registered_now: bool, draw: &Option<(String, u64)>, again: bool| {
             let mut invocation = self.invocation(&ISSUE, queue);
             let (commitment, value) = match draw {
                 Some((commitment, value)) => (commitment.as_str(), value.to_string()),
@@ -213,23 +217,25 @@ impl WaitingRoom {
                 .arg(self.config.creation.as_str())
                 .arg(u8::from(registered_now))
                 .arg(commitment)
-                .arg(value);
+                .arg(value)
+                .arg(u8::from(again));
             invocation
         };
         let mut draw = self.seeds.value(queue, user);
         let mut registered_now = false;
-        let mut reply: TokenReply = self.conn.invoke(call(false, &draw)).await?;
+        let mut reply: TokenReply = self.conn.invoke(call(false, &draw, false)).await?;
         if let TokenAnswer::Unregistered = reply.answer {
             self.register(queue).await?;
             registered_now = true;
-            reply = self.conn.invoke(call(true, &draw)).await?;
+            reply = self.conn.invoke(call(true, &draw, false)).await?;
         }
         if let TokenAnswer::DrawSeed(seed) = &reply.answer {
             draw = self.seeds.learn(queue, seed, user);
             if draw.is_none() {
                 return Err(Error::Internal("issue script: no valid draw seed".into()));
             }
-            reply = self.conn.invoke(call(registered_now, &draw)).await?;
+            // Counted against the rate limits once, by the first call.
+            reply = self.conn.invoke(call(registered_now, &draw, true)).await?;
         }
         if reply.register {
             self.reregister(queue).await?;
@@ -333,6 +339,7 @@ impl WaitingRoom {
             active: reply.active,
             admitted_through: reply.admitted_through,
             admission_rate_per_minute: reply.admission_rate_per_minute,
+            schedule: reply.settings.schedule.clone(),
             settings: reply.settings,
             draw: reply.draw,
         })

@@ -1,7 +1,10 @@
 -- Issue: ARGV[ARG] user, ARGV[ARG + 1] source IP ('' when unknown), ARGV[ARG + 2] and
 -- ARGV[ARG + 3] the most issue requests per minute per user and per IP in this queue
 -- (0: no limit), ARGV[ARG + 4] who may create a queue ('open' or 'operator'), ARGV[ARG + 5]
--- 1 when the caller has just put the queue in the registry.
+-- 1 when the caller has just put the queue in the registry, ARGV[ARG + 6] the draw commitment
+-- the caller computed ARGV[ARG + 7], the buyer's draw value, under ('' when it knows none),
+-- ARGV[ARG + 8] 1 when the caller calls again after a 'draw-seed' answer (already counted
+-- against the rate limits).
 -- A queue exists once an operator gave it settings, or, with open creation, at once. For a
 -- queue that does not exist the answer is 'no-queue', and nothing is written. A queue not
 -- in the registry is answered 'unregistered', and nothing is written: the caller adds it
@@ -34,7 +37,7 @@ elseif not REGISTERED then
 end
 
 -- Fixed one-minute windows, counted in two hashes used in turn.
-if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
+if (user_limit > 0 or (ip_limit > 0 and ip ~= '')) and ARGV[ARG + 8] ~= '1' then
   local counters, window = current_of_two(RATE_KEYS, 'rate-window:', 60000)
   redis.call('PEXPIRE', counters, 120000)
   local over = false
