@@ -60,31 +60,52 @@ pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsC
 /// plus a tenth of it after its last poll (one window: heartbeats are kept by window).
 pub const IDLE_WINDOWS: u32 = 10;
 
-/// The prelude every queue script begins with; joined to each script at start-up, so a binary
-/// carries it once however many scripts it uses.
+/// The prelude every queue script begins with; joined to each script at start-up, without
+/// the helpers the script never calls ([`joined`]), so a binary carries it once however many
+/// scripts it uses.
 const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua"));
+
+/// The prelude followed by a script, with the prelude's helpers the script never calls left
+/// out: `unused` lists their line ranges (`first-last`, 1-based, a line each; written by
+/// `build.rs`). Their lines stay, empty, so a line number in a Redis error still points at
+/// the source.
+fn joined(body: &str, unused: &str) -> String {
+    let ranges: Vec<(usize, usize)> = unused
+        .lines()
+        .filter_map(|range| {
+            let (first, last) = range.split_once('-')?;
+            Some((first.parse().ok()?, last.parse().ok()?))
+        })
+        .collect();
+    let mut script = String::with_capacity(COMMON_LUA.len() + body.len());
+    for (n, line) in COMMON_LUA.lines().enumerate() {
+        if !ranges
+            .iter()
+            .any(|&(first, last)| (first..=last).contains(&(n + 1)))
+        {
+            script.push_str(line);
+        }
+        script.push('\n');
+    }
+    script.push_str(body);
+    script
+}
 
 macro_rules! queue_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            lua_script(
-                &[
-                    COMMON_LUA,
-                    include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
-                ]
-                .concat(),
-            )
+            lua_script(&joined(
+                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
+                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file, ".unused")),
+            ))
         })
     };
     (primary_read $file:literal) => {
         LazyLock::new(|| {
-            primary_read_script(
-                &[
-                    COMMON_LUA,
-                    include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
-                ]
-                .concat(),
-            )
+            primary_read_script(&joined(
+                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
+                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file, ".unused")),
+            ))
         })
     };
 }
@@ -304,4 +325,36 @@ fn parse_rate(raw: &str) -> Option<f64> {
 /// Converts a duration to whole milliseconds for a script argument.
 fn millis(d: Duration) -> u64 {
     d.as_millis() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{joined, COMMON_LUA};
+
+    const STATUS_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua"));
+    const STATUS_UNUSED: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua.unused"));
+    const CHECK_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/check.lua"));
+    const CHECK_UNUSED: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/check.lua.unused"));
+
+    /// A script carries the helpers it calls, through others too, and not those it never
+    /// calls; the prelude keeps its line count, so Redis's line numbers still match the source.
+    #[test]
+    fn a_script_carries_only_the_helpers_it_calls() {
+        let status = joined(STATUS_LUA, STATUS_UNUSED);
+        // Status calls waiting_reply, which calls heartbeat.
+        assert!(status.contains("local function heartbeat("));
+        assert!(status.contains("local function waiting_reply("));
+        assert!(!status.contains("local function promote("));
+        let check = joined(CHECK_LUA, CHECK_UNUSED);
+        assert!(check.contains("local function find("));
+        assert!(!check.contains("local function heartbeat("));
+        assert_eq!(
+            status.lines().count(),
+            COMMON_LUA.lines().count() + STATUS_LUA.lines().count()
+        );
+        assert_eq!(
+            check.lines().count(),
+            COMMON_LUA.lines().count() + CHECK_LUA.lines().count()
+        );
+    }
 }
