@@ -588,3 +588,43 @@ async fn learning_the_seed_costs_a_container_a_round_trip_but_not_a_rate_limit_c
     assert_eq!(join(&app, "gig", "u2").await.token(), second.token());
     assert_eq!(join(&app, "gig", "u0").await.token(), u0.token());
 }
+
+/// A leave just after the opening admits the pre-queue's first (and records the draw) before
+/// any promotion tick: the next tick still reports the opening, once, and the draw's count
+/// includes the member the leave admitted.
+#[tokio::test]
+async fn the_opening_is_reported_once_even_when_a_leave_admits_first() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "30")]).await;
+    let ana = join(&app, "gig", "ana").await;
+    assert_eq!(ana.body["status"], "active", "{}", ana.body);
+    let opens = in_seconds(2);
+    let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let bob = join(&app, "gig", "bob").await;
+    assert_eq!(bob.body["status"], "prequeue", "{}", bob.body);
+
+    until(opens + chrono::Duration::milliseconds(100)).await;
+    assert_eq!(leave(&app, "gig", &ana.token()).await.status, 204);
+    assert_eq!(
+        status(&app, "gig", &bob.token()).await.body["status"],
+        "active"
+    );
+
+    let room = app.room();
+    let queue = QueueId::parse("gig").unwrap();
+    let opened = |report: &PromotionReport| {
+        report
+            .events()
+            .filter(|e| e.kind == QueueEventKind::Opened)
+            .count()
+    };
+    let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
+    assert_eq!(
+        opened(&tick),
+        1,
+        "the opening is reported by the first tick"
+    );
+    let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
+    assert_eq!(opened(&tick), 0, "and only once");
+    assert_eq!(summary(&app, "gig").await.body["draw"]["members"], 1);
+}
