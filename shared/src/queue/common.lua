@@ -380,13 +380,10 @@ end
 -- Returns the admitted as {user, ticket, active until} and the dropped as {user, ticket}.
 -- At the first promotion after the opening, records how many the draw placed: the line's
 -- entries with a draw ticket (ZCOUNT, O(log n)), kept with the seed in settings.
--- DRAW_RECORDED tells the promoter that this call saw the opening (QueueOpened).
-local DRAW_RECORDED = false
 local function record_draw()
   if DRAW_COMMIT and OPENS_AT and not BEFORE_OPENING and not DRAW_MEMBERS then
     DRAW_MEMBERS = redis.call('ZCOUNT', WAITING, 1, DRAW_BASE)
     redis.call('HSET', SETTINGS, 'draw-members', DRAW_MEMBERS)
-    DRAW_RECORDED = true
   end
 end
 

@@ -58,7 +58,7 @@ if closes and opens and closes <= opens then
 end
 if new_seed then
   redis.call('HSET', SETTINGS, 'draw-seed', ARGV[ARG], 'draw-commit', ARGV[ARG + 1])
-  redis.call('HDEL', SETTINGS, 'draw-members')
+  redis.call('HDEL', SETTINGS, 'draw-members', 'draw-announced')
 end
 redis.call('HSETNX', SETTINGS, 'created', NOW)
 -- The operator owns the hash from now on, also one a sold-out event made with an expiry.

@@ -5,7 +5,7 @@
 -- the queue is neither paused nor sold out.
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits}
 -- with the lists as promote() and purge_expired() give them; more is 1 when another call this
--- tick could admit more; opened is 1 when this call saw the scheduled opening first; waits
+-- tick could admit more; opened is 1 on the first tick after the draw was recorded; waits
 -- holds the ms each admitted buyer waited, by the ticket clock (a member placed by the draw:
 -- since the opening).
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
@@ -74,5 +74,8 @@ if not PAUSED and not SOLD_OUT and remaining > 0 and waiting > 0 and active < CA
     and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
   more = 1
 end
-return {admitted, dropped, expired, waiting, active, rate(), remaining, more,
-  DRAW_RECORDED and 1 or 0, waits}
+-- The opening is reported by the first tick that sees the draw recorded (by itself, or by a
+-- leave's promotion before it), once per draw: configure clears the mark with a new seed.
+local opened = 0
+if DRAW_MEMBERS and redis.call('HSETNX', SETTINGS, 'draw-announced', 1) == 1 then opened = 1 end
+return {admitted, dropped, expired, waiting, active, rate(), remaining, more, opened, waits}
