@@ -628,3 +628,26 @@ async fn the_opening_is_reported_once_even_when_a_leave_admits_first() {
     assert_eq!(opened(&tick), 0, "and only once");
     assert_eq!(summary(&app, "gig").await.body["draw"]["members"], 1);
 }
+
+/// A new schedule draws a new line: while buyers wait in the line it has, one is refused
+/// (they would be placed around the draw by accident: ahead of it with a draw's numbers, or
+/// behind it though they came first), and taken once the line has emptied.
+#[tokio::test]
+async fn a_new_schedule_waits_for_an_empty_line() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "30")]).await;
+    let ana = join(&app, "gig", "ana").await;
+    assert_eq!(ana.body["status"], "active", "{}", ana.body);
+    let bob = join(&app, "gig", "bob").await;
+    assert_eq!(bob.body["status"], "waiting", "{}", bob.body);
+    let opens = in_seconds(60);
+    let refused = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_kind(&refused, 409, "conflict");
+    assert!(summary(&app, "gig").await.body["draw"].is_null());
+    assert_eq!(status(&app, "gig", &bob.token()).await.body["position"], 1);
+
+    assert_eq!(leave(&app, "gig", &bob.token()).await.status, 204);
+    let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let carl = join(&app, "gig", "carl").await;
+    assert_eq!(carl.body["status"], "prequeue", "{}", carl.body);
+}
