@@ -13,7 +13,7 @@ local FIRST_PAIR = ARG + 2
 
 -- The schedule (docs/draw.md). The times after the change, checked against each other here,
 -- where the stored ones are known. A new schedule (none pending: none set, or its opening
--- passed) gets the caller's fresh seed, unless buyers of the last draw still wait; one still
+-- passed) gets the caller's fresh seed, unless anyone waits in the line; one still
 -- pending keeps its seed, so postponing keeps the draw. A pending opening with a pre-queue
 -- member cannot be removed (postpone it instead). The pre-queue opens when the schedule is
 -- set unless told otherwise.
@@ -37,8 +37,11 @@ if changed['opens-at'] ~= nil then
     prequeue = nil
     changed['prequeue-opens-at'] = ''
   elseif not pending then
-    if drawn_waiting > 0 then
-      return {'locked', 'buyers placed by the last draw still wait: a new schedule needs them gone'}
+    -- A new draw needs an empty line: those waiting would otherwise stand around the draw
+    -- by accident (ahead of it with numbers that read as draw values, or behind it though
+    -- they came first).
+    if redis.call('ZCARD', WAITING) > 0 then
+      return {'locked', 'buyers wait in the line: set a new schedule once it is empty'}
     end
     new_seed = true
     if changed['prequeue-opens-at'] == nil then
