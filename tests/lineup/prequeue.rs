@@ -651,3 +651,53 @@ async fn a_new_schedule_waits_for_an_empty_line() {
     let carl = join(&app, "gig", "carl").await;
     assert_eq!(carl.body["status"], "prequeue", "{}", carl.body);
 }
+
+/// When `closesAt` passes, the next promotion tick reports `QueueClosed`, once; those in line
+/// keep their places. Moving `closesAt` later lets a later passing be reported again.
+#[tokio::test]
+async fn closes_at_passing_is_reported_once() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "30")]).await;
+    let opens = in_seconds(1);
+    let closes = opens + chrono::Duration::seconds(1);
+    let set = put_settings(
+        &app,
+        "gig",
+        &json!({ "opensAt": rfc(opens), "closesAt": rfc(closes) }),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let room = app.room();
+    let queue = QueueId::parse("gig").unwrap();
+    let closed = |report: &PromotionReport| {
+        report
+            .events()
+            .filter(|e| e.kind == QueueEventKind::Closed)
+            .count()
+    };
+    until(opens).await;
+    let ana = join(&app, "gig", "ana").await;
+    assert_eq!(ana.body["status"], "active", "{}", ana.body);
+    let bob = join(&app, "gig", "bob").await;
+    assert_eq!(bob.body["status"], "waiting", "{}", bob.body);
+    let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
+    assert_eq!(closed(&tick), 0, "not before closesAt");
+
+    until(closes + chrono::Duration::milliseconds(50)).await;
+    let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
+    assert_eq!(closed(&tick), 1, "the first tick after closesAt reports it");
+    let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
+    assert_eq!(closed(&tick), 0, "once");
+    assert_eq!(status(&app, "gig", &bob.token()).await.body["position"], 1);
+
+    let later = in_seconds(1);
+    let set = put_settings(&app, "gig", &json!({ "closesAt": rfc(later) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    assert_eq!(join(&app, "gig", "carl").await.body["status"], "waiting");
+    until(later + chrono::Duration::milliseconds(50)).await;
+    let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
+    assert_eq!(
+        closed(&tick),
+        1,
+        "a new closesAt is reported when it passes"
+    );
+}
