@@ -59,6 +59,8 @@ end
 if closes and opens and closes <= opens then
   return {'invalid', 'closesAt', 'must be after opensAt'}
 end
+-- A changed closesAt is reported again when it passes (promote.lua).
+if changed['closes-at'] ~= nil then redis.call('HDEL', SETTINGS, 'closes-announced') end
 if new_seed then
   redis.call('HSET', SETTINGS, 'draw-seed', ARGV[ARG], 'draw-commit', ARGV[ARG + 1])
   redis.call('HDEL', SETTINGS, 'draw-members', 'draw-announced')

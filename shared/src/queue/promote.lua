@@ -3,15 +3,15 @@
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
--- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits}
--- with the lists as promote() and purge_expired() give them; more is 1 when another call this
--- tick could admit more; opened is 1 on the first tick after the draw was recorded; waits
--- holds the ms each admitted buyer waited, by the ticket clock (a member placed by the draw:
--- since the opening).
+-- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits,
+-- closed} with the lists as promote() and purge_expired() give them; more is 1 when another
+-- call this tick could admit more; opened is 1 on the first tick after the draw was recorded;
+-- waits holds the ms each admitted buyer waited, by the ticket clock (a member placed by the
+-- draw: since the opening); closed is 1 on the first tick after closesAt passed.
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0, 0, {}}
+  return {{}, {}, {}, 0, 0, '', 0, 0, 0, {}, 0}
 end
 keep_meta()
 redis.call('PEXPIRE', CLOCK, KEEP_MS)
@@ -78,4 +78,11 @@ end
 -- leave's promotion before it), once per draw: configure clears the mark with a new seed.
 local opened = 0
 if DRAW_MEMBERS and redis.call('HSETNX', SETTINGS, 'draw-announced', 1) == 1 then opened = 1 end
-return {admitted, dropped, expired, waiting, active, rate(), remaining, more, opened, waits}
+-- Likewise the end of arrivals at closesAt, once per closesAt (configure clears the mark).
+local closed = 0
+if CLOSES_AT and NOW >= CLOSES_AT
+    and redis.call('HSETNX', SETTINGS, 'closes-announced', 1) == 1 then
+  closed = 1
+end
+return {admitted, dropped, expired, waiting, active, rate(), remaining, more, opened, waits,
+  closed}

@@ -44,6 +44,10 @@ impl QueuePromotion {
             self.events
                 .push(QueueEvent::of_queue(QueueEventKind::Opened, &queue));
         }
+        if reply.closed {
+            self.events
+                .push(QueueEvent::of_queue(QueueEventKind::Closed, &queue));
+        }
         let admitted = admitted_events(&queue, reply.admitted);
         self.admitted += admitted.len() as u64;
         self.abandoned += reply.dropped.len() as u64;
@@ -95,9 +99,10 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more, opened, waits}`: one slice of a tick, whether the queue may admit more (`remaining`
-/// more), whether this slice saw the scheduled opening first (a `QueueOpened` to publish), and
-/// how long each admitted buyer waited.
+/// more, opened, waits, closed}`: one slice of a tick, whether the queue may admit more
+/// (`remaining` more), whether this slice saw the scheduled opening first (a `QueueOpened` to
+/// publish), how long each admitted buyer waited, and whether it saw `closesAt` pass first (a
+/// `QueueClosed`).
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
@@ -109,13 +114,26 @@ struct PromoteReply {
     more: bool,
     opened: bool,
     waits_ms: Vec<u64>,
+    closed: bool,
 }
 
 impl FromRedisValue for PromoteReply {
     // The script's flat reply, named field by field below.
     #[allow(clippy::type_complexity)]
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits_ms): (
+        let (
+            admitted,
+            dropped,
+            expired,
+            waiting,
+            active,
+            rate,
+            remaining,
+            more,
+            opened,
+            waits_ms,
+            closed,
+        ): (
             Vec<Admission>,
             Vec<Seat>,
             Vec<Seat>,
@@ -126,6 +144,7 @@ impl FromRedisValue for PromoteReply {
             u8,
             u8,
             Vec<u64>,
+            u8,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(PromoteReply {
             admitted,
@@ -138,6 +157,7 @@ impl FromRedisValue for PromoteReply {
             more: more == 1,
             opened: opened == 1,
             waits_ms,
+            closed: closed == 1,
         })
     }
 }
