@@ -70,6 +70,11 @@ fn revealed_seed(summary: &serde_json::Value, commitment: &str) -> Vec<u8> {
     seed
 }
 
+/// How many events of `kind` a promotion tick reports.
+fn events_of(report: &PromotionReport, kind: QueueEventKind) -> usize {
+    report.events().filter(|e| e.kind == kind).count()
+}
+
 async fn until(at: DateTime<Utc>) {
     let left = (at - Utc::now()).num_milliseconds();
     if left > 0 {
@@ -390,12 +395,7 @@ async fn arrivals_around_the_opening_land_on_one_side_never_lost_or_doubled() {
         ((drawn as u64 + 1)..=(EARLY + AROUND) as u64).collect::<Vec<_>>()
     );
     // The first tick after the opening records the draw and reports the opening, once.
-    let opened = |report: &PromotionReport| {
-        report
-            .events()
-            .filter(|e| e.kind == QueueEventKind::Opened)
-            .count()
-    };
+    let opened = |report: &PromotionReport| events_of(report, QueueEventKind::Opened);
     let tick = room.promote(std::slice::from_ref(queue)).await.unwrap();
     assert_eq!(opened(&tick), 1);
     let tick = room.promote(std::slice::from_ref(queue)).await.unwrap();
@@ -612,12 +612,7 @@ async fn the_opening_is_reported_once_even_when_a_leave_admits_first() {
 
     let room = app.room();
     let queue = QueueId::parse("gig").unwrap();
-    let opened = |report: &PromotionReport| {
-        report
-            .events()
-            .filter(|e| e.kind == QueueEventKind::Opened)
-            .count()
-    };
+    let opened = |report: &PromotionReport| events_of(report, QueueEventKind::Opened);
     let tick = room.promote(std::slice::from_ref(&queue)).await.unwrap();
     assert_eq!(
         opened(&tick),
@@ -668,12 +663,7 @@ async fn closes_at_passing_is_reported_once() {
     assert_eq!(set.status, 200, "{}", set.body);
     let room = app.room();
     let queue = QueueId::parse("gig").unwrap();
-    let closed = |report: &PromotionReport| {
-        report
-            .events()
-            .filter(|e| e.kind == QueueEventKind::Closed)
-            .count()
-    };
+    let closed = |report: &PromotionReport| events_of(report, QueueEventKind::Closed);
     until(opens).await;
     let ana = join(&app, "gig", "ana").await;
     assert_eq!(ana.body["status"], "active", "{}", ana.body);
