@@ -1085,21 +1085,27 @@ async fn opening(bench: &Bench, report: &mut Report) {
         )
         .await;
     let mut conn = bench.app.inspect.clone();
-    let config = |field: &'static str, value: &'static str| {
-        let mut cmd = redis::cmd("CONFIG");
-        cmd.arg("SET").arg(field).arg(value);
-        cmd
+    // SLOWLOG's threshold (µs) and length, set together.
+    let slowlog = |slower_than: &'static str, max_len: &'static str| {
+        let mut pipe = redis::pipe();
+        pipe.cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(slower_than)
+            .ignore()
+            .cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-max-len")
+            .arg(max_len)
+            .ignore();
+        pipe
     };
     let before = bench.used_memory().await;
     let started = Instant::now();
     bench.fill(queue, 0, members).await;
     let fill_rate = members as f64 / started.elapsed().as_secs_f64();
     let bytes = bench.used_memory().await - before;
-    config("slowlog-log-slower-than", "200")
-        .query_async::<()>(&mut conn)
-        .await
-        .expect("slowlog");
-    config("slowlog-max-len", "10000")
+    slowlog("200", "10000")
         .query_async::<()>(&mut conn)
         .await
         .expect("slowlog");
@@ -1148,11 +1154,7 @@ async fn opening(bench: &Bench, report: &mut Report) {
             _ => None,
         })
         .max();
-    config("slowlog-log-slower-than", "10000")
-        .query_async::<()>(&mut conn)
-        .await
-        .expect("slowlog");
-    config("slowlog-max-len", "128")
+    slowlog("10000", "128")
         .query_async::<()>(&mut conn)
         .await
         .expect("slowlog");
