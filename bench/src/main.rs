@@ -573,6 +573,9 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
         "3×",
     ));
 
+    if let Ok(dir) = std::env::var("LINEUP_BENCH_DUMP") {
+        dump(bench, &dir, &rows).await;
+    }
     for (name, calls, bare, goal) in rows {
         let floors: Vec<Line> = calls
             .iter()
@@ -674,6 +677,46 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             bench_support::REAP_CHUNK
         ),
     );
+}
+
+/// For profiling by hand: each row's calls as JSON lines in `dir/<row>.jsonl` and the data
+/// set as `dir/dump.rdb`, so that a server started on that file (under callgrind, say)
+/// can replay them.
+async fn dump(
+    bench: &Bench,
+    dir: &str,
+    rows: &[(&str, Vec<Vec<Vec<u8>>>, Vec<Vec<Vec<u8>>>, &str)],
+) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (i, (_, calls, _, _)) in rows.iter().enumerate() {
+        let text: String = calls
+            .iter()
+            .map(|call| {
+                let parts: Vec<String> = call
+                    .iter()
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .collect();
+                serde_json::to_string(&parts).unwrap() + "\n"
+            })
+            .collect();
+        std::fs::write(format!("{dir}/{i}.jsonl"), text).unwrap();
+        let hash = String::from_utf8_lossy(&calls[0][1]).into_owned();
+        if let Some(source) = bench_support::script_source(&hash) {
+            std::fs::write(format!("{dir}/{i}.lua"), source).unwrap();
+        }
+    }
+    let mut conn = bench.app.inspect.clone();
+    let (_, saved): (String, String) = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    redis::cmd("SAVE")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    std::fs::copy(format!("{saved}/dump.rdb"), format!("{dir}/dump.rdb")).unwrap();
 }
 
 /// The median of `values` (sorted in place).

@@ -74,3 +74,8 @@ fn queue_command(
     }
     call.command_line()
 }
+
+/// The text of a script by its SHA1 hash (`lineup-bench`'s profiling dump).
+pub fn script_source(hash: &str) -> Option<String> {
+    crate::store::script::script_source(hash)
+}

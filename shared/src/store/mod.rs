@@ -32,7 +32,7 @@
 //! finds the new topology itself.
 
 mod conn;
-mod script;
+pub(crate) mod script;
 
 pub use conn::{connect, Conn};
 pub use script::{lua_script, primary_read_script, Batch, ScriptCall, Staged};

@@ -37,6 +37,15 @@ pub fn lua_script(code: &str) -> Script {
 /// The text of every script made by [`lua_script`], by SHA1 hash.
 static SOURCES: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
 
+/// The text of the script with SHA1 `hash`, if made by [`lua_script`].
+pub fn script_source(hash: &str) -> Option<String> {
+    SOURCES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(hash)
+        .cloned()
+}
+
 /// `cmd` (an `EVALSHA`) as an `EVAL` carrying its script's text, if the text is kept.
 fn with_text(cmd: &Cmd) -> Option<Cmd> {
     let mut parts = cmd.args_iter().map(|arg| match arg {
