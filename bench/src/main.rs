@@ -458,8 +458,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
     }
     let ticket = holder.ticket.to_string();
 
-    type Line = Vec<Vec<u8>>;
-    let mut rows: Vec<(&str, Vec<Line>, Vec<Line>, &str)> = Vec::new();
+    let mut rows: Vec<TimeRow> = Vec::new();
     rows.push((
         "status (a waiter's poll)",
         polled
@@ -679,14 +678,16 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
     );
 }
 
+/// A command line, its parts as bytes.
+type Line = Vec<Vec<u8>>;
+
+/// One row of the redis-time table: its name, its calls, the bare commands, the goal.
+type TimeRow<'a> = (&'a str, Vec<Line>, Vec<Line>, &'a str);
+
 /// For profiling by hand: each row's calls as JSON lines in `dir/<row>.jsonl` and the data
 /// set as `dir/dump.rdb`, so that a server started on that file (under callgrind, say)
 /// can replay them.
-async fn dump(
-    bench: &Bench,
-    dir: &str,
-    rows: &[(&str, Vec<Vec<Vec<u8>>>, Vec<Vec<Vec<u8>>>, &str)],
-) {
+async fn dump(bench: &Bench, dir: &str, rows: &[TimeRow<'_>]) {
     std::fs::create_dir_all(dir).unwrap();
     for (i, (_, calls, _, _)) in rows.iter().enumerate() {
         let text: String = calls
