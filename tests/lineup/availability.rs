@@ -256,11 +256,19 @@ async fn sold_out_by_settings_tells_every_waiter_admits_nobody_and_is_reversible
 
 #[tokio::test]
 async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it() {
-    let app =
-        Arc::new(TestApp::spawn(&[("QUEUE_CAPACITY", "1000"), ("ADMIT_PER_TICK", "1")]).await);
+    let app = Arc::new(
+        TestApp::spawn(&[
+            ("QUEUE_CAPACITY", "1000"),
+            ("ADMIT_PER_TICK", "1"),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ])
+        .await,
+    );
     put_settings(&app, "show", &json!({"paused": true})).await;
+    // A line far longer than the ticks can drain before the event, however fast they run.
+    const WAITERS: u64 = 1_000;
     let mut tokens = Vec::new();
-    for i in 0..150 {
+    for i in 0..WAITERS {
         tokens.push(join(&app, "show", &format!("u{i}")).await.token());
     }
     put_settings(&app, "show", &json!({"paused": false})).await;
@@ -278,7 +286,10 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
             ticks
         })
     };
-    lineup_tests::sleep(std::time::Duration::from_millis(50)).await;
+    // The event once the ticks have admitted a few.
+    while summary(&app, "show").await.body["active"].as_u64().unwrap() < 3 {
+        lineup_tests::sleep(std::time::Duration::from_millis(1)).await;
+    }
     let event = envelope(
         "InventorySoldOut",
         json!({"queueId": "show", "message": "All tickets are sold."}),
@@ -302,7 +313,7 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
     );
     assert_eq!(shown["settings"]["soldOut"], true);
     assert!(
-        active_at_event < 150,
+        active_at_event < WAITERS,
         "the event came before the line drained"
     );
 
@@ -319,7 +330,7 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
             other => panic!("status {other}: {polled}"),
         }
     }
-    assert_eq!((active, active + sold_out), (active_at_event, 150));
+    assert_eq!((active, active + sold_out), (active_at_event, WAITERS));
 
     // A redelivery changes nothing; an event for a queue that does not exist writes nothing.
     let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
