@@ -21,7 +21,8 @@ fn main() -> Result<(), Box<dyn Error>> {
                     .lines()
                     .map(|line| {
                         let code = line.trim();
-                        if code.starts_with("--") {
+                        // `--@` lines mark where a script's head goes (queue::joined).
+                        if code.starts_with("--") && !code.starts_with("--@") {
                             "\n".to_owned()
                         } else {
                             format!("{code}\n")

@@ -469,18 +469,18 @@ impl FromRedisValue for TokenReply {
     }
 }
 
-/// The check script's `{active_until_ms, why}`: the gate, or why not (`why` is `''` when
-/// active).
+/// The check script's reply: the session end in ms (an integer) when active, else why not
+/// (a string).
 struct CheckReply(Result<Gate, Refusal>);
 
 impl FromRedisValue for CheckReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (until_ms, why): (i64, String) = FromRedisValue::from_redis_value(v)?;
-        if until_ms != 0 {
+        if let Value::Int(until_ms) = v {
             return Ok(CheckReply(Ok(Gate {
                 active_until: instant(until_ms)?,
             })));
         }
+        let why: String = FromRedisValue::from_redis_value(v)?;
         Ok(CheckReply(Err(match why.as_str() {
             "waiting" => Refusal::Waiting,
             "soldout" => Refusal::SoldOut,

@@ -7,10 +7,7 @@
 -- after which an empty queue without arrivals retires, then the script's own arguments
 -- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
 -- every script sees the settings in force at that moment.
--- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local RATE_KEYS = {KEYS[6], KEYS[7]}
-local GONE_KEYS = {KEYS[8], KEYS[9]}
 local FIRST_SEEN = 10
 -- keys::SEEN_WINDOWS (a unit test holds them equal).
 local SEEN_SLOTS = 11
@@ -30,6 +27,38 @@ local ARG = 6
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
 local SLICE = 32
+
+-- Time is the server's clock (TIME), so Lambdas with skewed clocks still agree.
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- `user`'s session when it holds `ticket` (any ticket when nil): 'active', the ticket and
+-- the session end; 'expired' and the ticket for a session past its end; nil when none.
+local function find_active(user, ticket)
+  local until_ms = redis.call('ZSCORE', ACTIVE, user)
+  if not until_ms then return nil end
+  -- The entry is "ticket:since" (active_entry).
+  local raw = redis.call('HGET', TICKETS, user)
+  local held = raw and tonumber(string.match(raw, '^%d+'))
+  if ticket ~= nil and held ~= ticket then return nil end
+  until_ms = tonumber(until_ms)
+  if until_ms > NOW then return 'active', held, until_ms end
+  return 'expired', held
+end
+
+-- A script's head (the part of it before a `--@body` line) runs here, before the settings
+-- are read: the gatekeeper's check answers an active buyer from the active set alone.
+--@head
+
+local RATE_KEYS = {KEYS[6], KEYS[7]}
+local GONE_KEYS = {KEYS[8], KEYS[9]}
+-- An active buyer's ticket and the instant the session began, stored as "ticket:since".
+local function active_entry(user)
+  local raw = redis.call('HGET', TICKETS, user)
+  if not raw then return nil end
+  local ticket, since = string.match(raw, '^(%d+):(%d+)$')
+  return tonumber(ticket), tonumber(since)
+end
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
@@ -55,8 +84,6 @@ local IN_LANE = false
 -- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
 
-local clock = redis.call('TIME')
-local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
 -- A window counts until the idle period has passed since its end, so a waiter is present
 -- for at least the idle period after its last heartbeat and at most one window longer:
@@ -100,52 +127,56 @@ local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, field = FIRST_SLOT_FIELD + S
   first_live = math.floor((NOW - LONG_IDLE_MS) / LONG_WINDOW_MS),
   ttl = LONG_IDLE_MS + 2 * LONG_WINDOW_MS}
 
--- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
--- queue (kept to within half a window), the end of the presence grace, the registration
--- mark, the mean session length, the highest ticket admitted, the window each heartbeat
--- slot holds, and when the ticket clock last had an entry. A script that writes one of them
--- updates its local copy too.
-local meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
-  'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
-  'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
-  'seen-window:8', 'seen-window:9', 'seen-window:10', 'long-window:0', 'long-window:1',
-  'long-window:2', 'clock-at')
-local CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS + LONG_SLOTS]) or 0
-local REGISTERED = meta_state[3] ~= false
-local SESSION_MEAN_MS = tonumber(meta_state[4])
-local ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
+-- The meta fields the scripts read, in one HMGET on first need (load_meta): the last instant
+-- any script ran for the queue (kept to within half a window), the end of the presence
+-- grace, the registration mark, the mean session length, the highest ticket admitted, the
+-- window each heartbeat slot holds, and when the ticket clock last had an entry. A script
+-- that writes one of them updates its local copy too. Every script but the gatekeeper's
+-- check loads them at once; the check only when the token is not an active buyer's.
+local meta_state, CLOCK_AT, REGISTERED, SESSION_MEAN_MS, ADMITTED_THROUGH
+-- Until this instant every waiter counts as present. Set when the idle period changes
+-- (heartbeats recorded in windows of the old length cannot be read under the new), and
+-- after an outage, in load_meta.
+local PRESENCE_GRACE_UNTIL
 -- The window heartbeat slot `slot` (0-based) of `set` holds, or nil; read as needed, since
--- most calls look at one or two slots.
+-- most calls look at one or two slots. Meta must be loaded.
 local function window_in_slot(slot, set)
   return tonumber(meta_state[(set or FINE).field + slot])
 end
-local function has_heartbeats()
-  for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
-    if meta_state[FIRST_SLOT_FIELD + slot] then return true end
-  end
-  return false
-end
--- Until this instant every waiter counts as present. Set when the idle period changes
--- (heartbeats recorded in windows of the old length cannot be read under the new), and
--- after an outage, below.
-local PRESENCE_GRACE_UNTIL = tonumber(meta_state[2]) or 0
 
--- An outage: no script ran for the queue for over a third of the idle period (Redis down,
--- unreachable or stalled), so waiters who poll as told may have had no heartbeat recorded.
--- If anyone was present when it began, every waiter counts as present for one idle period
--- from now: a grace as long as the outage, plus the idle period to poll again. Requiring a
--- heartbeat live at the gap's start means a quiet queue, where nothing calls for a while,
--- gets at most one such grace per heartbeat, not an endless chain of them. Only a queue that
--- has had a heartbeat keeps the clock, so a call for an unknown queue writes nothing.
-local LAST_CALL = tonumber(meta_state[1])
-if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
-    and has_heartbeats() then
+-- Loads meta (once per call). An outage: no script ran for the queue for over a third of the
+-- idle period (Redis down, unreachable or stalled), so waiters who poll as told may have had
+-- no heartbeat recorded. If anyone was present when it began, every waiter counts as present
+-- for one idle period from now: a grace as long as the outage, plus the idle period to poll
+-- again. Requiring a heartbeat live at the gap's start means a quiet queue, where nothing
+-- calls for a while, gets at most one such grace per heartbeat, not an endless chain of
+-- them. Only a queue that has had a heartbeat keeps the clock, so a call for an unknown
+-- queue writes nothing.
+local function load_meta()
+  if meta_state then return end
+  meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
+    'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
+    'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
+    'seen-window:8', 'seen-window:9', 'seen-window:10', 'long-window:0', 'long-window:1',
+    'long-window:2', 'clock-at')
+  CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS + LONG_SLOTS]) or 0
+  REGISTERED = meta_state[3] ~= false
+  SESSION_MEAN_MS = tonumber(meta_state[4])
+  ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
+  PRESENCE_GRACE_UNTIL = tonumber(meta_state[2]) or 0
+  local last_call = tonumber(meta_state[1])
+  if last_call and NOW - last_call < WINDOW_MS / 2 and NOW >= last_call then return end
+  local heartbeats = false
+  for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
+    if meta_state[FIRST_SLOT_FIELD + slot] then heartbeats = true end
+  end
+  if not heartbeats then return end
   local grace = PRESENCE_GRACE_UNTIL
-  if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 then
-    local live_then = math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS)
+  if last_call and NOW - last_call > IDLE_MS / 3 then
+    local live_then = math.floor((last_call - IDLE_MS) / WINDOW_MS)
     for slot = 0, SEEN_SLOTS - 1 do
       local window = window_in_slot(slot)
-      if window and window >= live_then and window * WINDOW_MS <= LAST_CALL then
+      if window and window >= live_then and window * WINDOW_MS <= last_call then
         grace = math.max(grace, NOW + IDLE_MS)
         break
       end
@@ -176,6 +207,7 @@ local read_ticket, read_mask = {}, {}
 
 -- Records that the holder of `ticket` was seen now, in the long windows when `long`.
 local function heartbeat(ticket, long)
+  load_meta()
   local set = long and LONG or FINE
   local slot = set.current % set.slots
   local key = KEYS[set.key + slot]
@@ -219,6 +251,7 @@ end
 -- when the waiters admitted so far leave it, at the measured session length, further than
 -- STRETCH_FROM_MS from its turn (an upper bound of its wait; only the order depends on it).
 local function is_present(ticket)
+  load_meta()
   if NOW < PRESENCE_GRACE_UNTIL then return true end
   -- Presence starts at the opening: the pre-queue has one idle period from it to poll.
   if OPENS_AT and NOW < OPENS_AT + IDLE_MS then return true end
@@ -232,14 +265,6 @@ end
 
 local function live_active_count()
   return redis.call('ZCOUNT', ACTIVE, '(' .. NOW, '+inf')
-end
-
--- An active buyer's ticket and the instant the session began, stored as "ticket:since".
-local function active_entry(user)
-  local raw = redis.call('HGET', TICKETS, user)
-  if not raw then return nil end
-  local ticket, since = string.match(raw, '^(%d+):(%d+)$')
-  return tonumber(ticket), tonumber(since)
 end
 
 -- How long sessions really last: buyers who pay or leave end theirs early. A running mean
@@ -260,6 +285,7 @@ local function note_session_lengths(lengths)
 end
 
 local function count_session_lengths()
+  load_meta()
   local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples', 'pending-ms',
     'pending-sessions')
   local pending = tonumber(stored[4]) or 0
@@ -367,6 +393,7 @@ local function purge_expired(limit)
 end
 
 local function activate(user, ticket)
+  load_meta()
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
   redis.call('HSET', TICKETS, user, string.format('%d:%d', ticket, NOW))
   if ticket > ADMITTED_THROUGH then
@@ -388,6 +415,7 @@ local function record_draw()
 end
 
 local function promote(limit)
+  load_meta()
   local admitted, dropped = {}, {}
   record_draw()
   -- Before the opening only the priority lane is admitted.
@@ -463,6 +491,7 @@ end
 -- deletes it sooner when it retires the queue.
 local KEEP_MS = SESSION_MS + IDLE_MS + tonumber(ARGV[5])
 local function keep_meta()
+  load_meta()
   local keep = KEEP_MS
   for slot = 0, LONG_SLOTS - 1 do
     if (window_in_slot(slot, LONG) or -1) >= LONG.first_live then
@@ -475,6 +504,7 @@ end
 -- 1 while the queue is not known to be in the registry: the caller then adds it and marks
 -- it registered. Checked by issue and status, so a failed registration is retried.
 local function needs_registration()
+  load_meta()
   return REGISTERED and 0 or 1
 end
 
@@ -488,6 +518,7 @@ end
 -- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
 -- ZRANGE by index on the active set.
 local function wait_estimate(position)
+  load_meta()
   if PAUSED or SOLD_OUT or CAPACITY < 1 then return '' end
   local mean = SESSION_MEAN_MS
   if not mean then return '' end
@@ -580,21 +611,17 @@ end
 -- ticket and the session end: 'waiting' or 'active' when live; 'dropped' for a waiter absent
 -- for the idle period, 'expired' for a session past its end (a lapsed entry is left for the
 -- promoter or reaper, which report what they remove); nil when there is no such entry.
-local function find(user, ticket)
+-- `active_seen` when the caller has looked at the active set already (find_active).
+local function find(user, ticket, active_seen)
   local waiting = redis.call('ZSCORE', WAITING, user)
   if waiting and (ticket == nil or tonumber(waiting) == ticket) then
     waiting = tonumber(waiting)
     if is_present(waiting) then return 'waiting', waiting end
     return 'dropped', waiting
   end
-  local until_ms = redis.call('ZSCORE', ACTIVE, user)
-  if until_ms then
-    local held = active_entry(user)
-    until_ms = tonumber(until_ms)
-    if ticket == nil or held == ticket then
-      if until_ms > NOW then return 'active', held, until_ms end
-      return 'expired', held
-    end
+  if not active_seen then
+    local state, held, until_ms = find_active(user, ticket)
+    if state then return state, held, until_ms end
   end
   -- The priority lane, last: only its members pay for the look.
   if LANE_ON then

@@ -68,8 +68,14 @@ const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/common.lu
 /// The prelude followed by a script, with the prelude's helpers the script never calls left
 /// out: `unused` lists their line ranges (`first-last`, 1-based, a line each; written by
 /// `build.rs`). Their lines stay, empty, so a line number in a Redis error still points at
-/// the source.
-fn joined(body: &str, unused: &str) -> String {
+/// the source. A script's head, the part before a `--@body` line, takes the place of the
+/// prelude's `--@head` line (so, in such a script, later lines move down by its length).
+fn joined(script: &str, unused: &str) -> String {
+    // The `--@body` line stays, empty, so the line count is the prelude's and the script's.
+    let (head, body) = match script.split_once("--@body\n") {
+        Some((head, body)) => (head, format!("\n{body}")),
+        None => ("", script.to_owned()),
+    };
     let ranges: Vec<(usize, usize)> = unused
         .lines()
         .filter_map(|range| {
@@ -77,18 +83,20 @@ fn joined(body: &str, unused: &str) -> String {
             Some((first.parse().ok()?, last.parse().ok()?))
         })
         .collect();
-    let mut script = String::with_capacity(COMMON_LUA.len() + body.len());
+    let mut joined = String::with_capacity(COMMON_LUA.len() + script.len());
     for (n, line) in COMMON_LUA.lines().enumerate() {
-        if !ranges
+        if line == "--@head" {
+            joined.push_str(head);
+        } else if !ranges
             .iter()
             .any(|&(first, last)| (first..=last).contains(&(n + 1)))
         {
-            script.push_str(line);
+            joined.push_str(line);
         }
-        script.push('\n');
+        joined.push('\n');
     }
-    script.push_str(body);
-    script
+    joined.push_str(&body);
+    joined
 }
 
 macro_rules! queue_script {
