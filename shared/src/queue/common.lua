@@ -116,71 +116,57 @@ local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
 local LONG_IDLE_MS = IDLE_MS * 8
 local LONG_WINDOW_MS = LONG_IDLE_MS / (LONG_SLOTS - 1)
 local STRETCH_FROM_MS = LONG_IDLE_MS * 3 / 2
--- The two sets of heartbeat windows: the first key, slot count, first meta field (index in
--- meta_state) and the meta field's name, window length, current and first live window, TTL.
-local FIRST_SLOT_FIELD = 6
-local FINE = {key = FIRST_SEEN, slots = SEEN_SLOTS, field = FIRST_SLOT_FIELD,
-  mark = 'seen-window:', current = CURRENT_WINDOW, first_live = FIRST_LIVE_WINDOW,
-  ttl = IDLE_MS + 2 * WINDOW_MS}
-local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, field = FIRST_SLOT_FIELD + SEEN_SLOTS,
-  mark = 'long-window:', current = math.floor(NOW / LONG_WINDOW_MS),
+-- The two sets of heartbeat windows: the first key, slot count, the meta field holding when
+-- its newest window opened, current and first live window, TTL, and `windows`: the window
+-- each slot holds, as this call has read it (-1: none; nil: not read yet).
+local FINE = {key = FIRST_SEEN, slots = SEEN_SLOTS, opened = 'seen-at',
+  current = CURRENT_WINDOW, first_live = FIRST_LIVE_WINDOW, ttl = IDLE_MS + 2 * WINDOW_MS,
+  windows = {}}
+local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, opened = 'long-seen-at',
+  current = math.floor(NOW / LONG_WINDOW_MS),
   first_live = math.floor((NOW - LONG_IDLE_MS) / LONG_WINDOW_MS),
-  ttl = LONG_IDLE_MS + 2 * LONG_WINDOW_MS}
+  ttl = LONG_IDLE_MS + 2 * LONG_WINDOW_MS, windows = {}}
 
 -- The meta fields the scripts read, in one HMGET on first need (load_meta): the last instant
 -- any script ran for the queue (kept to within half a window), the end of the presence
--- grace, the registration mark, the mean session length, the highest ticket admitted, the
--- window each heartbeat slot holds, and when the ticket clock last had an entry. A script
--- that writes one of them updates its local copy too. Every script but the gatekeeper's
--- check loads them at once; the check only when the token is not an active buyer's.
-local meta_state, CLOCK_AT, REGISTERED, SESSION_MEAN_MS, ADMITTED_THROUGH
+-- grace, the registration mark, the mean session length, the highest ticket admitted, when
+-- the ticket clock last had an entry, when the newest heartbeat window of each set opened,
+-- and when meta's TTL was last renewed. A script that writes one of them updates its local
+-- copy too. Every script but the gatekeeper's check loads them at once; the check only when
+-- the token is not an active buyer's.
+local meta_loaded, CLOCK_AT, REGISTERED, SESSION_MEAN_MS, ADMITTED_THROUGH, SEEN_AT
+local LONG_SEEN_AT, KEPT_AT
 -- Until this instant every waiter counts as present. Set when the idle period changes
 -- (heartbeats recorded in windows of the old length cannot be read under the new), and
 -- after an outage, in load_meta.
 local PRESENCE_GRACE_UNTIL
--- The window heartbeat slot `slot` (0-based) of `set` holds, or nil; read as needed, since
--- most calls look at one or two slots. Meta must be loaded.
-local function window_in_slot(slot, set)
-  return tonumber(meta_state[(set or FINE).field + slot])
-end
 
 -- Loads meta (once per call). An outage: no script ran for the queue for over a third of the
 -- idle period (Redis down, unreachable or stalled), so waiters who poll as told may have had
--- no heartbeat recorded. If anyone was present when it began, every waiter counts as present
--- for one idle period from now: a grace as long as the outage, plus the idle period to poll
--- again. Requiring a heartbeat live at the gap's start means a quiet queue, where nothing
--- calls for a while, gets at most one such grace per heartbeat, not an endless chain of
--- them. Only a queue that has had a heartbeat keeps the clock, so a call for an unknown
--- queue writes nothing.
+-- no heartbeat recorded. If anyone was present when it began (a heartbeat window live then
+-- had opened), every waiter counts as present for one idle period from now: a grace as long
+-- as the outage, plus the idle period to poll again. Requiring a heartbeat live at the gap's
+-- start means a quiet queue, where nothing calls for a while, gets at most one such grace per
+-- heartbeat, not an endless chain of them. Only a queue that has had a heartbeat keeps the
+-- clock, so a call for an unknown queue writes nothing.
 local function load_meta()
-  if meta_state then return end
-  meta_state = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
-    'session-mean-ms', 'admitted-through', 'seen-window:0', 'seen-window:1', 'seen-window:2',
-    'seen-window:3', 'seen-window:4', 'seen-window:5', 'seen-window:6', 'seen-window:7',
-    'seen-window:8', 'seen-window:9', 'seen-window:10', 'long-window:0', 'long-window:1',
-    'long-window:2', 'clock-at')
-  CLOCK_AT = tonumber(meta_state[FIRST_SLOT_FIELD + SEEN_SLOTS + LONG_SLOTS]) or 0
-  REGISTERED = meta_state[3] ~= false
-  SESSION_MEAN_MS = tonumber(meta_state[4])
-  ADMITTED_THROUGH = tonumber(meta_state[5]) or 0
-  PRESENCE_GRACE_UNTIL = tonumber(meta_state[2]) or 0
-  local last_call = tonumber(meta_state[1])
+  if meta_loaded then return end
+  meta_loaded = true
+  local m = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
+    'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at')
+  PRESENCE_GRACE_UNTIL = tonumber(m[2]) or 0
+  REGISTERED = m[3] ~= false
+  SESSION_MEAN_MS = tonumber(m[4])
+  ADMITTED_THROUGH = tonumber(m[5]) or 0
+  CLOCK_AT = tonumber(m[6]) or 0
+  SEEN_AT, LONG_SEEN_AT, KEPT_AT = tonumber(m[7]), tonumber(m[8]), tonumber(m[9])
+  local last_call = tonumber(m[1])
   if last_call and NOW - last_call < WINDOW_MS / 2 and NOW >= last_call then return end
-  local heartbeats = false
-  for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
-    if meta_state[FIRST_SLOT_FIELD + slot] then heartbeats = true end
-  end
-  if not heartbeats then return end
+  if not SEEN_AT and not LONG_SEEN_AT then return end
   local grace = PRESENCE_GRACE_UNTIL
-  if last_call and NOW - last_call > IDLE_MS / 3 then
-    local live_then = math.floor((last_call - IDLE_MS) / WINDOW_MS)
-    for slot = 0, SEEN_SLOTS - 1 do
-      local window = window_in_slot(slot)
-      if window and window >= live_then and window * WINDOW_MS <= last_call then
-        grace = math.max(grace, NOW + IDLE_MS)
-        break
-      end
-    end
+  if last_call and NOW - last_call > IDLE_MS / 3 and SEEN_AT
+      and math.floor(SEEN_AT / WINDOW_MS) >= math.floor((last_call - IDLE_MS) / WINDOW_MS) then
+    grace = math.max(grace, NOW + IDLE_MS)
   end
   if grace ~= PRESENCE_GRACE_UNTIL then
     PRESENCE_GRACE_UNTIL = grace
@@ -205,6 +191,22 @@ end
 -- that follows it need not read it again: the ticket, and its chunk's mask then, per set.
 local read_ticket, read_mask = {}, {}
 
+-- Each slot's hash holds, in field 'w', the window it holds. Reads `set`'s slot `slot` for
+-- `chunk`: the window the slot holds (-1 when none) and the chunk's mask in it (0 when
+-- none). The window is read once per call; a slot known to hold another window than
+-- `window` is not read again.
+local function read_slot(set, slot, chunk, window)
+  local held = set.windows[slot]
+  if held == nil then
+    local got = redis.call('HMGET', KEYS[set.key + slot], 'w', chunk)
+    held = tonumber(got[1]) or -1
+    set.windows[slot] = held
+    return held, tonumber(got[2]) or 0
+  end
+  if held ~= window then return held, 0 end
+  return held, tonumber(redis.call('HGET', KEYS[set.key + slot], chunk)) or 0
+end
+
 -- Records that the holder of `ticket` was seen now, in the long windows when `long`.
 local function heartbeat(ticket, long)
   load_meta()
@@ -212,33 +214,34 @@ local function heartbeat(ticket, long)
   local slot = set.current % set.slots
   local key = KEYS[set.key + slot]
   local chunk, mask = chunk_of(ticket)
-  local seen, new_window
-  if window_in_slot(slot, set) ~= set.current then
-    redis.call('UNLINK', key)
-    redis.call('HSET', META, set.mark .. slot, set.current)
-    meta_state[set.field + slot] = set.current
-    seen, new_window = 0, true
-  elseif read_ticket[set] == ticket then
-    seen = read_mask[set]
+  local held, seen
+  if read_ticket[set] == ticket then
+    held, seen = set.current, read_mask[set]
   else
-    seen = tonumber(redis.call('HGET', key, chunk) or '0')
+    held, seen = read_slot(set, slot, chunk, set.current)
   end
-  if bit.band(seen, mask) == 0 then
+  if held ~= set.current then
+    -- The window's first write: the slot starts afresh, and its TTL makes the hash outlive
+    -- the window's life (the period after it ends) by a window, so later writes in the
+    -- window need not renew it.
+    redis.call('UNLINK', key)
+    redis.call('HSET', key, 'w', set.current, chunk, mask)
+    redis.call('PEXPIRE', key, set.ttl)
+    redis.call('HSET', META, set.opened, NOW)
+    set.windows[slot] = set.current
+    if set == LONG then LONG_SEEN_AT = NOW else SEEN_AT = NOW end
+  elseif bit.band(seen, mask) == 0 then
     redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
-    -- The window's first write sets its TTL: the hash then outlives the window's life (the
-    -- period after it ends) by a window, so later writes in the window need not renew it.
-    if new_window then redis.call('PEXPIRE', key, set.ttl) end
-    read_ticket[set] = nil
   end
+  read_ticket[set] = nil
 end
 
 -- Whether `ticket`'s bit is set in a live window of `set`.
 local function seen_in(set, ticket)
   local chunk, mask = chunk_of(ticket)
   for window = set.current, set.first_live, -1 do
-    local slot = window % set.slots
-    if window_in_slot(slot, set) == window then
-      local seen = tonumber(redis.call('HGET', KEYS[set.key + slot], chunk) or '0')
+    local held, seen = read_slot(set, window % set.slots, chunk, window)
+    if held == window then
       if window == set.current then read_ticket[set], read_mask[set] = ticket, seen end
       if bit.band(seen, mask) ~= 0 then return true end
     end
@@ -487,17 +490,20 @@ end
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,
 -- settings change or promotion tick: longer than any place can outlive those (a waiter
 -- polls within the idle period, or the long one while a long heartbeat is live, a session
--- lasts the session length), so the counter never restarts under a live token. The reaper
--- deletes it sooner when it retires the queue.
-local KEEP_MS = SESSION_MS + IDLE_MS + tonumber(ARGV[5])
+-- lasts the session length), so the counter never restarts under a live token; a window
+-- more, since keep_meta renews it once per half window at most. The reaper deletes it
+-- sooner when it retires the queue.
+local KEEP_MS = SESSION_MS + IDLE_MS + WINDOW_MS + tonumber(ARGV[5])
 local function keep_meta()
   load_meta()
+  -- Renewed once per half window at most: KEEP_MS leaves that much to spare.
+  if KEPT_AT and NOW - KEPT_AT < WINDOW_MS / 2 and NOW >= KEPT_AT then return end
   local keep = KEEP_MS
-  for slot = 0, LONG_SLOTS - 1 do
-    if (window_in_slot(slot, LONG) or -1) >= LONG.first_live then
-      keep = KEEP_MS - IDLE_MS + LONG_IDLE_MS
-    end
+  if LONG_SEEN_AT and math.floor(LONG_SEEN_AT / LONG_WINDOW_MS) >= LONG.first_live then
+    keep = KEEP_MS - IDLE_MS + LONG_IDLE_MS
   end
+  KEPT_AT = NOW
+  redis.call('HSET', META, 'kept-at', NOW)
   redis.call('PEXPIRE', META, keep)
 end
 

@@ -87,15 +87,11 @@ if new_idle ~= old_idle then
   -- every waiter one whole new idle period to poll, and a waiter told a long interval under
   -- the old one that interval first.
   local grace = NOW + new_idle
-  for slot = 0, LONG_SLOTS - 1 do
-    if window_in_slot(slot, LONG) then grace = NOW + LONG_IDLE_MS / 3 + new_idle end
-    redis.call('UNLINK', KEYS[FIRST_LONG + slot])
-    redis.call('HDEL', META, 'long-window:' .. slot)
-  end
-  for slot = 0, SEEN_SLOTS - 1 do
+  if LONG_SEEN_AT then grace = NOW + LONG_IDLE_MS / 3 + new_idle end
+  for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
     redis.call('UNLINK', KEYS[FIRST_SEEN + slot])
-    redis.call('HDEL', META, 'seen-window:' .. slot)
   end
+  redis.call('HDEL', META, 'seen-at', 'long-seen-at')
   redis.call('HSET', META, 'presence-grace-until', grace)
 end
 local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = now_set[4] or nil,

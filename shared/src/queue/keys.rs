@@ -128,20 +128,4 @@ mod tests {
         let line = format!("local LONG_SLOTS = {LONG_WINDOWS}\n");
         assert!(include_str!("common.lua").contains(&line), "{line}");
     }
-
-    /// The prelude reads every heartbeat slot's window in its one HMGET of meta, by name.
-    #[test]
-    fn the_prelude_reads_the_window_of_every_heartbeat_slot() {
-        let prelude = include_str!("common.lua");
-        for slot in 0..SEEN_WINDOWS {
-            assert!(prelude.contains(&format!("'seen-window:{slot}'")), "{slot}");
-        }
-        let beyond = format!("'seen-window:{SEEN_WINDOWS}'");
-        assert!(!prelude.contains(&beyond), "{beyond}");
-        for slot in 0..LONG_WINDOWS {
-            assert!(prelude.contains(&format!("'long-window:{slot}'")), "{slot}");
-        }
-        let beyond = format!("'long-window:{LONG_WINDOWS}'");
-        assert!(!prelude.contains(&beyond), "{beyond}");
-    }
 }
