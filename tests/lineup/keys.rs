@@ -427,3 +427,24 @@ async fn an_operator_closes_an_empty_queue_and_then_none_of_its_keys_is_left() {
         .collect();
     assert_eq!(left, []);
 }
+
+/// A queue's only arrival still leaves rate-limit counters that end: the call that opens a
+/// minute's counter hash gives it its TTL.
+#[tokio::test]
+async fn the_rate_limit_counters_of_a_single_arrival_end() {
+    let app = TestApp::spawn(&[
+        ("QUEUE_CREATION", "open"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "10"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "100"),
+    ])
+    .await;
+    join(&app, "once", "ana").await.token();
+    let counters: Vec<_> = app
+        .keys_with_ttl()
+        .await
+        .into_iter()
+        .filter(|(key, _)| key.contains("{q:once}:rate:"))
+        .collect();
+    assert_eq!(counters.len(), 1, "{counters:?}");
+    assert!(counters.iter().all(|(_, ttl)| *ttl > 0), "{counters:?}");
+}

@@ -315,16 +315,18 @@ local function close_session(user)
 end
 
 -- Of two hashes used in turn, one per period of `period_ms`, the one for the current period
--- (its parity picks it); one still holding an older period is cleared first. `mark` names
--- the meta fields that say which period each holds.
+-- (its parity picks it), the period, and whether it starts afresh: one still holding an
+-- older period is cleared first. `mark` names the meta fields that say which period each
+-- holds.
 local function current_of_two(keys, mark, period_ms)
   local period = math.floor(NOW / period_ms)
   local slot = period % 2
   if tonumber(redis.call('HGET', META, mark .. slot)) ~= period then
     redis.call('UNLINK', keys[slot + 1])
     redis.call('HSET', META, mark .. slot, period)
+    return keys[slot + 1], period, true
   end
-  return keys[slot + 1], period
+  return keys[slot + 1], period, false
 end
 
 -- Why tickets lost their place, so that a buyer can be told: ticket → "reason user", the

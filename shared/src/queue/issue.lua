@@ -40,8 +40,7 @@ end
 
 -- Fixed one-minute windows, counted in two hashes used in turn.
 if (user_limit > 0 or (ip_limit > 0 and ip ~= '')) and ARGV[ARG + 8] ~= '1' then
-  local counters, window = current_of_two(RATE_KEYS, 'rate-window:', 60000)
-  redis.call('PEXPIRE', counters, 120000)
+  local counters, window, fresh = current_of_two(RATE_KEYS, 'rate-window:', 60000)
   local over = false
   if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
     over = true
@@ -49,6 +48,8 @@ if (user_limit > 0 or (ip_limit > 0 and ip ~= '')) and ARGV[ARG + 8] ~= '1' then
   if ip_limit > 0 and ip ~= '' and redis.call('HINCRBY', counters, 'ip:' .. ip, 1) > ip_limit then
     over = true
   end
+  -- The minute's first write made the hash: it ends a minute after the minute does.
+  if fresh then redis.call('PEXPIRE', counters, 120000) end
   if over then
     keep_meta()
     return token_reply(0, 'limited', 0, 0, (window + 1) * 60000 - NOW)
