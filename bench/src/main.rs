@@ -1407,24 +1407,31 @@ fn calls(before: &Stats, after: &Stats, names: &[&str]) -> u64 {
 /// figure; `INFO commandstats` gives the calls and their cost. The mean session and the live
 /// sessions' starts (spread over one mean session, as while a sale runs) are written in directly.
 /// Then the same schedule at 1 000 000 waiters, computed from the rule and the measured costs.
+/// `LINEUP_BENCH_CAPACITY_SCALE=10` runs the whole issue's scale instead of a tenth of it.
 async fn capacity(bench: &Bench, report: &mut Report) {
-    const WAITERS: usize = 100_000;
-    const CAPACITY: usize = 300;
+    // `LINEUP_BENCH_CAPACITY_SCALE=10` runs it at full scale: 1 000 000 waiters, 2 000
+    // arrivals and 10 admissions a second (a release build keeps up; a few minutes).
+    let scale: usize = std::env::var("LINEUP_BENCH_CAPACITY_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let waiters: usize = 100_000 * scale;
+    let capacity: usize = 300 * scale;
     const MEAN_MS: u64 = 300_000;
-    const ARRIVALS_PER_SECOND: usize = 200;
+    let arrivals_per_second: usize = 200 * scale;
     const RUN: Duration = Duration::from_secs(30);
     const IDLE_S: u64 = 120;
     report.section(&format!(
-        "Capacity: the poll schedule at {WAITERS} waiters, {ARRIVALS_PER_SECOND} arrivals/s, {} admissions/s (Redis CPU from INFO cpu over {} s)",
-        CAPACITY as u64 * 1000 / MEAN_MS,
+        "Capacity: the poll schedule at {waiters} waiters, {arrivals_per_second} arrivals/s, {} admissions/s (Redis CPU from INFO cpu over {} s)",
+        capacity as u64 * 1000 / MEAN_MS,
         RUN.as_secs()
     ));
     let queue = "capacity";
     let id = QueueId::parse(queue).unwrap();
     let room = bench.room().clone();
     let mut conn = bench.app.inspect.clone();
-    bench.configure(queue, json!({"capacity": CAPACITY})).await;
-    bench.fill(queue, 0, CAPACITY).await;
+    bench.configure(queue, json!({"capacity": capacity})).await;
+    bench.fill(queue, 0, capacity).await;
     let keys = QueueKeys::new(&bench.app.config.key_prefix, &id);
     // The live sessions started one after another over a mean session, as while a sale runs.
     let held: Vec<(String, String)> = redis::cmd("HGETALL")
@@ -1435,7 +1442,7 @@ async fn capacity(bench: &Bench, report: &mut Report) {
     let now_ms = chrono::Utc::now().timestamp_millis() as u64;
     for (k, (user, entry)) in held.iter().enumerate() {
         let ticket = entry.split(':').next().unwrap();
-        let since = now_ms - (k as u64 + 1) * MEAN_MS / CAPACITY as u64;
+        let since = now_ms - (k as u64 + 1) * MEAN_MS / capacity as u64;
         redis::pipe()
             .hset(&keys.active_tickets, user, format!("{ticket}:{since}"))
             .zadd(&keys.active, user, since + 600_000)
@@ -1450,9 +1457,9 @@ async fn capacity(bench: &Bench, report: &mut Report) {
         .query_async::<()>(&mut conn)
         .await
         .unwrap();
-    bench.fill(queue, CAPACITY, CAPACITY + WAITERS).await;
+    bench.fill(queue, capacity, capacity + waiters).await;
     let mut line: Vec<(String, u64)> = Vec::new();
-    for from in (0..WAITERS).step_by(5_000) {
+    for from in (0..waiters).step_by(5_000) {
         let part: Vec<(String, u64)> = redis::cmd("ZRANGE")
             .arg(&keys.waiting)
             .arg(from)
@@ -1534,7 +1541,7 @@ async fn capacity(bench: &Bench, report: &mut Report) {
     // Arrivals at a steady pace; each then polls as told.
     let mut arrivals = 0usize;
     while Instant::now() < end {
-        let due = start + Duration::from_secs_f64(arrivals as f64 / ARRIVALS_PER_SECOND as f64);
+        let due = start + Duration::from_secs_f64(arrivals as f64 / arrivals_per_second as f64);
         tokio::time::sleep_until(due.into()).await;
         let room = room.clone();
         let id = id.clone();
@@ -1561,7 +1568,7 @@ async fn capacity(bench: &Bench, report: &mut Report) {
     let scripts = usec as f64 / elapsed / 1e6;
     let per_call = usec as f64 / calls.max(1) as f64;
     report.row(
-        "Redis CPU, the schedule at 100 000 waiters",
+        &format!("Redis CPU, the schedule at {waiters} waiters"),
         &format!("{:.1} % of a core", used * 100.0),
         &format!(
             "{:.0} script calls/s ({arrivals} issues, the rest status polls; the schedule predicts {predicted:.0} polls/s, {stretched} waiters told past a third of the idle period) at {per_call:.1} µs each: scripts {:.1} % of a core; Redis idle {:.1} %",
@@ -1571,9 +1578,9 @@ async fn capacity(bench: &Bench, report: &mut Report) {
         ),
     );
 
-    // The same rule at ten times the scale: position p waits p × mean / capacity.
-    let admissions = 10.0 * CAPACITY as f64 * 1000.0 / MEAN_MS as f64;
-    let polls: f64 = (1..=10 * WAITERS as u64)
+    // The same rule at 1 000 000 waiters (capacity 3 000): position p waits p × mean / capacity.
+    let admissions = 3_000.0 * 1000.0 / MEAN_MS as f64;
+    let polls: f64 = (1..=1_000_000u64)
         .map(|p| 1.0 / told_interval(p as f64 / admissions, IDLE_S) as f64)
         .sum();
     // Polls and issues come in the same proportion as in the run, so its mean cost holds.
