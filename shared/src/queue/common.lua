@@ -132,8 +132,8 @@ local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, opened = 'long-seen-at',
 -- grace, the registration mark, the mean session length, the highest ticket admitted, when
 -- the ticket clock last had an entry, when the newest heartbeat window of each set opened,
 -- and when meta's TTL was last renewed. A script that writes one of them updates its local
--- copy too. Every script but the two read-only ones loads them at once; the gatekeeper's
--- check only when the token is not an active buyer's, the summary never.
+-- copy too. Every script but the gatekeeper's check loads them at once; the check only when
+-- the token is not an active buyer's.
 local meta_loaded, CLOCK_AT, REGISTERED, SESSION_MEAN_MS, ADMITTED_THROUGH, SEEN_AT
 local LONG_SEEN_AT, KEPT_AT
 -- Until this instant every waiter counts as present. Set when the idle period changes

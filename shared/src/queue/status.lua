@@ -3,7 +3,7 @@
 -- A token that holds no place is answered with its departure in place of the status; in a
 -- sold-out queue, every token not active is answered 'soldout' (sold_out_reply); before the
 -- opening, a waiter 'prequeue'.
--- Meta (and the outage check) first, as in every script but the two read-only ones.
+-- Meta (and the outage check) first, as in every script but the gatekeeper's check.
 load_meta()
 local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(user, ticket)

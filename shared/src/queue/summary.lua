@@ -1,9 +1,8 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
 -- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
 -- opening), members (once recorded)}, each '' when not (yet) public.
--- Read-only, like the gatekeeper's check: it reads the two meta fields it shows, not the
--- prelude's meta (no outage check, which the buyers' calls and the ticks make).
-local shown = redis.call('HMGET', META, 'rate', 'admitted-through')
+-- Meta (and the outage check) first: a summary keeps the queue's clock like any other call.
+load_meta()
 local draw = {'', '', ''}
 if DRAW_COMMIT and OPENS_AT then
   if not PREQUEUE_OPENS_AT or NOW >= PREQUEUE_OPENS_AT then draw[1] = DRAW_COMMIT end
@@ -12,8 +11,8 @@ if DRAW_COMMIT and OPENS_AT then
     draw[3] = DRAW_MEMBERS and string.format('%d', DRAW_MEMBERS) or ''
   end
 end
-return {waiting_count(), live_active_count(), shown[1] or '',
-  tonumber(shown[2]) or 0,
+return {waiting_count(), live_active_count(), rate(),
+  ADMITTED_THROUGH,
   settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
