@@ -98,6 +98,11 @@ pub(crate) fn page_script() -> &'static Script {
 /// Most rows read either side of a concert (`around`).
 pub const MAX_AROUND: u64 = 10;
 
+/// The pages the page cache keeps: those from the top of a board, of at most this many rows
+/// (the ranking API's default page, and the rankings page's). So the cache holds at most this
+/// many pages per board and order, whatever the requests ask.
+pub const CACHED_LIMIT: u64 = 10;
+
 /// Most events per script call; a larger batch costs one more round trip per this many.
 pub const EVENTS_PER_CALL: usize = 100;
 
@@ -249,11 +254,15 @@ struct Shown {
     starts_at: String,
 }
 
-/// One row of the page script: `{concertId, rank, seats, details}`.
-impl FromRedisValue for Ranked {
-    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (concert_id, rank, seats, details): (String, u64, Option<u64>, Option<String>) =
-            FromRedisValue::from_redis_value(v)?;
+impl Ranked {
+    /// A row from its concert, rank, seats and the details hash's value, if any:
+    /// `<updatedAtMs> <capacity> <json>`.
+    fn new(
+        concert_id: String,
+        rank: u64,
+        seats: Option<u64>,
+        details: Option<&str>,
+    ) -> Result<Self, ParsingError> {
         let score = seats.unwrap_or(0);
         let mut row = Ranked {
             rank,
@@ -266,7 +275,6 @@ impl FromRedisValue for Ranked {
             starts_at: None,
         };
         if let Some(details) = details {
-            // "<updatedAtMs> <capacity> <json>"
             let (capacity, json) = details
                 .split_once(' ')
                 .and_then(|(_, rest)| rest.split_once(' '))
@@ -301,7 +309,9 @@ pub struct Around {
     pub below: Vec<Ranked>,
 }
 
-/// The page script's `{total, rows, focus}`.
+/// The page script's reply: `<total> <focus>`, then per row
+/// `\n<concertId> <rank> <score> <details>` (`page.lua`).
+#[derive(Debug)]
 struct PageReply {
     total: u64,
     rows: Vec<Ranked>,
@@ -310,12 +320,65 @@ struct PageReply {
 
 impl FromRedisValue for PageReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (total, rows, focus) = FromRedisValue::from_redis_value(v)?;
-        Ok(PageReply { total, rows, focus })
+        let text = String::from_redis_value(v)?;
+        PageReply::parse(&text).ok_or_else(|| format!("malformed page {text:?}"))?
     }
 }
 
+/// The next word of `text` up to a space, and what follows the space.
+fn word(text: &str) -> Option<(&str, &str)> {
+    text.split_once(' ')
+}
+
 impl PageReply {
+    /// `None` when `text` is not a rendered page; an error when a row's details are not.
+    fn parse(text: &str) -> Option<Result<Self, ParsingError>> {
+        let (head, mut rest) = match text.split_once('\n') {
+            Some((_, "")) => return None,
+            Some(parts) => parts,
+            None => (text, ""),
+        };
+        let (total, focus) = word(head)?;
+        let (total, focus) = (total.parse().ok()?, focus.parse().ok()?);
+        let mut rows = Vec::new();
+        while !rest.is_empty() {
+            let (concert, after) = word(rest)?;
+            let (rank, after) = word(after)?;
+            let (score, after) = word(after)?;
+            // A score is the seat board's negated seats; a trending score is a fraction,
+            // of which the whole part is shown.
+            let seats = match score {
+                "-" => None,
+                score => Some((-score.parse::<f64>().ok()?) as u64),
+            };
+            let details = match after.strip_prefix('-') {
+                Some(after) => {
+                    rest = after;
+                    None
+                }
+                None => {
+                    let (length, after) = word(after)?;
+                    let length: usize = length.parse().ok()?;
+                    let details = after.get(..length)?;
+                    rest = &after[length..];
+                    Some(details)
+                }
+            };
+            rest = match rest.strip_prefix('\n') {
+                Some(next) if !next.is_empty() => next,
+                Some(_) => return None,
+                None if rest.is_empty() => rest,
+                None => return None,
+            };
+            let row = Ranked::new(concert.to_owned(), rank.parse().ok()?, seats, details);
+            match row {
+                Ok(row) => rows.push(row),
+                Err(err) => return Some(Err(err)),
+            }
+        }
+        Some(Ok(PageReply { total, rows, focus }))
+    }
+
     /// The rows split around the focus row, or `None` when the concert is not on the board.
     fn around(mut self) -> Option<Around> {
         if self.focus == 0 || self.focus > self.rows.len() {
@@ -565,6 +628,7 @@ impl Rankings {
         let mut invocation = ScriptCall::new(&FOLD);
         invocation
             .key(self.details_key())
+            .key(self.page_cache_key())
             .key(self.fold_key())
             .key(self.windows_state_key())
             .arg(self.settings.dedupe.as_secs())
@@ -583,6 +647,7 @@ impl Rankings {
         let mut invocation = ScriptCall::new(&ROLL);
         invocation
             .key(self.details_key())
+            .key(self.page_cache_key())
             .key(self.windows_state_key())
             .arg(self.window_templates().to_string())
             .arg(TICK_FIELDS)
@@ -593,6 +658,12 @@ impl Rankings {
     /// The one hash of concert details: `concertId` → `<updatedAt ms> <capacity> <json>`.
     pub fn details_key(&self) -> String {
         self.key("concert-details")
+    }
+
+    /// The page cache: the pages [`Rankings::page`] keeps, rendered, deleted by every script
+    /// call that writes boards or details (`page.lua`).
+    pub fn page_cache_key(&self) -> String {
+        self.key("page-cache")
     }
 
     /// Today in the ranking zone.
@@ -615,9 +686,10 @@ impl Rankings {
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
                 // KEYS[1] is the details hash, which every command may read; KEYS[2] the
-                // fold queue.
-                let (details, fold) = (self.details_key(), self.fold_key());
-                invocation.key(&details).key(&fold);
+                // page cache, which the call deletes; KEYS[3] the fold queue.
+                let (details, pages, fold) =
+                    (self.details_key(), self.page_cache_key(), self.fold_key());
+                invocation.key(&details).key(&pages).key(&fold);
                 let mut keys = vec![self.windows_state_key()];
                 invocation
                     .arg(self.settings.dedupe.as_secs())
@@ -634,7 +706,10 @@ impl Rankings {
                 }
                 keys.sort();
                 keys.dedup();
-                for key in keys.iter().filter(|key| **key != details && **key != fold) {
+                for key in keys
+                    .iter()
+                    .filter(|key| **key != details && **key != pages && **key != fold)
+                {
                     invocation.key(key);
                 }
                 batch.stage(invocation)
@@ -800,7 +875,7 @@ impl Rankings {
     }
 
     /// The page script's call on `board` ranked by `order`, its arguments still to come.
-    pub(crate) fn page_call(&self, board: &Board, order: Order) -> ScriptCall {
+    fn read_call(&self, board: &Board, order: Order) -> ScriptCall {
         let mut invocation = ScriptCall::new(&PAGE);
         let seats = self.board_key(board);
         let ranked = match order {
@@ -808,6 +883,23 @@ impl Rankings {
             Order::Rate => self.rate_key(board),
         };
         invocation.key(ranked).key(seats).key(self.details_key());
+        invocation
+    }
+
+    /// The page script's call for a page: with the page cache when the page is one it keeps
+    /// (the top [`CACHED_LIMIT`] rows or fewer).
+    pub(crate) fn page_call(
+        &self,
+        board: &Board,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> ScriptCall {
+        let mut invocation = self.read_call(board, order);
+        if offset == 0 && limit <= CACHED_LIMIT {
+            invocation.key(self.page_cache_key());
+        }
+        invocation.arg(offset).arg(limit);
         invocation
     }
 
@@ -819,8 +911,7 @@ impl Rankings {
         offset: u64,
         limit: u64,
     ) -> Result<Page, Error> {
-        let mut invocation = self.page_call(board, order);
-        invocation.arg(offset).arg(limit);
+        let invocation = self.page_call(board, order, offset, limit);
         let PageReply {
             total, mut rows, ..
         } = self.conn.invoke(invocation).await?;
@@ -837,7 +928,7 @@ impl Rankings {
         concert: &ConcertId,
         n: u64,
     ) -> Result<Option<Around>, Error> {
-        let mut invocation = self.page_call(board, order);
+        let mut invocation = self.read_call(board, order);
         invocation
             .arg("around")
             .arg(concert.as_str())
@@ -859,23 +950,22 @@ fn without_rate_on_trending(board: &Board, rows: &mut [Ranked]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Outcome, Ranked};
-    use redis::{FromRedisValue, Value};
+    use super::{Outcome, PageReply};
 
-    fn row(seats: Option<i64>, details: Option<&str>) -> Value {
-        Value::Array(vec![
-            Value::BulkString(b"c1".to_vec()),
-            Value::Int(3),
-            seats.map_or(Value::Nil, Value::Int),
-            details.map_or(Value::Nil, |d| Value::BulkString(d.as_bytes().to_vec())),
-        ])
+    fn parse(text: &str) -> PageReply {
+        PageReply::parse(text).unwrap().unwrap()
     }
 
     #[test]
     fn page_rows_decode_with_their_details_and_rate() {
         let json = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
-        let full = Ranked::from_redis_value(row(Some(2), Some(&format!("1700000000000 3 {json}"))))
-            .unwrap();
+        let details = format!("1700000000000 3 {json}");
+        let page = parse(&format!(
+            "9 0\nc1 3 -2 {} {details}\nc2 4 -2 -\nc3 5 - -\nc4 6 -1.75 -",
+            details.len()
+        ));
+        assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 4));
+        let full = &page.rows[0];
         assert_eq!(
             (full.rank, full.score, full.capacity, full.rate),
             (3, 2, Some(3), Some(0.666667))
@@ -883,17 +973,51 @@ mod tests {
         assert_eq!(full.title.as_deref(), Some("T"));
         assert_eq!(full.venue, None);
         assert_eq!(full.starts_at.as_deref(), Some("2026-12-24T19:00:00Z"));
-        let bare = Ranked::from_redis_value(row(Some(2), None)).unwrap();
-        assert_eq!((bare.capacity, bare.rate, bare.title), (None, None, None));
+        let bare = &page.rows[1];
+        assert_eq!(
+            (
+                bare.concert_id.as_str(),
+                bare.capacity,
+                bare.rate,
+                bare.title.as_deref()
+            ),
+            ("c2", None, None, None)
+        );
+        // No seat score: 0 seats. A trending score shows its whole part.
+        assert_eq!((page.rows[2].score, page.rows[3].score), (0, 1));
         // A capacity of 0 never divides: no rate.
-        let zero = Ranked::from_redis_value(row(Some(2), Some(&format!("1 0 {json}")))).unwrap();
-        assert_eq!((zero.capacity, zero.rate), (Some(0), None));
+        let zero = format!("1 0 {json}");
+        let page = parse(&format!("1 0\nc1 1 -2 {} {zero}", zero.len()));
+        assert_eq!((page.rows[0].capacity, page.rows[0].rate), (Some(0), None));
         for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
-            assert!(
-                Ranked::from_redis_value(row(Some(1), Some(bad))).is_err(),
-                "{bad}"
-            );
+            let text = format!("1 0\nc1 1 -1 {} {bad}", bad.len());
+            assert!(matches!(PageReply::parse(&text), Some(Err(_))), "{bad}");
         }
+        // Not a page: its shape is wrong.
+        for bad in [
+            "",
+            "1",
+            "x 0",
+            "1 0\n",
+            "1 0\nc1 1 -1",
+            "1 0\nc1 1 -1 9 short",
+            "1 0\nc1 1 -1 -x",
+        ] {
+            assert!(PageReply::parse(bad).is_none(), "{bad:?}");
+        }
+        // An empty board, and a concert not on it.
+        let empty = parse("0 0");
+        assert_eq!((empty.total, empty.rows.len()), (0, 0));
+        assert!(empty.around().is_none());
+    }
+
+    #[test]
+    fn a_page_around_a_concert_splits_at_its_row() {
+        let around = parse("5 2\nc1 1 -3 -\nc2 2 -2 -\nc3 3 -1 -")
+            .around()
+            .unwrap();
+        assert_eq!(around.entry.concert_id, "c2");
+        assert_eq!((around.above.len(), around.below.len()), (1, 1));
     }
 
     #[test]

@@ -1,17 +1,30 @@
--- A page of a board with each row's seats and details, in one call.
+-- A page of a board with each row's seats and details, in one call, rendered as one string.
 -- KEYS[1]: the board ranked by (a seat or a rate board); KEYS[2]: the seat board;
--- KEYS[3]: the details hash.
+-- KEYS[3]: the details hash; KEYS[4], given for the pages worth keeping: the page cache.
 -- ARGV: offset, limit (a page); or 'around', concertId, n (the concert and the n rows
 -- either side of it).
--- Returns {total, rows, focus}. rows: {concertId, rank, seats, details}; rank competition
--- style (1, 2, 2, 4) on KEYS[1]; seats from KEYS[2] (nil when absent); details the hash's
--- "<updatedAtMs> <capacity> <json>" (nil when unknown). focus: the concert's row (1-based)
--- around it; 0 on a page, and around a concert not on the board (rows then empty).
-local ranked, seat_board, details = KEYS[1], KEYS[2], KEYS[3]
+-- The page cache is a hash of rendered pages, the field '<KEYS[1]> <offset> <limit>'. Every
+-- script call that writes boards or details deletes it (boards.lua's forget_pages), so a
+-- page served from it is the page the boards give now. A miss renders the page and keeps it
+-- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
+-- after the board it keeps a page of.
+-- Returns '<total> <focus>', then per row '\n<concertId> <rank> <score> <details>': rank
+-- competition style (1, 2, 2, 4) on KEYS[1]; score the concert's score on the seat board
+-- ('-' when absent); details '<length> <the hash's value>' ('-' when unknown), the value
+-- being "<updatedAtMs> <capacity> <json>". focus: the concert's row (1-based) around it; 0
+-- on a page, and around a concert not on the board (no rows then).
+local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local CACHE_SECONDS = 300
+local field
+if cache then
+  field = ranked .. ' ' .. ARGV[1] .. ' ' .. ARGV[2]
+  local kept = redis.call('HGET', cache, field)
+  if kept then return kept end
+end
 local first, last, focus
 if ARGV[1] == 'around' then
   local at = redis.call('ZRANK', ranked, ARGV[2])
-  if not at then return {redis.call('ZCARD', ranked), {}, 0} end
+  if not at then return redis.call('ZCARD', ranked) .. ' 0' end
   first = math.max(0, at - tonumber(ARGV[3]))
   last = at + tonumber(ARGV[3])
   focus = at - first + 1
@@ -21,7 +34,7 @@ else
   focus = 0
 end
 local range = redis.call('ZRANGE', ranked, first, last, 'WITHSCORES')
-local rows, ids, previous, rank = {}, {}, nil, 0
+local ids, ranks, scores, previous, rank = {}, {}, {}, nil, 0
 for i = 1, #range, 2 do
   local score, position = range[i + 1], first + (i - 1) / 2
   -- A score unlike the one before starts at its own position; only a page's first row
@@ -35,14 +48,27 @@ for i = 1, #range, 2 do
     previous = score
   end
   ids[#ids + 1] = range[i]
-  rows[#rows + 1] = {range[i], rank, -tonumber(score)}
+  ranks[#ranks + 1] = rank
+  scores[#scores + 1] = score
 end
+local total = redis.call('ZCARD', ranked)
+local out = {total .. ' ' .. focus}
 if #ids > 0 then
   local shown = redis.call('HMGET', details, unpack(ids))
-  local seats = ranked ~= seat_board and redis.call('ZMSCORE', seat_board, unpack(ids))
-  for j, row in ipairs(rows) do
-    if seats then row[3] = seats[j] and -tonumber(seats[j]) end
-    row[4] = shown[j]
+  if ranked ~= seat_board then scores = redis.call('ZMSCORE', seat_board, unpack(ids)) end
+  for j, id in ipairs(ids) do
+    local d = shown[j]
+    out[#out + 1] = '\n' .. id .. ' ' .. ranks[j] .. ' ' .. (scores[j] or '-') .. ' ' ..
+      (d and #d .. ' ' .. d or '-')
   end
 end
-return {redis.call('ZCARD', ranked), rows, focus}
+local page = table.concat(out)
+if field and total > 0 then
+  redis.call('HSET', cache, field, page)
+  redis.call('EXPIRE', cache, CACHE_SECONDS, 'NX')
+  for _, board in ipairs({ranked, seat_board}) do
+    local ends = redis.call('PEXPIRETIME', board)
+    if ends > 0 then redis.call('PEXPIREAT', cache, ends, 'LT') end
+  end
+end
+return page
