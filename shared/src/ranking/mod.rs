@@ -245,52 +245,54 @@ pub struct Ranked {
     pub starts_at: Option<String>,
 }
 
-/// The part of a details value's JSON a board shows.
+/// A row of the page script: `[concertId, rank, score, capacity, title, venue, startsAt]`,
+/// the score and capacity as Redis stores them (`page.lua`).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Shown {
-    title: String,
-    venue: Option<String>,
-    starts_at: String,
-}
+struct Row(
+    String,
+    u64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
-impl Ranked {
-    /// A row from its concert, rank, seats and the details hash's value, if any:
-    /// `<updatedAtMs> <capacity> <json>`.
-    fn new(
-        concert_id: String,
-        rank: u64,
-        seats: Option<u64>,
-        details: Option<&str>,
-    ) -> Result<Self, ParsingError> {
-        let score = seats.unwrap_or(0);
-        let mut row = Ranked {
+impl TryFrom<Row> for Ranked {
+    type Error = String;
+
+    fn try_from(row: Row) -> Result<Self, String> {
+        let Row(concert_id, rank, score, capacity, title, venue, starts_at) = row;
+        // A seat score is negated seats; a trending score a fraction, shown rounded down.
+        let score = match score {
+            Some(raw) => {
+                let stored: f64 = raw
+                    .parse()
+                    .map_err(|_| format!("malformed score {raw:?} of {concert_id}"))?;
+                (-stored) as u64
+            }
+            None => 0,
+        };
+        let capacity = capacity
+            .map(|raw| raw.parse::<u64>())
+            .transpose()
+            .map_err(|_| format!("malformed capacity of {concert_id}"))?;
+        // Details always carry a title and a start.
+        if capacity.is_some() && (title.is_none() || starts_at.is_none()) {
+            return Err(format!("malformed concert details of {concert_id}"));
+        }
+        Ok(Ranked {
             rank,
             concert_id,
             score,
-            capacity: None,
-            rate: None,
-            title: None,
-            venue: None,
-            starts_at: None,
-        };
-        if let Some(details) = details {
-            let (capacity, json) = details
-                .split_once(' ')
-                .and_then(|(_, rest)| rest.split_once(' '))
-                .ok_or_else(|| format!("malformed concert details {details:?}"))?;
-            let capacity: u64 = capacity
-                .parse()
-                .map_err(|_| format!("malformed capacity in {details:?}"))?;
-            let shown: Shown = serde_json::from_str(json)
-                .map_err(|err| format!("malformed concert details JSON: {err}"))?;
-            row.capacity = Some(capacity);
-            row.rate = (capacity > 0).then(|| (score as f64 / capacity as f64 * 1e6).round() / 1e6);
-            row.title = Some(shown.title);
-            row.venue = shown.venue;
-            row.starts_at = Some(shown.starts_at);
-        }
-        Ok(row)
+            capacity,
+            rate: capacity
+                .filter(|capacity| *capacity > 0)
+                .map(|capacity| (score as f64 / capacity as f64 * 1e6).round() / 1e6),
+            title,
+            venue,
+            starts_at,
+        })
     }
 }
 
@@ -309,8 +311,7 @@ pub struct Around {
     pub below: Vec<Ranked>,
 }
 
-/// The page script's reply: `<total> <focus>`, then per row
-/// `\n<concertId> <rank> <score> <details>` (`page.lua`).
+/// The page script's reply, `[total, focus, [row, ...]]` (`page.lua`).
 #[derive(Debug)]
 struct PageReply {
     total: u64,
@@ -320,63 +321,19 @@ struct PageReply {
 
 impl FromRedisValue for PageReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let text = String::from_redis_value(v)?;
-        PageReply::parse(&text).ok_or_else(|| format!("malformed page {text:?}"))?
+        Ok(PageReply::parse(&Vec::<u8>::from_redis_value(v)?)?)
     }
 }
 
-/// The next word of `text` up to a space, and what follows the space.
-fn word(text: &str) -> Option<(&str, &str)> {
-    text.split_once(' ')
-}
-
 impl PageReply {
-    /// `None` when `text` is not a rendered page; an error when a row's details are not.
-    fn parse(text: &str) -> Option<Result<Self, ParsingError>> {
-        let (head, mut rest) = match text.split_once('\n') {
-            Some((_, "")) => return None,
-            Some(parts) => parts,
-            None => (text, ""),
-        };
-        let (total, focus) = word(head)?;
-        let (total, focus) = (total.parse().ok()?, focus.parse().ok()?);
-        let mut rows = Vec::new();
-        while !rest.is_empty() {
-            let (concert, after) = word(rest)?;
-            let (rank, after) = word(after)?;
-            let (score, after) = word(after)?;
-            // A score is the seat board's negated seats; a trending score is a fraction,
-            // of which the whole part is shown.
-            let seats = match score {
-                "-" => None,
-                score => Some((-score.parse::<f64>().ok()?) as u64),
-            };
-            let details = match after.strip_prefix('-') {
-                Some(after) => {
-                    rest = after;
-                    None
-                }
-                None => {
-                    let (length, after) = word(after)?;
-                    let length: usize = length.parse().ok()?;
-                    let details = after.get(..length)?;
-                    rest = &after[length..];
-                    Some(details)
-                }
-            };
-            rest = match rest.strip_prefix('\n') {
-                Some(next) if !next.is_empty() => next,
-                Some(_) => return None,
-                None if rest.is_empty() => rest,
-                None => return None,
-            };
-            let row = Ranked::new(concert.to_owned(), rank.parse().ok()?, seats, details);
-            match row {
-                Ok(row) => rows.push(row),
-                Err(err) => return Some(Err(err)),
-            }
-        }
-        Some(Ok(PageReply { total, rows, focus }))
+    fn parse(json: &[u8]) -> Result<Self, String> {
+        let (total, focus, rows): (u64, usize, Vec<Row>) =
+            serde_json::from_slice(json).map_err(|err| format!("malformed page: {err}"))?;
+        let rows = rows
+            .into_iter()
+            .map(Ranked::try_from)
+            .collect::<Result<_, _>>()?;
+        Ok(PageReply { total, rows, focus })
     }
 
     /// The rows split around the focus row, or `None` when the concert is not on the board.
@@ -952,19 +909,18 @@ fn without_rate_on_trending(board: &Board, rows: &mut [Ranked]) {
 mod tests {
     use super::{Outcome, PageReply};
 
-    fn parse(text: &str) -> PageReply {
-        PageReply::parse(text).unwrap().unwrap()
+    fn parse(json: &str) -> PageReply {
+        PageReply::parse(json.as_bytes()).unwrap()
     }
 
     #[test]
     fn page_rows_decode_with_their_details_and_rate() {
-        let json = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
-        let details = format!("1700000000000 3 {json}");
-        let page = parse(&format!(
-            "9 0\nc1 3 -2 {} {details}\nc2 4 -2 -\nc3 5 - -\nc4 6 -1.75 -",
-            details.len()
-        ));
-        assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 4));
+        let page = parse(
+            r#"[9,0,[["c1",3,"-2","3","T",null,"2026-12-24T19:00:00Z"],
+                ["c2",4,"-2",null,null,null,null],["c3",5,null,null,null,null,null],
+                ["c4",6,"-1.75",null,null,null,null],["c5",7,"-2","0","T","V","2027"]]]"#,
+        );
+        assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 5));
         let full = &page.rows[0];
         assert_eq!(
             (full.rank, full.score, full.capacity, full.rate),
@@ -975,47 +931,42 @@ mod tests {
         assert_eq!(full.starts_at.as_deref(), Some("2026-12-24T19:00:00Z"));
         let bare = &page.rows[1];
         assert_eq!(
-            (
-                bare.concert_id.as_str(),
-                bare.capacity,
-                bare.rate,
-                bare.title.as_deref()
-            ),
-            ("c2", None, None, None)
+            (bare.concert_id.as_str(), bare.capacity, bare.rate),
+            ("c2", None, None)
         );
+        assert_eq!(bare.title, None);
         // No seat score: 0 seats. A trending score shows its whole part.
         assert_eq!((page.rows[2].score, page.rows[3].score), (0, 1));
         // A capacity of 0 never divides: no rate.
-        let zero = format!("1 0 {json}");
-        let page = parse(&format!("1 0\nc1 1 -2 {} {zero}", zero.len()));
-        assert_eq!((page.rows[0].capacity, page.rows[0].rate), (Some(0), None));
-        for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
-            let text = format!("1 0\nc1 1 -1 {} {bad}", bad.len());
-            assert!(matches!(PageReply::parse(&text), Some(Err(_))), "{bad}");
-        }
-        // Not a page: its shape is wrong.
+        assert_eq!((page.rows[4].capacity, page.rows[4].rate), (Some(0), None));
         for bad in [
             "",
-            "1",
-            "x 0",
-            "1 0\n",
-            "1 0\nc1 1 -1",
-            "1 0\nc1 1 -1 9 short",
-            "1 0\nc1 1 -1 -x",
+            "[1,0]",
+            "[1,0,{}]",
+            r#"[1,0,[["c1",1,"x",null,null,null,null]]]"#,
+            r#"[1,0,[["c1",1,"-1","x","T",null,"S"]]]"#,
+            r#"[1,0,[["c1",1,"-1","3",null,null,"S"]]]"#,
+            r#"[1,0,[["c1",1,"-1","3",7,null,"S"]]]"#,
         ] {
-            assert!(PageReply::parse(bad).is_none(), "{bad:?}");
+            assert!(PageReply::parse(bad.as_bytes()).is_err(), "{bad}");
         }
         // An empty board, and a concert not on it.
-        let empty = parse("0 0");
+        let empty = parse("[0,0,[]]");
         assert_eq!((empty.total, empty.rows.len()), (0, 0));
         assert!(empty.around().is_none());
     }
 
     #[test]
     fn a_page_around_a_concert_splits_at_its_row() {
-        let around = parse("5 2\nc1 1 -3 -\nc2 2 -2 -\nc3 3 -1 -")
-            .around()
-            .unwrap();
+        let row = |id: &str| format!(r#"["{id}",1,"-1",null,null,null,null]"#);
+        let around = parse(&format!(
+            "[5,2,[{},{},{}]]",
+            row("c1"),
+            row("c2"),
+            row("c3")
+        ))
+        .around()
+        .unwrap();
         assert_eq!(around.entry.concert_id, "c2");
         assert_eq!((around.above.len(), around.below.len()), (1, 1));
     }

@@ -8,11 +8,14 @@
 -- page served from it is the page the boards give now. A miss renders the page and keeps it
 -- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
 -- after the board it keeps a page of.
--- Returns '<total> <focus>', then per row '\n<concertId> <rank> <score> <details>': rank
--- competition style (1, 2, 2, 4) on KEYS[1]; score the concert's score on the seat board
--- ('-' when absent); details '<length> <the hash's value>' ('-' when unknown), the value
--- being "<updatedAtMs> <capacity> <json>". focus: the concert's row (1-based) around it; 0
--- on a page, and around a concert not on the board (no rows then).
+-- Returns the page as JSON, only what a row shows: [total, focus, [row, ...]], a row being
+-- [concertId, rank, score, capacity, title, venue, startsAt]. rank: competition style (1, 2,
+-- 2, 4) on KEYS[1]; score: the concert's score on the seat board as stored (a string), null
+-- when absent; capacity (a string), title, venue and startsAt from the details hash's
+-- "<updatedAtMs> <capacity> <json>", null when unknown. focus: the concert's row (1-based)
+-- around it; 0 on a page, and around a concert not on the board (no rows then). A kept page
+-- is read into Lua and out again: each byte costs (Redis hashes every string it hands Lua),
+-- so a row carries nothing it does not show.
 local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local CACHE_SECONDS = 300
 local field
@@ -24,7 +27,7 @@ end
 local first, last, focus
 if ARGV[1] == 'around' then
   local at = redis.call('ZRANK', ranked, ARGV[2])
-  if not at then return redis.call('ZCARD', ranked) .. ' 0' end
+  if not at then return '[' .. redis.call('ZCARD', ranked) .. ',0,[]]' end
   first = math.max(0, at - tonumber(ARGV[3]))
   last = at + tonumber(ARGV[3])
   focus = at - first + 1
@@ -52,23 +55,34 @@ for i = 1, #range, 2 do
   scores[#scores + 1] = score
 end
 local total = redis.call('ZCARD', ranked)
-local out = {total .. ' ' .. focus}
+local rows = {}
 if #ids > 0 then
   local shown = redis.call('HMGET', details, unpack(ids))
   if ranked ~= seat_board then scores = redis.call('ZMSCORE', seat_board, unpack(ids)) end
+  local null = cjson.null
   for j, id in ipairs(ids) do
-    local d = shown[j]
-    out[#out + 1] = '\n' .. id .. ' ' .. ranks[j] .. ' ' .. (scores[j] or '-') .. ' ' ..
-      (d and #d .. ' ' .. d or '-')
+    local row = {id, ranks[j], scores[j] or null, null, null, null, null}
+    local value = shown[j]
+    if value then
+      -- Plain finds: cheaper than a pattern over the whole value.
+      local a = string.find(value, ' ', 1, true)
+      local b = a and string.find(value, ' ', a + 1, true)
+      if not b then error('malformed concert details of ' .. id) end
+      local d = cjson.decode(string.sub(value, b + 1))
+      row[4], row[5], row[6], row[7] = string.sub(value, a + 1, b - 1), d.title or null,
+        d.venue or null, d.startsAt or null
+    end
+    rows[j] = row
   end
 end
-local page = table.concat(out)
+-- An empty table would be encoded as an object.
+local page = '[' .. total .. ',' .. focus .. ',' .. (#rows > 0 and cjson.encode(rows) or '[]') ..
+  ']'
 if field and total > 0 then
   redis.call('HSET', cache, field, page)
   redis.call('EXPIRE', cache, CACHE_SECONDS, 'NX')
-  for _, board in ipairs({ranked, seat_board}) do
-    local ends = redis.call('PEXPIRETIME', board)
-    if ends > 0 then redis.call('PEXPIREAT', cache, ends, 'LT') end
-  end
+  -- A rate board ends with its seat board.
+  local ends = redis.call('PEXPIRETIME', seat_board)
+  if ends > 0 then redis.call('PEXPIREAT', cache, ends, 'LT') end
 end
 return page
