@@ -245,24 +245,35 @@ pub struct Ranked {
     pub starts_at: Option<String>,
 }
 
-/// A row of the page script: `[concertId, rank, score, capacity, title, venue, startsAt]`,
-/// the score and capacity as Redis stores them (`page.lua`).
+/// A row of a kept page: `[concertId, rank, score, capacity, [title, venue, startsAt]]`, the
+/// score as Redis stores it (`page.lua`).
 #[derive(Deserialize)]
-struct Row(
+struct KeptRow(
     String,
     u64,
     Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
+    Option<u64>,
+    Option<(String, Option<String>, String)>,
 );
 
-impl TryFrom<Row> for Ranked {
-    type Error = String;
+/// The part of a details value's JSON a board shows.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown {
+    title: String,
+    venue: Option<String>,
+    starts_at: String,
+}
 
-    fn try_from(row: Row) -> Result<Self, String> {
-        let Row(concert_id, rank, score, capacity, title, venue, starts_at) = row;
+impl Ranked {
+    /// A row from its concert, rank, score as stored, and its capacity and shown details
+    /// (title, venue, startsAt) if the rankings know them.
+    fn new(
+        concert_id: String,
+        rank: u64,
+        score: Option<&str>,
+        details: Option<(u64, Shown)>,
+    ) -> Result<Self, String> {
         // A seat score is negated seats; a trending score a fraction, shown rounded down.
         let score = match score {
             Some(raw) => {
@@ -273,14 +284,8 @@ impl TryFrom<Row> for Ranked {
             }
             None => 0,
         };
-        let capacity = capacity
-            .map(|raw| raw.parse::<u64>())
-            .transpose()
-            .map_err(|_| format!("malformed capacity of {concert_id}"))?;
-        // Details always carry a title and a start.
-        if capacity.is_some() && (title.is_none() || starts_at.is_none()) {
-            return Err(format!("malformed concert details of {concert_id}"));
-        }
+        let capacity = details.as_ref().map(|(capacity, _)| *capacity);
+        let shown = details.map(|(_, shown)| shown);
         Ok(Ranked {
             rank,
             concert_id,
@@ -289,10 +294,54 @@ impl TryFrom<Row> for Ranked {
             rate: capacity
                 .filter(|capacity| *capacity > 0)
                 .map(|capacity| (score as f64 / capacity as f64 * 1e6).round() / 1e6),
-            title,
-            venue,
-            starts_at,
+            title: shown.as_ref().map(|shown| shown.title.clone()),
+            venue: shown.as_ref().and_then(|shown| shown.venue.clone()),
+            starts_at: shown.map(|shown| shown.starts_at),
         })
+    }
+
+    /// A row of a kept page.
+    fn kept(row: KeptRow) -> Result<Self, String> {
+        let KeptRow(concert_id, rank, score, capacity, shown) = row;
+        let details = match (capacity, shown) {
+            (Some(capacity), Some((title, venue, starts_at))) => Some((
+                capacity,
+                Shown {
+                    title,
+                    venue,
+                    starts_at,
+                },
+            )),
+            (None, None) => None,
+            _ => return Err(format!("malformed concert details of {concert_id}")),
+        };
+        Ranked::new(concert_id, rank, score.as_deref(), details)
+    }
+
+    /// A row of a page read from the boards: the details as the hash holds them,
+    /// `<updatedAtMs> <capacity> <json>`.
+    fn read(
+        concert_id: String,
+        rank: u64,
+        score: Option<&str>,
+        details: Option<&str>,
+    ) -> Result<Self, String> {
+        let details = match details {
+            Some(details) => {
+                let (capacity, json) = details
+                    .split_once(' ')
+                    .and_then(|(_, rest)| rest.split_once(' '))
+                    .ok_or_else(|| format!("malformed concert details {details:?}"))?;
+                let capacity: u64 = capacity
+                    .parse()
+                    .map_err(|_| format!("malformed capacity in {details:?}"))?;
+                let shown: Shown = serde_json::from_str(json)
+                    .map_err(|err| format!("malformed concert details JSON: {err}"))?;
+                Some((capacity, shown))
+            }
+            None => None,
+        };
+        Ranked::new(concert_id, rank, score, details)
     }
 }
 
@@ -311,7 +360,9 @@ pub struct Around {
     pub below: Vec<Ranked>,
 }
 
-/// The page script's reply, `[total, focus, [row, ...]]` (`page.lua`).
+/// The page script's reply (`page.lua`): a kept page as JSON, `[total, focus, [row, ...]]`;
+/// or a page read from the boards as a flat array, total, focus, then per row concertId,
+/// rank, score and details.
 #[derive(Debug)]
 struct PageReply {
     total: u64,
@@ -321,18 +372,46 @@ struct PageReply {
 
 impl FromRedisValue for PageReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        Ok(PageReply::parse(&Vec::<u8>::from_redis_value(v)?)?)
+        Ok(match v {
+            Value::Array(items) => PageReply::flat(items)?,
+            other => PageReply::parse(&Vec::<u8>::from_redis_value(other)?)?,
+        })
     }
 }
 
 impl PageReply {
+    /// A kept page.
     fn parse(json: &[u8]) -> Result<Self, String> {
-        let (total, focus, rows): (u64, usize, Vec<Row>) =
+        let (total, focus, rows): (u64, usize, Vec<KeptRow>) =
             serde_json::from_slice(json).map_err(|err| format!("malformed page: {err}"))?;
         let rows = rows
             .into_iter()
-            .map(Ranked::try_from)
+            .map(Ranked::kept)
             .collect::<Result<_, _>>()?;
+        Ok(PageReply { total, rows, focus })
+    }
+
+    /// A page read from the boards.
+    fn flat(items: Vec<Value>) -> Result<Self, ParsingError> {
+        if items.len() < 2 || items.len() % 4 != 2 {
+            return Err(format!("a page of {} values", items.len()).into());
+        }
+        let mut items = items.into_iter();
+        let (total, focus) = (
+            u64::from_redis_value(items.next().unwrap_or(Value::Nil))?,
+            usize::from_redis_value(items.next().unwrap_or(Value::Nil))?,
+        );
+        let mut rows = Vec::new();
+        while let Some(concert) = items.next() {
+            let mut next = || items.next().unwrap_or(Value::Nil);
+            let (rank, score, details) = (next(), next(), next());
+            rows.push(Ranked::read(
+                String::from_redis_value(concert)?,
+                u64::from_redis_value(rank)?,
+                Option::<String>::from_redis_value(score)?.as_deref(),
+                Option::<String>::from_redis_value(details)?.as_deref(),
+            )?);
+        }
         Ok(PageReply { total, rows, focus })
     }
 
@@ -908,18 +987,44 @@ fn without_rate_on_trending(board: &Board, rows: &mut [Ranked]) {
 #[cfg(test)]
 mod tests {
     use super::{Outcome, PageReply};
+    use redis::{FromRedisValue, Value};
 
     fn parse(json: &str) -> PageReply {
         PageReply::parse(json.as_bytes()).unwrap()
     }
 
+    fn flat(values: Vec<Value>) -> PageReply {
+        PageReply::from_redis_value(Value::Array(values)).unwrap()
+    }
+
+    fn text(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    const STORED: &str = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
+
     #[test]
-    fn page_rows_decode_with_their_details_and_rate() {
-        let page = parse(
-            r#"[9,0,[["c1",3,"-2","3","T",null,"2026-12-24T19:00:00Z"],
-                ["c2",4,"-2",null,null,null,null],["c3",5,null,null,null,null,null],
-                ["c4",6,"-1.75",null,null,null,null],["c5",7,"-2","0","T","V","2027"]]]"#,
-        );
+    fn page_rows_read_from_the_boards_decode_with_their_details_and_rate() {
+        let row = |id: &str, rank: i64, score: Option<&str>, details: Option<String>| {
+            vec![
+                text(id),
+                Value::Int(rank),
+                score.map_or(Value::Nil, text),
+                details.map_or(Value::Nil, |d| text(&d)),
+            ]
+        };
+        let mut values = vec![Value::Int(9), Value::Int(0)];
+        values.extend(row(
+            "c1",
+            3,
+            Some("-2"),
+            Some(format!("1700000000000 3 {STORED}")),
+        ));
+        values.extend(row("c2", 4, Some("-2"), None));
+        values.extend(row("c3", 5, None, None));
+        values.extend(row("c4", 6, Some("-1.75"), None));
+        values.extend(row("c5", 7, Some("-2"), Some(format!("1 0 {STORED}"))));
+        let page = flat(values);
         assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 5));
         let full = &page.rows[0];
         assert_eq!(
@@ -939,34 +1044,73 @@ mod tests {
         assert_eq!((page.rows[2].score, page.rows[3].score), (0, 1));
         // A capacity of 0 never divides: no rate.
         assert_eq!((page.rows[4].capacity, page.rows[4].rate), (Some(0), None));
-        for bad in [
-            "",
-            "[1,0]",
-            "[1,0,{}]",
-            r#"[1,0,[["c1",1,"x",null,null,null,null]]]"#,
-            r#"[1,0,[["c1",1,"-1","x","T",null,"S"]]]"#,
-            r#"[1,0,[["c1",1,"-1","3",null,null,"S"]]]"#,
-            r#"[1,0,[["c1",1,"-1","3",7,null,"S"]]]"#,
-        ] {
-            assert!(PageReply::parse(bad.as_bytes()).is_err(), "{bad}");
+        for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
+            let mut values = vec![Value::Int(1), Value::Int(0)];
+            values.extend(row("c1", 1, Some("-1"), Some(bad.to_owned())));
+            assert!(
+                PageReply::from_redis_value(Value::Array(values)).is_err(),
+                "{bad}"
+            );
         }
+        let mut short = vec![Value::Int(1), Value::Int(0)];
+        short.extend(row("c1", 1, Some("-1"), None));
+        short.pop();
+        assert!(PageReply::from_redis_value(Value::Array(short)).is_err());
         // An empty board, and a concert not on it.
-        let empty = parse("[0,0,[]]");
+        let empty = flat(vec![Value::Int(0), Value::Int(0)]);
         assert_eq!((empty.total, empty.rows.len()), (0, 0));
         assert!(empty.around().is_none());
     }
 
     #[test]
+    fn kept_pages_decode_as_the_same_rows() {
+        let page = parse(
+            r#"[9,0,[["c1",3,"-2",3,["T",null,"2026-12-24T19:00:00Z"]],["c2",4,"-2",null,null],
+                ["c3",5,null,null,null],["c5",7,"-2",0,["T","V","2027"]]]]"#,
+        );
+        assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 4));
+        let full = &page.rows[0];
+        assert_eq!(
+            (full.rank, full.score, full.capacity, full.rate),
+            (3, 2, Some(3), Some(0.666667))
+        );
+        assert_eq!(
+            (
+                full.title.as_deref(),
+                full.venue.as_deref(),
+                full.starts_at.as_deref()
+            ),
+            (Some("T"), None, Some("2026-12-24T19:00:00Z"))
+        );
+        assert_eq!(
+            (page.rows[1].capacity, page.rows[1].title.as_deref()),
+            (None, None)
+        );
+        assert_eq!(page.rows[2].score, 0);
+        assert_eq!((page.rows[3].capacity, page.rows[3].rate), (Some(0), None));
+        assert_eq!(page.rows[3].venue.as_deref(), Some("V"));
+        for bad in [
+            "",
+            "[1,0]",
+            "[1,0,{}]",
+            r#"[1,0,[["c1",1,"x",null,null]]]"#,
+            r#"[1,0,[["c1",1,"-1","3",["T",null,"S"]]]]"#,
+            r#"[1,0,[["c1",1,"-1",3,null]]]"#,
+            r#"[1,0,[["c1",1,"-1",null,["T",null,"S"]]]]"#,
+            r#"[1,0,[["c1",1,"-1",3,[null,null,"S"]]]]"#,
+        ] {
+            assert!(PageReply::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+        assert_eq!(parse("[0,0,[]]").rows.len(), 0);
+    }
+
+    #[test]
     fn a_page_around_a_concert_splits_at_its_row() {
-        let row = |id: &str| format!(r#"["{id}",1,"-1",null,null,null,null]"#);
-        let around = parse(&format!(
-            "[5,2,[{},{},{}]]",
-            row("c1"),
-            row("c2"),
-            row("c3")
-        ))
-        .around()
-        .unwrap();
+        let mut values = vec![Value::Int(5), Value::Int(2)];
+        for id in ["c1", "c2", "c3"] {
+            values.extend([text(id), Value::Int(1), text("-1"), Value::Nil]);
+        }
+        let around = flat(values).around().unwrap();
         assert_eq!(around.entry.concert_id, "c2");
         assert_eq!((around.above.len(), around.below.len()), (1, 1));
     }

@@ -1,4 +1,4 @@
--- A page of a board with each row's seats and details, in one call, rendered as one string.
+-- A page of a board with each row's seats and details, in one call.
 -- KEYS[1]: the board ranked by (a seat or a rate board); KEYS[2]: the seat board;
 -- KEYS[3]: the details hash; KEYS[4], given for the pages worth keeping: the page cache.
 -- ARGV: offset, limit (a page); or 'around', concertId, n (the concert and the n rows
@@ -8,14 +8,16 @@
 -- page served from it is the page the boards give now. A miss renders the page and keeps it
 -- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
 -- after the board it keeps a page of.
--- Returns the page as JSON, only what a row shows: [total, focus, [row, ...]], a row being
--- [concertId, rank, score, capacity, title, venue, startsAt]. rank: competition style (1, 2,
--- 2, 4) on KEYS[1]; score: the concert's score on the seat board as stored (a string), null
--- when absent; capacity (a string), title, venue and startsAt from the details hash's
+-- Returns a page to keep as JSON, [total, focus, [row, ...]], a row being [concertId, rank,
+-- score, capacity, [title, venue, startsAt]]: only what a row shows, as a kept page is handed
+-- to Lua and out again on every read, and Redis hashes every byte of a string it hands Lua.
+-- Any other read returns a flat array: total, focus, then per row concertId, rank, score and
+-- details, each value as Redis holds it (nothing is copied into a new string). rank:
+-- competition style (1, 2, 2, 4) on KEYS[1]; score: the concert's score on the seat board as
+-- stored (a string), null when absent; capacity and details from the details hash's
 -- "<updatedAtMs> <capacity> <json>", null when unknown. focus: the concert's row (1-based)
--- around it; 0 on a page, and around a concert not on the board (no rows then). A kept page
--- is read into Lua and out again: each byte costs (Redis hashes every string it hands Lua),
--- so a row carries nothing it does not show.
+-- around it; 0 on a page, and around a concert not on the board (no rows then). A concertId
+-- needs no JSON escaping (letters, digits, '.', '_', ':', '-'; ids.rs).
 local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local CACHE_SECONDS = 300
 local field
@@ -27,7 +29,7 @@ end
 local first, last, focus
 if ARGV[1] == 'around' then
   local at = redis.call('ZRANK', ranked, ARGV[2])
-  if not at then return '[' .. redis.call('ZCARD', ranked) .. ',0,[]]' end
+  if not at then return {redis.call('ZCARD', ranked), 0} end
   first = math.max(0, at - tonumber(ARGV[3]))
   last = at + tonumber(ARGV[3])
   focus = at - first + 1
@@ -55,30 +57,36 @@ for i = 1, #range, 2 do
   scores[#scores + 1] = score
 end
 local total = redis.call('ZCARD', ranked)
-local rows = {}
-if #ids > 0 then
-  local shown = redis.call('HMGET', details, unpack(ids))
-  if ranked ~= seat_board then scores = redis.call('ZMSCORE', seat_board, unpack(ids)) end
-  local null = cjson.null
-  for j, id in ipairs(ids) do
-    local row = {id, ranks[j], scores[j] or null, null, null, null, null}
-    local value = shown[j]
-    if value then
-      -- Plain finds: cheaper than a pattern over the whole value.
-      local a = string.find(value, ' ', 1, true)
-      local b = a and string.find(value, ' ', a + 1, true)
-      if not b then error('malformed concert details of ' .. id) end
-      local d = cjson.decode(string.sub(value, b + 1))
-      row[4], row[5], row[6], row[7] = string.sub(value, a + 1, b - 1), d.title or null,
-        d.venue or null, d.startsAt or null
-    end
-    rows[j] = row
-  end
+local shown = #ids > 0 and redis.call('HMGET', details, unpack(ids)) or {}
+if #ids > 0 and ranked ~= seat_board then
+  scores = redis.call('ZMSCORE', seat_board, unpack(ids))
 end
--- An empty table would be encoded as an object.
-local page = '[' .. total .. ',' .. focus .. ',' .. (#rows > 0 and cjson.encode(rows) or '[]') ..
-  ']'
-if field and total > 0 then
+if not field then
+  local flat = {total, focus}
+  for j, id in ipairs(ids) do
+    local n = #flat
+    flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = id, ranks[j], scores[j] or false,
+      shown[j] or false
+  end
+  return flat
+end
+local out = {}
+for j, id in ipairs(ids) do
+  local value, capacity, kept = shown[j], 'null', 'null'
+  if value then
+    -- Plain finds: cheaper than a pattern over the whole value.
+    local a = string.find(value, ' ', 1, true)
+    local b = a and string.find(value, ' ', a + 1, true)
+    if not b then error('malformed concert details of ' .. id) end
+    local d, null = cjson.decode(string.sub(value, b + 1)), cjson.null
+    capacity = string.sub(value, a + 1, b - 1)
+    kept = cjson.encode({d.title or null, d.venue or null, d.startsAt or null})
+  end
+  out[j] = '["' .. id .. '",' .. ranks[j] .. ',' ..
+    (scores[j] and '"' .. scores[j] .. '"' or 'null') .. ',' .. capacity .. ',' .. kept .. ']'
+end
+local page = '[' .. total .. ',' .. focus .. ',[' .. table.concat(out, ',') .. ']]'
+if total > 0 then
   redis.call('HSET', cache, field, page)
   redis.call('EXPIRE', cache, CACHE_SECONDS, 'NX')
   -- A rate board ends with its seat board.
