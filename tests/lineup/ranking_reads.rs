@@ -124,11 +124,36 @@ async fn a_read_after_any_write_shows_it_though_the_top_of_a_board_is_kept() {
 
     sell(&app, &[("b", 3)]).await;
     assert_eq!(daily().await, [("b".into(), 3, 1), ("a".into(), 2, 2)]);
-    schedule(&app, "a", 10, "A Show", None, "2026-12-24T19:00:00Z").await;
-    assert_eq!(
-        read(&app, "/rankings/daily").await.body["items"][1]["title"],
-        "A Show"
-    );
+    // A title that JSON escapes, and one it does not: a kept page shows both as stored.
+    schedule(
+        &app,
+        "a",
+        10,
+        r#"A "Show" \ live"#,
+        None,
+        "2026-12-24T19:00:00Z",
+    )
+    .await;
+    schedule(&app, "b", 6, "B Show", Some("Hall"), "2026-12-25T19:00:00Z").await;
+    for _ in 0..2 {
+        let items = &read(&app, "/rankings/daily").await.body["items"];
+        assert_eq!(
+            (&items[0]["title"], &items[0]["venue"], &items[0]["rate"]),
+            (&json!("B Show"), &json!("Hall"), &json!(0.5))
+        );
+        assert_eq!(
+            (
+                &items[1]["title"],
+                &items[1]["venue"],
+                &items[1]["startsAt"]
+            ),
+            (
+                &json!(r#"A "Show" \ live"#),
+                &Value::Null,
+                &json!("2026-12-24T19:00:00Z")
+            )
+        );
+    }
     let refund = envelope(
         "PaymentRefunded",
         json!({"paymentId": "pay-b", "refundId": "r-b", "concertId": "b", "seats": 3}),

@@ -70,6 +70,27 @@ if not field then
   end
   return flat
 end
+-- A kept row's [title, venue, startsAt] from a details value, by decoding its JSON.
+local function shown_decoded(json)
+  local d, null = cjson.decode(json), cjson.null
+  return cjson.encode({d.title or null, d.venue or null, d.startsAt or null})
+end
+-- The JSON string token after `key` ('"title":"', say) in a value with no backslash, or nil.
+local function token(value, key)
+  local _, e = string.find(value, key, 1, true)
+  local close = e and string.find(value, '"', e + 1, true)
+  return close and string.sub(value, e, close)
+end
+-- The same, far cheaper, for a value with no backslash: then no string in it holds a quote,
+-- so '"title":' can only be a key (the details JSON nests no object), and each string value
+-- is spliced as it is. Plain finds only: a Lua pattern tries every position in Lua's own
+-- matcher. nil when that does not find title and startsAt.
+local function shown_fast(value)
+  if string.find(value, '\\', 1, true) then return nil end
+  local title, starts_at = token(value, '"title":"'), token(value, '"startsAt":"')
+  if not (title and starts_at) then return nil end
+  return '[' .. title .. ',' .. (token(value, '"venue":"') or 'null') .. ',' .. starts_at .. ']'
+end
 local out = {}
 for j, id in ipairs(ids) do
   local value, capacity, kept = shown[j], 'null', 'null'
@@ -78,9 +99,8 @@ for j, id in ipairs(ids) do
     local a = string.find(value, ' ', 1, true)
     local b = a and string.find(value, ' ', a + 1, true)
     if not b then error('malformed concert details of ' .. id) end
-    local d, null = cjson.decode(string.sub(value, b + 1)), cjson.null
     capacity = string.sub(value, a + 1, b - 1)
-    kept = cjson.encode({d.title or null, d.venue or null, d.startsAt or null})
+    kept = shown_fast(value) or shown_decoded(string.sub(value, b + 1))
   end
   out[j] = '["' .. id .. '",' .. ranks[j] .. ',' ..
     (scores[j] and '"' .. scores[j] .. '"' or 'null') .. ',' .. capacity .. ',' .. kept .. ']'
