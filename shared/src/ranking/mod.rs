@@ -10,6 +10,10 @@
 //! time does not grow with the boards a payment counts on, and a burst of sales of one
 //! concert writes each board once per fold call.
 //!
+//! The top of a board, once read, is kept rendered in the page cache (`page.lua`): a read
+//! that finds its page is one `HGET`. Every script call that writes boards or details
+//! deletes the cache, so a read after a write shows it.
+//!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
 //! tens of thousands of small scripts a second, far above a ticketing site's payment rate;
