@@ -7,7 +7,9 @@
 -- script call that writes boards or details deletes it (boards.lua's forget_pages), so a
 -- page served from it is the page the boards give now. A miss renders the page and keeps it
 -- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
--- after the board it keeps a page of.
+-- after the board it keeps a page of. It holds at most one page per board, order and limit
+-- up to mod.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
+-- (the script runs under allow-oom, as reads must) adds little.
 -- Returns a page to keep as JSON, [total, focus, [row, ...]], a row being [concertId, rank,
 -- score, capacity, [title, venue, startsAt]]: only what a row shows, as a kept page is handed
 -- to Lua and out again on every read, and Redis hashes every byte of a string it hands Lua.
