@@ -358,7 +358,8 @@ impl Bench {
     }
 
     /// `concerts` concerts on `board` and its rate board, each with details, written directly
-    /// in the formats the updater writes (seats 1–5 000, capacities 1 000–50 999).
+    /// in the formats the updater writes (seats 1–5 000, capacities 1 000–50 999); the page
+    /// cache deleted, as the updater's writes delete it.
     pub async fn seed_board(&self, rankings: &Rankings, board: &Board, concerts: u64) {
         let mut seats_board = redis::cmd("ZADD");
         let mut rate_board = redis::cmd("ZADD");
@@ -381,8 +382,11 @@ impl Bench {
                 .arg(&concert)
                 .arg(format!("{now} {capacity} {json}"));
         }
+        // Written behind the writers' backs: the pages they would have dropped go too.
+        let mut forget = redis::cmd("UNLINK");
+        forget.arg(rankings.page_cache_key());
         let mut inspect = self.app.inspect.clone();
-        for cmd in [seats_board, rate_board, details] {
+        for cmd in [seats_board, rate_board, details, forget] {
             cmd.query_async::<()>(&mut inspect).await.unwrap();
         }
     }

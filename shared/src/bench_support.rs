@@ -43,9 +43,7 @@ pub fn top_script_hash() -> &'static str {
 
 /// The top-`limit` read of `board` ranked by `order`, as `rankings` sends it.
 pub fn top_command(rankings: &Rankings, board: &Board, order: Order, limit: u64) -> Vec<Vec<u8>> {
-    let mut call = rankings.page_call(board, order);
-    call.arg(0).arg(limit);
-    call.command_line()
+    rankings.page_call(board, order, 0, limit).command_line()
 }
 
 /// Most bucket fields one tick call takes off.

@@ -3,7 +3,7 @@
 //! through `ranking-updater`.
 
 use chrono::{Datelike, Duration as Days, Timelike, Utc, Weekday};
-use lineup_tests::rankings::{items, paid, pay, read, schedule};
+use lineup_tests::rankings::{envelope, items, paid, pay, read, schedule};
 use lineup_tests::{Reply, TestApp};
 use ranking_updater::Verdict;
 use serde_json::{json, Value};
@@ -92,6 +92,77 @@ async fn a_page_carries_each_concerts_seats_and_details() {
         ),
         (&json!(2), &json!(3), &json!(4), &json!("Small Show"))
     );
+}
+
+/// The top of a board is kept rendered (the page cache), yet a read after any write shows
+/// it at once: a payment, a details update, a refund, a cancellation. The kept pages end no
+/// later than the board they show, and within five minutes.
+#[tokio::test]
+async fn a_read_after_any_write_shows_it_though_the_top_of_a_board_is_kept() {
+    let app = TestApp::spawn(&[]).await;
+    let daily = || async { items(&read(&app, "/rankings/daily").await) };
+    sell(&app, &[("a", 2)]).await;
+    assert_eq!(daily().await, [("a".into(), 2, 1)]);
+    assert_eq!(daily().await, [("a".into(), 2, 1)]);
+    let rankings = &app.stack.ranking_api.rankings;
+    let board = rankings.board_now(lineup::ranking::Period::Daily, None);
+    let mut inspect = app.inspect.clone();
+    let mut ends = Vec::new();
+    for key in [rankings.page_cache_key(), rankings.board_key(&board)] {
+        let end: i64 = redis::cmd("PEXPIRETIME")
+            .arg(key)
+            .query_async(&mut inspect)
+            .await
+            .unwrap();
+        ends.push(end);
+    }
+    let soon = Utc::now().timestamp_millis() + 300_000;
+    assert!(
+        0 < ends[0] && ends[0] <= ends[1] && ends[0] <= soon,
+        "{ends:?}"
+    );
+
+    sell(&app, &[("b", 3)]).await;
+    assert_eq!(daily().await, [("b".into(), 3, 1), ("a".into(), 2, 2)]);
+    // A title that JSON escapes, and one it does not: a kept page shows both as stored.
+    schedule(
+        &app,
+        "a",
+        10,
+        r#"A "Show" \ live"#,
+        None,
+        "2026-12-24T19:00:00Z",
+    )
+    .await;
+    schedule(&app, "b", 6, "B Show", Some("Hall"), "2026-12-25T19:00:00Z").await;
+    for _ in 0..2 {
+        let items = &read(&app, "/rankings/daily").await.body["items"];
+        assert_eq!(
+            (&items[0]["title"], &items[0]["venue"], &items[0]["rate"]),
+            (&json!("B Show"), &json!("Hall"), &json!(0.5))
+        );
+        assert_eq!(
+            (
+                &items[1]["title"],
+                &items[1]["venue"],
+                &items[1]["startsAt"]
+            ),
+            (
+                &json!(r#"A "Show" \ live"#),
+                &Value::Null,
+                &json!("2026-12-24T19:00:00Z")
+            )
+        );
+    }
+    let refund = envelope(
+        "PaymentRefunded",
+        json!({"paymentId": "pay-b", "refundId": "r-b", "concertId": "b", "seats": 3}),
+    );
+    assert_eq!(pay(&app, &[refund]).await, [Verdict::Applied]);
+    assert_eq!(daily().await, [("a".into(), 2, 1)]);
+    let cancel = envelope("ConcertCancelled", json!({"concertId": "a"}));
+    assert_eq!(pay(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(read(&app, "/rankings/daily").await.body["total"], 0);
 }
 
 #[tokio::test]

@@ -6,10 +6,10 @@
 -- how far ahead of the server clock a payment's or an update's time may be, in ms; ARGV[3]:
 -- most refunds that may wait for one payment; ARGV[4]: the window templates (windows.lua);
 -- ARGV[5]: the fold's budget; ARGV[6..]: one JSON command each, a payment's followed by
--- its fold entry. KEYS[1] is the details hash,
--- KEYS[2] the fold queue. Every key named carries the {rk} hash tag; the keys a command
--- names are also passed in KEYS. The fold reaches the boards an entry, the payment record
--- or the concert index names, which carry the same tag. Scores are negated seats (rate
+-- its fold entry. KEYS[1] is the details hash, KEYS[2] the page cache (page.lua; every
+-- call deletes it), KEYS[3] the fold queue. Every key named carries the {rk} hash tag; the
+-- keys a command names are also passed in KEYS. The fold reaches the boards an entry, the
+-- payment record or the concert index names, which carry the same tag. Scores are negated seats (rate
 -- boards: negated millionths). Returns one outcome per command: a word, then ': ' and a
 -- reason for those that have one.
 local TTL, SKEW_MS, MAX_PENDING = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -182,4 +182,5 @@ if #queued > 0 then redis.call('RPUSH', FOLD, unpack(queued)) end
 fold(BUDGET, WIN, TTL)
 prune_indexes()
 flush_expiries()
+forget_pages()
 return outcomes

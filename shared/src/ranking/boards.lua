@@ -1,11 +1,12 @@
 -- Board writes every ranking script shares; the fold, apply and tick scripts follow this
--- text in one script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>'.
+-- text in one script. KEYS[1] is the concert details hash: concertId -> '<updatedAt ms> <capacity> <json>';
+-- KEYS[2] the page cache (page.lua), which a call that writes boards or details deletes.
 -- A seat board scores a concert -seats; its rate board (the key with ':board:' after the
 -- hash tag made ':rate:') scores it -floor(seats * 1e6 / capacity), for concerts whose
 -- capacity is known. Each key written gets its expiry once per call, from flush_expiries().
 -- A board whose expiry never moves (`fixed`: the calendar boards) gets it only in a call
 -- that adds a concert to it, so in the one that creates it.
-local DETAILS = KEYS[1]
+local DETAILS, PAGES = KEYS[1], KEYS[2]
 local expiries, capacities, rate_keys = {}, {}, {}
 
 local function rate_key(key)
@@ -101,4 +102,10 @@ local function flush_expiries()
     if expires_at > 0 then redis.call('EXPIREAT', key, expires_at) end
   end
   expiries = {}
+end
+
+-- The boards or details changed: every page kept in the page cache is dropped. UNLINK, so
+-- that a cache of many pages is freed off the script's thread.
+local function forget_pages()
+  redis.call('UNLINK', PAGES)
 end

@@ -13,7 +13,7 @@
 --     generations. Payments of one concert in one bucket share their shape;
 --   'R <seats> <concert> <record key> <cancelled key>': a refund of seats.
 -- The list is deleted by Redis when the fold empties it.
-local FOLD = KEYS[2]
+local FOLD = KEYS[3]
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1])
 local NOW_MS = NOW * 1000 + math.floor(tonumber(clock[2]) / 1000)

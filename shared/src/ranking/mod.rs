@@ -10,6 +10,10 @@
 //! time does not grow with the boards a payment counts on, and a burst of sales of one
 //! concert writes each board once per fold call.
 //!
+//! The top of a board, once read, is kept rendered in the page cache (`page.lua`): a read
+//! that finds its page is one `HGET`. Every script call that writes boards or details
+//! deletes the cache, so a read after a write shows it.
+//!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
 //! tens of thousands of small scripts a second, far above a ticketing site's payment rate;
@@ -97,6 +101,11 @@ pub(crate) fn page_script() -> &'static Script {
 
 /// Most rows read either side of a concert (`around`).
 pub const MAX_AROUND: u64 = 10;
+
+/// The pages the page cache keeps: those from the top of a board, of at most this many rows
+/// (the ranking API's default page, and the rankings page's). So the cache holds at most this
+/// many pages per board and order, whatever the requests ask.
+pub const CACHED_LIMIT: u64 = 10;
 
 /// Most events per script call; a larger batch costs one more round trip per this many.
 pub const EVENTS_PER_CALL: usize = 100;
@@ -240,6 +249,17 @@ pub struct Ranked {
     pub starts_at: Option<String>,
 }
 
+/// A row of a kept page: `[concertId, rank, score, capacity, [title, venue, startsAt]]`, the
+/// score as Redis stores it (`page.lua`).
+#[derive(Deserialize)]
+struct KeptRow(
+    String,
+    u64,
+    Option<String>,
+    Option<u64>,
+    Option<(String, Option<String>, String)>,
+);
+
 /// The part of a details value's JSON a board shows.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -249,40 +269,83 @@ struct Shown {
     starts_at: String,
 }
 
-/// One row of the page script: `{concertId, rank, seats, details}`.
-impl FromRedisValue for Ranked {
-    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (concert_id, rank, seats, details): (String, u64, Option<u64>, Option<String>) =
-            FromRedisValue::from_redis_value(v)?;
-        let score = seats.unwrap_or(0);
-        let mut row = Ranked {
+impl Ranked {
+    /// A row from its concert, rank, score as stored, and its capacity and shown details
+    /// (title, venue, startsAt) if the rankings know them.
+    fn new(
+        concert_id: String,
+        rank: u64,
+        score: Option<&str>,
+        details: Option<(u64, Shown)>,
+    ) -> Result<Self, String> {
+        // A seat score is negated seats; a trending score a fraction, shown rounded down.
+        let score = match score {
+            Some(raw) => {
+                let stored: f64 = raw
+                    .parse()
+                    .map_err(|_| format!("malformed score {raw:?} of {concert_id}"))?;
+                (-stored) as u64
+            }
+            None => 0,
+        };
+        let capacity = details.as_ref().map(|(capacity, _)| *capacity);
+        let shown = details.map(|(_, shown)| shown);
+        Ok(Ranked {
             rank,
             concert_id,
             score,
-            capacity: None,
-            rate: None,
-            title: None,
-            venue: None,
-            starts_at: None,
+            capacity,
+            rate: capacity
+                .filter(|capacity| *capacity > 0)
+                .map(|capacity| (score as f64 / capacity as f64 * 1e6).round() / 1e6),
+            title: shown.as_ref().map(|shown| shown.title.clone()),
+            venue: shown.as_ref().and_then(|shown| shown.venue.clone()),
+            starts_at: shown.map(|shown| shown.starts_at),
+        })
+    }
+
+    /// A row of a kept page.
+    fn kept(row: KeptRow) -> Result<Self, String> {
+        let KeptRow(concert_id, rank, score, capacity, shown) = row;
+        let details = match (capacity, shown) {
+            (Some(capacity), Some((title, venue, starts_at))) => Some((
+                capacity,
+                Shown {
+                    title,
+                    venue,
+                    starts_at,
+                },
+            )),
+            (None, None) => None,
+            _ => return Err(format!("malformed concert details of {concert_id}")),
         };
-        if let Some(details) = details {
-            // "<updatedAtMs> <capacity> <json>"
-            let (capacity, json) = details
-                .split_once(' ')
-                .and_then(|(_, rest)| rest.split_once(' '))
-                .ok_or_else(|| format!("malformed concert details {details:?}"))?;
-            let capacity: u64 = capacity
-                .parse()
-                .map_err(|_| format!("malformed capacity in {details:?}"))?;
-            let shown: Shown = serde_json::from_str(json)
-                .map_err(|err| format!("malformed concert details JSON: {err}"))?;
-            row.capacity = Some(capacity);
-            row.rate = (capacity > 0).then(|| (score as f64 / capacity as f64 * 1e6).round() / 1e6);
-            row.title = Some(shown.title);
-            row.venue = shown.venue;
-            row.starts_at = Some(shown.starts_at);
-        }
-        Ok(row)
+        Ranked::new(concert_id, rank, score.as_deref(), details)
+    }
+
+    /// A row of a page read from the boards: the details as the hash holds them,
+    /// `<updatedAtMs> <capacity> <json>`.
+    fn read(
+        concert_id: String,
+        rank: u64,
+        score: Option<&str>,
+        details: Option<&str>,
+    ) -> Result<Self, String> {
+        let details = match details {
+            Some(details) => {
+                let (capacity, json) = details
+                    .split_once(' ')
+                    .and_then(|(_, rest)| rest.split_once(' '))
+                    .ok_or_else(|| format!("malformed concert details {details:?}"))?;
+                let capacity: u64 = capacity
+                    .parse()
+                    .map_err(|_| format!("malformed capacity in {details:?}"))?;
+                let shown: Shown = serde_json::from_str(json)
+                    .map_err(|err| format!("malformed concert details JSON: {err}"))?;
+                Some((capacity, shown))
+            }
+            None => None,
+        };
+        Ranked::new(concert_id, rank, score, details)
     }
 }
 
@@ -301,7 +364,10 @@ pub struct Around {
     pub below: Vec<Ranked>,
 }
 
-/// The page script's `{total, rows, focus}`.
+/// The page script's reply (`page.lua`): a kept page as JSON, `[total, focus, [row, ...]]`;
+/// or a page read from the boards as a flat array, total, focus, then per row concertId,
+/// rank, score and details.
+#[derive(Debug)]
 struct PageReply {
     total: u64,
     rows: Vec<Ranked>,
@@ -310,12 +376,49 @@ struct PageReply {
 
 impl FromRedisValue for PageReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (total, rows, focus) = FromRedisValue::from_redis_value(v)?;
-        Ok(PageReply { total, rows, focus })
+        Ok(match v {
+            Value::Array(items) => PageReply::flat(items)?,
+            other => PageReply::parse(&Vec::<u8>::from_redis_value(other)?)?,
+        })
     }
 }
 
 impl PageReply {
+    /// A kept page.
+    fn parse(json: &[u8]) -> Result<Self, String> {
+        let (total, focus, rows): (u64, usize, Vec<KeptRow>) =
+            serde_json::from_slice(json).map_err(|err| format!("malformed page: {err}"))?;
+        let rows = rows
+            .into_iter()
+            .map(Ranked::kept)
+            .collect::<Result<_, _>>()?;
+        Ok(PageReply { total, rows, focus })
+    }
+
+    /// A page read from the boards.
+    fn flat(items: Vec<Value>) -> Result<Self, ParsingError> {
+        if items.len() < 2 || items.len() % 4 != 2 {
+            return Err(format!("a page of {} values", items.len()).into());
+        }
+        let mut items = items.into_iter();
+        let (total, focus) = (
+            u64::from_redis_value(items.next().unwrap_or(Value::Nil))?,
+            usize::from_redis_value(items.next().unwrap_or(Value::Nil))?,
+        );
+        let mut rows = Vec::new();
+        while let Some(concert) = items.next() {
+            let mut next = || items.next().unwrap_or(Value::Nil);
+            let (rank, score, details) = (next(), next(), next());
+            rows.push(Ranked::read(
+                String::from_redis_value(concert)?,
+                u64::from_redis_value(rank)?,
+                Option::<String>::from_redis_value(score)?.as_deref(),
+                Option::<String>::from_redis_value(details)?.as_deref(),
+            )?);
+        }
+        Ok(PageReply { total, rows, focus })
+    }
+
     /// The rows split around the focus row, or `None` when the concert is not on the board.
     fn around(mut self) -> Option<Around> {
         if self.focus == 0 || self.focus > self.rows.len() {
@@ -565,6 +668,7 @@ impl Rankings {
         let mut invocation = ScriptCall::new(&FOLD);
         invocation
             .key(self.details_key())
+            .key(self.page_cache_key())
             .key(self.fold_key())
             .key(self.windows_state_key())
             .arg(self.settings.dedupe.as_secs())
@@ -583,6 +687,7 @@ impl Rankings {
         let mut invocation = ScriptCall::new(&ROLL);
         invocation
             .key(self.details_key())
+            .key(self.page_cache_key())
             .key(self.windows_state_key())
             .arg(self.window_templates().to_string())
             .arg(TICK_FIELDS)
@@ -593,6 +698,12 @@ impl Rankings {
     /// The one hash of concert details: `concertId` → `<updatedAt ms> <capacity> <json>`.
     pub fn details_key(&self) -> String {
         self.key("concert-details")
+    }
+
+    /// The page cache: the pages [`Rankings::page`] keeps, rendered, deleted by every script
+    /// call that writes boards or details (`page.lua`).
+    pub fn page_cache_key(&self) -> String {
+        self.key("page-cache")
     }
 
     /// Today in the ranking zone.
@@ -615,9 +726,10 @@ impl Rankings {
             .map(|chunk| {
                 let mut invocation = ScriptCall::new(&APPLY);
                 // KEYS[1] is the details hash, which every command may read; KEYS[2] the
-                // fold queue.
-                let (details, fold) = (self.details_key(), self.fold_key());
-                invocation.key(&details).key(&fold);
+                // page cache, which the call deletes; KEYS[3] the fold queue.
+                let (details, pages, fold) =
+                    (self.details_key(), self.page_cache_key(), self.fold_key());
+                invocation.key(&details).key(&pages).key(&fold);
                 let mut keys = vec![self.windows_state_key()];
                 invocation
                     .arg(self.settings.dedupe.as_secs())
@@ -634,7 +746,10 @@ impl Rankings {
                 }
                 keys.sort();
                 keys.dedup();
-                for key in keys.iter().filter(|key| **key != details && **key != fold) {
+                for key in keys
+                    .iter()
+                    .filter(|key| **key != details && **key != pages && **key != fold)
+                {
                     invocation.key(key);
                 }
                 batch.stage(invocation)
@@ -800,7 +915,7 @@ impl Rankings {
     }
 
     /// The page script's call on `board` ranked by `order`, its arguments still to come.
-    pub(crate) fn page_call(&self, board: &Board, order: Order) -> ScriptCall {
+    fn read_call(&self, board: &Board, order: Order) -> ScriptCall {
         let mut invocation = ScriptCall::new(&PAGE);
         let seats = self.board_key(board);
         let ranked = match order {
@@ -808,6 +923,23 @@ impl Rankings {
             Order::Rate => self.rate_key(board),
         };
         invocation.key(ranked).key(seats).key(self.details_key());
+        invocation
+    }
+
+    /// The page script's call for a page: with the page cache when the page is one it keeps
+    /// (the top [`CACHED_LIMIT`] rows or fewer).
+    pub(crate) fn page_call(
+        &self,
+        board: &Board,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> ScriptCall {
+        let mut invocation = self.read_call(board, order);
+        if offset == 0 && limit <= CACHED_LIMIT {
+            invocation.key(self.page_cache_key());
+        }
+        invocation.arg(offset).arg(limit);
         invocation
     }
 
@@ -819,8 +951,7 @@ impl Rankings {
         offset: u64,
         limit: u64,
     ) -> Result<Page, Error> {
-        let mut invocation = self.page_call(board, order);
-        invocation.arg(offset).arg(limit);
+        let invocation = self.page_call(board, order, offset, limit);
         let PageReply {
             total, mut rows, ..
         } = self.conn.invoke(invocation).await?;
@@ -837,7 +968,7 @@ impl Rankings {
         concert: &ConcertId,
         n: u64,
     ) -> Result<Option<Around>, Error> {
-        let mut invocation = self.page_call(board, order);
+        let mut invocation = self.read_call(board, order);
         invocation
             .arg("around")
             .arg(concert.as_str())
@@ -859,23 +990,47 @@ fn without_rate_on_trending(board: &Board, rows: &mut [Ranked]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Outcome, Ranked};
+    use super::{Outcome, PageReply};
     use redis::{FromRedisValue, Value};
 
-    fn row(seats: Option<i64>, details: Option<&str>) -> Value {
-        Value::Array(vec![
-            Value::BulkString(b"c1".to_vec()),
-            Value::Int(3),
-            seats.map_or(Value::Nil, Value::Int),
-            details.map_or(Value::Nil, |d| Value::BulkString(d.as_bytes().to_vec())),
-        ])
+    fn parse(json: &str) -> PageReply {
+        PageReply::parse(json.as_bytes()).unwrap()
     }
 
+    fn flat(values: Vec<Value>) -> PageReply {
+        PageReply::from_redis_value(Value::Array(values)).unwrap()
+    }
+
+    fn text(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    const STORED: &str = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
+
     #[test]
-    fn page_rows_decode_with_their_details_and_rate() {
-        let json = r#"{"title":"T","venue":null,"startsAt":"2026-12-24T19:00:00Z","capacity":3,"genres":["rock"]}"#;
-        let full = Ranked::from_redis_value(row(Some(2), Some(&format!("1700000000000 3 {json}"))))
-            .unwrap();
+    fn page_rows_read_from_the_boards_decode_with_their_details_and_rate() {
+        let row = |id: &str, rank: i64, score: Option<&str>, details: Option<String>| {
+            vec![
+                text(id),
+                Value::Int(rank),
+                score.map_or(Value::Nil, text),
+                details.map_or(Value::Nil, |d| text(&d)),
+            ]
+        };
+        let mut values = vec![Value::Int(9), Value::Int(0)];
+        values.extend(row(
+            "c1",
+            3,
+            Some("-2"),
+            Some(format!("1700000000000 3 {STORED}")),
+        ));
+        values.extend(row("c2", 4, Some("-2"), None));
+        values.extend(row("c3", 5, None, None));
+        values.extend(row("c4", 6, Some("-1.75"), None));
+        values.extend(row("c5", 7, Some("-2"), Some(format!("1 0 {STORED}"))));
+        let page = flat(values);
+        assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 5));
+        let full = &page.rows[0];
         assert_eq!(
             (full.rank, full.score, full.capacity, full.rate),
             (3, 2, Some(3), Some(0.666667))
@@ -883,17 +1038,85 @@ mod tests {
         assert_eq!(full.title.as_deref(), Some("T"));
         assert_eq!(full.venue, None);
         assert_eq!(full.starts_at.as_deref(), Some("2026-12-24T19:00:00Z"));
-        let bare = Ranked::from_redis_value(row(Some(2), None)).unwrap();
-        assert_eq!((bare.capacity, bare.rate, bare.title), (None, None, None));
+        let bare = &page.rows[1];
+        assert_eq!(
+            (bare.concert_id.as_str(), bare.capacity, bare.rate),
+            ("c2", None, None)
+        );
+        assert_eq!(bare.title, None);
+        // No seat score: 0 seats. A trending score shows its whole part.
+        assert_eq!((page.rows[2].score, page.rows[3].score), (0, 1));
         // A capacity of 0 never divides: no rate.
-        let zero = Ranked::from_redis_value(row(Some(2), Some(&format!("1 0 {json}")))).unwrap();
-        assert_eq!((zero.capacity, zero.rate), (Some(0), None));
+        assert_eq!((page.rows[4].capacity, page.rows[4].rate), (Some(0), None));
         for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
+            let mut values = vec![Value::Int(1), Value::Int(0)];
+            values.extend(row("c1", 1, Some("-1"), Some(bad.to_owned())));
             assert!(
-                Ranked::from_redis_value(row(Some(1), Some(bad))).is_err(),
+                PageReply::from_redis_value(Value::Array(values)).is_err(),
                 "{bad}"
             );
         }
+        let mut short = vec![Value::Int(1), Value::Int(0)];
+        short.extend(row("c1", 1, Some("-1"), None));
+        short.pop();
+        assert!(PageReply::from_redis_value(Value::Array(short)).is_err());
+        // An empty board, and a concert not on it.
+        let empty = flat(vec![Value::Int(0), Value::Int(0)]);
+        assert_eq!((empty.total, empty.rows.len()), (0, 0));
+        assert!(empty.around().is_none());
+    }
+
+    #[test]
+    fn kept_pages_decode_as_the_same_rows() {
+        let page = parse(
+            r#"[9,0,[["c1",3,"-2",3,["T",null,"2026-12-24T19:00:00Z"]],["c2",4,"-2",null,null],
+                ["c3",5,null,null,null],["c5",7,"-2",0,["T","V","2027"]]]]"#,
+        );
+        assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 4));
+        let full = &page.rows[0];
+        assert_eq!(
+            (full.rank, full.score, full.capacity, full.rate),
+            (3, 2, Some(3), Some(0.666667))
+        );
+        assert_eq!(
+            (
+                full.title.as_deref(),
+                full.venue.as_deref(),
+                full.starts_at.as_deref()
+            ),
+            (Some("T"), None, Some("2026-12-24T19:00:00Z"))
+        );
+        assert_eq!(
+            (page.rows[1].capacity, page.rows[1].title.as_deref()),
+            (None, None)
+        );
+        assert_eq!(page.rows[2].score, 0);
+        assert_eq!((page.rows[3].capacity, page.rows[3].rate), (Some(0), None));
+        assert_eq!(page.rows[3].venue.as_deref(), Some("V"));
+        for bad in [
+            "",
+            "[1,0]",
+            "[1,0,{}]",
+            r#"[1,0,[["c1",1,"x",null,null]]]"#,
+            r#"[1,0,[["c1",1,"-1","3",["T",null,"S"]]]]"#,
+            r#"[1,0,[["c1",1,"-1",3,null]]]"#,
+            r#"[1,0,[["c1",1,"-1",null,["T",null,"S"]]]]"#,
+            r#"[1,0,[["c1",1,"-1",3,[null,null,"S"]]]]"#,
+        ] {
+            assert!(PageReply::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+        assert_eq!(parse("[0,0,[]]").rows.len(), 0);
+    }
+
+    #[test]
+    fn a_page_around_a_concert_splits_at_its_row() {
+        let mut values = vec![Value::Int(5), Value::Int(2)];
+        for id in ["c1", "c2", "c3"] {
+            values.extend([text(id), Value::Int(1), text("-1"), Value::Nil]);
+        }
+        let around = flat(values).around().unwrap();
+        assert_eq!(around.entry.concert_id, "c2");
+        assert_eq!((around.above.len(), around.below.len()), (1, 1));
     }
 
     #[test]

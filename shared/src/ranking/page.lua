@@ -1,17 +1,37 @@
 -- A page of a board with each row's seats and details, in one call.
 -- KEYS[1]: the board ranked by (a seat or a rate board); KEYS[2]: the seat board;
--- KEYS[3]: the details hash.
+-- KEYS[3]: the details hash; KEYS[4], given for the pages worth keeping: the page cache.
 -- ARGV: offset, limit (a page); or 'around', concertId, n (the concert and the n rows
 -- either side of it).
--- Returns {total, rows, focus}. rows: {concertId, rank, seats, details}; rank competition
--- style (1, 2, 2, 4) on KEYS[1]; seats from KEYS[2] (nil when absent); details the hash's
--- "<updatedAtMs> <capacity> <json>" (nil when unknown). focus: the concert's row (1-based)
--- around it; 0 on a page, and around a concert not on the board (rows then empty).
-local ranked, seat_board, details = KEYS[1], KEYS[2], KEYS[3]
+-- The page cache is a hash of rendered pages, the field '<KEYS[1]> <offset> <limit>'. Every
+-- script call that writes boards or details deletes it (boards.lua's forget_pages), so a
+-- page served from it is the page the boards give now. A miss renders the page and keeps it
+-- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
+-- after the board it keeps a page of. It holds at most one page per board, order and limit
+-- up to mod.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
+-- (the script runs under allow-oom, as reads must) adds little.
+-- Returns a page to keep as JSON, [total, focus, [row, ...]], a row being [concertId, rank,
+-- score, capacity, [title, venue, startsAt]]: only what a row shows, as a kept page is handed
+-- to Lua and out again on every read, and Redis hashes every byte of a string it hands Lua.
+-- Any other read returns a flat array: total, focus, then per row concertId, rank, score and
+-- details, each value as Redis holds it (nothing is copied into a new string). rank:
+-- competition style (1, 2, 2, 4) on KEYS[1]; score: the concert's score on the seat board as
+-- stored (a string), null when absent; capacity and details from the details hash's
+-- "<updatedAtMs> <capacity> <json>", null when unknown. focus: the concert's row (1-based)
+-- around it; 0 on a page, and around a concert not on the board (no rows then). A concertId
+-- needs no JSON escaping (letters, digits, '.', '_', ':', '-'; ids.rs).
+local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local CACHE_SECONDS = 300
+local field
+if cache then
+  field = ranked .. ' ' .. ARGV[1] .. ' ' .. ARGV[2]
+  local kept = redis.call('HGET', cache, field)
+  if kept then return kept end
+end
 local first, last, focus
 if ARGV[1] == 'around' then
   local at = redis.call('ZRANK', ranked, ARGV[2])
-  if not at then return {redis.call('ZCARD', ranked), {}, 0} end
+  if not at then return {redis.call('ZCARD', ranked), 0} end
   first = math.max(0, at - tonumber(ARGV[3]))
   last = at + tonumber(ARGV[3])
   focus = at - first + 1
@@ -21,7 +41,7 @@ else
   focus = 0
 end
 local range = redis.call('ZRANGE', ranked, first, last, 'WITHSCORES')
-local rows, ids, previous, rank = {}, {}, nil, 0
+local ids, ranks, scores, previous, rank = {}, {}, {}, nil, 0
 for i = 1, #range, 2 do
   local score, position = range[i + 1], first + (i - 1) / 2
   -- A score unlike the one before starts at its own position; only a page's first row
@@ -35,14 +55,64 @@ for i = 1, #range, 2 do
     previous = score
   end
   ids[#ids + 1] = range[i]
-  rows[#rows + 1] = {range[i], rank, -tonumber(score)}
+  ranks[#ranks + 1] = rank
+  scores[#scores + 1] = score
 end
-if #ids > 0 then
-  local shown = redis.call('HMGET', details, unpack(ids))
-  local seats = ranked ~= seat_board and redis.call('ZMSCORE', seat_board, unpack(ids))
-  for j, row in ipairs(rows) do
-    if seats then row[3] = seats[j] and -tonumber(seats[j]) end
-    row[4] = shown[j]
+local total = redis.call('ZCARD', ranked)
+local shown = #ids > 0 and redis.call('HMGET', details, unpack(ids)) or {}
+if #ids > 0 and ranked ~= seat_board then
+  scores = redis.call('ZMSCORE', seat_board, unpack(ids))
+end
+if not field then
+  local flat = {total, focus}
+  for j, id in ipairs(ids) do
+    local n = #flat
+    flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = id, ranks[j], scores[j] or false,
+      shown[j] or false
   end
+  return flat
 end
-return {redis.call('ZCARD', ranked), rows, focus}
+-- A kept row's [title, venue, startsAt] from a details value, by decoding its JSON.
+local function shown_decoded(json)
+  local d, null = cjson.decode(json), cjson.null
+  return cjson.encode({d.title or null, d.venue or null, d.startsAt or null})
+end
+-- The JSON string token after `key` ('"title":"', say) in a value with no backslash, or nil.
+local function token(value, key)
+  local _, e = string.find(value, key, 1, true)
+  local close = e and string.find(value, '"', e + 1, true)
+  return close and string.sub(value, e, close)
+end
+-- The same, far cheaper, for a value with no backslash: then no string in it holds a quote,
+-- so '"title":' can only be a key (the details JSON nests no object), and each string value
+-- is spliced as it is. Plain finds only: a Lua pattern tries every position in Lua's own
+-- matcher. nil when that does not find title and startsAt.
+local function shown_fast(value)
+  if string.find(value, '\\', 1, true) then return nil end
+  local title, starts_at = token(value, '"title":"'), token(value, '"startsAt":"')
+  if not (title and starts_at) then return nil end
+  return '[' .. title .. ',' .. (token(value, '"venue":"') or 'null') .. ',' .. starts_at .. ']'
+end
+local out = {}
+for j, id in ipairs(ids) do
+  local value, capacity, kept = shown[j], 'null', 'null'
+  if value then
+    -- Plain finds: cheaper than a pattern over the whole value.
+    local a = string.find(value, ' ', 1, true)
+    local b = a and string.find(value, ' ', a + 1, true)
+    if not b then error('malformed concert details of ' .. id) end
+    capacity = string.sub(value, a + 1, b - 1)
+    kept = shown_fast(value) or shown_decoded(string.sub(value, b + 1))
+  end
+  out[j] = '["' .. id .. '",' .. ranks[j] .. ',' ..
+    (scores[j] and '"' .. scores[j] .. '"' or 'null') .. ',' .. capacity .. ',' .. kept .. ']'
+end
+local page = '[' .. total .. ',' .. focus .. ',[' .. table.concat(out, ',') .. ']]'
+if total > 0 then
+  redis.call('HSET', cache, field, page)
+  redis.call('EXPIRE', cache, CACHE_SECONDS, 'NX')
+  -- A rate board ends with its seat board.
+  local ends = redis.call('PEXPIRETIME', seat_board)
+  if ends > 0 then redis.call('PEXPIREAT', cache, ends, 'LT') end
+end
+return page
