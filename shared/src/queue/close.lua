@@ -2,8 +2,6 @@
 -- removes the queue: token requests for it are 404 from then on. Its priority list goes too. Only an empty queue
 -- (nobody waiting, no live session) closes: otherwise returns 0 and changes nothing. The
 -- reaper retires it as any idle queue, and its meta goes then.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 if waiting_count() > 0 or live_active_count() > 0 then return 0 end
 redis.call('UNLINK', SETTINGS, PRIORITY)
 return 1

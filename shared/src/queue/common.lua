@@ -127,45 +127,38 @@ local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, opened = 'long-seen-at',
   first_live = math.floor((NOW - LONG_IDLE_MS) / LONG_WINDOW_MS),
   ttl = LONG_IDLE_MS + 2 * LONG_WINDOW_MS, windows = {}}
 
--- The meta fields the scripts read, in one HMGET on first need (load_meta): the last instant
--- any script ran for the queue (kept to within half a window), the end of the presence
--- grace, the registration mark, the mean session length, the highest ticket admitted, when
--- the ticket clock last had an entry, when the newest heartbeat window of each set opened,
--- and when meta's TTL was last renewed. A script that writes one of them updates its local
--- copy too. Every script but the gatekeeper's check loads them at once; the check only when
--- the token is not an active buyer's.
-local meta_loaded, CLOCK_AT, REGISTERED, SESSION_MEAN_MS, ADMITTED_THROUGH, SEEN_AT
-local LONG_SEEN_AT, KEPT_AT
+-- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
+-- queue (kept to within half a window), the end of the presence grace, the registration
+-- mark, the mean session length, the highest ticket admitted, when the ticket clock last had
+-- an entry, when the newest heartbeat window of each set opened, and when meta's TTL was
+-- last renewed. A script that writes one of them updates its local copy too. They are read
+-- after a script's head, so the gatekeeper's check of an active buyer never reads them.
+local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
+  'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at')
+local REGISTERED = meta[3] ~= false
+local SESSION_MEAN_MS = tonumber(meta[4])
+local ADMITTED_THROUGH = tonumber(meta[5]) or 0
+local CLOCK_AT = tonumber(meta[6]) or 0
+local SEEN_AT, LONG_SEEN_AT, KEPT_AT = tonumber(meta[7]), tonumber(meta[8]), tonumber(meta[9])
 -- Until this instant every waiter counts as present. Set when the idle period changes
 -- (heartbeats recorded in windows of the old length cannot be read under the new), and
--- after an outage, in load_meta.
-local PRESENCE_GRACE_UNTIL
+-- after an outage, below.
+local PRESENCE_GRACE_UNTIL = tonumber(meta[2]) or 0
 
--- Loads meta (once per call). An outage: no script ran for the queue for over a third of the
--- idle period (Redis down, unreachable or stalled), so waiters who poll as told may have had
--- no heartbeat recorded. If anyone was present when it began (a heartbeat window live then
--- had opened), every waiter counts as present for one idle period from now: a grace as long
--- as the outage, plus the idle period to poll again. Requiring a heartbeat live at the gap's
--- start means a quiet queue, where nothing calls for a while, gets at most one such grace per
--- heartbeat, not an endless chain of them. Only a queue that has had a heartbeat keeps the
--- clock, so a call for an unknown queue writes nothing.
-local function load_meta()
-  if meta_loaded then return end
-  meta_loaded = true
-  local m = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
-    'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at')
-  PRESENCE_GRACE_UNTIL = tonumber(m[2]) or 0
-  REGISTERED = m[3] ~= false
-  SESSION_MEAN_MS = tonumber(m[4])
-  ADMITTED_THROUGH = tonumber(m[5]) or 0
-  CLOCK_AT = tonumber(m[6]) or 0
-  SEEN_AT, LONG_SEEN_AT, KEPT_AT = tonumber(m[7]), tonumber(m[8]), tonumber(m[9])
-  local last_call = tonumber(m[1])
-  if last_call and NOW - last_call < WINDOW_MS / 2 and NOW >= last_call then return end
-  if not SEEN_AT and not LONG_SEEN_AT then return end
+-- An outage: no script ran for the queue for over a third of the idle period (Redis down,
+-- unreachable or stalled), so waiters who poll as told may have had no heartbeat recorded.
+-- If anyone was present when it began (a heartbeat window live then had opened), every
+-- waiter counts as present for one idle period from now: a grace as long as the outage,
+-- plus the idle period to poll again. Requiring a heartbeat live at the gap's start means a
+-- quiet queue, where nothing calls for a while, gets at most one such grace per heartbeat,
+-- not an endless chain of them. Only a queue that has had a heartbeat keeps the clock, so a
+-- call for an unknown queue writes nothing.
+local LAST_CALL = tonumber(meta[1])
+if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
+    and (SEEN_AT or LONG_SEEN_AT) then
   local grace = PRESENCE_GRACE_UNTIL
-  if last_call and NOW - last_call > IDLE_MS / 3 and SEEN_AT
-      and math.floor(SEEN_AT / WINDOW_MS) >= math.floor((last_call - IDLE_MS) / WINDOW_MS) then
+  if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 and SEEN_AT
+      and math.floor(SEEN_AT / WINDOW_MS) >= math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS) then
     grace = math.max(grace, NOW + IDLE_MS)
   end
   if grace ~= PRESENCE_GRACE_UNTIL then
@@ -209,7 +202,6 @@ end
 
 -- Records that the holder of `ticket` was seen now, in the long windows when `long`.
 local function heartbeat(ticket, long)
-  load_meta()
   local set = long and LONG or FINE
   local slot = set.current % set.slots
   local key = KEYS[set.key + slot]
@@ -254,7 +246,6 @@ end
 -- when the waiters admitted so far leave it, at the measured session length, further than
 -- STRETCH_FROM_MS from its turn (an upper bound of its wait; only the order depends on it).
 local function is_present(ticket)
-  load_meta()
   if NOW < PRESENCE_GRACE_UNTIL then return true end
   -- Presence starts at the opening: the pre-queue has one idle period from it to poll.
   if OPENS_AT and NOW < OPENS_AT + IDLE_MS then return true end
@@ -288,7 +279,6 @@ local function note_session_lengths(lengths)
 end
 
 local function count_session_lengths()
-  load_meta()
   local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples', 'pending-ms',
     'pending-sessions')
   local pending = tonumber(stored[4]) or 0
@@ -398,7 +388,6 @@ local function purge_expired(limit)
 end
 
 local function activate(user, ticket)
-  load_meta()
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
   redis.call('HSET', TICKETS, user, string.format('%d:%d', ticket, NOW))
   if ticket > ADMITTED_THROUGH then
@@ -420,7 +409,6 @@ local function record_draw()
 end
 
 local function promote(limit)
-  load_meta()
   local admitted, dropped = {}, {}
   record_draw()
   -- Before the opening only the priority lane is admitted.
@@ -497,7 +485,6 @@ end
 -- sooner when it retires the queue.
 local KEEP_MS = SESSION_MS + IDLE_MS + WINDOW_MS + tonumber(ARGV[5])
 local function keep_meta()
-  load_meta()
   -- Renewed once per half window at most: KEEP_MS leaves that much to spare.
   if KEPT_AT and NOW - KEPT_AT < WINDOW_MS / 2 and NOW >= KEPT_AT then return end
   local keep = KEEP_MS
@@ -512,7 +499,6 @@ end
 -- 1 while the queue is not known to be in the registry: the caller then adds it and marks
 -- it registered. Checked by issue and status, so a failed registration is retried.
 local function needs_registration()
-  load_meta()
   return REGISTERED and 0 or 1
 end
 
@@ -526,7 +512,6 @@ end
 -- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
 -- ZRANGE by index on the active set.
 local function wait_estimate(position)
-  load_meta()
   if PAUSED or SOLD_OUT or CAPACITY < 1 then return '' end
   local mean = SESSION_MEAN_MS
   if not mean then return '' end

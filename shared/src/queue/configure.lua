@@ -8,8 +8,6 @@
 -- before}, so the caller can report what changed; or, with nothing written, {'invalid',
 -- field, why} when the schedule's times disagree or {'locked', why} when the change would
 -- alter a draw (rules below).
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local old_idle = IDLE_MS
 local FIRST_PAIR = ARG + 2
 

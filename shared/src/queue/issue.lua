@@ -23,8 +23,6 @@
 -- after closesAt it is refused as 'closed'.
 -- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
 -- priority list joins the priority lane instead (see its block below).
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 

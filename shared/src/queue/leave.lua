@@ -2,8 +2,6 @@
 -- place goes straight to the next present waiters.
 -- Returns {left (0|1), status left ('waiting'|'active') or, when nothing was left, the
 -- token's departure, admitted, dropped} with the lists as promote() gives them.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state = find(user, ticket)
 if state == 'waiting' then

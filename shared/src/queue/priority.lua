@@ -2,8 +2,6 @@
 -- + 2] the most ids the list may hold. Adding creates the queue, as a settings change does,
 -- and turns its priority lane on (the settings field 'lane'); removing the last id turns it
 -- off once the lane is empty too. Returns {done (0: the list is full), ids on the list}.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local op, user, most = ARGV[ARG], ARGV[ARG + 1], tonumber(ARGV[ARG + 2])
 if op == 'add' then
   if redis.call('SISMEMBER', PRIORITY, user) == 0 and redis.call('SCARD', PRIORITY) >= most then

@@ -9,8 +9,6 @@
 -- waits holds the ms each admitted buyer waited, by the ticket clock (a member placed by the
 -- draw: since the opening); closed is 1 on the first tick after closesAt passed.
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
   return {{}, {}, {}, 0, 0, '', 0, 0, 0, {}, 0}

@@ -7,8 +7,6 @@
 -- pairs, a next cursor of 0 when the whole line was examined and no expired session is left
 -- over, idle 1 when the queue is empty and has had no arrival for the idle period, and how
 -- many waiters the sold-out queue gave back.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local cursor, chunk, idle_after = tonumber(ARGV[ARG]), tonumber(ARGV[ARG + 1]), tonumber(ARGV[ARG + 2])
 local expired = purge_expired(chunk)
 local rows = redis.call('ZRANGEBYSCORE', WAITING, string.format('(%d', cursor), '+inf', 'WITHSCORES', 'LIMIT', 0, chunk)

@@ -9,8 +9,6 @@
 -- skew), so a late, repeated or future-dated event never ends a later session of the same
 -- buyer. The freed place is filled on the next promotion tick. Returns {released (0|1),
 -- ticket}.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local MARKER = KEYS[OWN_KEYS]
 local user, paid_at = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local paid_ticket, remember, skew = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3]),

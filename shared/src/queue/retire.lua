@@ -5,8 +5,6 @@
 -- returns 1. An operator's settings stay: the operator owns them. If a buyer
 -- arrived in between (while the mark was still set, so it did not register), returns 0 and
 -- the caller puts the queue back in the registry.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 if is_idle(tonumber(ARGV[ARG])) then
   redis.call('UNLINK', META, CLOCK)
   return 1

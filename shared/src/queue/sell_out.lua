@@ -5,8 +5,6 @@
 -- operator's hash, reversed only by an operator) and returns 1, or 0 when it already was.
 -- From the next call on, promote() admits nobody, status answers 'soldout', new arrivals are
 -- refused and the reaper gives the line back.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local unconfigured = redis.call('EXISTS', SETTINGS) == 0
 if unconfigured and redis.call('EXISTS', META) == 0 then return -1 end
 redis.call('HSETNX', SETTINGS, 'created', NOW)

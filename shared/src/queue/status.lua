@@ -3,8 +3,6 @@
 -- A token that holds no place is answered with its departure in place of the status; in a
 -- sold-out queue, every token not active is answered 'soldout' (sold_out_reply); before the
 -- opening, a waiter 'prequeue'.
--- Meta (and the outage check) first, as in every script but the gatekeeper's check.
-load_meta()
 local user, ticket = ARGV[ARG], tonumber(ARGV[ARG + 1])
 local state, _, until_ms = find(user, ticket)
 if SOLD_OUT and state ~= 'active' then return sold_out_reply(state, user, ticket) end

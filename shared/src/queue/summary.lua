@@ -1,8 +1,6 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
 -- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
 -- opening), members (once recorded)}, each '' when not (yet) public.
--- Meta (and the outage check) first: a summary keeps the queue's clock like any other call.
-load_meta()
 local draw = {'', '', ''}
 if DRAW_COMMIT and OPENS_AT then
   if not PREQUEUE_OPENS_AT or NOW >= PREQUEUE_OPENS_AT then draw[1] = DRAW_COMMIT end
