@@ -9,7 +9,7 @@
 //! `lineup-bench ranking-writes` runs the ranking writes section alone; `lineup-bench boards`
 //! the rolling and trending boards at 10 000 concerts alone; `lineup-bench coupons` the
 //! coupon claims against seed 002's design alone; `lineup-bench redis-time` the Redis time
-//! per call of every script beside its floor alone.
+//! per call of every script beside its floor and its least script (`least/`) alone.
 
 mod baseline;
 mod cold_start;
@@ -399,10 +399,11 @@ async fn memory(bench: &Bench, report: &mut Report) {
     );
 }
 
-/// Redis time per call of every buyer-facing script, beside its floor and the bare commands a
-/// minimal design would send. Each window: `CONFIG RESETSTAT`, then prepared calls sent one
-/// after another from one client (nothing else runs), then `INFO commandstats`. The floor of
-/// a call is `EVALSHA` of a script that only returns, with the same keys and arguments.
+/// Redis time per call of every buyer-facing script, beside its floor, the least script that
+/// keeps the call's behaviour (`least/`) and the bare commands a minimal design would send.
+/// Each window: `CONFIG RESETSTAT`, then prepared calls sent one after another from one client
+/// (nothing else runs), then `INFO commandstats`. The floor of a call is `EVALSHA` of a script
+/// that only returns, with the same keys and arguments.
 async fn redis_time(bench: &Bench, report: &mut Report) {
     const WAITERS: usize = 20_000;
     const CALLS: usize = 2_000;
@@ -477,6 +478,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             })
             .collect(),
         "2.5×",
+        Some(include_str!("least/status.lua")),
     ));
     rows.push((
         "issue (a new buyer, rate limits on)",
@@ -507,6 +509,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             })
             .collect(),
         "2.5×",
+        Some(include_str!("least/issue.lua")),
     ));
     rows.push((
         "gatekeeper check (an active buyer)",
@@ -517,6 +520,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             .map(|_| line(&["ZSCORE", &keys.active, holder.user.as_str()]))
             .collect(),
         "2.5×",
+        None,
     ));
     rows.push((
         "leave (a waiter)",
@@ -530,6 +534,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             .map(|i| line(&["ZREM", &scratch_line, &format!("new-{i}")]))
             .collect(),
         "3×",
+        Some(include_str!("least/leave.lua")),
     ));
     rows.push((
         "summary",
@@ -545,6 +550,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             })
             .collect(),
         "3×",
+        Some(include_str!("least/summary.lua")),
     ));
     let rankings = &bench.app.stack.ranking_api.rankings;
     let board = Board::on(Period::Daily, rankings.today(), None);
@@ -569,6 +575,7 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             .flat_map(|_| [line(&["ZRANGE", &board_key, "0", "9"]), line(&details)])
             .collect(),
         "3×",
+        None,
     ));
     // The same read finding no page kept, as the first read after a board write does: each
     // call names a page cache of its own (same hash tag), so each renders and keeps its page.
@@ -588,33 +595,52 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             .flat_map(|_| [line(&["ZRANGE", &board_key, "0", "9"]), line(&details)])
             .collect(),
         "3× on the read as served (the row above; a miss follows a board write)",
+        None,
     ));
 
     if let Ok(dir) = std::env::var("LINEUP_BENCH_DUMP") {
         dump(bench, &dir, &rows).await;
     }
-    for (name, calls, bare, goal) in rows {
-        let floors: Vec<Line> = calls
-            .iter()
-            .map(|call| {
-                let mut call = call.clone();
-                call[1] = floor.clone().into_bytes();
-                call
-            })
-            .collect();
+    // The least leave script removes waiters from a copy of the line.
+    redis::cmd("COPY")
+        .arg(&keys.waiting)
+        .arg(format!("{}:least-waiting", keys.meta))
+        .arg("REPLACE")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    for (name, calls, bare, goal, least) in rows {
+        let floors = with_script(&calls, &floor);
+        let least = match least {
+            Some(text) => {
+                let hash: String = redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(text)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                with_script(&calls, &hash)
+            }
+            None => Vec::new(),
+        };
         let (keys, args) = shape(&calls[0]);
         // Rounds of the call, its floor and the bare commands in turn; the median round of
         // each, so that a burst from another process on the machine skews one round at most.
         let per_round = CALLS / ROUNDS;
         let bare_per_round = bare.len() / ROUNDS;
         let (mut usecs, mut floor_usecs, mut bare_usecs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut least_usecs = Vec::new();
         let mut measured = HashMap::new();
         for round in 0..ROUNDS {
             let part = round * per_round..(round + 1) * per_round;
             let stats = window(bench, &calls[part.clone()]).await;
             usecs.push(measure::usec_per_call(&HashMap::new(), &stats, "evalsha"));
-            let floor = window(bench, &floors[part]).await;
+            let floor = window(bench, &floors[part.clone()]).await;
             floor_usecs.push(measure::usec_per_call(&HashMap::new(), &floor, "evalsha"));
+            if !least.is_empty() {
+                let stats = window(bench, &least[part]).await;
+                least_usecs.push(measure::usec_per_call(&HashMap::new(), &stats, "evalsha"));
+            }
             let bare = window(
                 bench,
                 &bare[round * bare_per_round..(round + 1) * bare_per_round],
@@ -636,11 +662,20 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             median(&mut floor_usecs),
             median(&mut bare_usecs),
         );
+        let least = if least_usecs.is_empty() {
+            String::new()
+        } else {
+            let least_usec = median(&mut least_usecs);
+            format!(
+                "; least script {least_usec:.1} µs: {:.1}× the floor",
+                least_usec / floor_usec
+            )
+        };
         report.row(
             name,
             &format!("{usec:.1} µs"),
             &format!(
-                "floor {floor_usec:.1} µs ({keys} keys, {args} args): {:.1}× the floor, goal ≤ {goal}; bare commands {bare_usec:.1} µs; inside per call: {}",
+                "floor {floor_usec:.1} µs ({keys} keys, {args} args): {:.1}× the floor, goal ≤ {goal}{least}; bare commands {bare_usec:.1} µs; inside per call: {}",
                 usec / floor_usec,
                 inner(&measured, per_round)
             ),
@@ -699,15 +734,16 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
 /// A command line, its parts as bytes.
 type Line = Vec<Vec<u8>>;
 
-/// One row of the redis-time table: its name, its calls, the bare commands, the goal.
-type TimeRow<'a> = (&'a str, Vec<Line>, Vec<Line>, &'a str);
+/// One row of the redis-time table: its name, its calls, the bare commands, the goal, and the
+/// least script (bench/src/least/): what any one-script design of the call must run.
+type TimeRow<'a> = (&'a str, Vec<Line>, Vec<Line>, &'a str, Option<&'static str>);
 
 /// For profiling by hand: each row's calls as JSON lines in `dir/<row>.jsonl` and the data
 /// set as `dir/dump.rdb`, so that a server started on that file (under callgrind, say)
 /// can replay them.
 async fn dump(bench: &Bench, dir: &str, rows: &[TimeRow<'_>]) {
     std::fs::create_dir_all(dir).unwrap();
-    for (i, (_, calls, _, _)) in rows.iter().enumerate() {
+    for (i, (_, calls, _, _, _)) in rows.iter().enumerate() {
         let text: String = calls
             .iter()
             .map(|call| {
@@ -742,6 +778,18 @@ async fn dump(bench: &Bench, dir: &str, rows: &[TimeRow<'_>]) {
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// `calls` with the script they run replaced by the one `hash` names.
+fn with_script(calls: &[Line], hash: &str) -> Vec<Line> {
+    calls
+        .iter()
+        .map(|call| {
+            let mut call = call.clone();
+            call[1] = hash.as_bytes().to_vec();
+            call
+        })
+        .collect()
 }
 
 /// A command line from text parts.
