@@ -15,14 +15,13 @@
 -- nothing written, when the queue is sold out ('sold-out'), closed ('closed'), or full
 -- ('full', with the ms to retry after): in passthrough mode when no place is free, else when
 -- maxWaiting wait already. Otherwise it gets a new ticket, active at once when the queue is
--- not paused, a place is free and nobody waits (or the mode is passthrough).
+-- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
+-- priority list joins the priority lane instead (see its block below).
 -- With a schedule (docs/draw.md): before the pre-queue opens a new arrival is refused
 -- ('not-open', with the ms until it opens); before the opening it joins the pre-queue with
 -- the ticket its draw value gives, if the caller's commitment is the queue's, else the
 -- answer is 'draw-seed' (the seed, for the caller to compute the value and call again);
 -- after closesAt it is refused as 'closed'.
--- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
--- priority list joins the priority lane instead (see its block below).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
