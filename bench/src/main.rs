@@ -1475,14 +1475,16 @@ fn calls(before: &Stats, after: &Stats, names: &[&str]) -> u64 {
 /// Then the same schedule at 1 000 000 waiters, computed from the rule and the measured costs.
 /// `LINEUP_BENCH_CAPACITY_SCALE=10` runs the whole issue's scale instead of a tenth of it.
 async fn capacity(bench: &Bench, report: &mut Report) {
-    // `LINEUP_BENCH_CAPACITY_SCALE=10` runs it at full scale: 1 000 000 waiters, 2 000
-    // arrivals and 10 admissions a second (a release build keeps up; a few minutes).
+    // At scale 10: 1 000 000 waiters, 2 000 arrivals and 10 admissions a second (a release
+    // build keeps up; a few minutes).
     let scale: usize = std::env::var("LINEUP_BENCH_CAPACITY_SCALE")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let waiters: usize = 100_000 * scale;
-    let capacity: usize = 300 * scale;
+    const WAITERS: usize = 100_000;
+    const CAPACITY: usize = 300;
+    let waiters = WAITERS * scale;
+    let capacity = CAPACITY * scale;
     const MEAN_MS: u64 = 300_000;
     let arrivals_per_second: usize = 200 * scale;
     const RUN: Duration = Duration::from_secs(30);
@@ -1644,9 +1646,10 @@ async fn capacity(bench: &Bench, report: &mut Report) {
         ),
     );
 
-    // The same rule at 1 000 000 waiters (capacity 3 000): position p waits p × mean / capacity.
-    let admissions = 3_000.0 * 1000.0 / MEAN_MS as f64;
-    let polls: f64 = (1..=1_000_000u64)
+    // The same rule at the whole scale (ten times the default run's): position p waits
+    // p × mean / capacity.
+    let admissions = 10.0 * CAPACITY as f64 * 1000.0 / MEAN_MS as f64;
+    let polls: f64 = (1..=10 * WAITERS as u64)
         .map(|p| 1.0 / told_interval(p as f64 / admissions, IDLE_S) as f64)
         .sum();
     // Polls and issues come in the same proportion as in the run, so its mean cost holds.

@@ -75,5 +75,5 @@ fn queue_command(
 
 /// The text of a script by its SHA1 hash (`lineup-bench`'s profiling dump).
 pub fn script_source(hash: &str) -> Option<String> {
-    crate::store::script::script_source(hash)
+    crate::store::script_source(hash)
 }

@@ -32,7 +32,8 @@
 //! finds the new topology itself.
 
 mod conn;
-pub(crate) mod script;
+mod script;
 
 pub use conn::{connect, Conn};
+pub(crate) use script::script_source;
 pub use script::{lua_script, primary_read_script, Batch, ScriptCall, Staged};

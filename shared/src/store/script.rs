@@ -55,12 +55,7 @@ fn with_text(cmd: &Cmd) -> Option<Cmd> {
     let (Some(b"EVALSHA"), Some(hash)) = (parts.next(), parts.next()) else {
         return None;
     };
-    let hash = std::str::from_utf8(hash).ok()?;
-    let code = SOURCES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .get(hash)?
-        .clone();
+    let code = script_source(std::str::from_utf8(hash).ok()?)?;
     let mut eval = redis::cmd("EVAL");
     eval.arg(code);
     for part in parts {
