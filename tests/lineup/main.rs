@@ -24,6 +24,7 @@ mod queue;
 mod queue_events;
 mod ranking_reads;
 mod rankings;
+mod replan;
 mod replay;
 mod samples;
 mod secrets;

@@ -6,11 +6,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 use futures::{stream, StreamExt};
-use hmac::{Hmac, Mac};
 use lineup::ids::{QueueId, UserId};
 use lineup::queue::{Issued, PromotionReport, QueueEventKind, Standing};
+use lineup_tests::draw::{draw_order, draw_value_hex, in_seconds, revealed_seed, rfc, until};
 use lineup_tests::queue::{assert_kind, join, leave, promote, put_settings, status, summary};
 use lineup_tests::{sleep, TestApp};
 use serde_json::json;
@@ -19,67 +19,9 @@ use sha2::{Digest, Sha256};
 /// 2^52: a draw ticket is at most this, a later arrival's above it.
 const DRAW_BASE: u64 = 1 << 52;
 
-/// `seconds` from now, to the millisecond (as the settings keep times).
-fn in_seconds(seconds: i64) -> DateTime<Utc> {
-    let at = Utc::now() + chrono::Duration::seconds(seconds);
-    DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap()
-}
-
-fn rfc(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-fn hex_decode(hex: &str) -> Vec<u8> {
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-/// The recipe of docs/draw.md, written again here: the first 52 bits (big-endian) of
-/// HMAC-SHA256(key = the seed's bytes, message = the user id).
-fn draw_value(seed: &[u8], user: &str) -> u64 {
-    let mut mac = Hmac::<Sha256>::new_from_slice(seed).unwrap();
-    mac.update(user.as_bytes());
-    let digest = mac.finalize().into_bytes();
-    u64::from_be_bytes(digest[..8].try_into().unwrap()) >> 12
-}
-
-/// `users` in the order the draw places them: by value, ties by user id bytes.
-fn draw_order(seed: &[u8], users: &[String]) -> Vec<String> {
-    let mut order: Vec<(u64, String)> = users
-        .iter()
-        .map(|u| (draw_value(seed, u), u.clone()))
-        .collect();
-    order.sort();
-    order.into_iter().map(|(_, u)| u).collect()
-}
-
-/// The revealed seed, after checking it against the commitment published before.
-fn revealed_seed(summary: &serde_json::Value, commitment: &str) -> Vec<u8> {
-    let seed = hex_decode(summary["draw"]["seed"].as_str().expect("seed revealed"));
-    assert_eq!(seed.len(), 32);
-    let digest: String = Sha256::digest(&seed)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(
-        digest, commitment,
-        "the seed revealed is the one committed to"
-    );
-    seed
-}
-
 /// How many events of `kind` a promotion tick reports.
 fn events_of(report: &PromotionReport, kind: QueueEventKind) -> usize {
     report.events().filter(|e| e.kind == kind).count()
-}
-
-async fn until(at: DateTime<Utc>) {
-    let left = (at - Utc::now()).num_milliseconds();
-    if left > 0 {
-        sleep(Duration::from_millis(left as u64)).await;
-    }
 }
 
 /// `users` join `queue` through the waiting room itself, `parallel` at a time.
@@ -175,7 +117,7 @@ async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_
     }
 
     let after = summary(&app, "gig").await;
-    let seed = revealed_seed(&after.body, &commitment);
+    let seed = revealed_seed(&after.body["draw"], &commitment);
     let order = draw_order(&seed, &users);
     let rank: HashMap<&str, u64> = order
         .iter()
@@ -203,7 +145,7 @@ async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_
     assert_eq!(first.body["position"], 1);
     assert_eq!(
         first.body["draw"]["value"],
-        format!("{:013x}", draw_value(&seed, &order[0]))
+        draw_value_hex(&seed, &order[0])
     );
 
     // The first tick admits in draw order and records how many the draw placed.
@@ -325,7 +267,7 @@ async fn arrival_order_does_not_predict_the_drawn_place() {
     let mut places = Vec::new();
     for (d, issued) in joined.iter().enumerate() {
         let after = summary(&app, &format!("show{d}")).await;
-        let seed = revealed_seed(&after.body, &commitments[d]);
+        let seed = revealed_seed(&after.body["draw"], &commitments[d]);
         let order = draw_order(&seed, &users);
         let placed = positions(&app, issued).await;
         for (user, place) in users.iter().zip(&placed) {
@@ -490,17 +432,14 @@ async fn nobody_changes_their_draw_and_closes_at_keeps_the_line() {
     );
 
     until(opens + chrono::Duration::milliseconds(50)).await;
-    let seed = revealed_seed(&summary(&app, "gig").await.body, &commitment);
+    let seed = revealed_seed(&summary(&app, "gig").await.body["draw"], &commitment);
     let mut all = vec!["u1".to_owned()];
     all.extend(others.iter().cloned());
     let order = draw_order(&seed, &all);
     let place = order.iter().position(|u| u == "u1").unwrap() as u64 + 1;
     let drawn = status(&app, "gig", &token).await;
     assert_eq!(drawn.body["position"], place, "{}", drawn.body);
-    assert_eq!(
-        drawn.body["draw"]["value"],
-        format!("{:013x}", draw_value(&seed, "u1"))
-    );
+    assert_eq!(drawn.body["draw"]["value"], draw_value_hex(&seed, "u1"));
     assert_eq!(join(&app, "gig", "u1").await.token(), token);
     // Leaving after the opening puts the buyer at the back, with no draw value.
     assert_eq!(leave(&app, "gig", &token).await.status, 204);

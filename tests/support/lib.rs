@@ -18,6 +18,7 @@ use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::Stack;
 
 mod cluster;
+pub mod draw;
 mod link;
 pub mod outage;
 pub mod queue;

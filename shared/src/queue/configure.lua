@@ -9,6 +9,9 @@
 -- field, why} when the schedule's times disagree or {'locked', why} when the change would
 -- alter a draw (rules below).
 local old_idle = IDLE_MS
+-- The longest a pre-queue member is told to wait before polling again: the function's
+-- PREQUEUE_POLL_MAX_SECONDS (a unit test holds them equal).
+local PREQUEUE_POLL_MAX_MS = 300000
 local FIRST_PAIR = ARG + 2
 
 -- The schedule (docs/draw.md). The times after the change, checked against each other here,
@@ -34,6 +37,9 @@ if changed['opens-at'] ~= nil then
     if pending and drawn_waiting > 0 then
       return {'locked', 'the pre-queue has members: postpone the opening instead of removing it'}
     end
+    -- An opening that has passed is recorded first, if no promotion did yet, so the draw
+    -- stays checkable and is announced (summary.lua, promote.lua).
+    if OPENS_AT and not pending then record_draw() end
     prequeue = nil
     changed['prequeue-opens-at'] = ''
   elseif not pending then
@@ -80,17 +86,33 @@ local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at')
 local new_idle = tonumber(now_set[3] or ARGV[3])
+-- A buyer who polls when told keeps its place, whatever the operator changes afterwards.
+-- Each was told, under the settings before this change, to poll again by `told_by` at the
+-- latest: a waiter within a third of the idle period (a third of the long period when a long
+-- heartbeat is live), a pre-queue member by a third of the idle period (its jitter) after the
+-- opening, or after PREQUEUE_POLL_MAX_MS when the opening was further (it counts as present
+-- until one idle period after the opening, is_present). A change of the idle period or of an opening whose pre-queue may not all
+-- have polled since moves the presence grace to one new idle period after `told_by`, never
+-- earlier than it was: the grace only ever moves later.
+local new_opens = tonumber(now_set[10])
+if new_idle ~= old_idle or (new_opens ~= OPENS_AT and OPENS_AT and NOW < OPENS_AT + IDLE_MS) then
+  local told_by = NOW + IDLE_MS / 3
+  if LONG_SEEN_AT and math.floor(LONG_SEEN_AT / LONG_WINDOW_MS) >= LONG.first_live then
+    told_by = NOW + LONG_IDLE_MS / 3
+  end
+  if OPENS_AT and NOW < OPENS_AT + IDLE_MS then
+    told_by = math.max(told_by, math.min(OPENS_AT, NOW + PREQUEUE_POLL_MAX_MS) + IDLE_MS / 3)
+  end
+  PRESENCE_GRACE_UNTIL = math.max(PRESENCE_GRACE_UNTIL, math.ceil(told_by) + new_idle)
+  redis.call('HSET', META, 'presence-grace-until', PRESENCE_GRACE_UNTIL)
+end
 if new_idle ~= old_idle then
-  -- Heartbeat windows change length with the idle period: start presence afresh, giving
-  -- every waiter one whole new idle period to poll, and a waiter told a long interval under
-  -- the old one that interval first.
-  local grace = NOW + new_idle
-  if LONG_SEEN_AT then grace = NOW + LONG_IDLE_MS / 3 + new_idle end
+  -- Heartbeat windows change length with the idle period: presence starts afresh under the
+  -- grace above.
   for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
     redis.call('UNLINK', KEYS[FIRST_SEEN + slot])
   end
   redis.call('HDEL', META, 'seen-at', 'long-seen-at')
-  redis.call('HSET', META, 'presence-grace-until', grace)
 end
 local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = now_set[4] or nil,
   idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,

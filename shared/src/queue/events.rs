@@ -6,6 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
+use super::schedule::Draw;
 use crate::ids::QueueId;
 
 /// Kinds of queue state event, each an EventBridge `detail-type`.
@@ -61,6 +62,10 @@ pub struct QueueEvent {
     /// For a sell-out: the operator's or the booking system's message, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// For a scheduled opening: its draw, as the summary shows it, so that the queue's event
+    /// consumers can check it whatever becomes of the schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draw: Option<Draw>,
 }
 
 impl QueueEvent {
@@ -78,6 +83,7 @@ impl QueueEvent {
             active_until: None,
             reason: None,
             message: None,
+            draw: None,
         }
     }
 
@@ -91,6 +97,15 @@ impl QueueEvent {
             active_until: None,
             reason: None,
             message: None,
+            draw: None,
+        }
+    }
+
+    /// `QueueOpened` at a scheduled opening, with the draw that placed the pre-queue.
+    pub fn opened_by_draw(queue: &QueueId, draw: Draw) -> Self {
+        QueueEvent {
+            draw: Some(draw),
+            ..QueueEvent::of_queue(QueueEventKind::Opened, queue)
         }
     }
 

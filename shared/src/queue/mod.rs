@@ -337,7 +337,17 @@ fn millis(d: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{joined, COMMON_LUA};
+    use super::{joined, COMMON_LUA, PREQUEUE_POLL_MAX_SECONDS};
+
+    /// Configure's presence grace covers the longest poll a pre-queue member was told.
+    #[test]
+    fn configure_knows_the_longest_prequeue_poll() {
+        let line = format!(
+            "local PREQUEUE_POLL_MAX_MS = {}\n",
+            PREQUEUE_POLL_MAX_SECONDS * 1000
+        );
+        assert!(include_str!("configure.lua").contains(&line), "{line}");
+    }
 
     const STATUS_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua"));
     const STATUS_UNUSED: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua.unused"));

@@ -5,13 +5,14 @@
 -- the queue is neither paused nor sold out.
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits,
 -- closed} with the lists as promote() and purge_expired() give them; more is 1 when another
--- call this tick could admit more; opened is 1 on the first tick after the draw was recorded;
+-- call this tick could admit more; opened is the draw {commitment, seed, members} on the first
+-- tick after it was recorded ({'', '', ''} otherwise);
 -- waits holds the ms each admitted buyer waited, by the ticket clock (a member placed by the
 -- draw: since the opening); closed is 1 on the first tick after closesAt passed.
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0, 0, {}, 0}
+  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0}
 end
 keep_meta()
 redis.call('PEXPIRE', CLOCK, KEEP_MS)
@@ -74,10 +75,15 @@ if not PAUSED and not SOLD_OUT and remaining > 0 and waiting > 0 and active < CA
     and (#admitted + #dropped >= SLICE or #expired >= SLICE) then
   more = 1
 end
--- The opening is reported by the first tick that sees the draw recorded (by itself, or by a
--- leave's promotion before it), once per draw: configure clears the mark with a new seed.
-local opened = 0
-if DRAW_MEMBERS and redis.call('HSETNX', SETTINGS, 'draw-announced', 1) == 1 then opened = 1 end
+-- The opening is reported by the first tick that sees the draw recorded (by itself, by a
+-- leave's promotion before it, or by configure removing the opening), once per draw:
+-- configure clears the mark with a new seed. The report carries the draw as the summary
+-- shows it, so the queue's event consumers keep it: {commitment, seed, members}.
+local opened = {'', '', ''}
+if DRAW_MEMBERS and redis.call('HSETNX', SETTINGS, 'draw-announced', 1) == 1 then
+  opened = {DRAW_COMMIT or '', redis.call('HGET', SETTINGS, 'draw-seed') or '',
+    string.format('%d', DRAW_MEMBERS)}
+end
 -- Likewise the end of arrivals at closesAt, once per closesAt (configure clears the mark).
 local closed = 0
 if CLOSES_AT and NOW >= CLOSES_AT

@@ -6,6 +6,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
+use super::schedule::{Draw, DrawReply};
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE};
 use crate::error::Error;
 use crate::ids::QueueId;
@@ -40,9 +41,8 @@ impl QueuePromotion {
     /// many.
     fn add(&mut self, reply: PromoteReply) -> (bool, u64) {
         let queue = self.queue_id.clone();
-        if reply.opened {
-            self.events
-                .push(QueueEvent::of_queue(QueueEventKind::Opened, &queue));
+        if let Some(draw) = reply.opened {
+            self.events.push(QueueEvent::opened_by_draw(&queue, draw));
         }
         if reply.closed {
             self.events
@@ -100,8 +100,8 @@ impl PromotionReport {
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
 /// more, opened, waits, closed}`: one slice of a tick, whether the queue may admit more
-/// (`remaining` more), whether this slice saw the scheduled opening first (a `QueueOpened` to
-/// publish), how long each admitted buyer waited, and whether it saw `closesAt` pass first (a
+/// (`remaining` more), the draw when this slice saw the scheduled opening first (a `QueueOpened`
+/// to publish, carrying it), how long each admitted buyer waited, and whether it saw `closesAt` pass first (a
 /// `QueueClosed`).
 struct PromoteReply {
     admitted: Vec<Admission>,
@@ -112,7 +112,7 @@ struct PromoteReply {
     admission_rate_per_minute: Option<f64>,
     remaining: u64,
     more: bool,
-    opened: bool,
+    opened: Option<Draw>,
     waits_ms: Vec<u64>,
     closed: bool,
 }
@@ -142,7 +142,7 @@ impl FromRedisValue for PromoteReply {
             String,
             u64,
             u8,
-            u8,
+            DrawReply,
             Vec<u64>,
             u8,
         ) = FromRedisValue::from_redis_value(v)?;
@@ -155,7 +155,7 @@ impl FromRedisValue for PromoteReply {
             admission_rate_per_minute: parse_rate(&rate),
             remaining,
             more: more == 1,
-            opened: opened == 1,
+            opened: opened.0,
             waits_ms,
             closed: closed == 1,
         })

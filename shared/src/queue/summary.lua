@@ -1,8 +1,11 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
 -- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
--- opening), members (once recorded)}, each '' when not (yet) public.
+-- opening), members (once recorded)}, each '' when not (yet) public. A draw stays in the
+-- summary while its schedule is set, and after the schedule is removed while any member it
+-- placed still waits in the line.
 local draw = {'', '', ''}
-if DRAW_COMMIT and OPENS_AT then
+if DRAW_COMMIT and (OPENS_AT
+    or (DRAW_MEMBERS and redis.call('ZCOUNT', WAITING, 1, DRAW_BASE) > 0)) then
   if not PREQUEUE_OPENS_AT or NOW >= PREQUEUE_OPENS_AT then draw[1] = DRAW_COMMIT end
   if not BEFORE_OPENING then
     draw[2] = redis.call('HGET', SETTINGS, 'draw-seed') or ''

@@ -1,0 +1,279 @@
+//! The operator changes the plan while buyers wait: the opening brought forward or put back,
+//! the idle period changed, capacity changed, admissions paused and resumed, the schedule
+//! removed. A buyer who polls when told keeps its place, whatever the operator changes
+//! afterwards; nobody is admitted before the opening in force; and the draw, once revealed,
+//! stays checkable (docs/draw.md, docs/waiting-room.md). Through the queue API's handlers,
+//! with real clocks.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::future::join_all;
+use lineup::ids::QueueId;
+use lineup::queue::{PromotionReport, QueueEvent, QueueEventKind};
+use lineup_tests::draw::{draw_order, draw_value_hex, in_seconds, revealed_seed, rfc, until};
+use lineup_tests::queue::{join, put_settings, status, summary};
+use lineup_tests::{sleep, TestApp};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+/// A pre-queue member as its join left it: who, its token and when it was told to poll.
+struct Member {
+    user: String,
+    token: String,
+    poll_after: u64,
+}
+
+/// `count` buyers join `queue` before its opening; each is in the pre-queue.
+async fn prequeue(app: &TestApp, queue: &str, count: usize) -> Vec<Member> {
+    let mut members = Vec::new();
+    for i in 0..count {
+        let user = format!("fan{i:02}");
+        let joined = join(app, queue, &user).await;
+        assert_eq!(joined.status, 201, "{}", joined.body);
+        assert_eq!(joined.body["status"], "prequeue", "{}", joined.body);
+        members.push(Member {
+            user,
+            token: joined.token(),
+            poll_after: joined.body["pollAfterSeconds"].as_u64().expect("told"),
+        });
+    }
+    members
+}
+
+/// How an obedient buyer's polling ended.
+#[derive(Debug)]
+enum Obeyed {
+    /// Admitted: the status that said so, and the draw value it showed (if any).
+    Admitted(Value),
+    /// Still in line at the deadline.
+    Waiting,
+}
+
+/// `member` sleeps exactly as told and polls again, until it is admitted or `deadline` passes.
+/// Every answer must be 200 `prequeue`, `waiting` or `active`; anything else (410
+/// `dropped-for-absence` above all) is returned as the error, with when it came.
+async fn obey(
+    app: &TestApp,
+    queue: &str,
+    member: &Member,
+    deadline: DateTime<Utc>,
+) -> Result<Obeyed, String> {
+    let mut after = member.poll_after;
+    loop {
+        sleep(Duration::from_secs(after)).await;
+        if Utc::now() > deadline {
+            return Ok(Obeyed::Waiting);
+        }
+        let reply = status(app, queue, &member.token).await;
+        let state = reply.body["status"].as_str().unwrap_or("");
+        match (reply.status, state) {
+            (200, "active") => return Ok(Obeyed::Admitted(reply.body)),
+            (200, "prequeue" | "waiting") => {
+                after = reply.body["pollAfterSeconds"].as_u64().expect("told");
+            }
+            _ => {
+                return Err(format!(
+                    "{} polled as told and got {} at {}: {}",
+                    member.user,
+                    reply.status,
+                    rfc(Utc::now()),
+                    reply.body
+                ))
+            }
+        }
+    }
+}
+
+/// Every member of `members` obeys until `deadline`, while the promoter ticks twice a second;
+/// returns each one's ending and every event the ticks reported.
+async fn obey_all(
+    app: &TestApp,
+    queue: &str,
+    members: &[Member],
+    deadline: DateTime<Utc>,
+) -> (Vec<Result<Obeyed, String>>, Vec<QueueEvent>) {
+    let mut events = Vec::new();
+    let polls = join_all(members.iter().map(|m| obey(app, queue, m, deadline)));
+    let endings = ticking(app, queue, polls, |report| {
+        events.extend(report.events().cloned());
+    })
+    .await;
+    (endings, events)
+}
+
+/// Runs `work` while a promotion tick runs for `queue` every half second, each tick's report
+/// handed to `seen`.
+async fn ticking<T>(
+    app: &TestApp,
+    queue: &str,
+    work: impl Future<Output = T>,
+    mut seen: impl FnMut(&PromotionReport),
+) -> T {
+    let queue = QueueId::parse(queue).expect("queue id");
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = sleep(Duration::from_millis(500)) => {
+                let report = app.room().promote(std::slice::from_ref(&queue)).await.expect("tick");
+                seen(&report);
+            }
+        }
+    }
+}
+
+fn assert_nobody_dropped(endings: &[Result<Obeyed, String>], events: &[QueueEvent]) {
+    let dropped: Vec<&String> = endings.iter().filter_map(|e| e.as_ref().err()).collect();
+    assert!(
+        dropped.is_empty(),
+        "{} obedient buyers lost their place: {dropped:#?}",
+        dropped.len()
+    );
+    let abandoned: Vec<&QueueEvent> = events
+        .iter()
+        .filter(|e| e.kind == QueueEventKind::Abandoned)
+        .collect();
+    assert!(abandoned.is_empty(), "{abandoned:?}");
+}
+
+fn commitment(summary: &Value) -> String {
+    summary["draw"]["seedSha256"]
+        .as_str()
+        .expect("commitment")
+        .to_owned()
+}
+
+/// docs/draw.md: moving a pending opening keeps the seed, and a member who polls as told is
+/// never dropped. Brought forward by 12 s (idle period 6 s), the members come back when they
+/// were told, at the old opening, after the new opening's idle period has passed.
+#[tokio::test]
+async fn bringing_the_opening_forward_keeps_every_member_who_polls_as_told() {
+    let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "6"), ("QUEUE_CAPACITY", "2")]).await;
+    let opens = in_seconds(14);
+    let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let committed = commitment(&summary(&app, "gig").await.body);
+    let members = prequeue(&app, "gig", 20).await;
+    assert!(members.iter().all(|m| m.poll_after >= 12));
+
+    let earlier = in_seconds(1);
+    let moved = put_settings(&app, "gig", &json!({ "opensAt": rfc(earlier) })).await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    assert_eq!(commitment(&summary(&app, "gig").await.body), committed);
+
+    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(6)).await;
+    assert_nobody_dropped(&endings, &events);
+    // The first two were admitted at the new opening, before they came back.
+    let admitted = endings
+        .iter()
+        .filter(|e| matches!(e, Ok(Obeyed::Admitted(_))))
+        .count();
+    assert_eq!(admitted, 2, "{endings:?}");
+    assert_eq!(summary(&app, "gig").await.body["waiting"], 18);
+}
+
+/// docs/waiting-room.md: changing the idle period gives every waiter one whole new idle period
+/// to poll. Lowered from 60 s to 5 s before the opening, the pre-queue members come back when
+/// told under 60 s: the opening plus a jitter of up to 20 s.
+#[tokio::test]
+async fn lowering_the_idle_period_before_the_opening_keeps_the_prequeue() {
+    let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "60"), ("QUEUE_CAPACITY", "1")]).await;
+    let opens = in_seconds(4);
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    let members = prequeue(&app, "gig", 20).await;
+    let latest = members.iter().map(|m| m.poll_after).max().unwrap_or(0);
+    assert!(latest >= 12, "the jitter spreads them over 20 s: {latest}");
+
+    let lowered = put_settings(&app, "gig", &json!({ "waitingIdleSeconds": 5 })).await;
+    assert_eq!(lowered.status, 200, "{}", lowered.body);
+
+    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(24)).await;
+    assert_nobody_dropped(&endings, &events);
+    assert_eq!(summary(&app, "gig").await.body["waiting"], 19);
+}
+
+/// Lowered after the opening (60 s to 5 s), a waiter told to poll in up to 20 s under the old
+/// idle period keeps its place when it does.
+#[tokio::test]
+async fn lowering_the_idle_period_keeps_waiters_told_a_longer_poll() {
+    let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "60"), ("QUEUE_CAPACITY", "1")]).await;
+    let mut members = Vec::new();
+    for i in 0..200 {
+        let user = format!("fan{i:03}");
+        let joined = join(&app, "gig", &user).await;
+        assert!(joined.status == 201, "{}", joined.body);
+        members.push(Member {
+            user,
+            token: joined.token(),
+            poll_after: joined.body["pollAfterSeconds"].as_u64().expect("told"),
+        });
+    }
+    // Those told 10 s or more (a tenth of their position, up to a third of 60 s).
+    members.retain(|m| m.poll_after >= 10);
+    assert!(members.len() >= 50, "{}", members.len());
+
+    let lowered = put_settings(&app, "gig", &json!({ "waitingIdleSeconds": 5 })).await;
+    assert_eq!(lowered.status, 200, "{}", lowered.body);
+    // Each polls once, when told (the deadline stops them after that poll).
+    let deadline = Utc::now() + secs(19);
+    let (endings, events) = obey_all(&app, "gig", &members, deadline).await;
+    assert_nobody_dropped(&endings, &events);
+    assert_eq!(summary(&app, "gig").await.body["waiting"], 199);
+}
+
+/// docs/draw.md's trust model: anyone can check the revealed seed against the commitment.
+/// Removing the schedule just after the opening keeps the drawn members' places, the draw in
+/// the summary while any of them waits, and `QueueOpened` carries the draw.
+#[tokio::test]
+async fn removing_the_schedule_after_the_opening_keeps_the_draw_and_its_members() {
+    let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "30"), ("QUEUE_CAPACITY", "1")]).await;
+    let opens = in_seconds(3);
+    put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    let committed = commitment(&summary(&app, "gig").await.body);
+    let members = prequeue(&app, "gig", 20).await;
+
+    until(opens + chrono::Duration::milliseconds(200)).await;
+    let removed = put_settings(&app, "gig", &json!({ "opensAt": null })).await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert!(removed.body["opensAt"].is_null(), "{}", removed.body);
+    let after = summary(&app, "gig").await.body;
+    assert!(after["opensAt"].is_null(), "{after}");
+    let seed = revealed_seed(&after["draw"], &committed);
+    assert_eq!(after["draw"]["members"], 20, "{after}");
+
+    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(12)).await;
+    assert_nobody_dropped(&endings, &events);
+    let opened: Vec<&QueueEvent> = events
+        .iter()
+        .filter(|e| e.kind == QueueEventKind::Opened)
+        .collect();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    let detail = serde_json::to_value(opened[0]).expect("detail");
+    assert_eq!(revealed_seed(&detail["draw"], &committed), seed);
+    assert_eq!(detail["draw"]["members"], 20, "{detail}");
+    // The member admitted is the draw's first, and shows the value that placed it.
+    let users: Vec<String> = members.iter().map(|m| m.user.clone()).collect();
+    let first = &draw_order(&seed, &users)[0];
+    let admitted: Vec<&Value> = endings
+        .iter()
+        .filter_map(|e| match e {
+            Ok(Obeyed::Admitted(body)) => Some(body),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(admitted.len(), 1, "{endings:?}");
+    assert_eq!(admitted[0]["draw"]["value"], draw_value_hex(&seed, first));
+    assert_eq!(
+        summary(&app, "gig").await.body["draw"]["seed"],
+        after["draw"]["seed"],
+        "the draw stays while its members wait"
+    );
+}
+
+fn secs(s: i64) -> chrono::Duration {
+    chrono::Duration::seconds(s)
+}

@@ -1,0 +1,77 @@
+//! Times for a schedule, and the draw recomputed by the recipe of docs/draw.md, written again
+//! here so a test checks the queue's draw the way a buyer would.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+
+use crate::sleep;
+
+/// `seconds` from now, to the millisecond (as the settings keep times).
+pub fn in_seconds(seconds: i64) -> DateTime<Utc> {
+    let at = Utc::now() + chrono::Duration::seconds(seconds);
+    DateTime::from_timestamp_millis(at.timestamp_millis()).expect("a time in range")
+}
+
+/// `at` as the settings and the summary write it.
+pub fn rfc(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Sleeps until `at` (at once when it has passed).
+pub async fn until(at: DateTime<Utc>) {
+    let left = (at - Utc::now()).num_milliseconds();
+    if left > 0 {
+        sleep(Duration::from_millis(left as u64)).await;
+    }
+}
+
+pub fn hex_decode(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The first 52 bits (big-endian) of HMAC-SHA256(key = the seed's bytes, message = the user id).
+pub fn draw_value(seed: &[u8], user: &str) -> u64 {
+    let mut mac = Hmac::<Sha256>::new_from_slice(seed).expect("any key length");
+    mac.update(user.as_bytes());
+    let digest = mac.finalize().into_bytes();
+    u64::from_be_bytes(digest[..8].try_into().expect("8 bytes")) >> 12
+}
+
+/// `user`'s draw value as the API shows it: 13 hex digits.
+pub fn draw_value_hex(seed: &[u8], user: &str) -> String {
+    format!("{:013x}", draw_value(seed, user))
+}
+
+/// `users` in the order the draw places them: by value, ties by user id bytes.
+pub fn draw_order(seed: &[u8], users: &[String]) -> Vec<String> {
+    let mut order: Vec<(u64, String)> = users
+        .iter()
+        .map(|u| (draw_value(seed, u), u.clone()))
+        .collect();
+    order.sort();
+    order.into_iter().map(|(_, u)| u).collect()
+}
+
+/// The seed a draw (as the summary or a `QueueOpened` event shows it) reveals, after checking
+/// it against the commitment published before.
+pub fn revealed_seed(draw: &serde_json::Value, commitment: &str) -> Vec<u8> {
+    let seed = hex_decode(draw["seed"].as_str().expect("seed revealed"));
+    assert_eq!(seed.len(), 32);
+    assert_eq!(draw["seedSha256"], commitment, "{draw}");
+    assert_eq!(
+        hex(&Sha256::digest(&seed)),
+        commitment,
+        "the seed revealed is the one committed to"
+    );
+    seed
+}
