@@ -5,7 +5,6 @@
 //! stays checkable (docs/draw.md, docs/waiting-room.md). Through the queue API's handlers,
 //! with real clocks.
 
-use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::Duration;
 
@@ -13,8 +12,10 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use lineup::ids::QueueId;
 use lineup::queue::{PromotionReport, QueueEvent, QueueEventKind};
-use lineup_tests::draw::{draw_order, draw_value_hex, in_seconds, revealed_seed, rfc, until};
-use lineup_tests::queue::{join, put_settings, status, summary};
+use lineup_tests::draw::{
+    draw_order, draw_value, draw_value_hex, in_seconds, revealed_seed, rfc, until,
+};
+use lineup_tests::queue::{join, leave, put_settings, status, summary};
 use lineup_tests::{sleep, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -53,7 +54,8 @@ enum Obeyed {
     Waiting,
 }
 
-/// `member` sleeps exactly as told and polls again, until it is admitted or `deadline` passes.
+/// `member` sleeps exactly as told and polls again, until it is admitted (and then leaves, when
+/// `leave_when_admitted`) or `deadline` passes.
 /// Every answer must be 200 `prequeue`, `waiting` or `active`; anything else (410
 /// `dropped-for-absence` above all) is returned as the error, with when it came.
 async fn obey(
@@ -61,6 +63,7 @@ async fn obey(
     queue: &str,
     member: &Member,
     deadline: DateTime<Utc>,
+    leave_when_admitted: bool,
 ) -> Result<Obeyed, String> {
     let mut after = member.poll_after;
     loop {
@@ -71,7 +74,12 @@ async fn obey(
         let reply = status(app, queue, &member.token).await;
         let state = reply.body["status"].as_str().unwrap_or("");
         match (reply.status, state) {
-            (200, "active") => return Ok(Obeyed::Admitted(reply.body)),
+            (200, "active") => {
+                if leave_when_admitted {
+                    assert_eq!(leave(app, queue, &member.token).await.status, 204);
+                }
+                return Ok(Obeyed::Admitted(reply.body));
+            }
             (200, "prequeue" | "waiting") => {
                 after = reply.body["pollAfterSeconds"].as_u64().expect("told");
             }
@@ -97,7 +105,7 @@ async fn obey_all(
     deadline: DateTime<Utc>,
 ) -> (Vec<Result<Obeyed, String>>, Vec<QueueEvent>) {
     let mut events = Vec::new();
-    let polls = join_all(members.iter().map(|m| obey(app, queue, m, deadline)));
+    let polls = join_all(members.iter().map(|m| obey(app, queue, m, deadline, false)));
     let endings = ticking(app, queue, polls, |report| {
         events.extend(report.events().cloned());
     })
@@ -276,4 +284,269 @@ async fn removing_the_schedule_after_the_opening_keeps_the_draw_and_its_members(
 
 fn secs(s: i64) -> chrono::Duration {
     chrono::Duration::seconds(s)
+}
+
+/// What the operator has set that decides whether anyone may be admitted.
+#[derive(Debug, Clone, Copy)]
+struct Gates {
+    /// The opening in force, if any.
+    opens: Option<DateTime<Utc>>,
+    paused: bool,
+}
+
+impl Gates {
+    fn admit_at(&self, at: DateTime<Utc>) -> bool {
+        !self.paused && self.opens.is_none_or(|opens| at >= opens)
+    }
+}
+
+/// One change of the gates: sent at `sent`, answered at `answered`, in force from some instant
+/// between them.
+#[derive(Debug)]
+struct Change {
+    sent: DateTime<Utc>,
+    answered: DateTime<Utc>,
+    before: Gates,
+    after: Gates,
+}
+
+/// The operator's plan as the test has set it: the gates now and every change of them.
+struct Plan {
+    queue: String,
+    gates: Gates,
+    changes: Vec<Change>,
+    /// When admissions were last paused.
+    paused_at: DateTime<Utc>,
+    /// Every request, with its answer, for a failure's message.
+    log: Vec<String>,
+}
+
+impl Plan {
+    fn pending(&self) -> bool {
+        self.gates.opens.is_some_and(|opens| Utc::now() < opens)
+    }
+
+    /// Whether the gates in force at `at` let anyone in: those of the last change answered
+    /// before it, or, within a change, those on either side of it.
+    fn admits_at(&self, initial: Gates, at: DateTime<Utc>) -> bool {
+        let mut gates = vec![initial];
+        for change in &self.changes {
+            if change.answered <= at {
+                gates = vec![change.after];
+            } else if change.sent <= at {
+                gates = vec![change.before, change.after];
+            }
+        }
+        gates.iter().any(|g| g.admit_at(at))
+    }
+
+    /// PUTs `body`; asserts the answer is `expected`, and follows what it set.
+    async fn put(&mut self, app: &TestApp, body: Value, expected: u16) {
+        let sent = Utc::now();
+        let reply = put_settings(app, &self.queue, &body).await;
+        let answered = Utc::now();
+        self.log
+            .push(format!("{} {body} → {}", rfc(sent), reply.status));
+        assert_eq!(
+            reply.status, expected,
+            "{body}: {}\n{:#?}",
+            reply.body, self.log
+        );
+        if reply.status != 200 {
+            return;
+        }
+        let before = self.gates;
+        if let Some(opens) = body.get("opensAt") {
+            self.gates.opens = opens.as_str().map(|at| at.parse().expect("RFC 3339"));
+        }
+        if let Some(paused) = body["paused"].as_bool() {
+            self.gates.paused = paused;
+            self.paused_at = answered;
+        }
+        self.changes.push(Change {
+            sent,
+            answered,
+            before,
+            after: self.gates,
+        });
+    }
+
+    /// One of the operator's changes, at random, with the answer the docs promise for it.
+    async fn change(&mut self, app: &TestApp, rng: &mut StdRng) {
+        let (body, expected) = match rng.random_range(0..6) {
+            // Postpone or bring forward a pending opening (keeping it ahead, past the
+            // pre-queue's opening); after the opening a new one is refused while buyers wait.
+            0 | 1 => {
+                // Brought forward close to now as often as put back.
+                let ahead = if rng.random_bool(0.5) {
+                    rng.random_range(1..=3)
+                } else {
+                    rng.random_range(4..=12)
+                };
+                let opens = json!({ "opensAt": rfc(in_seconds(ahead)) });
+                if self.pending() {
+                    (opens, 200)
+                } else if summary(app, &self.queue).await.body["waiting"].as_u64() > Some(0) {
+                    (opens, 409)
+                } else {
+                    // An empty line may start a new draw: not this plan's.
+                    return;
+                }
+            }
+            2 => (
+                json!({ "waitingIdleSeconds": rng.random_range(5..=20) }),
+                200,
+            ),
+            3 => (json!({ "capacity": rng.random_range(1..=5) }), 200),
+            4 => (json!({ "paused": !self.gates.paused }), 200),
+            // Removing the schedule: refused while the pre-queue waits, allowed after the
+            // opening.
+            _ => {
+                let expected = if self.pending() { 409 } else { 200 };
+                (json!({ "opensAt": null }), expected)
+            }
+        };
+        self.put(app, body, expected).await;
+    }
+}
+
+/// The property behind docs/draw.md and docs/waiting-room.md: pre-queue members poll exactly
+/// as told, and leave once admitted (as a buyer who pays does), while the operator, at random
+/// moments, postpones or brings forward the opening, changes the idle period and capacity,
+/// pauses and resumes, and removes the schedule where that is allowed. Nobody who obeys is
+/// dropped; nobody is admitted before the opening in force or while paused (by a tick or by a
+/// leave's promotion); the draw stays checkable in the summary while its members wait; and
+/// the admissions follow the draw. `LINEUP_REPLAN_SEED` replays one plan's choices.
+#[tokio::test]
+async fn whatever_the_operator_changes_an_obedient_buyer_keeps_its_place() {
+    let seed: u64 = std::env::var("LINEUP_REPLAN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("the plans' seed: LINEUP_REPLAN_SEED={seed}");
+    let session = PLAN_SESSION_SECONDS.to_string();
+    let app = TestApp::spawn(&[
+        ("WAITING_IDLE_SECONDS", "20"),
+        ("QUEUE_CAPACITY", "3"),
+        ("SESSION_SECONDS", &session),
+    ])
+    .await;
+    // Three plans at once, each in a queue of its own.
+    join_all((0..3).map(|i| one_plan(&app, format!("gig{i}"), seed.wrapping_add(i)))).await;
+}
+
+/// The length of a session in the plan test: longer than any poll a member is told.
+const PLAN_SESSION_SECONDS: i64 = 30;
+
+/// One random plan, from `seed`, in `queue`.
+async fn one_plan(app: &TestApp, queue: String, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let q = queue.as_str();
+    let opens = in_seconds(rng.random_range(8..=14));
+    let set = put_settings(app, q, &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let committed = commitment(&summary(app, q).await.body);
+    let members = prequeue(app, q, 24).await;
+    let users: Vec<String> = members.iter().map(|m| m.user.clone()).collect();
+
+    let initial = Gates {
+        opens: Some(opens),
+        paused: false,
+    };
+    let mut plan = Plan {
+        queue: queue.clone(),
+        gates: initial,
+        changes: Vec::new(),
+        paused_at: Utc::now(),
+        log: Vec::new(),
+    };
+    let mut events = Vec::new();
+    let deadline = Utc::now() + secs(40);
+    let queue = QueueId::parse(q).expect("queue id");
+    let polls = join_all(members.iter().map(|m| obey(app, q, m, deadline, true)));
+    tokio::pin!(polls);
+    let endings = loop {
+        tokio::select! {
+            endings = &mut polls => break endings,
+            _ = sleep(Duration::from_millis(500)) => {}
+        }
+        // A pause ends within 4 s, so the line moves.
+        if plan.gates.paused && Utc::now() - plan.paused_at > secs(4) {
+            plan.put(app, json!({ "paused": false }), 200).await;
+        } else if rng.random_ratio(1, 3) {
+            plan.change(app, &mut rng).await;
+        }
+        let tick = app
+            .room()
+            .promote(std::slice::from_ref(&queue))
+            .await
+            .expect("tick");
+        let after_tick = Utc::now();
+        for event in tick.events() {
+            if event.kind == QueueEventKind::Activated {
+                assert!(
+                    plan.gates.admit_at(after_tick),
+                    "a tick admitted at {} through {:?}: {event:?}\n{:#?}",
+                    rfc(after_tick),
+                    plan.gates,
+                    plan.log
+                );
+            }
+        }
+        events.extend(tick.events().cloned());
+        // The draw: committed before the opening, revealed after it while its members wait.
+        let now = summary(app, q).await.body;
+        if plan.pending() {
+            assert_eq!(commitment(&now), committed, "{now}");
+            assert!(now["draw"]["seed"].is_null(), "{now}");
+        } else if now["waiting"].as_u64() > Some(0) {
+            revealed_seed(&now["draw"], &committed);
+        }
+    };
+    eprintln!("{queue}: {:#?}", plan.log);
+    assert_nobody_dropped(&endings, &events);
+
+    // Each admission (a tick's or a leave's) came while the gates were open: its instant is
+    // the session's end less its length.
+    let mut admitted: Vec<(DateTime<Utc>, u64, &str)> = Vec::new();
+    for (member, ending) in members.iter().zip(&endings) {
+        if let Ok(Obeyed::Admitted(body)) = ending {
+            let until: DateTime<Utc> = body["activeUntil"]
+                .as_str()
+                .expect("activeUntil")
+                .parse()
+                .expect("RFC 3339");
+            let at = until - secs(PLAN_SESSION_SECONDS);
+            assert!(
+                plan.admits_at(initial, at),
+                "{} admitted at {} through closed gates: {:#?}\n{:#?}",
+                member.user,
+                rfc(at),
+                plan.changes,
+                plan.log
+            );
+            admitted.push((at, body["ticket"].as_u64().expect("ticket"), &member.user));
+        }
+    }
+    assert!(
+        !admitted.is_empty(),
+        "nobody was admitted in 40 s\n{:#?}",
+        plan.log
+    );
+
+    // The opening was announced once, with the draw; the admissions follow the draw, and each
+    // admitted member's value and ticket are the draw's.
+    let opened: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == QueueEventKind::Opened)
+        .map(|e| serde_json::to_value(e).expect("detail"))
+        .collect();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    let seed = revealed_seed(&opened[0]["draw"], &committed);
+    admitted.sort();
+    let order: Vec<&str> = admitted.iter().map(|(_, _, user)| *user).collect();
+    assert_eq!(order, draw_order(&seed, &users)[..order.len()]);
+    for (_, ticket, user) in &admitted {
+        assert_eq!(*ticket, draw_value(&seed, user) + 1, "{user}");
+    }
 }
