@@ -1,6 +1,7 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
 -- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
--- opening), members (once recorded)}, each '' when not (yet) public.
+-- opening), members (once recorded)}, each '' when not (yet) public. laneBeforeOpening is read
+-- here with an HGET of its own: the prelude's settings read leaves it out (common.lua).
 local draw = {'', '', ''}
 if DRAW_COMMIT and OPENS_AT then
   if not PREQUEUE_OPENS_AT or NOW >= PREQUEUE_OPENS_AT then draw[1] = DRAW_COMMIT end
@@ -14,5 +15,6 @@ return {waiting_count(), live_active_count(), rate(),
   settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
-    prequeue_opens_at = stored[12] or nil}),
+    prequeue_opens_at = stored[12] or nil,
+    lane_before_opening = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'}),
   draw}
