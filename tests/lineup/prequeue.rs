@@ -630,3 +630,69 @@ async fn closes_at_passing_is_reported_once() {
         "a new closesAt is reported when it passes"
     );
 }
+
+/// Mode `passthrough` has no line, so it cannot keep the draw's promise that later arrivals
+/// stand behind the whole draw: with a schedule it is refused as a setting, both ways, and
+/// while the draw's members still wait; each refusal writes nothing. Without passthrough, an
+/// arrival just after the opening waits behind the drawn.
+#[tokio::test]
+async fn passthrough_and_a_draw_are_refused_together() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2"), ("WAITING_IDLE_SECONDS", "30")]).await;
+    let opens = in_seconds(2);
+    let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let refused = put_settings(&app, "gig", &json!({ "mode": "passthrough" })).await;
+    assert_kind(&refused, 400, "invalid-request");
+    assert!(
+        refused.body["detail"].as_str().unwrap().contains("mode"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(summary(&app, "gig").await.body["settings"]["mode"], "queue");
+
+    // The other way round, and both in one change.
+    let set = put_settings(&app, "solo", &json!({ "mode": "passthrough" })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let refused = put_settings(&app, "solo", &json!({ "opensAt": rfc(in_seconds(60)) })).await;
+    assert_kind(&refused, 400, "invalid-request");
+    assert!(
+        refused.body["detail"].as_str().unwrap().contains("opensAt"),
+        "{}",
+        refused.body
+    );
+    let solo = summary(&app, "solo").await;
+    assert!(solo.body["opensAt"].is_null(), "{}", solo.body);
+    assert!(solo.body["draw"].is_null(), "{}", solo.body);
+    assert_kind(
+        &put_settings(
+            &app,
+            "duo",
+            &json!({ "mode": "passthrough", "opensAt": rfc(in_seconds(60)) }),
+        )
+        .await,
+        400,
+        "invalid-request",
+    );
+
+    // The draw's members wait; the opening passes. A new arrival stands behind them.
+    let bob = join(&app, "gig", "bob").await;
+    assert_eq!(bob.body["status"], "prequeue", "{}", bob.body);
+    until(opens + chrono::Duration::milliseconds(50)).await;
+    assert_eq!(status(&app, "gig", &bob.token()).await.body["position"], 1);
+    let dan = join(&app, "gig", "dan").await;
+    assert_eq!(dan.body["status"], "waiting", "{}", dan.body);
+    assert_eq!(dan.body["position"], 2, "{}", dan.body);
+    // Removing the passed opening does not open passthrough while a drawn member waits.
+    let removed = put_settings(&app, "gig", &json!({ "opensAt": null })).await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert_kind(
+        &put_settings(&app, "gig", &json!({ "mode": "passthrough" })).await,
+        409,
+        "conflict",
+    );
+    assert_eq!(summary(&app, "gig").await.body["settings"]["mode"], "queue");
+    // Once the draw is admitted, passthrough may follow.
+    assert_eq!(promote(&app).await.admitted, 2);
+    let set = put_settings(&app, "gig", &json!({ "mode": "passthrough" })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+}

@@ -7,7 +7,7 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local s = redis.call('HMGET', KEYS[5], 'capacity', 'session-ms', 'idle-ms', 'admit-per-tick',
   'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at', 'closes-at',
-  'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane')
+  'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'lane-before-opening')
 local meta = redis.call('HMGET', KEYS[4], 'admitted-through', 'rate')
 local waiting = redis.call('ZCARD', KEYS[1])
 local active = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
@@ -15,5 +15,5 @@ return {waiting, active, meta[2] or '', tonumber(meta[1]) or 0,
   {tonumber(s[1] or ARGV[1]), tonumber(s[2] or ARGV[2]), tonumber(s[4] or ARGV[4]),
     tonumber(s[3] or ARGV[3]), s[5] == '1' and 1 or 0,
     {s[6] or 'queue', s[7] == '1' and 1 or 0, s[8] or '', tonumber(s[9]) or 0},
-    {s[10] or '', s[11] or '', s[12] or ''}},
+    {s[10] or '', s[11] or '', s[12] or ''}, s[16] == '1' and 1 or 0},
   {s[13] or '', '', ''}}

@@ -80,6 +80,16 @@ local MAX_WAITING = tonumber(stored[9]) or 0
 local LANE_ON = stored[15] == '1'
 -- Whether find() found the buyer in the priority lane.
 local IN_LANE = false
+-- Whether the lane is admitted before the opening (the setting laneBeforeOpening). Read with
+-- an HGET of its own by the calls that need it (before the opening, in a queue with a lane),
+-- not in the settings HMGET every call pays for.
+local LANE_EARLY
+local function lane_before_opening()
+  if LANE_EARLY == nil then
+    LANE_EARLY = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'
+  end
+  return LANE_EARLY
+end
 -- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
 -- heartbeat fell in.
 local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
@@ -105,7 +115,8 @@ local DRAW_COMMIT = stored[13] or nil
 local DRAW_MEMBERS = tonumber(stored[14])
 local DRAW_BASE = 4503599627370496
 local TICKET_BASE = DRAW_COMMIT and DRAW_BASE or 0
--- Before the opening: arrivals join the pre-queue, nobody is admitted.
+-- Before the opening: arrivals join the pre-queue (the priority lane's, the lane), nobody is
+-- admitted (but the lane, with laneBeforeOpening).
 local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
 -- Long presence: a waiter whose honest wait is over STRETCH_FROM_MS is told to poll after a
 -- tenth of it, up to a third of LONG_IDLE_MS (eight idle periods), so past a third of the
@@ -411,8 +422,10 @@ end
 local function promote(limit)
   local admitted, dropped = {}, {}
   record_draw()
-  -- Before the opening only the priority lane is admitted.
-  if PAUSED or SOLD_OUT or (BEFORE_OPENING and not LANE_ON) then return admitted, dropped end
+  -- Before the opening nobody is admitted, but the priority lane with laneBeforeOpening.
+  if PAUSED or SOLD_OUT or (BEFORE_OPENING and not (LANE_ON and lane_before_opening())) then
+    return admitted, dropped
+  end
   local free = math.min(CAPACITY - live_active_count(), limit, SLICE)
   -- Bounds the work one call spends skipping absent waiters.
   local budget = free + SLICE
@@ -468,13 +481,14 @@ local PAUSED_FLAG = PAUSED and 1 or 0
 
 -- The settings in force as configure and summary reply (decoded by `QueueSettings`):
 -- {capacity, session ms, admit per tick, idle ms, paused, {mode, sold out, message, max
--- waiting}, {opens at, closes at, pre-queue opens at}}, from `set`, the fields as read (nil:
--- the default; the schedule's ms as stored, '' when not set).
+-- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1)}, from `set`,
+-- the fields as read (nil: the default; the schedule's ms as stored, '' when not set).
 local function settings_reply(set)
   return {tonumber(set.capacity or ARGV[1]), tonumber(set.session or ARGV[2]),
     tonumber(set.admit or ARGV[4]), tonumber(set.idle or ARGV[3]), set.paused and 1 or 0,
     {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},
-    {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''}}
+    {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''},
+    set.lane_before_opening and 1 or 0}
 end
 
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,
@@ -510,8 +524,8 @@ end
 -- frees when expected: its start plus the mean session length, not after its end, not before
 -- now. The waiter at position p takes the ((p − 1) mod capacity + 1)-th place to free, after
 -- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
--- ZRANGE by index on the active set.
-local function wait_estimate(position)
+-- ZRANGE by index on the active set. `from` (ms, nil: now): no place is taken before it.
+local function wait_estimate(position, from)
   if PAUSED or SOLD_OUT or CAPACITY < 1 then return '' end
   local mean = SESSION_MEAN_MS
   if not mean then return '' end
@@ -520,14 +534,15 @@ local function wait_estimate(position)
   local rounds = math.floor((position - 1) / CAPACITY)
   local ended = redis.call('ZCOUNT', ACTIVE, '-inf', NOW)
   local free = CAPACITY - (redis.call('ZCARD', ACTIVE) - ended)
-  local frees_at = NOW
+  local start = math.max(NOW, from or NOW)
+  local frees_at = start
   if place > free then
     local index = ended + place - free - 1
     local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
     if #entry == 2 then
       local until_ms = tonumber(entry[2])
       local _, since = active_entry(entry[1])
-      frees_at = math.max(NOW, math.min(until_ms, (since or until_ms) + mean))
+      frees_at = math.max(start, math.min(until_ms, (since or until_ms) + mean))
     end
   end
   return string.format('%d', frees_at - NOW + rounds * mean)
@@ -563,17 +578,19 @@ end
 
 -- A waiter's reply, recording the poll as its heartbeat: in the long windows when its honest
 -- wait is over STRETCH_FROM_MS, so that it may be told to poll past a third of the idle period.
--- A lane member's position is in the lane. The main line's estimates count the lane's
+-- A lane member's position is in the lane; before the opening, unless the lane is admitted
+-- then, its estimate counts from the opening. The main line's estimates count the lane's
 -- waiters ahead too; its positions do not.
 local function waiting_reply(created, user, ticket)
-  local position, ahead = nil, 0
+  local position, ahead, from = nil, 0, nil
   if IN_LANE then
     position = redis.call('ZRANK', LANE, user) + 1
+    if BEFORE_OPENING and not lane_before_opening() then from = OPENS_AT end
   else
     position = redis.call('ZRANK', WAITING, user) + 1
     if LANE_ON then ahead = redis.call('ZCARD', LANE) end
   end
-  local wait = wait_estimate(position + ahead)
+  local wait = wait_estimate(position + ahead, from)
   local long = wait ~= '' and tonumber(wait) > STRETCH_FROM_MS
   heartbeat(ticket, long)
   keep_meta()

@@ -1,7 +1,8 @@
 -- Settings: ARGV[ARG] and ARGV[ARG + 1] a fresh draw seed and its SHA-256 (hex) the caller
 -- made, ARGV[ARG + 2..] pairs of field name and value; an empty value returns the field to
 -- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused,
--- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at.
+-- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at,
+-- lane-before-opening.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
 -- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
@@ -65,6 +66,19 @@ end
 if closes and opens and closes <= opens then
   return {'invalid', 'closesAt', 'must be after opensAt'}
 end
+-- Mode passthrough has no line, so later arrivals would pass the draw's members: a change
+-- that would put it with an opening, or bring it in while a drawn member waits, is refused.
+local mode = MODE
+if changed['mode'] ~= nil then mode = changed['mode'] == '' and 'queue' or changed['mode'] end
+if mode == 'passthrough' and (changed['mode'] ~= nil or changed['opens-at'] ~= nil) then
+  if opens and changed['mode'] ~= nil then
+    return {'invalid', 'mode', 'passthrough has no line to keep the draw in: remove opensAt first'}
+  elseif opens then
+    return {'invalid', 'opensAt', 'a queue in mode passthrough has no line for a draw: set mode queue first'}
+  elseif MODE ~= 'passthrough' and drawn_waiting > 0 then
+    return {'locked', "the draw's members still wait: passthrough would admit later arrivals ahead of them; let them be admitted first"}
+  end
+end
 -- A changed closesAt is reported again when it passes (promote.lua).
 if changed['closes-at'] ~= nil then redis.call('HDEL', SETTINGS, 'closes-announced') end
 if new_seed then
@@ -84,16 +98,16 @@ for field, value in pairs(changed) do
 end
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at')
+  'closes-at', 'prequeue-opens-at', 'lane-before-opening')
 local new_idle = tonumber(now_set[3] or ARGV[3])
 -- A buyer who polls when told keeps its place, whatever the operator changes afterwards.
 -- Each was told, under the settings before this change, to poll again by `told_by` at the
 -- latest: a waiter within a third of the idle period (a third of the long period when a long
 -- heartbeat is live), a pre-queue member by a third of the idle period (its jitter) after the
 -- opening, or after PREQUEUE_POLL_MAX_MS when the opening was further (it counts as present
--- until one idle period after the opening, is_present). A change of the idle period or of an opening whose pre-queue may not all
--- have polled since moves the presence grace to one new idle period after `told_by`, never
--- earlier than it was: the grace only ever moves later.
+-- until one idle period after the opening, is_present). A change of the idle period, or of
+-- an opening whose pre-queue may not all have polled since, moves the presence grace to one
+-- new idle period after `told_by`, never earlier than it was: it only ever moves later.
 local new_opens = tonumber(now_set[10])
 if new_idle ~= old_idle or (new_opens ~= OPENS_AT and OPENS_AT and NOW < OPENS_AT + IDLE_MS) then
   local told_by = NOW + IDLE_MS / 3
@@ -118,5 +132,5 @@ local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = 
   idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,
   sold_out = now_set[7] == '1', message = now_set[8] or nil, max_waiting = now_set[9] or nil,
   opens_at = now_set[10] or nil, closes_at = now_set[11] or nil,
-  prequeue_opens_at = now_set[12] or nil}
+  prequeue_opens_at = now_set[12] or nil, lane_before_opening = now_set[13] == '1'}
 return {settings_reply(set), SOLD_OUT and 1 or 0, MODE}

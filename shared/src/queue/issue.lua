@@ -18,10 +18,10 @@
 -- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
 -- priority list joins the priority lane instead (see its block below).
 -- With a schedule (docs/draw.md): before the pre-queue opens a new arrival is refused
--- ('not-open', with the ms until it opens); before the opening it joins the pre-queue with
--- the ticket its draw value gives, if the caller's commitment is the queue's, else the
--- answer is 'draw-seed' (the seed, for the caller to compute the value and call again);
--- after closesAt it is refused as 'closed'.
+-- ('not-open', with the ms until it opens), after closesAt as 'closed', the lane's too;
+-- before the opening it joins the pre-queue with the ticket its draw value gives, if the
+-- caller's commitment is the queue's, else the answer is 'draw-seed' (the seed, for the
+-- caller to compute the value and call again).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
@@ -83,17 +83,25 @@ local function issue_ticket()
   return TICKET_BASE + issued
 end
 
--- The priority lane, a block of its own: gates for the main line's arrivals come after it.
--- In queue mode, someone on the operator's list takes a ticket in the lane, behind the
--- lane's waiters and ahead of the whole main line; active at once when the queue is not
--- paused, a place is free and nobody waits in the lane. A lapsed entry in either line goes.
+-- The schedule's gates, for every new place, the lane's too.
+if CLOSES_AT and NOW >= CLOSES_AT then return token_reply(0, 'closed') end
+if BEFORE_OPENING and PREQUEUE_OPENS_AT and NOW < PREQUEUE_OPENS_AT then
+  return token_reply(0, 'not-open', 0, 0, PREQUEUE_OPENS_AT - NOW)
+end
+
+-- The priority lane, a block of its own: the main line's gates (the pre-queue, full) come
+-- after it. In queue mode, someone on the operator's list takes a ticket in the lane, behind
+-- the lane's waiters and ahead of the whole main line; active at once when the queue is not
+-- paused, a place is free, nobody waits in the lane, and the opening has passed (or the lane
+-- is admitted before it). A lapsed entry in either line goes.
 if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 then
   if state == 'dropped' or state == 'expired' then
     record_departures({{user, ticket}}, state)
   end
   if state == 'dropped' then redis.call('ZREM', IN_LANE and LANE or WAITING, user) end
   ticket = issue_ticket()
-  if not PAUSED and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
+  if not PAUSED and (not BEFORE_OPENING or lane_before_opening())
+      and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
     activate(user, ticket)
     return active_reply(1, ticket, NOW + SESSION_MS)
   end
@@ -102,12 +110,8 @@ if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 
   return waiting_reply(1, user, ticket)
 end
 
--- The schedule's gates, and the pre-queue.
-if CLOSES_AT and NOW >= CLOSES_AT then return token_reply(0, 'closed') end
+-- The pre-queue.
 if BEFORE_OPENING then
-  if PREQUEUE_OPENS_AT and NOW < PREQUEUE_OPENS_AT then
-    return token_reply(0, 'not-open', 0, 0, PREQUEUE_OPENS_AT - NOW)
-  end
   if MAX_WAITING > 0 and redis.call('ZCARD', WAITING) >= MAX_WAITING then
     return token_reply(0, 'full', 0, 0, FULL_RETRY_MS)
   end

@@ -41,13 +41,17 @@ pub struct QueueSettings {
     /// opensAt, closesAt and prequeueOpensAt.
     #[serde(flatten)]
     pub schedule: Schedule,
+    /// Whether the priority lane is admitted before `opensAt` (within the schedule's gates);
+    /// by default nobody is.
+    pub lane_before_opening: bool,
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule}` (`settings_reply` in `common.lua`: part of configure's and summary's replies).
+/// schedule, lane before opening}` (`settings_reply` in `common.lua`: part of configure's and
+/// summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (capacity, session_ms, admit, idle_ms, paused, availability, schedule): (
+        let (capacity, session_ms, admit, idle_ms, paused, availability, schedule, lane_early): (
             u32,
             u64,
             u32,
@@ -55,6 +59,7 @@ impl FromRedisValue for QueueSettings {
             u8,
             Availability,
             Schedule,
+            u8,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(QueueSettings {
             capacity,
@@ -64,6 +69,7 @@ impl FromRedisValue for QueueSettings {
             paused: paused == 1,
             availability,
             schedule,
+            lane_before_opening: lane_early == 1,
         })
     }
 }
@@ -96,6 +102,7 @@ impl FromRedisValue for ConfigureReply {
                         let field = match why(1)?.as_str() {
                             "closesAt" => "closesAt",
                             "prequeueOpensAt" => "prequeueOpensAt",
+                            "mode" => "mode",
                             _ => "opensAt",
                         };
                         Error::invalid(field, why(2)?)
@@ -164,6 +171,9 @@ pub struct SettingsChange {
     /// the schedule is set).
     #[serde(default, deserialize_with = "present")]
     pub prequeue_opens_at: Option<Option<DateTime<Utc>>>,
+    /// Whether the priority lane is admitted before the opening (default false).
+    #[serde(default, deserialize_with = "present")]
+    pub lane_before_opening: Option<Option<bool>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -461,6 +471,11 @@ impl SettingsChange {
             None => {}
             Some(None) | Some(Some(false)) => args.push(("paused", String::new())),
             Some(Some(true)) => args.push(("paused", "1".into())),
+        }
+        match self.lane_before_opening {
+            None => {}
+            Some(None) | Some(Some(false)) => args.push(("lane-before-opening", String::new())),
+            Some(Some(true)) => args.push(("lane-before-opening", "1".into())),
         }
         match &self.page {
             None => {}

@@ -2,7 +2,8 @@
 -- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
 -- opening), members (once recorded)}, each '' when not (yet) public. A draw stays in the
 -- summary while its schedule is set, and after the schedule is removed while any member it
--- placed still waits in the line.
+-- placed still waits in the line. laneBeforeOpening is read here with an HGET of its own: the
+-- prelude's settings read leaves it out (common.lua).
 local draw = {'', '', ''}
 if DRAW_COMMIT and (OPENS_AT
     or (DRAW_MEMBERS and redis.call('ZCOUNT', WAITING, 1, DRAW_BASE) > 0)) then
@@ -17,5 +18,6 @@ return {waiting_count(), live_active_count(), rate(),
   settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
-    prequeue_opens_at = stored[12] or nil}),
+    prequeue_opens_at = stored[12] or nil,
+    lane_before_opening = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'}),
   draw}
