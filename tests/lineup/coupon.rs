@@ -230,11 +230,11 @@ async fn every_status_a_buyer_and_an_operator_rely_on() {
     for _ in 0..8 {
         claim(&app, "small", "eager").await.assert_problem(410);
     }
-    // A queue token that does not verify is refused before Redis.
+    // A queue token that does not verify counts as none: a campaign without a queue needs
+    // none.
     put_campaign(&app, "busy", &json!({"quantity": 100})).await;
-    claim_with(&app, "busy", &json!({"userId": "u9", "token": "forged"}))
-        .await
-        .assert_problem(403);
+    let forged = claim_with(&app, "busy", &json!({"userId": "u9", "token": "forged"})).await;
+    assert_eq!(forged.status, 201, "{}", forged.body);
 
     // Bad input.
     put_campaign(&app, "bad", &json!({"quantity": 0}))
@@ -741,4 +741,78 @@ async fn a_token_shown_for_a_campaign_without_a_queue_still_claims_in_one_round_
         "{}",
         wrong.body
     );
+}
+
+/// The answers come in the order docs/coupon.md lists them. A buyer who holds a claim on a
+/// campaign with a queue gets it again (200) whatever its token says: none, one that does
+/// not verify, another queue's, or its session's after leaving. Without a claim, a buyer
+/// without a token hears 404, 409 and 410 before 403.
+#[tokio::test]
+async fn a_buyer_who_holds_a_claim_gets_it_again_whatever_its_token_says() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let put = put_campaign(&app, "vip", &json!({"quantity": 1, "queueId": "show"})).await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    let active = join(&app, "show", "a").await;
+    assert_eq!(active.body["status"], "active");
+    let first = claim_with(
+        &app,
+        "vip",
+        &json!({"userId": "a", "token": active.token()}),
+    )
+    .await;
+    assert_eq!(first.status, 201, "{}", first.body);
+
+    let elsewhere = join(&app, "other", "a").await;
+    assert_eq!(elsewhere.body["status"], "active");
+    for body in [
+        json!({"userId": "a"}),
+        json!({"userId": "a", "token": null}),
+        json!({"userId": "a", "token": "forged"}),
+        json!({"userId": "a", "token": elsewhere.token()}),
+    ] {
+        let again = claim_with(&app, "vip", &body).await;
+        assert_eq!(again.status, 200, "{body}: {}", again.body);
+        assert_eq!(again.body, first.body, "{body}: the same claim");
+    }
+    let left = lineup_tests::queue::leave(&app, "show", &active.token()).await;
+    assert!(left.status < 300, "{}", left.body);
+    let ended = claim_with(
+        &app,
+        "vip",
+        &json!({"userId": "a", "token": active.token()}),
+    )
+    .await;
+    assert_eq!(ended.status, 200, "{}", ended.body);
+    assert_eq!(ended.body, first.body);
+
+    // Without a claim and without a token: sold out (410) before the queue (403), the
+    // window (409) before both, an unknown campaign (404) first of all.
+    claim(&app, "vip", "b").await.assert_problem(410);
+    let shut = json!({
+        "quantity": 5,
+        "queueId": "show",
+        "opensAt": at(-chrono::Duration::hours(2)),
+        "closesAt": at(-chrono::Duration::hours(1)),
+    });
+    assert_eq!(put_campaign(&app, "shut", &shut).await.status, 201);
+    claim(&app, "shut", "b").await.assert_problem(409);
+    claim_with(&app, "nothing", &json!({"userId": "b", "token": "forged"}))
+        .await
+        .assert_problem(404);
+    // Where a coupon remains, a buyer without an active token of the queue is 403, told
+    // which queue's token it needs.
+    put_campaign(&app, "open", &json!({"quantity": 5, "queueId": "show"})).await;
+    for body in [
+        json!({"userId": "b"}),
+        json!({"userId": "b", "token": "forged"}),
+        json!({"userId": "a", "token": elsewhere.token()}),
+    ] {
+        let refused = claim_with(&app, "open", &body).await;
+        refused.assert_problem(403);
+        assert!(
+            refused.body["detail"].as_str().unwrap().contains("show"),
+            "{body}: {}",
+            refused.body
+        );
+    }
 }

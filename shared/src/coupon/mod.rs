@@ -5,8 +5,9 @@
 //! already holds a claim with it, checks the window, the stock, the rate limit and the
 //! buyer's queue session (for a campaign with a queue), then takes the next number and writes
 //! the claim and its outbox entry together. Every answer, sold out included, is one round
-//! trip, and work in Redis that does not grow with the campaign (a sorted-set insert's
-//! O(log n) at most); a sold-out answer writes nothing.
+//! trip (two for a campaign with a queue asked without a token of it), and work in Redis
+//! that does not grow with the campaign (a sorted-set insert's O(log n) at most); a sold-out
+//! answer writes nothing.
 //!
 //! The outbox holds the claims EventBridge has not accepted yet. The publisher
 //! (`coupon-publisher`) reads it ([`Coupons::stage_pending`]), publishes `CouponClaimed`
@@ -209,8 +210,13 @@ impl Coupons {
     }
 
     /// Claims a coupon of `coupon` for `user`, from `ip`. `session` is the buyer's queue
-    /// token (verified by the caller), needed for a campaign with a queue: the claim then
-    /// runs under that queue's tag and checks that its ticket is active right now.
+    /// token (verified by the caller), needed for a new claim on a campaign with a queue: the
+    /// claim then runs under that queue's tag and checks that its ticket is active right now.
+    ///
+    /// One round trip, but for a campaign with a queue asked without a token of that queue:
+    /// its own tag holds only a locator, so a second trip asks under the queue's tag without
+    /// a ticket. There the buyer's claim, the window, the stock and the rate limit answer
+    /// before the missing session does.
     pub async fn claim(
         &self,
         coupon: &CouponId,
@@ -220,17 +226,28 @@ impl Coupons {
     ) -> Result<ClaimReply, Error> {
         let ip = ip.map(|ip| ip.to_string()).unwrap_or_default();
         let mut batch = Batch::new();
-        let claimed = batch.stage(self.claim_call(coupon, user, &ip, session));
-        // With a token, the campaign is looked for under the token's queue and, in the same
-        // round trip, under its own tag: a campaign without a queue (the token was not
-        // needed) answers there. A campaign lives under one tag only, so at most one of the
-        // two calls finds it; the other answers Unknown and writes nothing.
-        let own = session.map(|_| batch.stage(self.claim_call(coupon, user, &ip, None)));
+        let own = batch.stage(self.claim_call(coupon, user, &ip, &Home::Own, None));
+        // With a token, the campaign is looked for under the token's queue too, in the same
+        // round trip. A campaign lives under one tag only, so at most one of the two calls
+        // finds it; the other answers Unknown, or Elsewhere for a locator, and writes nothing.
+        let queued = session.map(|(queue, ticket)| {
+            let home = Home::Queue(queue.clone());
+            batch.stage(self.claim_call(coupon, user, &ip, &home, Some(ticket)))
+        });
         let replies = self.conn.send(&batch).await?;
-        let reply = claimed.read(&replies)?;
-        match own {
-            Some(own) if reply == ClaimReply::Unknown => Ok(own.read(&replies)?),
-            _ => Ok(reply),
+        let reply = match queued {
+            Some(queued) => match queued.read(&replies)? {
+                ClaimReply::Unknown => own.read(&replies)?,
+                found => found,
+            },
+            None => own.read(&replies)?,
+        };
+        match reply {
+            ClaimReply::Elsewhere(queue) if session.is_none_or(|(shown, _)| *shown != queue) => {
+                let call = self.claim_call(coupon, user, &ip, &Home::Queue(queue), None);
+                Ok(self.conn.invoke(call).await?)
+            }
+            reply => Ok(reply),
         }
     }
 
@@ -239,25 +256,18 @@ impl Coupons {
         coupon: &CouponId,
         user: &UserId,
         ip: &str,
-        session: Option<(&QueueId, u64)>,
+        home: &Home,
+        ticket: Option<u64>,
     ) -> ScriptCall {
-        let home = match session {
-            Some((queue, _)) => Home::Queue(queue.clone()),
-            None => Home::Own,
-        };
         let mut call = ScriptCall::new(&CLAIM);
-        for key in self.keys(coupon, &home).claim() {
+        for key in self.keys(coupon, home).claim() {
             call.key(key);
         }
         call.arg(user.as_str())
             .arg(ip)
             .arg(self.limits.user_per_minute)
             .arg(self.limits.ip_per_minute)
-            .arg(
-                session
-                    .map(|(_, ticket)| ticket.to_string())
-                    .unwrap_or_default(),
-            );
+            .arg(ticket.map(|ticket| ticket.to_string()).unwrap_or_default());
         call
     }
 
