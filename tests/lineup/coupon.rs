@@ -816,3 +816,86 @@ async fn a_buyer_who_holds_a_claim_gets_it_again_whatever_its_token_says() {
         );
     }
 }
+
+/// A refused `PUT` (409) writes nothing: not the campaign registry's entry, nor a queue
+/// campaign's locator. So no registry entry outlives its campaign or holds a place in the
+/// 1,000 for a campaign that does not exist.
+#[tokio::test]
+async fn a_refused_change_writes_nothing() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2")]).await;
+    let prefix = app.config.key_prefix.clone();
+    let registry = format!("{prefix}:coupons");
+    let mut inspect = app.inspect.clone();
+    let soon = json!(at(chrono::Duration::hours(1)));
+    let later = json!(at(chrono::Duration::days(30)));
+
+    put_campaign(&app, "kept", &json!({"quantity": 2, "closesAt": soon})).await;
+    claim(&app, "kept", "u1").await;
+    claim(&app, "kept", "u2").await;
+    put_campaign(
+        &app,
+        "vip",
+        &json!({"quantity": 2, "queueId": "show", "closesAt": soon}),
+    )
+    .await;
+    for user in ["a", "b"] {
+        let joined = join(&app, "show", user).await;
+        assert_eq!(joined.body["status"], "active");
+        let body = json!({"userId": user, "token": joined.token()});
+        assert_eq!(claim_with(&app, "vip", &body).await.status, 201);
+    }
+    put_campaign(&app, "plain", &json!({"quantity": 2})).await;
+
+    let locator = format!("{prefix}:{{c:vip}}:campaign");
+    let state = |mut inspect: lineup_tests::Inspect| {
+        let (registry, locator) = (registry.clone(), locator.clone());
+        async move {
+            let members: Vec<(String, f64)> = inspect
+                .zrange_withscores(&registry, 0, -1)
+                .await
+                .expect("ZRANGE");
+            let registry_ends: i64 = redis::cmd("PEXPIRETIME")
+                .arg(&registry)
+                .query_async(&mut inspect)
+                .await
+                .expect("PEXPIRETIME");
+            let locator_ends: i64 = redis::cmd("PEXPIRETIME")
+                .arg(&locator)
+                .query_async(&mut inspect)
+                .await
+                .expect("PEXPIRETIME");
+            let locator_fields: HashMap<String, String> =
+                inspect.hgetall(&locator).await.expect("HGETALL");
+            (members, registry_ends, locator_ends, locator_fields)
+        }
+    };
+    let before = state(inspect.clone()).await;
+    assert_eq!(before.0.len(), 3, "{before:?}");
+
+    for (coupon, body) in [
+        // Below the claims, closing a month later.
+        ("kept", json!({"quantity": 1, "closesAt": later})),
+        (
+            "vip",
+            json!({"quantity": 1, "queueId": "show", "closesAt": later}),
+        ),
+        // Another queue, or none, for a campaign with a queue; one for a campaign without.
+        (
+            "vip",
+            json!({"quantity": 5, "queueId": "other", "closesAt": later}),
+        ),
+        ("vip", json!({"quantity": 5, "closesAt": later})),
+        (
+            "plain",
+            json!({"quantity": 5, "queueId": "show", "closesAt": later}),
+        ),
+    ] {
+        let refused = put_campaign(&app, coupon, &body).await;
+        refused.assert_problem(409);
+        assert_eq!(state(inspect.clone()).await, before, "{coupon} {body}");
+    }
+    let shown = read(&app, "kept").await.body;
+    let ends = DateTime::parse_from_rfc3339(shown["expiresAt"].as_str().unwrap()).unwrap();
+    let kept: Option<f64> = inspect.zscore(&registry, "kept").await.unwrap();
+    assert_eq!(kept, Some(ends.timestamp_millis() as f64));
+}

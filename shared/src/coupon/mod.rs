@@ -130,6 +130,12 @@ impl Coupons {
     /// Creates or updates `coupon`. Returns the campaign now and whether it was created. A
     /// campaign's queue is fixed once set: changing it, or giving one to a campaign created
     /// without, is a conflict. So is a quantity below what was already claimed.
+    ///
+    /// A refusal writes nothing. So the change is checked first, under every tag it touches,
+    /// in one round trip that writes nothing; only then is the campaign registered (one
+    /// more) and written (one more, and one before it for a campaign with a queue's locator).
+    /// Those writes check again: a claim or a change that comes between the check and the
+    /// write can still refuse the change, after the registry counted it.
     pub async fn configure(
         &self,
         coupon: &CouponId,
@@ -141,6 +147,31 @@ impl Coupons {
             Some(queue) => Home::Queue(queue.clone()),
             None => Home::Own,
         };
+        // The writes, in order: a campaign with a queue gets its locator first, whose check
+        // finds a campaign already kept under its own tag.
+        let steps = match &home {
+            Home::Queue(_) => vec![(Home::Own, Step::Locator), (home.clone(), Step::Campaign)],
+            Home::Own => vec![(Home::Own, Step::Campaign)],
+        };
+        let mut checks = Batch::new();
+        let checked: Vec<Staged<campaign::ConfigureReply>> = steps
+            .iter()
+            .map(|(at, step)| {
+                checks.stage(self.configure_call(
+                    coupon,
+                    at,
+                    *step,
+                    Write::Check,
+                    settings,
+                    expires,
+                ))
+            })
+            .collect();
+        let replies = self.conn.send(&checks).await?;
+        for check in checked {
+            check.read(&replies)?.into_result(coupon)?;
+        }
+
         let mut register = ScriptCall::new(&REGISTER);
         register
             .key(coupon_registry_key(&self.prefix))
@@ -154,14 +185,13 @@ impl Coupons {
                  campaign leaves when its keys expire"
             )));
         }
-        if let Home::Queue(_) = &home {
-            let call = self.configure_call(coupon, &Home::Own, "locator", settings, expires);
+        let mut written = (None, false);
+        for (at, step) in &steps {
+            let call = self.configure_call(coupon, at, *step, Write::Write, settings, expires);
             let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
-            reply.into_result(coupon)?;
+            written = reply.into_result(coupon)?;
         }
-        let call = self.configure_call(coupon, &home, "campaign", settings, expires);
-        let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
-        match reply.into_result(coupon)? {
+        match written {
             (Some(campaign), created) => Ok((campaign, created)),
             (None, _) => Err(Error::Internal("configure answered no campaign".into())),
         }
@@ -171,7 +201,8 @@ impl Coupons {
         &self,
         coupon: &CouponId,
         home: &Home,
-        mode: &str,
+        step: Step,
+        write: Write,
         settings: &CampaignSettings,
         expires: DateTime<Utc>,
     ) -> ScriptCall {
@@ -183,12 +214,19 @@ impl Coupons {
             at.map(|at| at.timestamp_millis().to_string())
                 .unwrap_or_default()
         };
-        call.arg(mode)
-            .arg(settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""))
-            .arg(settings.quantity)
-            .arg(ms(settings.opens_at))
-            .arg(ms(settings.closes_at))
-            .arg(expires.timestamp_millis());
+        call.arg(match step {
+            Step::Locator => "locator",
+            Step::Campaign => "campaign",
+        })
+        .arg(settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""))
+        .arg(settings.quantity)
+        .arg(ms(settings.opens_at))
+        .arg(ms(settings.closes_at))
+        .arg(expires.timestamp_millis())
+        .arg(match write {
+            Write::Write => "write",
+            Write::Check => "check",
+        });
         call
     }
 
@@ -321,6 +359,21 @@ impl Coupons {
     pub async fn send(&self, batch: &Batch) -> Result<Vec<redis::Value>, Error> {
         Ok(self.conn.send(batch).await?)
     }
+}
+
+/// What a configure call changes: a campaign with a queue's locator under the campaign's
+/// own tag, or the campaign itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Locator,
+    Campaign,
+}
+
+/// Whether a configure call writes, or only answers as its write would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    Write,
+    Check,
 }
 
 fn unknown_campaign(coupon: &CouponId) -> Error {
