@@ -230,11 +230,11 @@ async fn every_status_a_buyer_and_an_operator_rely_on() {
     for _ in 0..8 {
         claim(&app, "small", "eager").await.assert_problem(410);
     }
-    // A queue token that does not verify is refused before Redis.
+    // A queue token that does not verify counts as none: a campaign without a queue needs
+    // none.
     put_campaign(&app, "busy", &json!({"quantity": 100})).await;
-    claim_with(&app, "busy", &json!({"userId": "u9", "token": "forged"}))
-        .await
-        .assert_problem(403);
+    let forged = claim_with(&app, "busy", &json!({"userId": "u9", "token": "forged"})).await;
+    assert_eq!(forged.status, 201, "{}", forged.body);
 
     // Bad input.
     put_campaign(&app, "bad", &json!({"quantity": 0}))
@@ -741,4 +741,161 @@ async fn a_token_shown_for_a_campaign_without_a_queue_still_claims_in_one_round_
         "{}",
         wrong.body
     );
+}
+
+/// The answers come in the order docs/coupon.md lists them. A buyer who holds a claim on a
+/// campaign with a queue gets it again (200) whatever its token says: none, one that does
+/// not verify, another queue's, or its session's after leaving. Without a claim, a buyer
+/// without a token hears 404, 409 and 410 before 403.
+#[tokio::test]
+async fn a_buyer_who_holds_a_claim_gets_it_again_whatever_its_token_says() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
+    let put = put_campaign(&app, "vip", &json!({"quantity": 1, "queueId": "show"})).await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    let active = join(&app, "show", "a").await;
+    assert_eq!(active.body["status"], "active");
+    let first = claim_with(
+        &app,
+        "vip",
+        &json!({"userId": "a", "token": active.token()}),
+    )
+    .await;
+    assert_eq!(first.status, 201, "{}", first.body);
+
+    let elsewhere = join(&app, "other", "a").await;
+    assert_eq!(elsewhere.body["status"], "active");
+    for body in [
+        json!({"userId": "a"}),
+        json!({"userId": "a", "token": null}),
+        json!({"userId": "a", "token": "forged"}),
+        json!({"userId": "a", "token": elsewhere.token()}),
+    ] {
+        let again = claim_with(&app, "vip", &body).await;
+        assert_eq!(again.status, 200, "{body}: {}", again.body);
+        assert_eq!(again.body, first.body, "{body}: the same claim");
+    }
+    let left = lineup_tests::queue::leave(&app, "show", &active.token()).await;
+    assert!(left.status < 300, "{}", left.body);
+    let ended = claim_with(
+        &app,
+        "vip",
+        &json!({"userId": "a", "token": active.token()}),
+    )
+    .await;
+    assert_eq!(ended.status, 200, "{}", ended.body);
+    assert_eq!(ended.body, first.body);
+
+    // Without a claim and without a token: sold out (410) before the queue (403), the
+    // window (409) before both, an unknown campaign (404) first of all.
+    claim(&app, "vip", "b").await.assert_problem(410);
+    let shut = json!({
+        "quantity": 5,
+        "queueId": "show",
+        "opensAt": at(-chrono::Duration::hours(2)),
+        "closesAt": at(-chrono::Duration::hours(1)),
+    });
+    assert_eq!(put_campaign(&app, "shut", &shut).await.status, 201);
+    claim(&app, "shut", "b").await.assert_problem(409);
+    claim_with(&app, "nothing", &json!({"userId": "b", "token": "forged"}))
+        .await
+        .assert_problem(404);
+    // Where a coupon remains, a buyer without an active token of the queue is 403, told
+    // which queue's token it needs.
+    put_campaign(&app, "open", &json!({"quantity": 5, "queueId": "show"})).await;
+    for body in [
+        json!({"userId": "b"}),
+        json!({"userId": "b", "token": "forged"}),
+        json!({"userId": "a", "token": elsewhere.token()}),
+    ] {
+        let refused = claim_with(&app, "open", &body).await;
+        refused.assert_problem(403);
+        assert!(
+            refused.body["detail"].as_str().unwrap().contains("show"),
+            "{body}: {}",
+            refused.body
+        );
+    }
+}
+
+/// A refused `PUT` (409) writes nothing: not the campaign registry's entry, nor a queue
+/// campaign's locator. So no registry entry outlives its campaign or holds a place in the
+/// 1,000 for a campaign that does not exist.
+#[tokio::test]
+async fn a_refused_change_writes_nothing() {
+    let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2")]).await;
+    let prefix = app.config.key_prefix.clone();
+    let registry = format!("{prefix}:coupons");
+    let mut inspect = app.inspect.clone();
+    let soon = json!(at(chrono::Duration::hours(1)));
+    let later = json!(at(chrono::Duration::days(30)));
+
+    put_campaign(&app, "kept", &json!({"quantity": 2, "closesAt": soon})).await;
+    claim(&app, "kept", "u1").await;
+    claim(&app, "kept", "u2").await;
+    put_campaign(
+        &app,
+        "vip",
+        &json!({"quantity": 2, "queueId": "show", "closesAt": soon}),
+    )
+    .await;
+    for user in ["a", "b"] {
+        let joined = join(&app, "show", user).await;
+        assert_eq!(joined.body["status"], "active");
+        let body = json!({"userId": user, "token": joined.token()});
+        assert_eq!(claim_with(&app, "vip", &body).await.status, 201);
+    }
+    put_campaign(&app, "plain", &json!({"quantity": 2})).await;
+
+    let locator = format!("{prefix}:{{c:vip}}:campaign");
+    let state = |mut inspect: lineup_tests::Inspect| {
+        let (registry, locator) = (registry.clone(), locator.clone());
+        async move {
+            let members: Vec<(String, f64)> = inspect
+                .zrange_withscores(&registry, 0, -1)
+                .await
+                .expect("ZRANGE");
+            let registry_ends: i64 = redis::cmd("PEXPIRETIME")
+                .arg(&registry)
+                .query_async(&mut inspect)
+                .await
+                .expect("PEXPIRETIME");
+            let locator_ends: i64 = redis::cmd("PEXPIRETIME")
+                .arg(&locator)
+                .query_async(&mut inspect)
+                .await
+                .expect("PEXPIRETIME");
+            let locator_fields: HashMap<String, String> =
+                inspect.hgetall(&locator).await.expect("HGETALL");
+            (members, registry_ends, locator_ends, locator_fields)
+        }
+    };
+    let before = state(inspect.clone()).await;
+    assert_eq!(before.0.len(), 3, "{before:?}");
+
+    for (coupon, body) in [
+        // Below the claims, closing a month later.
+        ("kept", json!({"quantity": 1, "closesAt": later})),
+        (
+            "vip",
+            json!({"quantity": 1, "queueId": "show", "closesAt": later}),
+        ),
+        // Another queue, or none, for a campaign with a queue; one for a campaign without.
+        (
+            "vip",
+            json!({"quantity": 5, "queueId": "other", "closesAt": later}),
+        ),
+        ("vip", json!({"quantity": 5, "closesAt": later})),
+        (
+            "plain",
+            json!({"quantity": 5, "queueId": "show", "closesAt": later}),
+        ),
+    ] {
+        let refused = put_campaign(&app, coupon, &body).await;
+        refused.assert_problem(409);
+        assert_eq!(state(inspect.clone()).await, before, "{coupon} {body}");
+    }
+    let shown = read(&app, "kept").await.body;
+    let ends = DateTime::parse_from_rfc3339(shown["expiresAt"].as_str().unwrap()).unwrap();
+    let kept: Option<f64> = inspect.zscore(&registry, "kept").await.unwrap();
+    assert_eq!(kept, Some(ends.timestamp_millis() as f64));
 }

@@ -179,3 +179,62 @@ async fn a_settings_change_is_one_round_trip() {
     assert_eq!(reply.status, 200);
     assert_eq!(calls, [("evalsha", 1)].into());
 }
+
+/// A theme's `logoUrl` is an absolute `https` URL with a host, no user, and none of the
+/// characters that could leave an HTML attribute, a CSS value or a CSP header. Anything
+/// else is 400 naming `logoUrl`, and the page keeps its logo. An accepted URL is stored as
+/// the URL parser writes it.
+#[tokio::test]
+async fn a_logo_url_that_is_not_a_plain_https_url_is_refused_and_changes_nothing() {
+    let app = TestApp::spawn(&[]).await;
+    let logo = |url: &str| json!({"page": {"theme": {"logoUrl": url}}});
+    let shown_logo = || async {
+        let page = app
+            .queue_api(api_request("GET", "/queues/show/wait", None))
+            .await;
+        assert_eq!(page.status, 200);
+        let html = page.body.as_str().unwrap_or_default().to_owned();
+        let start = html.find("<img src=\"").expect("a logo") + "<img src=\"".len();
+        let end = start + html[start..].find('"').expect("the attribute ends");
+        html[start..end].to_owned()
+    };
+    let put = put_settings(
+        &app,
+        "show",
+        &logo("https://CDN.Example.com/a/../logo.png?v=1"),
+    )
+    .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(shown_logo().await, "https://cdn.example.com/logo.png?v=1");
+
+    for bad in [
+        "https://cdn.example/l.png'; script-src *",
+        "https://cdn.example/l.png\"onerror=\"x",
+        "https://cdn.example/l.png`",
+        "https://cdn.example/a b.png",
+        "https://cdn.example/a\tb.png",
+        "https://cdn.example/a\nb.png",
+        "https://cdn.example/a\\b.png",
+        "https://cdn.example/<b>.png",
+        "https://cdn.example/a;b.png",
+        "https://user:pass@cdn.example/l.png",
+        "https://user@cdn.example/l.png",
+        "http://cdn.example/l.png",
+        "/l.png",
+        "data:image/png;base64,AA",
+        "https://",
+    ] {
+        let refused = put_settings(&app, "show", &logo(bad)).await;
+        refused.assert_problem(400);
+        assert!(
+            refused.body["detail"].as_str().unwrap().contains("logoUrl"),
+            "{bad:?}: {}",
+            refused.body
+        );
+        assert_eq!(
+            shown_logo().await,
+            "https://cdn.example.com/logo.png?v=1",
+            "{bad:?} changed the logo"
+        );
+    }
+}

@@ -7,9 +7,11 @@
 //! | `GET /coupons/{couponId}` | the campaign and how many coupons remain; cacheable for a second |
 //! | `POST /coupons/{couponId}/claims` | claim a coupon (201), or get one's claim again (200) |
 //!
-//! A claim is one round trip to Redis whatever its answer: 410 `sold-out`, 409 before
-//! `opensAt` or from `closesAt`, 403 when the campaign has a queue and the body's `token` is
-//! not an active token of that queue, 404 for an unknown campaign, 429 past the rate limit.
+//! A claim's answers, in the order checked: 404 for an unknown campaign, 200 with the
+//! buyer's claim when it holds one (whatever its token), 409 before `opensAt` or from
+//! `closesAt`, 410 `sold-out`, 429 past the rate limit, 403 when the campaign has a queue and
+//! the body's `token` is not an active token of that queue, 201 for a new claim. A claim is
+//! one round trip to Redis, two for a campaign with a queue asked without a token of it.
 //!
 //! Who the buyer is: as for tokens, the `sub` of the verified JWT, or the body's `userId`
 //! where `ALLOW_BODY_USER_ID=unsafe` (the local stack); otherwise 401.
@@ -142,17 +144,12 @@ async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Resp
         _ => json_body(request)?,
     };
     let user = http::buyer(request, body.user_id.as_deref(), deps.allow_body_user_id)?;
-    let session = match &body.token {
-        None => None,
-        Some(token) => {
-            let claims = TokenClaims::verify(token, &deps.token_key)
-                .filter(|claims| claims.user == user)
-                .ok_or_else(|| {
-                    Error::Forbidden("the token is not a queue token of this buyer".into())
-                })?;
-            Some(claims)
-        }
-    };
+    // A token that does not verify, or is another buyer's, counts as none: a buyer holding
+    // a claim still gets it, and the other answers come first (docs/coupon.md).
+    let session = body.token.as_deref().and_then(|token| {
+        TokenClaims::verify(token, &deps.token_key).filter(|claims| claims.user == user)
+    });
+    let refused_token = body.token.is_some() && session.is_none();
     let reply = deps
         .coupons
         .claim(
@@ -164,7 +161,12 @@ async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Resp
                 .map(|claims| (&claims.queue, claims.ticket)),
         )
         .await?;
-    let (claim, created) = reply.into_result(coupon)?;
+    let (claim, created) = reply.into_result(coupon).map_err(|err| match err {
+        Error::Forbidden(detail) if refused_token => Error::Forbidden(format!(
+            "the token is not a queue token of this buyer; {detail}"
+        )),
+        err => err,
+    })?;
     let status = if created {
         StatusCode::CREATED
     } else {

@@ -204,7 +204,8 @@ impl FromRedisValue for ReadReply {
 
 /// What the configure script answers.
 pub(super) enum ConfigureReply {
-    /// Done; whether this call created it, and the campaign (absent for a locator).
+    /// Done (or, for a check, would be); whether this call created it (or would), and the
+    /// campaign (absent for a locator or a check).
     Done {
         created: bool,
         campaign: Option<Campaign>,
@@ -249,8 +250,8 @@ impl FromRedisValue for ConfigureReply {
 }
 
 impl ConfigureReply {
-    /// Whether this call created it, and the campaign (none for a locator), or the conflict
-    /// that refused the change.
+    /// Whether this call created it, and the campaign (none for a locator or a check), or
+    /// the conflict that refused the change.
     pub(super) fn into_result(self, coupon: &CouponId) -> Result<(Option<Campaign>, bool), Error> {
         match self {
             ConfigureReply::Done { created, campaign } => {

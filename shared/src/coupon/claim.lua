@@ -4,11 +4,12 @@
 -- requests per minute per user and per IP (0: no limit), ARGV[5] the ticket of the buyer's
 -- queue token ('' when none was shown).
 -- O(1) whatever the campaign's size. Answers, in the order checked:
---   {'unknown'}; {'elsewhere', queue} (the campaign needs that queue's token);
+--   {'unknown'}; {'elsewhere', queue} (only a locator here: the campaign is under that
+--   queue's tag, where the caller asks again);
 --   {'held', number, claimed-at} (this buyer's claim, again);
 --   {'not-open', opens-at}; {'closed', closes-at}; {'sold-out', quantity};
 --   {'limited', ms until the window ends} (counted only for a request that got this far);
---   {'inactive', queue} (no active session in the campaign's queue with that ticket);
+--   {'inactive', queue} (no ticket, or no active session in the campaign's queue with it);
 --   {'claimed', number, claimed-at}: the claim and its outbox entry, written together.
 local CLAIMS, OUTBOX, RATE_KEYS = KEYS[2], KEYS[3], {KEYS[4], KEYS[5]}
 local user, ip, ticket = ARGV[1], ARGV[2], ARGV[5]

@@ -25,14 +25,15 @@ pub enum ClaimReply {
     /// The buyer's claim from before.
     Held(Claim),
     Unknown,
-    /// The campaign has a queue, and no token of it was shown: claim under this queue.
+    /// Only a locator under this tag: the campaign is kept under this queue's tag.
     Elsewhere(QueueId),
     NotOpen(DateTime<Utc>),
     Closed(DateTime<Utc>),
     SoldOut {
         quantity: u64,
     },
-    /// The buyer has no active session with the token's ticket in this queue.
+    /// The buyer holds no claim and has no active session with the token's ticket (or
+    /// showed none) in this queue.
     Inactive(QueueId),
     Limited {
         retry_after: Duration,

@@ -1,20 +1,24 @@
 -- Configure: KEYS campaign, claims, outbox. ARGV[1] 'locator' or 'campaign', ARGV[2] the
 -- queue id ('' for none), ARGV[3] quantity, ARGV[4] opens-at ms, ARGV[5] closes-at ms ('' for
--- none), ARGV[6] the instant every key of the campaign expires (ms).
+-- none), ARGV[6] the instant every key of the campaign expires (ms), ARGV[7] 'write', or
+-- 'check' to answer as a write would and write nothing.
 -- 'locator' writes, under the campaign's own tag, which queue's tag holds a campaign; it is
 -- refused ({'home-differs', queue or ''}) when the campaign lives elsewhere already.
 -- 'campaign' creates or updates the campaign itself; refused with {'home-differs', queue}
 -- where only a locator is, and with {'below-claimed', claimed} when the quantity would fall
--- below what was claimed. Answers {'ok', created} followed by campaign_reply().
+-- below what was claimed. Answers {'ok', created}, followed by campaign_reply() for a
+-- campaign written.
 local CLAIMS, OUTBOX = KEYS[2], KEYS[3]
-local mode, queue, expires = ARGV[1], ARGV[2], ARGV[6]
+local mode, queue, expires, write = ARGV[1], ARGV[2], ARGV[6], ARGV[7] == 'write'
 local held = redis.call('HMGET', CAMPAIGN, 'locator', 'quantity', 'claimed')
 
 if mode == 'locator' then
   if held[2] then return {'home-differs', ''} end
   if held[1] and held[1] ~= queue then return {'home-differs', held[1]} end
-  redis.call('HSET', CAMPAIGN, 'locator', queue, 'expires-at', expires)
-  redis.call('PEXPIREAT', CAMPAIGN, expires)
+  if write then
+    redis.call('HSET', CAMPAIGN, 'locator', queue, 'expires-at', expires)
+    redis.call('PEXPIREAT', CAMPAIGN, expires)
+  end
   return {'ok', held[1] and 0 or 1}
 end
 
@@ -22,6 +26,7 @@ if held[1] then return {'home-differs', held[1]} end
 local claimed = tonumber(held[3] or '0')
 local quantity = tonumber(ARGV[3])
 if quantity < claimed then return {'below-claimed', claimed} end
+if not write then return {'ok', held[2] and 0 or 1} end
 redis.call('HSET', CAMPAIGN, 'quantity', quantity, 'claimed', claimed, 'expires-at', expires)
 local optional = {{'queue', queue}, {'opens-at', ARGV[4]}, {'closes-at', ARGV[5]}}
 for _, pair in ipairs(optional) do

@@ -5,8 +5,9 @@
 //! already holds a claim with it, checks the window, the stock, the rate limit and the
 //! buyer's queue session (for a campaign with a queue), then takes the next number and writes
 //! the claim and its outbox entry together. Every answer, sold out included, is one round
-//! trip, and work in Redis that does not grow with the campaign (a sorted-set insert's
-//! O(log n) at most); a sold-out answer writes nothing.
+//! trip (two for a campaign with a queue asked without a token of it), and work in Redis
+//! that does not grow with the campaign (a sorted-set insert's O(log n) at most); a sold-out
+//! answer writes nothing.
 //!
 //! The outbox holds the claims EventBridge has not accepted yet. The publisher
 //! (`coupon-publisher`) reads it ([`Coupons::stage_pending`]), publishes `CouponClaimed`
@@ -129,6 +130,12 @@ impl Coupons {
     /// Creates or updates `coupon`. Returns the campaign now and whether it was created. A
     /// campaign's queue is fixed once set: changing it, or giving one to a campaign created
     /// without, is a conflict. So is a quantity below what was already claimed.
+    ///
+    /// A refusal writes nothing. So the change is checked first, under every tag it touches,
+    /// in one round trip that writes nothing; only then is the campaign registered (one
+    /// more) and written (one more, and one before it for a campaign with a queue's locator).
+    /// Those writes check again: a claim or a change that comes between the check and the
+    /// write can still refuse the change, after the registry counted it.
     pub async fn configure(
         &self,
         coupon: &CouponId,
@@ -140,6 +147,31 @@ impl Coupons {
             Some(queue) => Home::Queue(queue.clone()),
             None => Home::Own,
         };
+        // The writes, in order: a campaign with a queue gets its locator first, whose check
+        // finds a campaign already kept under its own tag.
+        let steps = match &home {
+            Home::Queue(_) => vec![(Home::Own, Step::Locator), (home.clone(), Step::Campaign)],
+            Home::Own => vec![(Home::Own, Step::Campaign)],
+        };
+        let mut checks = Batch::new();
+        let checked: Vec<Staged<campaign::ConfigureReply>> = steps
+            .iter()
+            .map(|(at, step)| {
+                checks.stage(self.configure_call(
+                    coupon,
+                    at,
+                    *step,
+                    Write::Check,
+                    settings,
+                    expires,
+                ))
+            })
+            .collect();
+        let replies = self.conn.send(&checks).await?;
+        for check in checked {
+            check.read(&replies)?.into_result(coupon)?;
+        }
+
         let mut register = ScriptCall::new(&REGISTER);
         register
             .key(coupon_registry_key(&self.prefix))
@@ -153,14 +185,13 @@ impl Coupons {
                  campaign leaves when its keys expire"
             )));
         }
-        if let Home::Queue(_) = &home {
-            let call = self.configure_call(coupon, &Home::Own, "locator", settings, expires);
+        let mut written = (None, false);
+        for (at, step) in &steps {
+            let call = self.configure_call(coupon, at, *step, Write::Write, settings, expires);
             let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
-            reply.into_result(coupon)?;
+            written = reply.into_result(coupon)?;
         }
-        let call = self.configure_call(coupon, &home, "campaign", settings, expires);
-        let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
-        match reply.into_result(coupon)? {
+        match written {
             (Some(campaign), created) => Ok((campaign, created)),
             (None, _) => Err(Error::Internal("configure answered no campaign".into())),
         }
@@ -170,7 +201,8 @@ impl Coupons {
         &self,
         coupon: &CouponId,
         home: &Home,
-        mode: &str,
+        step: Step,
+        write: Write,
         settings: &CampaignSettings,
         expires: DateTime<Utc>,
     ) -> ScriptCall {
@@ -182,12 +214,19 @@ impl Coupons {
             at.map(|at| at.timestamp_millis().to_string())
                 .unwrap_or_default()
         };
-        call.arg(mode)
-            .arg(settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""))
-            .arg(settings.quantity)
-            .arg(ms(settings.opens_at))
-            .arg(ms(settings.closes_at))
-            .arg(expires.timestamp_millis());
+        call.arg(match step {
+            Step::Locator => "locator",
+            Step::Campaign => "campaign",
+        })
+        .arg(settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""))
+        .arg(settings.quantity)
+        .arg(ms(settings.opens_at))
+        .arg(ms(settings.closes_at))
+        .arg(expires.timestamp_millis())
+        .arg(match write {
+            Write::Write => "write",
+            Write::Check => "check",
+        });
         call
     }
 
@@ -209,8 +248,13 @@ impl Coupons {
     }
 
     /// Claims a coupon of `coupon` for `user`, from `ip`. `session` is the buyer's queue
-    /// token (verified by the caller), needed for a campaign with a queue: the claim then
-    /// runs under that queue's tag and checks that its ticket is active right now.
+    /// token (verified by the caller), needed for a new claim on a campaign with a queue: the
+    /// claim then runs under that queue's tag and checks that its ticket is active right now.
+    ///
+    /// One round trip, but for a campaign with a queue asked without a token of that queue:
+    /// its own tag holds only a locator, so a second trip asks under the queue's tag without
+    /// a ticket. There the buyer's claim, the window, the stock and the rate limit answer
+    /// before the missing session does.
     pub async fn claim(
         &self,
         coupon: &CouponId,
@@ -220,17 +264,28 @@ impl Coupons {
     ) -> Result<ClaimReply, Error> {
         let ip = ip.map(|ip| ip.to_string()).unwrap_or_default();
         let mut batch = Batch::new();
-        let claimed = batch.stage(self.claim_call(coupon, user, &ip, session));
-        // With a token, the campaign is looked for under the token's queue and, in the same
-        // round trip, under its own tag: a campaign without a queue (the token was not
-        // needed) answers there. A campaign lives under one tag only, so at most one of the
-        // two calls finds it; the other answers Unknown and writes nothing.
-        let own = session.map(|_| batch.stage(self.claim_call(coupon, user, &ip, None)));
+        let own = batch.stage(self.claim_call(coupon, user, &ip, &Home::Own, None));
+        // With a token, the campaign is looked for under the token's queue too, in the same
+        // round trip. A campaign lives under one tag only, so at most one of the two calls
+        // finds it; the other answers Unknown, or Elsewhere for a locator, and writes nothing.
+        let queued = session.map(|(queue, ticket)| {
+            let home = Home::Queue(queue.clone());
+            batch.stage(self.claim_call(coupon, user, &ip, &home, Some(ticket)))
+        });
         let replies = self.conn.send(&batch).await?;
-        let reply = claimed.read(&replies)?;
-        match own {
-            Some(own) if reply == ClaimReply::Unknown => Ok(own.read(&replies)?),
-            _ => Ok(reply),
+        let reply = match queued {
+            Some(queued) => match queued.read(&replies)? {
+                ClaimReply::Unknown => own.read(&replies)?,
+                found => found,
+            },
+            None => own.read(&replies)?,
+        };
+        match reply {
+            ClaimReply::Elsewhere(queue) if session.is_none_or(|(shown, _)| *shown != queue) => {
+                let call = self.claim_call(coupon, user, &ip, &Home::Queue(queue), None);
+                Ok(self.conn.invoke(call).await?)
+            }
+            reply => Ok(reply),
         }
     }
 
@@ -239,25 +294,18 @@ impl Coupons {
         coupon: &CouponId,
         user: &UserId,
         ip: &str,
-        session: Option<(&QueueId, u64)>,
+        home: &Home,
+        ticket: Option<u64>,
     ) -> ScriptCall {
-        let home = match session {
-            Some((queue, _)) => Home::Queue(queue.clone()),
-            None => Home::Own,
-        };
         let mut call = ScriptCall::new(&CLAIM);
-        for key in self.keys(coupon, &home).claim() {
+        for key in self.keys(coupon, home).claim() {
             call.key(key);
         }
         call.arg(user.as_str())
             .arg(ip)
             .arg(self.limits.user_per_minute)
             .arg(self.limits.ip_per_minute)
-            .arg(
-                session
-                    .map(|(_, ticket)| ticket.to_string())
-                    .unwrap_or_default(),
-            );
+            .arg(ticket.map(|ticket| ticket.to_string()).unwrap_or_default());
         call
     }
 
@@ -311,6 +359,21 @@ impl Coupons {
     pub async fn send(&self, batch: &Batch) -> Result<Vec<redis::Value>, Error> {
         Ok(self.conn.send(batch).await?)
     }
+}
+
+/// What a configure call changes: a campaign with a queue's locator under the campaign's
+/// own tag, or the campaign itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Locator,
+    Campaign,
+}
+
+/// Whether a configure call writes, or only answers as its write would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    Write,
+    Check,
 }
 
 fn unknown_campaign(coupon: &CouponId) -> Error {

@@ -11,8 +11,9 @@ if not redis.call('ZSCORE', REGISTRY, ARGV[1])
   and redis.call('ZCARD', REGISTRY) >= tonumber(ARGV[3]) then
   return 0
 end
--- GT (which still adds a new member): a change refused after this call, or one that shortens
--- the campaign, never takes it off the registry before its keys expire.
+-- GT (which still adds a new member): a change that shortens the campaign, or one refused
+-- after this call (only when a claim or a change came between its check and its write),
+-- never takes it off the registry before its keys expire.
 redis.call('ZADD', REGISTRY, 'GT', ARGV[2], ARGV[1])
 local last = redis.call('ZRANGE', REGISTRY, -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', REGISTRY, last[2])

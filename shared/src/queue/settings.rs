@@ -295,8 +295,11 @@ impl From<FontFamily> for String {
     }
 }
 
-/// An `https` URL of an image, at most 500 characters; its origin joins the page's
-/// `img-src`.
+/// An image's absolute `https` URL with a host and no user, at most 500 characters, holding
+/// none of the characters that could end an HTML attribute, a CSS value or a CSP source
+/// (quotes, backquote, `;`, `\`, `<`, `>`, whitespace, control characters). It is kept as
+/// the URL parser writes it (lower-case host, dot segments resolved). Its origin joins the
+/// page's `img-src`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct LogoUrl(url::Url);
@@ -315,9 +318,26 @@ impl LogoUrl {
 impl TryFrom<String> for LogoUrl {
     type Error = String;
     fn try_from(value: String) -> Result<Self, String> {
+        const RULE: &str = "logoUrl: an absolute https URL with a host and no user, of at most \
+                            500 characters, without quotes, `;`, `\\`, `<`, `>` or whitespace";
+        // The parser drops tabs and newlines and reads `\` as `/`: look at the text first.
+        let unsafe_char = |c: char| {
+            c.is_whitespace()
+                || c.is_control()
+                || matches!(c, '"' | '\'' | '`' | ';' | '\\' | '<' | '>')
+        };
+        if value.len() > 500 || value.chars().any(unsafe_char) {
+            return Err(RULE.into());
+        }
         let url = url::Url::parse(&value).map_err(|err| format!("logoUrl: {err}"))?;
-        if url.scheme() != "https" || value.len() > 500 || url.host().is_none() {
-            return Err("logoUrl: an https URL of at most 500 characters".into());
+        let plain = url.scheme() == "https"
+            && url.host().is_some()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.as_str().len() <= 500
+            && !url.as_str().chars().any(unsafe_char);
+        if !plain {
+            return Err(RULE.into());
         }
         Ok(LogoUrl(url))
     }
@@ -608,6 +628,8 @@ mod tests {
             serde_json::json!({ "theme": { "font": "x;}</style>" } }),
             serde_json::json!({ "theme": { "logoUrl": "http://cdn.example.com/a.png" } }),
             serde_json::json!({ "theme": { "logoUrl": "data:image/png;base64,AA" } }),
+            serde_json::json!({ "theme": { "logoUrl": "https://cdn.example/l.png'; img-src *" } }),
+            serde_json::json!({ "theme": { "logoUrl": "https://u@cdn.example.com/a.png" } }),
         ] {
             assert!(
                 serde_json::from_value::<PageSettings>(bad.clone()).is_err(),
