@@ -221,6 +221,52 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
     server.abort();
 }
 
+/// Over real HTTP, an empty segment (`//`) anywhere or a trailing slash matches no route: every
+/// route of every API, and the local stack's own `POST /events`, answers the 404 problem of no
+/// route, never a 400 for an empty id, a 405, the gatekeeper's 403 or another route's answer.
+#[tokio::test]
+async fn the_local_stack_matches_no_route_with_an_empty_segment_or_a_trailing_slash() {
+    use crate::contract::{filled, no_route_or, with_an_empty_segment};
+    let app = TestApp::spawn(&[]).await;
+    let (addr, server) = serve(&app).await;
+    let (_, _, issued) = send(
+        addr,
+        "POST",
+        "/queues/show/tokens",
+        Some(r#"{"userId":"alice"}"#),
+    )
+    .await;
+    let token = serde_json::from_str::<Value>(&issued).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let routes = queue_api::ROUTES
+        .iter()
+        .chain(ranking_api::ROUTES)
+        .chain(coupon_api::ROUTES)
+        .chain(&[("POST", "/events")]);
+    let (mut tried, mut wrong) = (0, Vec::new());
+    for (method, template) in routes {
+        for path in with_an_empty_segment(&filled(template, &token)) {
+            let (status, head, body) = send(addr, method, &path, Some(r#"{"userId":"bob"}"#)).await;
+            let content_type = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-type: "))
+                .unwrap_or_default();
+            wrong.extend(no_route_or(method, &path, status, content_type, &body).err());
+            tried += 1;
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {tried} paths:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(tried > 50, "{tried} paths");
+    server.abort();
+}
+
 /// Over real HTTP, the local stack takes the source address from the TCP peer, so the per-address
 /// rate limit applies there too.
 #[tokio::test]
