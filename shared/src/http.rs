@@ -316,16 +316,24 @@ pub fn lambda_authorizer_context(
 }
 
 /// The path split into its segments, each percent-decoded (`a%3Ab` is `a:b`; a segment that
-/// does not decode to UTF-8 is kept as sent, and fails id validation). Empty segments are
-/// kept, so `/queues//admission` or a trailing slash matches no route rather than another.
-pub fn segments(request: &Request) -> Vec<String> {
-    let path = request.uri().path();
+/// does not decode to UTF-8 is kept as sent, and fails id validation). A path with an empty
+/// segment (`//`, or a trailing slash) matches no route: it is the 404 of [`no_route`], before
+/// any route reads an id or a method from it.
+pub fn segments(request: &Request) -> Result<Vec<String>, Error> {
+    path_segments(request.uri().path()).ok_or_else(|| no_route(request))
+}
+
+/// `path` split into its percent-decoded segments, as [`segments`]; `None` when one is empty.
+pub fn path_segments(path: &str) -> Option<Vec<String>> {
     path.strip_prefix('/')
         .unwrap_or(path)
         .split('/')
-        .map(|segment| match percent_decode_str(segment).decode_utf8() {
-            Ok(decoded) => decoded.into_owned(),
-            Err(_) => segment.to_owned(),
+        .map(|segment| match segment {
+            "" => None,
+            _ => Some(match percent_decode_str(segment).decode_utf8() {
+                Ok(decoded) => decoded.into_owned(),
+                Err(_) => segment.to_owned(),
+            }),
         })
         .collect()
 }

@@ -244,15 +244,68 @@ try {
   assert.equal(await text(c.page, '#position'), '1');
   assert.equal((await api('GET', '/queues/duo')).body.waiting, 1);
 
+  // Two admitted buyers of a themed queue, with a return URL on its allow-list.
+  const outBack = `${BASE}/queues/out/`;
+  const outUrl = (back) => `${BASE}/queues/out/wait?return=${encodeURIComponent(back)}`;
+  assert.equal((await api('PUT', '/queues/out/settings', {
+    capacity: 2, sessionSeconds: 600, page: { returnUrls: [outBack], theme: { accent: '#c2410c' } },
+  })).status, 200);
+  const o = await open(browser);
+  await o.page.goto(outUrl(outBack + 'admission'));
+  await join(o.page, 'olga');
+  await state(o.page, 'active');
+  const go = await o.page.getAttribute('#go', 'href');
+  assert.ok(go.startsWith(outBack + 'admission#queueToken='), go);
+  const u = await open(browser);
+  await u.page.goto(outUrl(outBack + 'admission'));
+  await join(u.page, 'uma');
+  await state(u.page, 'active');
+
   // Redis stops: the page says it is retrying, keeps the place, and recovers by itself.
   await harness('redis stop');
   await c.page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
   assert.match(await text(c.page, '#notice'), /Retrying in \d+ s/);
   await check(c.page, 'retrying');
+  // A reload during the outage is the page, not an error: lineup's own theme, no return link
+  // (none can be checked against the allow-list yet), and the notice from its polling.
+  const reloaded = await o.page.reload();
+  assert.equal(reloaded.status(), 200, 'the reloaded page');
+  assert.match(reloaded.headers()['content-type'], /^text\/html/);
+  await o.page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  assert.match(await text(o.page, '#notice'), /Retrying in \d+ s/);
+  const theme = await o.page.evaluate(async () => {
+    const r = await fetch('wait/theme.css', { cache: 'no-store' });
+    return { status: r.status, css: await r.text() };
+  });
+  assert.equal(theme.status, 200, 'theme.css: ' + theme.css);
+  assert.doesNotMatch(theme.css, /#c2410c/, 'lineup\'s own theme');
+  assert.equal(await o.page.getAttribute('#lineup', 'data-return'), '');
+  assert.equal(await o.page.$(`a[href^="${outBack}"]`), null, 'no return link during the outage');
+  await check(o.page, 'retrying-reloaded');
+  // The page opened in the outage with a return URL the allow-list would refuse: served too,
+  // as it cannot be checked yet, and it is never offered.
+  const evil = 'https://evil.example/book/';
+  assert.equal((await u.page.goto(outUrl(evil))).status(), 200);
+  await u.page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
   await harness('redis start');
   await c.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
   await state(c.page, 'waiting');
   assert.equal(await text(c.page, '#position'), '1');
+  // The reloaded page resumes the same place, and shows the return link once the allow-list
+  // has checked it.
+  await o.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
+  await state(o.page, 'active');
+  await o.page.waitForSelector('#go', { timeout: 20000 });
+  assert.equal(await o.page.getAttribute('#go', 'href'), go, 'the same place, and the checked return link');
+  await u.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
+  await state(u.page, 'active');
+  // The page asked for itself again once Redis answered: the allow-list refused the URL.
+  await u.page.waitForSelector('#lineup[data-return-check="refused"]', { timeout: 20000 });
+  assert.match(await text(u.page, '#body'), /Go back to the ticketing site to book\./);
+  assert.equal(await u.page.$('#go'), null, 'no return link');
+  assert.equal(await u.page.$('a[href^="https://evil"]'), null, 'an unchecked return URL is never offered');
+  await u.context.close();
+  await o.context.close();
 
   // A session that ends, and a waiter dropped for absence.
   assert.equal((await api('PUT', '/queues/brief/settings', {

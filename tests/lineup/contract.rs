@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use lineup_tests::queue::join;
-use lineup_tests::{api_request, TestApp};
+use lineup_tests::{api_request, Reply, TestApp};
 use serde_yaml_ng::Value;
 
 fn read_repo_file(name: &str) -> String {
@@ -71,21 +71,7 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
     let app = TestApp::spawn(&[]).await;
     let token = join(&app, "show", "alice").await.token();
     for (method, template) in implemented() {
-        let path = template
-            .replace("{queueId}", "show")
-            .replace("{token}", &token)
-            .replace("{userId}", "bob")
-            .replace("{period}", "daily")
-            .replace("{concertId}", "c1")
-            .replace("{couponId}", "spring")
-            .replace(
-                "{asset}",
-                if template.starts_with("/rankings") {
-                    "rankings.js"
-                } else {
-                    "wait.js"
-                },
-            );
+        let path = filled(&template, &token);
         let reply = app.http(&method, &path, Some(r#"{"userId":"bob"}"#)).await;
         let detail = reply.body["detail"].as_str().unwrap_or_default();
         assert!(
@@ -102,6 +88,102 @@ async fn every_listed_route_is_served_and_other_methods_get_405() {
     app.queue_api(api_request("GET", "/queues/show/tokens/x/y", None))
         .await
         .assert_problem(404);
+}
+
+/// `template` (a route's path) with each parameter filled in with a valid value, `token` as
+/// the token.
+pub(crate) fn filled(template: &str, token: &str) -> String {
+    template
+        .replace("{queueId}", "show")
+        .replace("{token}", token)
+        .replace("{userId}", "bob")
+        .replace("{period}", "daily")
+        .replace("{concertId}", "c1")
+        .replace("{couponId}", "spring")
+        .replace(
+            "{asset}",
+            if template.starts_with("/rankings") {
+                "rankings.js"
+            } else {
+                "wait.js"
+            },
+        )
+}
+
+/// Every path like `path` with one empty segment: `//` before each segment, each segment
+/// emptied, and a trailing slash.
+pub(crate) fn with_an_empty_segment(path: &str) -> Vec<String> {
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    let mut paths = vec![format!("{path}/")];
+    for i in 0..parts.len() {
+        let mut doubled = parts.clone();
+        doubled.insert(i, "");
+        paths.push(format!("/{}", doubled.join("/")));
+        let mut emptied = parts.clone();
+        emptied[i] = "";
+        paths.push(format!("/{}", emptied.join("/")));
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// Whether `path` got the 404 problem of a path no route matches; if not, what it got.
+pub(crate) fn no_route_or(
+    method: &str,
+    path: &str,
+    status: u16,
+    content_type: &str,
+    body: &str,
+) -> Result<(), String> {
+    let problem: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let no_route = status == 404
+        && content_type.starts_with("application/problem+json")
+        && problem["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.starts_with("no route"));
+    match no_route {
+        true => Ok(()),
+        false => Err(format!(
+            "{method} {path}: {status} {content_type} {body:.120}"
+        )),
+    }
+}
+
+/// An empty segment (`//`) anywhere, or a trailing slash, matches no route: every route of
+/// every API, sent as API Gateway sends it, answers the 404 problem of no route (never a 400
+/// for an empty id, a 405, or another route's answer).
+#[tokio::test]
+async fn an_empty_segment_or_a_trailing_slash_matches_no_route() {
+    let app = TestApp::spawn(&[]).await;
+    let token = join(&app, "show", "alice").await.token();
+    let (mut tried, mut wrong) = (0, Vec::new());
+    for (method, template) in implemented() {
+        for path in with_an_empty_segment(&filled(&template, &token)) {
+            // To the function that owns the route, as API Gateway would send it.
+            let request = api_request(&method, &path, Some(r#"{"userId":"bob"}"#));
+            let reply = if template.starts_with("/rankings") {
+                let response = ranking_api::handle(request, &app.stack.ranking_api).await;
+                Reply::from(response.expect("infallible"))
+            } else if template.starts_with("/coupons") {
+                app.coupon_api(request).await
+            } else {
+                app.queue_api(request).await
+            };
+            let body = reply.body.to_string();
+            wrong.extend(
+                no_route_or(&method, &path, reply.status, &reply.content_type, &body).err(),
+            );
+            tried += 1;
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {tried} paths:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(tried > 50, "{tried} paths");
 }
 
 /// `!GetAtt X.Arn` as written in the template, or anything else as YAML.

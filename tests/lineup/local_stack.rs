@@ -221,6 +221,52 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
     server.abort();
 }
 
+/// Over real HTTP, an empty segment (`//`) anywhere or a trailing slash matches no route: every
+/// route of every API, and the local stack's own `POST /events`, answers the 404 problem of no
+/// route, never a 400 for an empty id, a 405, the gatekeeper's 403 or another route's answer.
+#[tokio::test]
+async fn the_local_stack_matches_no_route_with_an_empty_segment_or_a_trailing_slash() {
+    use crate::contract::{filled, no_route_or, with_an_empty_segment};
+    let app = TestApp::spawn(&[]).await;
+    let (addr, server) = serve(&app).await;
+    let (_, _, issued) = send(
+        addr,
+        "POST",
+        "/queues/show/tokens",
+        Some(r#"{"userId":"alice"}"#),
+    )
+    .await;
+    let token = serde_json::from_str::<Value>(&issued).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let routes = queue_api::ROUTES
+        .iter()
+        .chain(ranking_api::ROUTES)
+        .chain(coupon_api::ROUTES)
+        .chain(&[("POST", "/events")]);
+    let (mut tried, mut wrong) = (0, Vec::new());
+    for (method, template) in routes {
+        for path in with_an_empty_segment(&filled(template, &token)) {
+            let (status, head, body) = send(addr, method, &path, Some(r#"{"userId":"bob"}"#)).await;
+            let content_type = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-type: "))
+                .unwrap_or_default();
+            wrong.extend(no_route_or(method, &path, status, content_type, &body).err());
+            tried += 1;
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {tried} paths:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(tried > 50, "{tried} paths");
+    server.abort();
+}
+
 /// Over real HTTP, the local stack takes the source address from the TCP peer, so the per-address
 /// rate limit applies there too.
 #[tokio::test]
@@ -298,6 +344,78 @@ async fn the_local_stack_answers_503_with_retry_after_while_redis_is_out_of_reac
         send(addr, "GET", "/queues/live/admission", None).await.0,
         403
     );
+    server.abort();
+}
+
+/// `lineup-local` over real HTTP with its Redis stopped: the waiting-room page and its theme
+/// are still served, so a reload keeps the page and its polling (docs/pages.md), but without
+/// the queue's settings: lineup's own theme, no logo, and no return URL, as none could be
+/// checked against the allow-list. Neither may be kept by a cache.
+#[tokio::test]
+async fn the_local_stack_serves_the_waiting_room_without_its_settings_while_redis_is_out_of_reach()
+{
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let mut app = TestApp::spawn_durable(lineup_tests::outage::QUICK_TO_GIVE_UP).await;
+    let (addr, server) = serve(&app).await;
+    let settings = r##"{"page": {"returnUrls": ["http://localhost/book/"],
+        "theme": {"accent": "#c2410c", "logoUrl": "https://cdn.example.com/logo.png"}}}"##;
+    let (status, _, body) = send(addr, "PUT", "/queues/live/settings", Some(settings)).await;
+    assert_eq!(status, 200, "{body}");
+    let back = "http://localhost/book/show-1";
+    let page = format!(
+        "/queues/live/wait?return={}",
+        utf8_percent_encode(back, NON_ALPHANUMERIC)
+    );
+    let header = |head: &str, name: &str| {
+        head.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // With Redis, the page carries the checked return URL, the logo, and the theme.
+    let (status, _, html) = send(addr, "GET", &page, None).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains(&format!("data-return=\"{back}\"")), "{html}");
+    assert!(html.contains("logo.png"), "{html}");
+    let (_, _, css) = send(addr, "GET", "/queues/live/wait/theme.css", None).await;
+    assert!(css.contains("#c2410c"), "{css}");
+
+    app.redis.as_mut().expect("a private server").stop().await;
+    let (status, head, html) = send(addr, "GET", &page, None).await;
+    assert_eq!(status, 200, "the page, not a problem: {html}");
+    assert!(
+        header(&head, "content-type").starts_with("text/html"),
+        "{head}"
+    );
+    assert_eq!(header(&head, "cache-control"), "no-store", "{head}");
+    assert!(
+        header(&head, "content-security-policy").starts_with("default-src 'self'; img-src 'self';"),
+        "{head}"
+    );
+    assert!(!html.contains("show-1"), "an unchecked return URL: {html}");
+    assert!(html.contains("data-return=\"\""), "{html}");
+    assert!(!html.contains("logo.png"), "{html}");
+    // The same for a return URL the allow-list would refuse: it cannot be checked yet.
+    let (status, _, html) = send(
+        addr,
+        "GET",
+        "/queues/live/wait?return=https%3A%2F%2Fevil.example%2F",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{html}");
+    assert!(!html.contains("evil"), "{html}");
+    let (status, head, css) = send(addr, "GET", "/queues/live/wait/theme.css", None).await;
+    assert_eq!(status, 200, "lineup's own theme: {css}");
+    assert!(
+        header(&head, "content-type").starts_with("text/css"),
+        "{head}"
+    );
+    assert_eq!(header(&head, "cache-control"), "no-store", "{head}");
+    assert!(!css.contains("#c2410c"), "{css}");
+    // A repeated `return` is still bad input, Redis or not.
+    let (status, _, _) = send(addr, "GET", &format!("{page}&return=x"), None).await;
+    assert_eq!(status, 400);
     server.abort();
 }
 

@@ -72,7 +72,7 @@ pub async fn handle(
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
-    let segments = segments(request);
+    let segments = segments(request)?;
     match segments
         .iter()
         .map(String::as_str)

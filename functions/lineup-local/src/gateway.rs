@@ -39,13 +39,17 @@ async fn dispatch(
     let path = request.uri().path().to_owned();
     let response = match to_lambda_request(request, peer).await {
         Ok(request) => {
-            let response = match path.split('/').nth(1) {
-                Some("rankings") => ranking_api::handle(request, &stack.ranking_api).await,
-                Some("coupons") => coupon_api::handle(request, &stack.coupon_api).await,
-                Some("events") => Ok(post_events(&request, &stack).await),
-                // API Gateway runs the authorizer only for the route's own method; any
-                // other method is the function's 405.
-                _ if method == Method::GET && is_protected(&path) => {
+            // A path with an empty segment (`//`, a trailing slash) is no route's: the queue
+            // API answers its 404, as every function does.
+            let segments = lineup::http::path_segments(&path).unwrap_or_default();
+            let response = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                ["rankings", ..] => ranking_api::handle(request, &stack.ranking_api).await,
+                ["coupons", ..] => coupon_api::handle(request, &stack.coupon_api).await,
+                ["events"] => Ok(post_events(&request, &stack).await),
+                // The sample route the template puts behind `queue-authorizer`. API Gateway
+                // runs the authorizer only for the route's own method; any other method is
+                // the function's 405.
+                ["queues", _, "admission"] if method == Method::GET => {
                     match authorize(request, &stack).await {
                         Ok(request) => queue_api::handle(request, &stack.queue_api).await,
                         Err(err) => Ok(lineup::http::problem(&err)),
@@ -68,17 +72,6 @@ async fn dispatch(
         "request"
     );
     from_lambda_response(response)
-}
-
-/// Whether `path` is the sample route the template puts behind `queue-authorizer`.
-fn is_protected(path: &str) -> bool {
-    matches!(
-        path.split('/')
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .as_slice(),
-        ["queues", _, "admission"]
-    )
 }
 
 /// Runs `queue-authorizer` as API Gateway would: with the request's headers and path

@@ -41,7 +41,8 @@ use lineup::http::{
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
 use lineup::publish::Publisher;
-use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
+use lineup::queue::settings::Theme;
+use lineup::queue::{PageSettings, SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
 use serde::{Deserialize, Serialize};
@@ -97,7 +98,7 @@ pub async fn handle(
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let method = request.method();
-    let segments = segments(request);
+    let segments = segments(request)?;
     match segments
         .iter()
         .map(String::as_str)
@@ -302,11 +303,28 @@ async fn wait_page(
     queue: &QueueId,
 ) -> Result<Response<Body>, Error> {
     let asked = pages::query_param(request.uri().query().unwrap_or(""), "return")?;
-    let settings = deps.room.page_settings(queue).await?;
+    let Some(settings) = page_settings(deps, queue).await? else {
+        // No return URL is checked, so none is on the page; the page asks for itself again
+        // once a poll answers, and takes the return URL from that copy.
+        let page = pages::WaitPage {
+            queue,
+            return_url: None,
+            return_unchecked: asked.is_some(),
+            logo: None,
+            local_join: deps.allow_body_user_id,
+        };
+        return http::page(
+            page.html(),
+            pages::HTML,
+            pages::WITHOUT_SETTINGS_CACHE_CONTROL,
+            &page.csp(),
+        );
+    };
     let return_url = asked.map(|raw| settings.return_url(&raw)).transpose()?;
     let page = pages::WaitPage {
         queue,
         return_url: return_url.as_ref(),
+        return_unchecked: false,
         logo: settings.theme.logo_url.as_ref(),
         local_join: deps.allow_body_user_id,
     };
@@ -316,6 +334,21 @@ async fn wait_page(
         pages::PAGE_CACHE_CONTROL,
         &page.csp(),
     )
+}
+
+/// `queue`'s page settings, or `None` while Redis is out of reach: the page and its theme
+/// are then served without them (lineup's own theme, no logo, no return URL), never cached,
+/// so that loading or reloading the page in an outage gives the page, whose polling says it
+/// is retrying and resumes the place once Redis answers.
+async fn page_settings(deps: &Deps, queue: &QueueId) -> Result<Option<PageSettings>, Error> {
+    match deps.room.page_settings(queue).await {
+        Ok(settings) => Ok(Some(settings)),
+        Err(Error::Unavailable { source, .. }) => {
+            tracing::warn!(error = %source, %queue, "redis unavailable: the page without its settings");
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// The waiting room's script and styles, and the queue's theme as CSS custom properties.
@@ -330,13 +363,11 @@ async fn wait_asset(deps: &Deps, queue: &QueueId, asset: &str) -> Result<Respons
         ),
         "page.css" => http::page(pages::STYLES, pages::CSS, pages::ASSET_CACHE_CONTROL, &csp),
         "theme.css" => {
-            let settings = deps.room.page_settings(queue).await?;
-            http::page(
-                pages::theme_css(&settings.theme),
-                pages::CSS,
-                pages::PAGE_CACHE_CONTROL,
-                &csp,
-            )
+            let (theme, cache_control) = match page_settings(deps, queue).await? {
+                Some(settings) => (settings.theme, pages::PAGE_CACHE_CONTROL),
+                None => (Theme::default(), pages::WITHOUT_SETTINGS_CACHE_CONTROL),
+            };
+            http::page(pages::theme_css(&theme), pages::CSS, cache_control, &csp)
         }
         _ => Err(Error::NotFound(format!("no asset {asset}"))),
     }

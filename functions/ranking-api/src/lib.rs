@@ -59,7 +59,7 @@ pub async fn handle(
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
-    let segments = segments(request);
+    let segments = segments(request)?;
     let (period, concert) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["rankings"] => return get_only(request).and_then(|()| page_part("")),
         ["rankings", "assets", asset] => return get_only(request).and_then(|()| page_part(asset)),

@@ -30,6 +30,9 @@ pub const CSS: &str = "text/css; charset=utf-8";
 
 /// `Cache-Control` of a page and of a queue's theme: short, as they follow its settings.
 pub const PAGE_CACHE_CONTROL: &str = "public, max-age=60";
+/// `Cache-Control` of the waiting room and its theme served without the queue's settings
+/// (Redis out of reach): no cache may keep them past the outage.
+pub const WITHOUT_SETTINGS_CACHE_CONTROL: &str = "no-store";
 /// `Cache-Control` of the scripts and the shared stylesheet, which change only with lineup.
 pub const ASSET_CACHE_CONTROL: &str = "public, max-age=300";
 
@@ -75,6 +78,9 @@ pub struct WaitPage<'a> {
     pub queue: &'a QueueId,
     /// Where the buyer goes when admitted; already checked against the allow-list.
     pub return_url: Option<&'a ReturnUrl>,
+    /// A return URL was asked for but not checked (Redis out of reach): the page asks for
+    /// itself again once Redis answers, and takes the checked one from that copy.
+    pub return_unchecked: bool,
     pub logo: Option<&'a LogoUrl>,
     /// Show the typed-in user id join (the local stack, `ALLOW_BODY_USER_ID=unsafe`).
     pub local_join: bool,
@@ -92,6 +98,7 @@ impl WaitPage<'_> {
         fill(WAIT_HTML, |name| match name {
             "queue" => &queue,
             "return" => &return_url,
+            "return_check" if self.return_unchecked => "pending",
             "local_join" => {
                 if self.local_join {
                     "1"

@@ -5,7 +5,11 @@
   const $ = (id) => document.getElementById(id);
   const root = $('lineup');
   const queue = root.dataset.queue;
-  const returnUrl = root.dataset.return || '';
+  // The return URL, as the server checked it against the queue's allow-list. A page served
+  // while Redis was out of reach has none; it asks for itself again once Redis answers.
+  let returnUrl = root.dataset.return || '';
+  let returnUnchecked = root.dataset.returnCheck === 'pending';
+  let checking = false;
   const localJoin = root.dataset.localJoin === '1';
   const KEY = 'lineup:' + queue;
   const MAX_BACKOFF = 60;
@@ -328,6 +332,31 @@
     return null;
   }
 
+  // Reads this page again, for the return URL the server checks in it, once an answer shows
+  // that Redis answers. Until a copy carries a checked one, there is no return link: the
+  // address bar's is never followed.
+  async function checkReturn(r) {
+    if (!returnUnchecked || checking || r.status === 429 || r.status >= 500) return;
+    checking = true;
+    try {
+      const page = await fetch(location.pathname + location.search, { headers: { accept: 'text/html' }, cache: 'no-store' });
+      if (page.ok) {
+        const copy = new DOMParser().parseFromString(await page.text(), 'text/html').getElementById('lineup');
+        if (copy && copy.dataset.returnCheck !== 'pending') {
+          returnUnchecked = false;
+          returnUrl = copy.dataset.return || '';
+          root.dataset.returnCheck = '';
+          render();
+        }
+      } else if (page.status === 400) {
+        // Not on the allow-list: the page goes on without a return link.
+        returnUnchecked = false;
+        root.dataset.returnCheck = 'refused';
+      }
+    } catch (e) { /* the next answer tries again */ }
+    checking = false;
+  }
+
   function schedule(seconds) {
     clearTimeout(timer);
     // Jitter of ±20 %, so buyers who loaded together do not poll together.
@@ -368,6 +397,7 @@
 
   // Shows what a token route answered; returns when to poll again (null: stop).
   async function answer(r) {
+    checkReturn(r);
     if (r.ok) {
       const b = await r.json();
       backoff = 0;
@@ -404,6 +434,7 @@
         method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' },
         body: JSON.stringify({ userId }), cache: 'no-store',
       });
+      checkReturn(r);
       if (!r.ok) {
         const p = await problemOf(r);
         // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
