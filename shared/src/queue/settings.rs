@@ -412,6 +412,27 @@ impl ReturnUrl {
 }
 
 impl PageSettings {
+    /// The page settings as stored. A logo stored under older rules that today's refuse is
+    /// left out, so the page is served without it rather than not at all; anything else that
+    /// does not read is an internal error.
+    fn from_stored(json: &str) -> Result<PageSettings, Error> {
+        let unreadable =
+            |err: serde_json::Error| Error::Internal(format!("stored page settings: {err}"));
+        let err = match serde_json::from_str(json) {
+            Ok(settings) => return Ok(settings),
+            Err(err) => err,
+        };
+        let mut value: serde_json::Value = serde_json::from_str(json).map_err(unreadable)?;
+        let dropped = value
+            .get_mut("theme")
+            .and_then(|theme| theme.as_object_mut())
+            .and_then(|theme| theme.remove("logoUrl"));
+        match dropped {
+            Some(_) => serde_json::from_value(value).map_err(unreadable),
+            None => Err(unreadable(err)),
+        }
+    }
+
     /// `raw` as a return URL, if it is absolute, has no fragment or user, and starts with
     /// one of the allowed prefixes; anything else is refused, so the page is no open
     /// redirect.
@@ -569,8 +590,7 @@ impl WaitingRoom {
         let stored: Option<String> = self.conn.query(&key, cmd).await?;
         match stored {
             None => Ok(PageSettings::default()),
-            Some(json) => serde_json::from_str(&json)
-                .map_err(|err| Error::Internal(format!("stored page settings: {err}"))),
+            Some(json) => PageSettings::from_stored(&json),
         }
     }
 
@@ -636,5 +656,25 @@ mod tests {
                 "{bad} was accepted"
             );
         }
+    }
+
+    /// A logo stored before the rules refused it is left out when read; the rest stands.
+    #[test]
+    fn a_logo_stored_under_older_rules_is_left_out_not_the_page() {
+        let stored = serde_json::json!({
+            "theme": { "accent": "#112233", "logoUrl": "https://cdn.example/l.png'; img-src *" },
+            "returnUrls": ["https://tickets.example.com/book/"]
+        })
+        .to_string();
+        let read = PageSettings::from_stored(&stored).expect("readable");
+        assert_eq!(read.theme.logo_url, None);
+        assert_eq!(read.theme.accent, allowing_accent("#112233"));
+        assert_eq!(read.return_urls.len(), 1);
+        let broken = serde_json::json!({ "theme": { "accent": "red;}" } }).to_string();
+        assert!(PageSettings::from_stored(&broken).is_err());
+    }
+
+    fn allowing_accent(colour: &str) -> Option<Colour> {
+        serde_json::from_value(serde_json::json!(colour)).expect("a colour")
     }
 }
