@@ -28,21 +28,23 @@ struct Member {
     poll_after: u64,
 }
 
-/// `count` buyers join `queue` before its opening; each is in the pre-queue.
+/// `count` buyers join `queue` at once before its opening; each is in the pre-queue.
 async fn prequeue(app: &TestApp, queue: &str, count: usize) -> Vec<Member> {
-    let mut members = Vec::new();
-    for i in 0..count {
-        let user = format!("fan{i:02}");
-        let joined = join(app, queue, &user).await;
-        assert_eq!(joined.status, 201, "{}", joined.body);
-        assert_eq!(joined.body["status"], "prequeue", "{}", joined.body);
-        members.push(Member {
-            user,
-            token: joined.token(),
-            poll_after: joined.body["pollAfterSeconds"].as_u64().expect("told"),
-        });
-    }
-    members
+    let users: Vec<String> = (0..count).map(|i| format!("fan{i:02}")).collect();
+    let joined = join_all(users.iter().map(|user| join(app, queue, user))).await;
+    users
+        .into_iter()
+        .zip(joined)
+        .map(|(user, joined)| {
+            assert_eq!(joined.status, 201, "{}", joined.body);
+            assert_eq!(joined.body["status"], "prequeue", "{}", joined.body);
+            Member {
+                user,
+                token: joined.token(),
+                poll_after: joined.body["pollAfterSeconds"].as_u64().expect("told"),
+            }
+        })
+        .collect()
 }
 
 /// How an obedient buyer's polling ended.
@@ -173,7 +175,7 @@ async fn bringing_the_opening_forward_keeps_every_member_who_polls_as_told() {
     assert_eq!(moved.status, 200, "{}", moved.body);
     assert_eq!(commitment(&summary(&app, "gig").await.body), committed);
 
-    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(6)).await;
+    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(10)).await;
     assert_nobody_dropped(&endings, &events);
     // The first two were admitted at the new opening, before they came back.
     let admitted = endings
@@ -190,7 +192,7 @@ async fn bringing_the_opening_forward_keeps_every_member_who_polls_as_told() {
 #[tokio::test]
 async fn lowering_the_idle_period_before_the_opening_keeps_the_prequeue() {
     let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "60"), ("QUEUE_CAPACITY", "1")]).await;
-    let opens = in_seconds(4);
+    let opens = in_seconds(8);
     put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
     let members = prequeue(&app, "gig", 20).await;
     let latest = members.iter().map(|m| m.poll_after).max().unwrap_or(0);
@@ -199,7 +201,7 @@ async fn lowering_the_idle_period_before_the_opening_keeps_the_prequeue() {
     let lowered = put_settings(&app, "gig", &json!({ "waitingIdleSeconds": 5 })).await;
     assert_eq!(lowered.status, 200, "{}", lowered.body);
 
-    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(24)).await;
+    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(30)).await;
     assert_nobody_dropped(&endings, &events);
     assert_eq!(summary(&app, "gig").await.body["waiting"], 19);
 }
@@ -227,7 +229,7 @@ async fn lowering_the_idle_period_keeps_waiters_told_a_longer_poll() {
     let lowered = put_settings(&app, "gig", &json!({ "waitingIdleSeconds": 5 })).await;
     assert_eq!(lowered.status, 200, "{}", lowered.body);
     // Each polls once, when told (the deadline stops them after that poll).
-    let deadline = Utc::now() + secs(19);
+    let deadline = Utc::now() + secs(22);
     let (endings, events) = obey_all(&app, "gig", &members, deadline).await;
     assert_nobody_dropped(&endings, &events);
     assert_eq!(summary(&app, "gig").await.body["waiting"], 199);
@@ -239,7 +241,7 @@ async fn lowering_the_idle_period_keeps_waiters_told_a_longer_poll() {
 #[tokio::test]
 async fn removing_the_schedule_after_the_opening_keeps_the_draw_and_its_members() {
     let app = TestApp::spawn(&[("WAITING_IDLE_SECONDS", "30"), ("QUEUE_CAPACITY", "1")]).await;
-    let opens = in_seconds(3);
+    let opens = in_seconds(8);
     put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
     let committed = commitment(&summary(&app, "gig").await.body);
     let members = prequeue(&app, "gig", 20).await;
@@ -253,7 +255,7 @@ async fn removing_the_schedule_after_the_opening_keeps_the_draw_and_its_members(
     let seed = revealed_seed(&after["draw"], &committed);
     assert_eq!(after["draw"]["members"], 20, "{after}");
 
-    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(12)).await;
+    let (endings, events) = obey_all(&app, "gig", &members, opens + secs(20)).await;
     assert_nobody_dropped(&endings, &events);
     let opened: Vec<&QueueEvent> = events
         .iter()
