@@ -9,11 +9,13 @@
 //! `lineup-bench ranking-writes` runs the ranking writes section alone; `lineup-bench boards`
 //! the rolling and trending boards at 10 000 concerts alone; `lineup-bench coupons` the
 //! coupon claims against seed 002's design alone; `lineup-bench redis-time` the Redis time
-//! per call of every script beside its floor and its least script (`least/`) alone.
+//! per call of every script beside its floor and its least script (`least/`) alone;
+//! `lineup-bench per-request` the Redis CPU per request (`INFO cpu`) beside PING alone.
 
 mod baseline;
 mod cold_start;
 mod measure;
+mod per_request;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -74,6 +76,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             capacity(&bench, &mut report).await;
             true
         }
+        Some("per-request") => {
+            per_request::per_request(&bench, &mut report).await;
+            true
+        }
         _ => false,
     };
     if alone {
@@ -95,6 +101,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     scale(&bench, &mut report).await;
     memory(&bench, &mut report).await;
     redis_time(&bench, &mut report).await;
+    per_request::per_request(&bench, &mut report).await;
     capacity(&bench, &mut report).await;
     board_reads(&bench, &mut report).await;
     ranking_writes(&bench, &mut report).await;
