@@ -141,6 +141,16 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     })
     .await;
     let ping_us = ping.per_request_us.max(f64::EPSILON);
+    let get = measure(bench, (0..BUYERS).collect(), |lane, i| async move {
+        let _: Option<String> = redis::cmd("GET")
+            .arg(format!("per-request-get-{i}"))
+            .query_async(&mut pings[lane].clone())
+            .await
+            .expect("GET");
+    })
+    .await;
+    // ElastiCache Serverless bills a script by its vCPU time against a simple GET's.
+    let get_us = get.per_request_us.max(f64::EPSILON);
 
     // Waiters of a queue that admits nobody more: their first poll a few heartbeat windows
     // after joining (the presence check reads back to the window of the join), then at once
@@ -229,11 +239,58 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         "goal ≤ 3.5× PING",
     ));
 
+    // Admissions: the line's waiters (present: they polled or joined moments ago), admitted
+    // by promotion ticks once capacity allows them all; then each leaves its session.
+    bench
+        .configure(
+            line.as_str(),
+            json!({"capacity": 1_000_000, "admitPerTick": 1_000_000}),
+        )
+        .await;
+    let before = main_thread_cpu_us(bench).await;
+    let mut admitted = 0;
+    loop {
+        let report = bench
+            .room()
+            .promote(std::slice::from_ref(&line))
+            .await
+            .expect("tick");
+        if report.admitted() == 0 {
+            break;
+        }
+        admitted += report.admitted();
+    }
+    let admission = Cost {
+        per_request_us: (main_thread_cpu_us(bench).await - before) / admitted.max(1) as f64,
+        script_us: 0.0,
+    };
+    let leave = measure(bench, waiters.iter().collect(), |lane, claims| {
+        let room = &rooms[lane];
+        let claims = claims.clone();
+        async move {
+            room.leave(&claims).await.expect("leave");
+        }
+    })
+    .await;
+
     report.row(
         "PING",
         &format!("{ping_us:.1} µs"),
         "the floor: a request's own I/O",
     );
+    report.row(
+        "GET",
+        &format!("{get_us:.1} µs"),
+        "a simple command, ElastiCache Serverless's 1 ECPU",
+    );
+    let costs = OnSale {
+        issue: rows[4].1.per_request_us,
+        poll: rows[1].1.per_request_us,
+        admission: admission.per_request_us,
+        check: rows[3].1.per_request_us,
+        leave: leave.per_request_us,
+        get: get_us,
+    };
     for (name, cost, goal) in rows {
         report.row(
             name,
@@ -245,6 +302,111 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
             &format!(
                 "{goal}; the script itself {:.1} µs (commandstats)",
                 cost.script_us
+            ),
+        );
+    }
+    for (name, cost) in [
+        ("a promotion tick, per buyer admitted", &admission),
+        ("leave, an active buyer", &leave),
+    ] {
+        report.row(
+            name,
+            &format!(
+                "{:.1} µs ({:.1}× PING)",
+                cost.per_request_us,
+                cost.per_request_us / ping_us
+            ),
+            "no worse than today",
+        );
+    }
+    costs.report(report);
+}
+
+/// What an on-sale costs, from each call's Redis CPU: [`ON_SALE_BUYERS`] buyers join in its
+/// first minute and are admitted at [`ADMITTED_PER_SECOND`], so the last waits about half an
+/// hour. Each joins, polls exactly as told until admitted, passes ten gatekeeper checks and
+/// leaves (or pays). docs/deploy.md gives the rule, with the prices below.
+struct OnSale {
+    issue: f64,
+    poll: f64,
+    admission: f64,
+    check: f64,
+    leave: f64,
+    get: f64,
+}
+
+const ON_SALE_BUYERS: f64 = 1_000_000.0;
+const ADMITTED_PER_SECOND: f64 = 500.0;
+/// The default idle period, which sets how long a waiter may be told to wait between polls.
+const IDLE_SECONDS: u64 = 120;
+const CHECKS: f64 = 10.0;
+/// us-east-1 prices: HTTP API per request; Lambda (arm64) per request and per GB-s;
+/// ElastiCache Serverless (Redis OSS) per ECPU.
+const HTTP_API_PER_REQUEST: f64 = 1.00e-6;
+const LAMBDA_PER_REQUEST: f64 = 0.20e-6;
+const LAMBDA_PER_GB_SECOND: f64 = 0.000_013_333_4;
+const ECPU_PRICE: f64 = 0.0034e-6;
+/// template.yaml's MemorySize, and the duration a request is billed (1 ms granularity): a
+/// handler's work and its one round trip to Redis.
+const LAMBDA_GB: f64 = 0.25;
+const LAMBDA_BILLED_SECONDS: f64 = 0.002;
+
+/// The polls a waiter makes, exactly as told, over a wait of `wait_s` (the first when it joins).
+fn polls_over(wait_s: f64) -> f64 {
+    let (mut left, mut polls) = (wait_s, 1.0);
+    while left > 0.0 {
+        left -= crate::told_interval(left, IDLE_SECONDS) as f64;
+        polls += 1.0;
+    }
+    polls
+}
+
+impl OnSale {
+    /// ECPUs a request costing `us` of Redis CPU is billed: its vCPU time against a GET's,
+    /// at least 1 (each request here moves well under a KB).
+    fn ecpus(&self, us: f64) -> f64 {
+        (us / self.get).max(1.0)
+    }
+
+    fn report(&self, report: &mut Report) {
+        // Buyer i of n waits i / rate: the mean of polls over the uniform waits.
+        let samples = 1_000;
+        let last_wait = ON_SALE_BUYERS / ADMITTED_PER_SECOND;
+        let polls = (0..samples)
+            .map(|i| polls_over(last_wait * (i as f64 + 0.5) / samples as f64))
+            .sum::<f64>()
+            / samples as f64;
+        let redis_us =
+            self.issue + polls * self.poll + self.admission + CHECKS * self.check + self.leave;
+        let ecpus = self.ecpus(self.issue)
+            + polls * self.ecpus(self.poll)
+            + self.ecpus(self.admission)
+            + CHECKS * self.ecpus(self.check)
+            + self.ecpus(self.leave);
+        let requests = 1.0 + polls + CHECKS + 1.0;
+        let http = requests * HTTP_API_PER_REQUEST;
+        let lambda = requests
+            * (LAMBDA_PER_REQUEST + LAMBDA_GB * LAMBDA_BILLED_SECONDS * LAMBDA_PER_GB_SECOND);
+        let cache = ecpus * ECPU_PRICE;
+        report.row(
+            "a buyer over an on-sale: Redis CPU",
+            &format!("{redis_us:.0} µs"),
+            &format!(
+                "issue, {polls:.1} polls as told (1 000 000 buyers admitted at 500/s), \
+                 admission, 10 checks, leave"
+            ),
+        );
+        report.row(
+            "an on-sale of 1 000 000 buyers: dollars",
+            &format!(
+                "${:.0}",
+                ON_SALE_BUYERS * (http + lambda + cache)
+            ),
+            &format!(
+                "HTTP API ${:.0}, Lambda ${:.0}, ElastiCache Serverless ${:.0} ({ecpus:.0} ECPUs a buyer)",
+                ON_SALE_BUYERS * http,
+                ON_SALE_BUYERS * lambda,
+                ON_SALE_BUYERS * cache
             ),
         );
     }
