@@ -43,7 +43,6 @@
   let backoff = 0;
   let lastAnnounced = 0;
   let announced = null;
-  let nextPoll = 0;
   // The summary's draw ({seedSha256, seed, members}), when it was read, and whether this
   // browser found the buyer's value to match it; and whether the buyer opened that section.
   let drawn = null;
@@ -251,11 +250,9 @@
           const update = () => {
             const ms = at - Date.now();
             left.textContent = ms > 0 ? countdown(ms) : t('wait.prequeue.now');
-            // At the opening, poll within a few seconds unless a poll is due sooner.
-            if (ms <= 0) {
-              clearInterval(tick);
-              if (nextPoll - Date.now() > 10000) schedule(1 + Math.random() * 4);
-            }
+            // The poll after the opening is the one pollAfterSeconds set: the server spreads
+            // the pre-queue's by place in the draw.
+            if (ms <= 0) clearInterval(tick);
           };
           update();
           if (at > Date.now()) tick = setInterval(update, 1000);
@@ -359,9 +356,9 @@
 
   function schedule(seconds) {
     clearTimeout(timer);
-    // Jitter of ±20 %, so buyers who loaded together do not poll together.
-    const ms = Math.max(1, seconds) * 1000 * (0.8 + Math.random() * 0.4);
-    nextPoll = Date.now() + ms;
+    // Up to 20 % sooner, never later than told, so buyers who loaded together do not poll
+    // together and nobody who follows the page is late.
+    const ms = Math.max(1, seconds) * 1000 * (0.8 + Math.random() * 0.2);
     timer = setTimeout(poll, ms);
   }
 

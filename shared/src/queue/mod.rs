@@ -293,10 +293,12 @@ impl TokenState {
     /// idle periods) is kept present for the long period, so it may be told up to a third of
     /// that: a tenth of its wait, so it still looks about ten times before its turn comes.
     ///
-    /// In the pre-queue presence does not count yet: poll again just after the opening, up
-    /// to a third of the idle period after it by a jitter derived from the ticket (the
-    /// buyer's draw value), so the pre-queue does not come back in the same second; but at
-    /// most [`PREQUEUE_POLL_MAX_SECONDS`] ahead, so a change of schedule is seen.
+    /// In the pre-queue presence does not count yet: poll again after the opening, spread by
+    /// expected place over a third of the idle period. A member whose draw value is the
+    /// fraction f of the draw's range (its ticket − 1 over 2^52) comes back f of that third
+    /// after the opening, so the front of the line, admitted first, comes back first and the
+    /// pre-queue does not come back in the same second. At most
+    /// [`PREQUEUE_POLL_MAX_SECONDS`] ahead, so a change of schedule is seen.
     pub fn poll_after_seconds(&self, now: DateTime<Utc>) -> u64 {
         let ceiling = (self.present_for.as_secs() / 3).max(1);
         if let Standing::Prequeue { opens_at } = self.standing {
@@ -304,7 +306,7 @@ impl TokenState {
             if until >= PREQUEUE_POLL_MAX_SECONDS {
                 return PREQUEUE_POLL_MAX_SECONDS;
             }
-            return (until + self.ticket % ceiling).max(1);
+            return (until + prequeue_spread(self.ticket, ceiling)).max(1);
         }
         let wanted = match self.standing {
             Standing::Waiting { position } => {
@@ -320,6 +322,13 @@ impl TokenState {
 
 /// The longest a pre-queue member is told to wait before polling again.
 pub const PREQUEUE_POLL_MAX_SECONDS: u64 = 300;
+
+/// How many seconds after the opening the holder of `ticket` comes back, of `over`: its
+/// draw value's fraction of the draw's range, rounded down (0 to `over` − 1).
+fn prequeue_spread(ticket: u64, over: u64) -> u64 {
+    let value = ticket.saturating_sub(1).min(schedule::DRAW_BASE - 1);
+    ((u128::from(value) * u128::from(over)) >> 52) as u64
+}
 
 /// The instant `ms` milliseconds after the epoch, as the scripts report times.
 fn instant(ms: i64) -> Result<DateTime<Utc>, redis::ParsingError> {
@@ -338,6 +347,22 @@ fn millis(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{joined, COMMON_LUA, PREQUEUE_POLL_MAX_SECONDS};
+
+    /// The pre-queue comes back by its place in the draw: the front at the opening, the back
+    /// a third of the idle period after it, never later.
+    #[test]
+    fn the_prequeue_comes_back_in_draw_order_within_a_third_of_the_idle_period() {
+        use super::{prequeue_spread, schedule::DRAW_BASE};
+        assert_eq!(prequeue_spread(1, 40), 0);
+        assert_eq!(prequeue_spread(DRAW_BASE, 40), 39);
+        assert_eq!(prequeue_spread(DRAW_BASE / 2 + 1, 40), 20);
+        let spreads: Vec<u64> = (1..=1000u64)
+            .map(|i| prequeue_spread(i * (DRAW_BASE / 1000), 40))
+            .collect();
+        assert!(spreads.windows(2).all(|w| w[0] <= w[1]), "{spreads:?}");
+        assert_eq!(spreads.iter().filter(|&&s| s == 0).count(), 25);
+        assert_eq!(prequeue_spread(DRAW_BASE, 1), 0);
+    }
 
     /// Configure's presence grace covers the longest poll a pre-queue member was told.
     #[test]
