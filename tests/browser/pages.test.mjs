@@ -152,6 +152,10 @@ async function prequeueThenDraw(browser) {
   const [first, second] = shown.yuna < shown.minsu ? [y.page, m.page] : [m.page, y.page];
   await state(first, 'active', 30000);
   await state(second, 'waiting');
+  // Its page may have polled before the first was admitted (position 2): its next poll,
+  // within a second, shows 1.
+  await second.waitForFunction(() => document.getElementById('position')?.textContent === '1',
+    null, { timeout: 20000 });
   assert.equal(await text(second, '#position'), '1');
   // "How to verify the draw", opened by keyboard: the page ran the recipe itself.
   for (const page of [y.page, m.page]) {
