@@ -53,6 +53,17 @@ struct Cost {
     script_us: f64,
 }
 
+impl Cost {
+    /// The figure as the report shows it: µs, and the ratio to a PING's `ping_us`.
+    fn against(&self, ping_us: f64) -> String {
+        format!(
+            "{:.1} µs ({:.1}× PING)",
+            self.per_request_us,
+            self.per_request_us / ping_us
+        )
+    }
+}
+
 /// Runs `requests` over [`CONTAINERS`] tasks, each taking the next request when its last has
 /// answered; returns the Redis CPU they cost.
 async fn measure<T, F, Fut>(bench: &Bench, requests: Vec<T>, run: F) -> Cost
@@ -179,6 +190,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         "goal ≤ 2× PING",
     ));
     let next = measure(bench, waiters.iter().collect(), &status).await;
+    let poll_us = next.per_request_us;
     rows.push(("status, the waiter's next poll", next, "goal ≤ 2× PING"));
 
     // Pre-queue members' first poll after the opening: none has a heartbeat.
@@ -215,6 +227,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         }
     })
     .await;
+    let check_us = check.per_request_us;
     rows.push((
         "gatekeeper check, an active buyer",
         check,
@@ -233,6 +246,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         }
     })
     .await;
+    let issue_us = issue.per_request_us;
     rows.push((
         "issue, a new buyer joining the line",
         issue,
@@ -284,21 +298,17 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         "a simple command, ElastiCache Serverless's 1 ECPU",
     );
     let costs = OnSale {
-        issue: rows[4].1.per_request_us,
-        poll: rows[1].1.per_request_us,
+        issue: issue_us,
+        poll: poll_us,
         admission: admission.per_request_us,
-        check: rows[3].1.per_request_us,
+        check: check_us,
         leave: leave.per_request_us,
         get: get_us,
     };
     for (name, cost, goal) in rows {
         report.row(
             name,
-            &format!(
-                "{:.1} µs ({:.1}× PING)",
-                cost.per_request_us,
-                cost.per_request_us / ping_us
-            ),
+            &cost.against(ping_us),
             &format!(
                 "{goal}; the script itself {:.1} µs (commandstats)",
                 cost.script_us
@@ -309,15 +319,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         ("a promotion tick, per buyer admitted", &admission),
         ("leave, an active buyer", &leave),
     ] {
-        report.row(
-            name,
-            &format!(
-                "{:.1} µs ({:.1}× PING)",
-                cost.per_request_us,
-                cost.per_request_us / ping_us
-            ),
-            "no worse than today",
-        );
+        report.row(name, &cost.against(ping_us), "no worse than today");
     }
     costs.report(report);
 }
