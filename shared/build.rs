@@ -21,8 +21,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     .lines()
                     .map(|line| {
                         let code = line.trim();
-                        // `--@` lines mark where a script's head goes (queue::joined).
-                        if code.starts_with("--") && !code.starts_with("--@") {
+                        if code.starts_with("--") {
                             "\n".to_owned()
                         } else {
                             format!("{code}\n")

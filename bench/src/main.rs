@@ -464,7 +464,6 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
         };
         room.status(&claims).await.unwrap();
     }
-    let ticket = holder.ticket.to_string();
 
     let mut rows: Vec<TimeRow> = Vec::new();
     rows.push((
@@ -517,17 +516,6 @@ async fn redis_time(bench: &Bench, report: &mut Report) {
             .collect(),
         "2.5×",
         Some(include_str!("least/issue.lua")),
-    ));
-    rows.push((
-        "gatekeeper check (an active buyer)",
-        (0..CALLS)
-            .map(|_| bench_support::check_command(room, &id, &[holder.user.as_str(), &ticket]))
-            .collect(),
-        (0..CALLS)
-            .map(|_| line(&["ZSCORE", &keys.active, holder.user.as_str()]))
-            .collect(),
-        "2.5×",
-        None,
     ));
     rows.push((
         "leave (a waiter)",

@@ -36,6 +36,20 @@ async fn main_thread_cpu_us(bench: &Bench) -> f64 {
     (field("used_cpu_user_main_thread:") + field("used_cpu_sys_main_thread:")) * 1e6
 }
 
+/// The socket reads Redis has processed (`INFO stats`, `total_reads_processed`), less the
+/// INFO call's own.
+async fn reads_processed(bench: &Bench) -> f64 {
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut bench.app.inspect.clone())
+        .await
+        .expect("INFO stats");
+    info.lines()
+        .find_map(|line| line.strip_prefix("total_reads_processed:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
 /// EVALSHA's calls and µs from commandstats.
 async fn evalsha(bench: &Bench) -> (u64, u64) {
     bench
@@ -50,6 +64,9 @@ async fn evalsha(bench: &Bench) -> (u64, u64) {
 /// script run (0 without scripts).
 struct Cost {
     per_request_us: f64,
+    /// The socket reads Redis made per request (`total_reads_processed`): 1 when each
+    /// request arrives whole.
+    reads_per_request: f64,
     script_us: f64,
 }
 
@@ -57,9 +74,10 @@ impl Cost {
     /// The figure as the report shows it: µs, and the ratio to a PING's `ping_us`.
     fn against(&self, ping_us: f64) -> String {
         format!(
-            "{:.1} µs ({:.1}× PING)",
+            "{:.1} µs ({:.1}× PING, {:.2} reads)",
             self.per_request_us,
-            self.per_request_us / ping_us
+            self.per_request_us / ping_us,
+            self.reads_per_request
         )
     }
 }
@@ -79,6 +97,7 @@ where
     }
     let run = &run;
     let (calls_before, usec_before) = evalsha(bench).await;
+    let reads_before = reads_processed(bench).await;
     let before = main_thread_cpu_us(bench).await;
     join_all(
         lanes
@@ -92,10 +111,12 @@ where
     )
     .await;
     let after = main_thread_cpu_us(bench).await;
+    let reads = reads_processed(bench).await - reads_before;
     let (calls_after, usec_after) = evalsha(bench).await;
     let calls = calls_after.saturating_sub(calls_before);
     Cost {
         per_request_us: (after - before) / count,
+        reads_per_request: reads / count,
         script_us: if calls == 0 {
             0.0
         } else {
@@ -276,6 +297,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     }
     let admission = Cost {
         per_request_us: (main_thread_cpu_us(bench).await - before) / admitted.max(1) as f64,
+        reads_per_request: 0.0,
         script_us: 0.0,
     };
     let leave = measure(bench, waiters.iter().collect(), |lane, claims| {

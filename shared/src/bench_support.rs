@@ -18,11 +18,6 @@ pub fn status_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec
     queue_command(room, crate::queue::status_script(), queue, rest)
 }
 
-/// The gatekeeper check script's call, built as [`issue_command`] builds the issue script's.
-pub fn check_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
-    queue_command(room, crate::queue::check_script(), queue, rest)
-}
-
 /// The leave script's call, built as [`issue_command`] builds the issue script's.
 pub fn leave_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
     queue_command(room, crate::queue::leave_script(), queue, rest)

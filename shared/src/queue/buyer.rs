@@ -1,5 +1,4 @@
-//! What a buyer does: take a ticket, ask where they stand, leave; what a gatekeeper asks
-//! (is this token active right now?); the release after payment (read from the payment
+//! What a buyer does: take a ticket, ask where they stand, leave; the release after payment (read from the payment
 //! event's waiting-room fields); and the queue summary. Each script's reply is decoded here,
 //! once, into the named type at the end of this file.
 
@@ -15,8 +14,8 @@ use super::keys::queue_payment_key;
 use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
-    instant, parse_rate, Absence, Departure, QueueEvent, QueueEventKind, Standing, TokenState,
-    WaitingRoom, CHECK, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
+    instant, parse_rate, Absence, QueueEvent, QueueEventKind, Standing, TokenState, WaitingRoom,
+    ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
@@ -125,47 +124,6 @@ impl StagedRelease {
     }
 }
 
-/// A gatekeeper's answer: the token is active until this instant.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Gate {
-    pub active_until: DateTime<Utc>,
-}
-
-/// Why the gatekeeper turns a genuine token away.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// Still in line, not yet admitted.
-    Waiting,
-    /// The session or place is over.
-    Gone(Departure),
-    /// The queue does not know this token.
-    Unknown,
-    /// The queue sold out: nobody more is admitted.
-    SoldOut,
-}
-
-impl From<Absence> for Refusal {
-    fn from(absence: Absence) -> Self {
-        match absence {
-            Absence::Departed(departure) => Refusal::Gone(departure),
-            Absence::Unknown => Refusal::Unknown,
-        }
-    }
-}
-
-impl Refusal {
-    /// The deny reason: `waiting`, or what queue-api's status would answer as the problem
-    /// type (`session-ended`, `dropped-for-absence`, `left`, `not-found`).
-    pub fn reason(self) -> &'static str {
-        match self {
-            Refusal::Waiting => "waiting",
-            Refusal::Gone(departure) => departure.kind(),
-            Refusal::Unknown => "not-found",
-            Refusal::SoldOut => "sold-out",
-        }
-    }
-}
-
 /// A queue at a glance. Cacheable for a few seconds: a client that knows its own ticket
 /// estimates its place as `ticket − admittedThrough` without a call of its own.
 #[derive(Debug, Clone, Serialize)]
@@ -262,15 +220,6 @@ impl WaitingRoom {
             self.reregister(&claims.queue).await?;
         }
         reply.answer.into_state()
-    }
-
-    /// Whether the token is active right now: the gatekeeper's question, or why not.
-    /// Read-only; a waiter's check is not a heartbeat.
-    pub async fn check(&self, claims: &TokenClaims) -> Result<Result<Gate, Refusal>, Error> {
-        let mut invocation = self.invocation(&CHECK, &claims.queue);
-        invocation.arg(claims.user.as_str()).arg(claims.ticket);
-        let CheckReply(answer) = self.conn.invoke(invocation).await?;
-        Ok(answer)
     }
 
     /// Gives up the token's place. A token that held none is [`Error::Gone`] with its
@@ -466,28 +415,6 @@ impl FromRedisValue for TokenReply {
             answer,
             register: register == 1,
         })
-    }
-}
-
-/// The check script's reply: the session end in ms (an integer) when active, else why not
-/// (a string).
-struct CheckReply(Result<Gate, Refusal>);
-
-impl FromRedisValue for CheckReply {
-    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        if let Value::Int(until_ms) = v {
-            return Ok(CheckReply(Ok(Gate {
-                active_until: instant(until_ms)?,
-            })));
-        }
-        let why: String = FromRedisValue::from_redis_value(v)?;
-        Ok(CheckReply(Err(match why.as_str() {
-            "waiting" => Refusal::Waiting,
-            "soldout" => Refusal::SoldOut,
-            other => Absence::from_script(other)
-                .ok_or_else(|| format!("check script returned {other:?}"))?
-                .into(),
-        })))
     }
 }
 

@@ -1,13 +1,16 @@
 -- Shared prelude of every queue script; the script's own body follows it.
--- KEYS: waiting, active, active-tickets, meta, settings, the two rotating rate-limit
--- counters, the two rotating departure records, the rotating heartbeat hashes (the idle
--- period's windows, then the long presence's), then the ticket clock, the priority list and
--- the priority lane.
+-- KEYS, in this order (keys.rs QueueKeys::NAMES; a unit test holds the two lists equal):
+-- waiting active active-tickets meta settings rate:0 rate:1 gone:0 gone:1 seen:0 seen:1 seen:2 seen:3 seen:4 seen:5 seen:6 seen:7 seen:8 seen:9 seen:10 seen-long:0 seen-long:1 seen-long:2 clock priority lane
+-- That is: the two rotating rate-limit counters, the two rotating departure records, the
+-- rotating heartbeat hashes (the idle period's windows, then the long presence's), then the
+-- ticket clock, the priority list and the priority lane.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, then the script's own arguments
 -- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
 -- every script sees the settings in force at that moment.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local RATE_KEYS = {KEYS[6], KEYS[7]}
+local GONE_KEYS = {KEYS[8], KEYS[9]}
 local FIRST_SEEN = 10
 -- keys::SEEN_WINDOWS (a unit test holds them equal).
 local SEEN_SLOTS = 11
@@ -46,12 +49,6 @@ local function find_active(user, ticket)
   return 'expired', held
 end
 
--- A script's head (the part of it before a `--@body` line) runs here, before the settings
--- are read: the gatekeeper's check answers an active buyer from the active set alone.
---@head
-
-local RATE_KEYS = {KEYS[6], KEYS[7]}
-local GONE_KEYS = {KEYS[8], KEYS[9]}
 -- An active buyer's ticket and the instant the session began, stored as "ticket:since".
 local function active_entry(user)
   local raw = redis.call('HGET', TICKETS, user)
@@ -142,8 +139,7 @@ local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, opened = 'long-seen-at',
 -- queue (kept to within half a window), the end of the presence grace, the registration
 -- mark, the mean session length, the highest ticket admitted, when the ticket clock last had
 -- an entry, when the newest heartbeat window of each set opened, and when meta's TTL was
--- last renewed. A script that writes one of them updates its local copy too. They are read
--- after a script's head, so the gatekeeper's check of an active buyer never reads them.
+-- last renewed. A script that writes one of them updates its local copy too.
 local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at')
 local REGISTERED = meta[3] ~= false
@@ -621,18 +617,15 @@ end
 -- ticket and the session end: 'waiting' or 'active' when live; 'dropped' for a waiter absent
 -- for the idle period, 'expired' for a session past its end (a lapsed entry is left for the
 -- promoter or reaper, which report what they remove); nil when there is no such entry.
--- `active_seen` when the caller has looked at the active set already (find_active).
-local function find(user, ticket, active_seen)
+local function find(user, ticket)
   local waiting = redis.call('ZSCORE', WAITING, user)
   if waiting and (ticket == nil or tonumber(waiting) == ticket) then
     waiting = tonumber(waiting)
     if is_present(waiting) then return 'waiting', waiting end
     return 'dropped', waiting
   end
-  if not active_seen then
-    local state, held, until_ms = find_active(user, ticket)
-    if state then return state, held, until_ms end
-  end
+  local state, held, until_ms = find_active(user, ticket)
+  if state then return state, held, until_ms end
   -- The priority lane, last: only its members pay for the look.
   if LANE_ON then
     local laned = redis.call('ZSCORE', LANE, user)

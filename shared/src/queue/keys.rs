@@ -3,8 +3,8 @@
 //! Cluster or ElastiCache Serverless. The queue registry is the one key outside any tag; the
 //! one script that touches it touches nothing else.
 //!
-//! [`QueueKeys::all`] gives the order of `KEYS` that `common.lua` reads: heartbeat hashes,
-//! then the ticket clock, the priority list and the priority lane, last.
+//! [`QueueKeys::NAMES`] names the keys every queue script is given, in the order of `KEYS`;
+//! `common.lua` lists the same names in its header, and a unit test holds the two equal.
 
 use crate::ids::{PaymentId, QueueId};
 
@@ -18,8 +18,8 @@ pub struct QueueKeys {
     /// Hash: user id → `ticket:since` of each active buyer, so a token can be matched and
     /// a payment can tell whether it belongs to this session.
     pub active_tickets: String,
-    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping,
-    /// the registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
+    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping, the
+    /// registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
     /// queue's last buyer reply, settings change or promotion tick (the long presence period in
     /// place of `WAITING_IDLE` while a long heartbeat is live); deleted on retirement.
     pub meta: String,
@@ -60,30 +60,71 @@ pub const SEEN_WINDOWS: usize = super::IDLE_WINDOWS as usize + 1;
 pub const LONG_WINDOWS: usize = 3;
 
 impl QueueKeys {
+    /// The keys every queue script is given, in the order of `KEYS`: each key is the queue's
+    /// base, a colon and its name.
+    pub const NAMES: [&'static str; 26] = [
+        "waiting",
+        "active",
+        "active-tickets",
+        "meta",
+        "settings",
+        "rate:0",
+        "rate:1",
+        "gone:0",
+        "gone:1",
+        "seen:0",
+        "seen:1",
+        "seen:2",
+        "seen:3",
+        "seen:4",
+        "seen:5",
+        "seen:6",
+        "seen:7",
+        "seen:8",
+        "seen:9",
+        "seen:10",
+        "seen-long:0",
+        "seen-long:1",
+        "seen-long:2",
+        "clock",
+        "priority",
+        "lane",
+    ];
+
     pub fn new(prefix: &str, queue: &QueueId) -> Self {
         let base = format!("{prefix}:{{q:{queue}}}");
+        let key = |name: &str| format!("{base}:{name}");
         QueueKeys {
-            waiting: format!("{base}:waiting"),
-            active: format!("{base}:active"),
-            active_tickets: format!("{base}:active-tickets"),
-            meta: format!("{base}:meta"),
-            settings: format!("{base}:settings"),
-            rate: [format!("{base}:rate:0"), format!("{base}:rate:1")],
-            gone: [format!("{base}:gone:0"), format!("{base}:gone:1")],
+            waiting: key("waiting"),
+            active: key("active"),
+            active_tickets: key("active-tickets"),
+            meta: key("meta"),
+            settings: key("settings"),
+            rate: [key("rate:0"), key("rate:1")],
+            gone: [key("gone:0"), key("gone:1")],
             seen: (0..SEEN_WINDOWS)
-                .map(|i| format!("{base}:seen:{i}"))
+                .map(|i| key(&format!("seen:{i}")))
                 .collect(),
             long_seen: (0..LONG_WINDOWS)
-                .map(|i| format!("{base}:seen-long:{i}"))
+                .map(|i| key(&format!("seen-long:{i}")))
                 .collect(),
-            clock: format!("{base}:clock"),
-            priority: format!("{base}:priority"),
-            lane: format!("{base}:lane"),
+            clock: key("clock"),
+            priority: key("priority"),
+            lane: key("lane"),
         }
     }
 
-    /// All keys in the order every queue script expects them in `KEYS`.
-    pub fn all(&self) -> impl Iterator<Item = &str> {
+    /// The key called `name` (one of [`Self::NAMES`]).
+    pub fn named(&self, name: &str) -> &str {
+        let index = Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or_else(|| panic!("no queue key is called {name}"));
+        self.all()[index]
+    }
+
+    /// All keys in the order every queue script expects them in `KEYS` ([`Self::NAMES`]).
+    pub fn all(&self) -> Vec<&str> {
         [
             &self.waiting,
             &self.active,
@@ -100,6 +141,7 @@ impl QueueKeys {
         .chain(self.long_seen.iter())
         .chain([&self.clock, &self.priority, &self.lane])
         .map(String::as_str)
+        .collect()
     }
 }
 
@@ -117,15 +159,50 @@ pub fn queue_registry_key(prefix: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{LONG_WINDOWS, SEEN_WINDOWS};
+    use super::{QueueKeys, LONG_WINDOWS, SEEN_WINDOWS};
+    use crate::ids::QueueId;
 
-    /// The prelude finds a script's own keys after the heartbeat hashes, so it must know
-    /// how many there are.
+    /// Rust and the prelude name the same keys in the same order: the header line of
+    /// `common.lua` lists them, and [`QueueKeys::all`] gives each key under its name.
     #[test]
-    fn the_prelude_counts_the_heartbeat_hashes_the_keys_carry() {
-        let line = format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n");
-        assert!(include_str!("common.lua").contains(&line), "{line}");
-        let line = format!("local LONG_SLOTS = {LONG_WINDOWS}\n");
-        assert!(include_str!("common.lua").contains(&line), "{line}");
+    fn the_prelude_and_rust_name_the_same_keys_in_the_same_order() {
+        let header = include_str!("common.lua")
+            .lines()
+            .skip_while(|line| !line.starts_with("-- KEYS, in this order"))
+            .nth(1)
+            .expect("the prelude lists its KEYS");
+        let lua: Vec<&str> = header.trim_start_matches("--").split_whitespace().collect();
+        assert_eq!(lua, QueueKeys::NAMES);
+        let keys = QueueKeys::new("lineup", &QueueId::parse("show").unwrap());
+        for (key, name) in keys.all().iter().zip(QueueKeys::NAMES) {
+            assert_eq!(*key, format!("lineup:{{q:show}}:{name}"));
+        }
+        // Each name stands for one local in the prelude, assigned from its place in KEYS.
+        let prelude = include_str!("common.lua");
+        for (line, index) in [
+            ("local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]", 1),
+            ("local RATE_KEYS = {KEYS[6], KEYS[7]}", 6),
+            ("local GONE_KEYS = {KEYS[8], KEYS[9]}", 8),
+        ] {
+            assert!(prelude.contains(line), "{line}");
+            assert!(line.contains(&format!("KEYS[{index}]")));
+        }
+        // The heartbeat windows, the clock, the list and the lane are found by counting.
+        let first_seen = QueueKeys::NAMES
+            .iter()
+            .position(|n| *n == "seen:0")
+            .unwrap()
+            + 1;
+        assert!(prelude.contains(&format!("local FIRST_SEEN = {first_seen}\n")));
+        assert!(prelude.contains(&format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n")));
+        assert!(prelude.contains(&format!("local LONG_SLOTS = {LONG_WINDOWS}\n")));
+        assert_eq!(
+            QueueKeys::NAMES[first_seen - 1 + SEEN_WINDOWS + LONG_WINDOWS],
+            "clock"
+        );
+        assert_eq!(
+            QueueKeys::NAMES.len(),
+            first_seen - 1 + SEEN_WINDOWS + LONG_WINDOWS + 3
+        );
     }
 }

@@ -22,6 +22,7 @@
 
 mod availability;
 mod buyer;
+mod check;
 mod events;
 pub mod keys;
 mod priority;
@@ -48,7 +49,8 @@ pub use availability::{
     Availability, Mode, SellOut, SoldOutNotice, StagedSellOut, INVENTORY_SOLD_OUT,
     MESSAGE_MAX_CHARS,
 };
-pub use buyer::{Gate, Issued, Left, Paid, QueueSummary, Refusal, StagedRelease};
+pub use buyer::{Issued, Left, Paid, QueueSummary, StagedRelease};
+pub use check::{Gate, Refusal};
 pub use events::{QueueEvent, QueueEventKind};
 pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
@@ -68,14 +70,8 @@ const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/common.lu
 /// The prelude followed by a script, with the prelude's helpers the script never calls left
 /// out: `unused` lists their line ranges (`first-last`, 1-based, a line each; written by
 /// `build.rs`). Their lines stay, empty, so a line number in a Redis error still points at
-/// the source. A script's head, the part before a `--@body` line, takes the place of the
-/// prelude's `--@head` line (so, in such a script, later lines move down by its length).
+/// the source.
 fn joined(script: &str, unused: &str) -> String {
-    // The `--@body` line stays, empty, so the line count is the prelude's and the script's.
-    let (head, body) = match script.split_once("--@body\n") {
-        Some((head, body)) => (head, format!("\n{body}")),
-        None => ("", script.to_owned()),
-    };
     let ranges: Vec<(usize, usize)> = unused
         .lines()
         .filter_map(|range| {
@@ -85,9 +81,7 @@ fn joined(script: &str, unused: &str) -> String {
         .collect();
     let mut joined = String::with_capacity(COMMON_LUA.len() + script.len());
     for (n, line) in COMMON_LUA.lines().enumerate() {
-        if line == "--@head" {
-            joined.push_str(head);
-        } else if !ranges
+        if !ranges
             .iter()
             .any(|&(first, last)| (first..=last).contains(&(n + 1)))
         {
@@ -95,7 +89,7 @@ fn joined(script: &str, unused: &str) -> String {
         }
         joined.push('\n');
     }
-    joined.push_str(&body);
+    joined.push_str(script);
     joined
 }
 
@@ -121,7 +115,6 @@ macro_rules! queue_script {
 static ISSUE: LazyLock<Script> = queue_script!("issue.lua");
 static STATUS: LazyLock<Script> = queue_script!("status.lua");
 static LEAVE: LazyLock<Script> = queue_script!("leave.lua");
-static CHECK: LazyLock<Script> = queue_script!(primary_read "check.lua");
 static RELEASE: LazyLock<Script> = queue_script!("release.lua");
 static SUMMARY: LazyLock<Script> = queue_script!(primary_read "summary.lua");
 static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
@@ -146,11 +139,6 @@ pub(crate) fn issue_script() -> &'static Script {
 /// The status script, for [`crate::bench_support`].
 pub(crate) fn status_script() -> &'static Script {
     &STATUS
-}
-
-/// The gatekeeper check script, for [`crate::bench_support`].
-pub(crate) fn check_script() -> &'static Script {
-    &CHECK
 }
 
 /// The leave script, for [`crate::bench_support`].
@@ -376,8 +364,9 @@ mod tests {
 
     const STATUS_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua"));
     const STATUS_UNUSED: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua.unused"));
-    const CHECK_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/check.lua"));
-    const CHECK_UNUSED: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/check.lua.unused"));
+    const SUMMARY_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/summary.lua"));
+    const SUMMARY_UNUSED: &str =
+        include_str!(concat!(env!("OUT_DIR"), "/queue/summary.lua.unused"));
 
     /// A script carries the helpers it calls, through others too, and not those it never
     /// calls; the prelude keeps its line count, so Redis's line numbers still match the source.
@@ -388,16 +377,11 @@ mod tests {
         assert!(status.contains("local function heartbeat("));
         assert!(status.contains("local function waiting_reply("));
         assert!(!status.contains("local function promote("));
-        let check = joined(CHECK_LUA, CHECK_UNUSED);
-        assert!(check.contains("local function find("));
-        assert!(!check.contains("local function heartbeat("));
+        let summary = joined(SUMMARY_LUA, SUMMARY_UNUSED);
+        assert!(!summary.contains("local function heartbeat("));
         assert_eq!(
             status.lines().count(),
             COMMON_LUA.lines().count() + STATUS_LUA.lines().count()
-        );
-        assert_eq!(
-            check.lines().count(),
-            COMMON_LUA.lines().count() + CHECK_LUA.lines().count()
         );
     }
 }

@@ -36,4 +36,4 @@ mod script;
 
 pub use conn::{connect, Conn};
 pub(crate) use script::script_source;
-pub use script::{lua_script, primary_read_script, Batch, ScriptCall, Staged};
+pub use script::{lua_script, primary_guard, primary_read_script, Batch, ScriptCall, Staged};

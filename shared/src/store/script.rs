@@ -22,6 +22,17 @@ pub fn primary_read_script(body: &str) -> Script {
     lua_script(&format!("#!lua flags=allow-oom\n{body}"))
 }
 
+/// The guard a pipeline of plain reads carries so that it, too, reads only the primary: a
+/// script that does nothing, flagged as [`primary_read_script`] is, on `key` (for the
+/// cluster's routing; it reads nothing). A read-only replica refuses it with `READONLY`, so
+/// the call fails as a script read would, and the container follows a failover.
+pub fn primary_guard(key: &str) -> ScriptCall {
+    static GUARD: LazyLock<Script> = LazyLock::new(|| primary_read_script("return 0"));
+    let mut call = ScriptCall::new(&GUARD);
+    call.key(key);
+    call
+}
+
 /// A script whose text is kept by its SHA1 hash, so that a call the server answers NOSCRIPT
 /// is sent again as `EVAL` with the text: the server runs it and caches it, in one round trip
 /// (a script made with `Script::new` alone is loaded with `SCRIPT LOAD` first, one more).
