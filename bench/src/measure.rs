@@ -25,6 +25,8 @@ impl Bench {
             ("RATE_LIMIT_USER_PER_MINUTE", "0"),
             ("RATE_LIMIT_IP_PER_MINUTE", "0"),
             ("REDIS_RESPONSE_TIMEOUT_MS", "30000"),
+            // Up to 512 calls in flight on the one connection; none is shed.
+            ("REDIS_MAX_IN_FLIGHT", "100000"),
             ("RANKING_DAILY_RETENTION_DAYS", "3650"),
         ])
         .await;

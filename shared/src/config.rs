@@ -121,11 +121,20 @@ pub struct RedisSettings {
     pub password: Option<String>,
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
+    /// Most requests in flight on the connection (`REDIS_MAX_IN_FLIGHT`); one more is shed
+    /// with 503 at once (see [`crate::store`]).
+    pub max_in_flight: u32,
     /// PEM roots a `rediss://` server's certificate must chain to (`REDIS_CA_FILE`), in place
     /// of the bundled Amazon roots that ElastiCache's certificates chain to; for a Redis
     /// behind a private CA or another provider's.
     pub ca_roots: Option<Vec<u8>>,
 }
+
+/// The default of `REDIS_MAX_IN_FLIGHT`. A request costs Redis about 50–120 µs, so 64 in
+/// flight are well under 10 ms of its time: Redis has to be a hundred times slower than that
+/// before the last of them waits past the 1 s response timeout, and pipelining gains little
+/// beyond a few dozen. A Lambda container has one request in flight at a time.
+pub const MAX_IN_FLIGHT_DEFAULT: u32 = 64;
 
 /// Without the password (or a URL, which may carry one), so a settings dump in a log never
 /// holds a secret.
@@ -139,6 +148,7 @@ impl std::fmt::Debug for RedisSettings {
             .field("password", &set(self.password.is_some()))
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
+            .field("max_in_flight", &self.max_in_flight)
             .field("ca_roots", &set(self.ca_roots.is_some()))
             .finish()
     }
@@ -425,6 +435,11 @@ impl RedisSettings {
             password: vars.string("REDIS_PASSWORD"),
             connect_timeout: vars.millis("REDIS_CONNECT_TIMEOUT_MS", 1_000)?,
             response_timeout: vars.millis("REDIS_RESPONSE_TIMEOUT_MS", 1_000)?,
+            max_in_flight: vars.count(
+                "REDIS_MAX_IN_FLIGHT",
+                MAX_IN_FLIGHT_DEFAULT,
+                Bounds::new(1, 100_000),
+            )?,
             ca_roots: match vars.string("REDIS_CA_FILE") {
                 Some(path) => {
                     Some(read_root_bundle(&path).map_err(|reason| bad("REDIS_CA_FILE", reason))?)

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use redis::{RedisError, ServerErrorKind};
+use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, thiserror::Error)]
@@ -186,17 +186,41 @@ fn full_detail(message: Option<&str>, retry_after: Duration) -> String {
 /// How long a client should wait before retrying after Redis failed.
 pub const RETRY_AFTER_UNAVAILABLE: Duration = Duration::from_secs(2);
 
+/// How long a client should wait before retrying a request that was shed ([`shed`]). The
+/// connection's backlog drains in milliseconds, so a second later is a fresh chance; and a
+/// waiter who retries every second gets many tries within its idle period.
+pub const RETRY_AFTER_SHED: Duration = Duration::from_secs(1);
+
 impl From<RedisError> for Error {
     fn from(err: RedisError) -> Self {
         if is_outage(&err) {
             Error::Unavailable {
-                retry_after: RETRY_AFTER_UNAVAILABLE,
+                retry_after: if is_shed(&err) {
+                    RETRY_AFTER_SHED
+                } else {
+                    RETRY_AFTER_UNAVAILABLE
+                },
                 source: err,
             }
         } else {
             Error::Internal(format!("redis: {err}"))
         }
     }
+}
+
+/// What a request refused before it reached Redis says: its connection already had
+/// `REDIS_MAX_IN_FLIGHT` requests in flight.
+const SHED: &str = "too many requests in flight on this connection";
+
+/// The error of a request shed by the connection's cap on requests in flight (see
+/// [`crate::store`]): an outage, answered 503 with `Retry-After` like any other.
+pub(crate) fn shed() -> RedisError {
+    (ErrorKind::Client, "shed", SHED.to_owned()).into()
+}
+
+/// Whether `err` is a request shed by its connection ([`shed`]).
+pub(crate) fn is_shed(err: &RedisError) -> bool {
+    err.kind() == ErrorKind::Client && err.detail() == Some(SHED)
 }
 
 /// Whether the server reached is no longer a writable primary.
@@ -209,6 +233,7 @@ pub(crate) fn is_demoted(err: &RedisError) -> bool {
 /// `READONLY` and friends come from a failover in progress; the connection is replaced.
 pub(crate) fn is_outage(err: &RedisError) -> bool {
     if err.is_io_error()
+        || is_shed(err)
         || err.is_timeout()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
@@ -226,4 +251,26 @@ pub(crate) fn is_outage(err: &RedisError) -> bool {
                 | ServerErrorKind::ClusterDown
         )
     ) || matches!(err.code(), Some("LOADING" | "MASTERDOWN" | "BUSY"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shed_request_is_an_outage_retried_sooner_than_a_timeout() {
+        let Error::Unavailable { retry_after, .. } = Error::from(shed()) else {
+            panic!("a shed request is not an outage");
+        };
+        assert_eq!(retry_after, RETRY_AFTER_SHED);
+        let timed_out: RedisError = std::io::Error::from(std::io::ErrorKind::TimedOut).into();
+        assert!(!is_shed(&timed_out));
+        let Error::Unavailable { retry_after, .. } = Error::from(timed_out) else {
+            panic!("a timeout is not an outage");
+        };
+        assert_eq!(retry_after, RETRY_AFTER_UNAVAILABLE);
+        // Another client-side error is a bug, not an outage.
+        let other: RedisError = (ErrorKind::Client, "shed", "something else".to_owned()).into();
+        assert!(matches!(Error::from(other), Error::Internal(_)));
+    }
 }

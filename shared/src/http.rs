@@ -214,6 +214,12 @@ pub fn respond(result: Result<Response<Body>, Error>) -> Response<Body> {
     result.unwrap_or_else(|err| problem(&err))
 }
 
+/// Handles one request with `route`: its response, or its error as a problem. All its Redis
+/// calls share one budget of four response timeouts ([`crate::store::request`]).
+pub async fn answer(route: impl Future<Output = Result<Response<Body>, Error>>) -> Response<Body> {
+    respond(crate::store::request(route).await)
+}
+
 /// Parses the JSON body, which must be an object, into `T`, naming the field that does
 /// not fit. (Serde would otherwise read an array positionally into a struct.)
 pub fn json_body<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {

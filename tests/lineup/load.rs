@@ -72,8 +72,10 @@ async fn thousands_of_concurrent_requests_keep_every_invariant() {
             ("QUEUE_CAPACITY", &capacity),
             ("ADMIT_PER_TICK", "7"),
             // All requests share this process's one connection (a Lambda container has one
-            // request at a time): the last in the pipeline waits for all before it.
+            // request at a time): the last in the pipeline waits for all before it, and none
+            // is shed. This suite is about atomicity; overload.rs is about shedding.
             ("REDIS_RESPONSE_TIMEOUT_MS", "30000"),
+            ("REDIS_MAX_IN_FLIGHT", "10000"),
         ])
         .await,
     );

@@ -17,6 +17,7 @@ mod keys;
 mod load;
 mod local_stack;
 mod metrics;
+mod overload;
 mod prequeue;
 mod presence;
 mod priority;

@@ -431,6 +431,8 @@ async fn whatever_the_operator_changes_an_obedient_buyer_keeps_its_place() {
         ("WAITING_IDLE_SECONDS", "20"),
         ("QUEUE_CAPACITY", "3"),
         ("SESSION_SECONDS", &session),
+        // The three plans' 72 members join at once; none is shed.
+        ("REDIS_MAX_IN_FLIGHT", "100"),
     ])
     .await;
     // Three plans at once, each in a queue of its own.

@@ -18,6 +18,7 @@ use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::Stack;
 
 mod cluster;
+mod cpu_cap;
 pub mod draw;
 mod link;
 pub mod outage;
@@ -26,6 +27,7 @@ pub mod rankings;
 mod throttle;
 mod tls;
 pub use cluster::EmbeddedCluster;
+pub use cpu_cap::{CpuCap, Throttling};
 pub use link::Link;
 use serde_json::{json, Value};
 pub use throttle::ThrottlingEndpoint;

@@ -24,7 +24,7 @@ use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
 use lineup::http::{
-    self, json, json_body, json_cached, jwt_subject, no_identity, no_route, respond, segments,
+    self, json, json_body, json_cached, jwt_subject, no_identity, no_route, segments,
 };
 use lineup::ids::CouponId;
 use lineup::token::{TokenClaims, TokenKey};
@@ -68,7 +68,7 @@ pub async fn handle(
     request: Request,
     deps: &Deps,
 ) -> Result<Response<Body>, std::convert::Infallible> {
-    Ok(respond(route(&request, deps).await))
+    Ok(http::answer(route(&request, deps)).await)
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {

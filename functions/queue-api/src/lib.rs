@@ -35,8 +35,7 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::http::{
-    self, json, json_body, jwt_subject, lambda_authorizer_context, no_identity, no_route, respond,
-    segments,
+    self, json, json_body, jwt_subject, lambda_authorizer_context, no_identity, no_route, segments,
 };
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
@@ -93,7 +92,7 @@ pub async fn handle(
     request: Request,
     deps: &Deps,
 ) -> Result<Response<Body>, std::convert::Infallible> {
-    Ok(respond(route(&request, deps).await))
+    Ok(http::answer(route(&request, deps)).await)
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {

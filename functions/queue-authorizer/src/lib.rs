@@ -71,7 +71,7 @@ pub async fn handle(
     deps: &Deps,
 ) -> Result<ApiGatewayV2CustomAuthorizerSimpleResponse, std::convert::Infallible> {
     let mut response = ApiGatewayV2CustomAuthorizerSimpleResponse::default();
-    match decide_event(event.payload, deps).await {
+    match lineup::store::request(decide_event(event.payload, deps)).await {
         Ok(context) => {
             response.is_authorized = true;
             response.context = context;

@@ -16,7 +16,7 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
-use lineup::http::{self, json_cached, no_route, respond, segments};
+use lineup::http::{self, json_cached, no_route, segments};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
 use lineup::ranking::{parse_date, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
@@ -55,7 +55,7 @@ pub async fn handle(
     request: Request,
     deps: &Deps,
 ) -> Result<Response<Body>, std::convert::Infallible> {
-    Ok(respond(route(&request, deps).await))
+    Ok(http::answer(route(&request, deps)).await)
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {

@@ -14,11 +14,12 @@ use redis::{
     Client, Cmd, ConnectionAddr, FromRedisValue, IntoConnectionInfo, RedisError, TlsCertificates,
     Value,
 };
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 
-use super::script::{in_time, run_pipeline, Batch, ScriptCall};
+use super::budget::Limit;
+use super::script::{in_time, run_pipeline, timed_out, Batch, ScriptCall};
 use crate::config::{RedisMode, RedisSettings};
-use crate::error::is_demoted;
+use crate::error::{is_demoted, shed};
 use crate::tls::AMAZON_TRUST_SERVICES;
 
 /// The shared connection, standalone or cluster, replaced when it fails as the
@@ -42,6 +43,10 @@ struct Shared {
     reply_within: Duration,
     /// Set while a connection that timed out is being probed.
     probing: AtomicBool,
+    /// One permit per request that may be in flight (`REDIS_MAX_IN_FLIGHT`). A request
+    /// holds one until its reply comes, even after it stopped waiting for it; one that finds
+    /// none left is shed.
+    in_flight: Arc<Semaphore>,
 }
 
 struct Standalone {
@@ -164,6 +169,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         renew_within: (settings.connect_timeout + settings.response_timeout) * 2,
         reply_within: settings.response_timeout,
         probing: AtomicBool::new(false),
+        in_flight: Arc::new(Semaphore::new(settings.max_in_flight as usize)),
     })))
 }
 
@@ -213,20 +219,30 @@ impl Conn {
 
     /// Sends `batch`; one reply per staged call, in order. Standalone: one pipeline.
     /// Cluster: one pipeline per hash slot, all in flight at once.
+    ///
+    /// Shed at once, without reaching Redis, when the connection already has
+    /// `REDIS_MAX_IN_FLIGHT` requests in flight (an outage error: 503 with `Retry-After`).
+    /// Every reply waits at most a response timeout, and all of them together at most what
+    /// is left of the request's budget (see [`super::request`]).
     pub async fn send(&self, batch: &Batch) -> Result<Vec<Value>, RedisError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        match self.mode().await? {
-            RedisMode::Cluster => self.send_cluster(batch).await,
+        let Ok(permit) = self.0.in_flight.clone().try_acquire_owned() else {
+            return Err(shed());
+        };
+        let in_flight = Arc::new(permit);
+        let limit = Limit::starting_now(self.0.reply_within);
+        match self.mode(&limit).await? {
+            RedisMode::Cluster => self.send_cluster(batch, &limit, &in_flight).await,
             _ => {
-                let (number, mut manager) = self.0.standalone.current.get();
+                let (number, manager) = self.0.standalone.current.get();
                 let mut pipe = redis::pipe();
                 for (_, cmd) in &batch.entries {
                     pipe.add_command(cmd.clone());
                 }
                 let result =
-                    run_pipeline(&mut manager, &pipe, &batch.scripts, self.0.reply_within).await;
+                    run_pipeline(&manager, &pipe, &batch.scripts, &limit, &in_flight).await;
                 if let Err(err) = &result {
                     self.after_standalone_failure(number, manager, err);
                 }
@@ -235,9 +251,14 @@ impl Conn {
         }
     }
 
-    async fn send_cluster(&self, batch: &Batch) -> Result<Vec<Value>, RedisError> {
+    async fn send_cluster(
+        &self,
+        batch: &Batch,
+        limit: &Limit,
+        in_flight: &Arc<OwnedSemaphorePermit>,
+    ) -> Result<Vec<Value>, RedisError> {
         let (number, cell) = self.0.cluster.get();
-        let result = self.send_on_cluster(&cell, batch).await;
+        let result = self.send_on_cluster(&cell, batch, limit, in_flight).await;
         if let Err(err) = &result {
             if err.is_timeout() {
                 let slots = batch.entries.iter().map(|(slot, _)| *slot).collect();
@@ -317,26 +338,24 @@ impl Conn {
 
     async fn send_on_cluster(
         &self,
-        cell: &OnceCell<ClusterConnection>,
+        cell: &Arc<OnceCell<ClusterConnection>>,
         batch: &Batch,
+        limit: &Limit,
+        in_flight: &Arc<OwnedSemaphorePermit>,
     ) -> Result<Vec<Value>, RedisError> {
-        let conn = cell
-            .get_or_try_init(|| self.0.cluster_client.get_async_connection())
-            .await?
-            .clone();
+        let conn = self.cluster_connection(cell, limit).await?;
         let mut groups: HashMap<Slot, Vec<usize>> = HashMap::new();
         for (index, (slot, _)) in batch.entries.iter().enumerate() {
             groups.entry(*slot).or_default().push(index);
         }
         let sends = groups.into_values().map(|indices| {
-            let mut conn = conn.clone();
+            let conn = &conn;
             let mut pipe = redis::pipe();
             for index in &indices {
                 pipe.add_command(batch.entries[*index].1.clone());
             }
             async move {
-                let replies =
-                    run_pipeline(&mut conn, &pipe, &batch.scripts, self.0.reply_within).await?;
+                let replies = run_pipeline(conn, &pipe, &batch.scripts, limit, in_flight).await?;
                 Ok::<_, RedisError>(indices.into_iter().zip(replies))
             }
         });
@@ -349,8 +368,34 @@ impl Conn {
         Ok(replies)
     }
 
+    /// The cluster connection in `cell`, opened first if it is not yet. The opening goes on
+    /// in the background when the request has no time left to wait for it, so that requests
+    /// that each wait less than it takes still end up with a connection.
+    async fn cluster_connection(
+        &self,
+        cell: &Arc<OnceCell<ClusterConnection>>,
+        limit: &Limit,
+    ) -> Result<ClusterConnection, RedisError> {
+        if let Some(conn) = cell.get() {
+            return Ok(conn.clone());
+        }
+        let opening = {
+            let (cell, client) = (cell.clone(), self.0.cluster_client.clone());
+            tokio::spawn(async move {
+                cell.get_or_try_init(|| client.get_async_connection())
+                    .await
+                    .cloned()
+            })
+        };
+        match tokio::time::timeout(limit.remaining(), opening).await {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(panicked)) => Err(std::io::Error::other(panicked).into()),
+            Err(_) => Err(timed_out()),
+        }
+    }
+
     /// Standalone or cluster, as configured, or as the server says for `auto`.
-    async fn mode(&self) -> Result<RedisMode, RedisError> {
+    async fn mode(&self, limit: &Limit) -> Result<RedisMode, RedisError> {
         match self.0.mode {
             RedisMode::Auto => self
                 .0
@@ -358,7 +403,7 @@ impl Conn {
                 .get_or_try_init(|| async {
                     let (number, mut manager) = self.0.standalone.current.get();
                     let info: String = in_time(
-                        self.0.reply_within,
+                        limit.next_reply(),
                         redis::cmd("INFO").arg("cluster").query_async(&mut manager),
                     )
                     .await

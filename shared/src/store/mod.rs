@@ -31,9 +31,22 @@
 //! one only the configured endpoint, so if that is what went away, the old one stays and
 //! finds the new topology itself.
 
+//!
+//! Load is shed, not queued without bound. A connection carries at most
+//! `REDIS_MAX_IN_FLIGHT` requests at once (64 by default); one more fails at once, before it
+//! reaches Redis, as an outage: 503 with `Retry-After: 1`. A request holds its place until
+//! its reply comes, even after it stopped waiting for it, because Redis still has that work
+//! queued; so a slow Redis never has more than the cap waiting on one connection. Every
+//! reply waits at most `REDIS_RESPONSE_TIMEOUT_MS`, and all the calls of one request
+//! together at most four of them ([`request`], in `budget.rs`); past that it answers 503. A
+//! Lambda container serves one request at a time, so there the cap rarely binds: the
+//! functions' concurrency bounds what waits on Redis, and each request's budget how long.
+
+mod budget;
 mod conn;
 mod script;
 
+pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
 pub(crate) use script::script_source;
 pub use script::{lua_script, primary_guard, primary_read_script, Batch, ScriptCall, Staged};

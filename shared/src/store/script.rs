@@ -3,13 +3,16 @@
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use redis::cluster_routing::Slot;
 use redis::{
     Cmd, FromRedisValue, ParsingError, RedisError, Script, ServerErrorKind, ToRedisArgs, Value,
 };
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::budget::Limit;
 
 /// A script that only reads, yet must read the primary. Its Redis 7 flags leave out
 /// `no-writes`, so a read-only replica refuses it with `READONLY`, as it refuses a write.
@@ -202,15 +205,24 @@ impl Batch {
 /// nothing, while the others in the pipeline already ran and must not run twice. A call
 /// whose script text is kept ([`lua_script`]) goes again as `EVAL`, in one round trip more;
 /// for any other, `scripts` are loaded first. A server error in any reply fails the whole send, as before.
-pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
-    conn: &mut C,
+///
+/// Each reply waits at most what `limit` allows. A reply given up on is still awaited in the
+/// background, holding `in_flight` (the call's place under the connection's cap) until it
+/// comes or the connection's own, longer timeout passes: the server still has that work
+/// queued, so it still counts.
+pub(super) async fn run_pipeline<C>(
+    conn: &C,
     pipe: &redis::Pipeline,
     scripts: &[&'static Script],
-    reply_within: Duration,
-) -> Result<Vec<Value>, RedisError> {
+    limit: &Limit,
+    in_flight: &Arc<OwnedSemaphorePermit>,
+) -> Result<Vec<Value>, RedisError>
+where
+    C: redis::aio::ConnectionLike + Clone + Send + 'static,
+{
     let mut first = pipe.clone();
     first.ignore_errors();
-    let mut replies: Vec<Value> = in_time(reply_within, first.query_async(conn)).await?;
+    let mut replies = query(conn, first, limit, in_flight).await?;
     let missing: Vec<usize> = (0..replies.len())
         .filter(|&index| is_noscript(&replies[index]))
         .collect();
@@ -227,8 +239,9 @@ pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
                 Some(eval) => again.add_command(eval),
                 None => {
                     if !loaded {
+                        let mut conn = conn.clone();
                         for script in scripts {
-                            in_time(reply_within, script.load_async(conn)).await?;
+                            in_time(limit.next_reply(), script.load_async(&mut conn)).await?;
                         }
                         loaded = true;
                     }
@@ -236,7 +249,7 @@ pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
                 }
             };
         }
-        let retried: Vec<Value> = in_time(reply_within, again.query_async(conn)).await?;
+        let retried = query(conn, again, limit, in_flight).await?;
         for (index, reply) in missing.into_iter().zip(retried) {
             replies[index] = reply;
         }
@@ -250,6 +263,37 @@ pub(super) async fn run_pipeline<C: redis::aio::ConnectionLike>(
     }
 }
 
+/// `pipe`'s replies, or a timeout error once `limit` allows no more. A reply given up on is
+/// awaited in the background, holding `in_flight`.
+async fn query<C>(
+    conn: &C,
+    pipe: redis::Pipeline,
+    limit: &Limit,
+    in_flight: &Arc<OwnedSemaphorePermit>,
+) -> Result<Vec<Value>, RedisError>
+where
+    C: redis::aio::ConnectionLike + Clone + Send + 'static,
+{
+    let within = limit.next_reply();
+    if within.is_zero() {
+        // Not sent at all: the request has no time left to wait for it.
+        return Err(timed_out());
+    }
+    let mut conn = conn.clone();
+    let mut reply = Box::pin(async move { pipe.query_async::<Vec<Value>>(&mut conn).await });
+    match tokio::time::timeout(within, &mut reply).await {
+        Ok(replies) => replies,
+        Err(_) => {
+            let held = in_flight.clone();
+            tokio::spawn(async move {
+                let _ = reply.await;
+                drop(held);
+            });
+            Err(timed_out())
+        }
+    }
+}
+
 /// What `reply` gives, or a timeout error (`is_timeout`) once `within` has passed.
 pub(super) async fn in_time<T>(
     within: Duration,
@@ -257,7 +301,12 @@ pub(super) async fn in_time<T>(
 ) -> Result<T, RedisError> {
     tokio::time::timeout(within, reply)
         .await
-        .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()))
+        .unwrap_or_else(|_| Err(timed_out()))
+}
+
+/// The error of a reply that did not come in time (`is_timeout`).
+pub(super) fn timed_out() -> RedisError {
+    std::io::Error::from(std::io::ErrorKind::TimedOut).into()
 }
 
 /// Whether `reply` says its script is not in the server's cache (after a restart or failover).
