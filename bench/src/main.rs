@@ -11,11 +11,16 @@
 //! coupon claims against seed 002's design alone; `lineup-bench redis-time` the Redis time
 //! per call of every script beside its floor and its least script (`least/`) alone;
 //! `lineup-bench per-request` the Redis CPU per request (`INFO cpu`) beside PING alone.
+//! Two sections run only alone: `lineup-bench opening-spike`, a scheduled opening replayed
+//! whole at a fraction of 2 000 000 members (`spike.rs`), and `lineup-bench arrivals`, new
+//! buyers joining a line of 1 000 000 (`arrivals.rs`).
 
+mod arrivals;
 mod baseline;
 mod cold_start;
 mod measure;
 mod per_request;
+mod spike;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -78,6 +83,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Some("per-request") => {
             per_request::per_request(&bench, &mut report).await;
+            true
+        }
+        Some("opening-spike") => {
+            spike::opening_spike(&bench, &mut report).await;
+            true
+        }
+        Some("arrivals") => {
+            arrivals::arrivals(&bench, &mut report).await;
             true
         }
         _ => false,

@@ -12,75 +12,13 @@ use lineup::queue::WaitingRoom;
 use lineup::token::TokenClaims;
 use serde_json::json;
 
-use crate::measure::{Bench, Report};
+use crate::measure::{main_thread_cpu_us, plain_connections, Bench, Cost, Report};
 
 /// Containers sending at once, each one connection with one request in flight.
 const CONTAINERS: usize = 16;
 
 /// Requests per measured kind: each a distinct buyer.
 const BUYERS: usize = 4_000;
-
-/// Main-thread CPU (user + sys) of the bench's Redis, in µs.
-async fn main_thread_cpu_us(bench: &Bench) -> f64 {
-    let info: String = redis::cmd("INFO")
-        .arg("cpu")
-        .query_async(&mut bench.app.inspect.clone())
-        .await
-        .expect("INFO cpu");
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (field("used_cpu_user_main_thread:") + field("used_cpu_sys_main_thread:")) * 1e6
-}
-
-/// The socket reads Redis has processed (`INFO stats`, `total_reads_processed`), less the
-/// INFO call's own.
-async fn reads_processed(bench: &Bench) -> f64 {
-    let info: String = redis::cmd("INFO")
-        .arg("stats")
-        .query_async(&mut bench.app.inspect.clone())
-        .await
-        .expect("INFO stats");
-    info.lines()
-        .find_map(|line| line.strip_prefix("total_reads_processed:"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or(0.0)
-}
-
-/// EVALSHA's calls and µs from commandstats.
-async fn evalsha(bench: &Bench) -> (u64, u64) {
-    bench
-        .commandstats()
-        .await
-        .get("evalsha")
-        .copied()
-        .unwrap_or((0, 0))
-}
-
-/// One measured kind: Redis main-thread µs per request, and the µs commandstats gives each
-/// script run (0 without scripts).
-struct Cost {
-    per_request_us: f64,
-    /// The socket reads Redis made per request (`total_reads_processed`): 1 when each
-    /// request arrives whole.
-    reads_per_request: f64,
-    script_us: f64,
-}
-
-impl Cost {
-    /// The figure as the report shows it: µs, and the ratio to a PING's `ping_us`.
-    fn against(&self, ping_us: f64) -> String {
-        format!(
-            "{:.1} µs ({:.1}× PING, {:.2} reads)",
-            self.per_request_us,
-            self.per_request_us / ping_us,
-            self.reads_per_request
-        )
-    }
-}
 
 /// Runs `requests` over [`CONTAINERS`] tasks, each taking the next request when its last has
 /// answered; returns the Redis CPU they cost.
@@ -90,39 +28,7 @@ where
     F: Fn(usize, T) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let count = requests.len().max(1) as f64;
-    let mut lanes: Vec<Vec<T>> = (0..CONTAINERS).map(|_| Vec::new()).collect();
-    for (i, request) in requests.into_iter().enumerate() {
-        lanes[i % CONTAINERS].push(request);
-    }
-    let run = &run;
-    let (calls_before, usec_before) = evalsha(bench).await;
-    let reads_before = reads_processed(bench).await;
-    let before = main_thread_cpu_us(bench).await;
-    join_all(
-        lanes
-            .into_iter()
-            .enumerate()
-            .map(|(lane, requests)| async move {
-                for request in requests {
-                    run(lane, request).await;
-                }
-            }),
-    )
-    .await;
-    let after = main_thread_cpu_us(bench).await;
-    let reads = reads_processed(bench).await - reads_before;
-    let (calls_after, usec_after) = evalsha(bench).await;
-    let calls = calls_after.saturating_sub(calls_before);
-    Cost {
-        per_request_us: (after - before) / count,
-        reads_per_request: reads / count,
-        script_us: if calls == 0 {
-            0.0
-        } else {
-            usec_after.saturating_sub(usec_before) as f64 / calls as f64
-        },
-    }
+    crate::measure::per_request(bench, CONTAINERS, requests, run).await
 }
 
 /// Tokens of `users` in `queue`, as the issue call made them.
@@ -150,29 +56,15 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
          request in flight each, {BUYERS} distinct buyers per row"
     ));
     let mut rooms = Vec::new();
-    let mut pings = Vec::new();
     for _ in 0..CONTAINERS {
         rooms.push(bench.app.another_container().await.queue_api.room);
-        let client = redis::Client::open(bench.url()).expect("redis url");
-        pings.push(
-            client
-                .get_multiplexed_async_connection()
-                .await
-                .expect("connect"),
-        );
     }
+    let pings = plain_connections(bench, CONTAINERS).await;
     let rooms = &rooms;
     let pings = &pings;
     let mut rows: Vec<(&str, Cost, &str)> = Vec::new();
 
-    let ping = measure(bench, (0..BUYERS).collect(), |lane, _| async move {
-        let _: String = redis::cmd("PING")
-            .query_async(&mut pings[lane].clone())
-            .await
-            .expect("PING");
-    })
-    .await;
-    let ping_us = ping.per_request_us.max(f64::EPSILON);
+    let ping_us = crate::measure::ping_us(bench, pings, BUYERS).await;
     let get = measure(bench, (0..BUYERS).collect(), |lane, i| async move {
         let _: Option<String> = redis::cmd("GET")
             .arg(format!("per-request-get-{i}"))
@@ -297,7 +189,6 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     }
     let admission = Cost {
         per_request_us: (main_thread_cpu_us(bench).await - before) / admitted.max(1) as f64,
-        reads_per_request: 0.0,
         script_us: 0.0,
     };
     let leave = measure(bench, waiters.iter().collect(), |lane, claims| {
