@@ -20,9 +20,9 @@ use lineup::queue::WaitingRoom;
 use serde_json::json;
 
 use crate::measure::{
-    idle_share, main_thread_cpu_us, ping_us, plain_connections, Bench, Probe, Report, Slowest,
+    idle_share, main_thread_cpu_us, met, ping_us, plain_connections, thousands, Bench, Probe,
+    Report, Slowest,
 };
-use crate::spike::thousands;
 
 /// Containers sending at once, each one connection with one request in flight.
 const CONTAINERS: usize = 32;
@@ -175,7 +175,7 @@ pub async fn arrivals(bench: &Bench, report: &mut Report) {
                 thousands((burst.issues as f64 / burst.seconds) as u64),
                 burst.cpu * 100.0,
                 if goal {
-                    format!("; goal ≤ 70 %: {}", crate::spike::met(at_goal <= CPU_GOAL))
+                    format!("; goal ≤ 70 %: {}", met(at_goal <= CPU_GOAL))
                 } else {
                     String::new()
                 }
@@ -218,7 +218,7 @@ pub async fn arrivals(bench: &Bench, report: &mut Report) {
         &slow.figure(SLOW_US),
         &format!(
             "SLOWLOG, the promoter's tick too; goal no call over 1 ms: {}",
-            crate::spike::met(slow.over_1ms == 0)
+            met(slow.over_1ms == 0)
         ),
     );
     report.row(

@@ -637,12 +637,12 @@ impl Slowest {
             "{:.3} ms ({}); {} over 1 ms",
             self.max_us as f64 / 1000.0,
             self.max_call,
-            self.over_1ms
+            thousands(self.over_1ms)
         );
         if threshold_us < 1_000 {
             figure += &format!(
                 ", {} over {:.2} ms",
-                self.logged,
+                thousands(self.logged),
                 threshold_us as f64 / 1000.0
             );
         }
@@ -884,4 +884,26 @@ impl Report {
     pub fn print(&self) {
         println!("{}", self.0.join("\n"));
     }
+}
+
+/// A goal's verdict as the report writes it.
+pub fn met(yes: bool) -> &'static str {
+    if yes {
+        "met"
+    } else {
+        "**not met**"
+    }
+}
+
+/// `n` with a space between thousands, as BENCHMARKS.md writes numbers.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -42,7 +42,8 @@ use tokio::sync::{mpsc, Mutex as Mutex2};
 use tokio::time::Instant;
 
 use crate::measure::{
-    idle_share, load_average, ping_us, plain_connections, Bench, Probe, Report, Slowest,
+    idle_share, load_average, met, ping_us, plain_connections, thousands, Bench, Probe, Report,
+    Slowest,
 };
 
 /// The goal's scale.
@@ -528,10 +529,10 @@ pub async fn opening_spike(first: &Bench, report: &mut Report) {
                     scale.per_call_us() / scale.ping_us
                 ),
                 &format!(
-                    "{} requests, {} ÷ f; worst window {:.0} % at the whole scale",
+                    "{} requests, {} ÷ f; worst window {} % at the whole scale",
                     thousands(scale.calls()),
                     thousands((scale.calls() as f64 / scale.f) as u64),
-                    worst(scale).1 * 100.0
+                    percent(worst(scale).1)
                 ),
             );
         }
@@ -787,8 +788,8 @@ fn report_scale(report: &mut Report, scale: &Scale, containers: usize, exact: bo
     report.row(
         "worst 5 s window, Redis CPU",
         &format!(
-            "{:.0} % of a core at the whole scale ({:.1} % at this scale)",
-            peak_full * 100.0,
+            "{} % of a core at the whole scale ({:.1} % at this scale)",
+            percent(peak_full),
             peak.cpu * 100.0
         ),
         &format!(
@@ -984,7 +985,7 @@ fn report_scale(report: &mut Report, scale: &Scale, containers: usize, exact: bo
         late.sort_unstable();
         report.row(
             &format!("{:+.0} s to {:+.0} s", w.from_s, w.from_s + w.seconds.round()),
-            &format!("{:.1} % ({:.0} % whole scale)", w.cpu * 100.0, scale.full(w) * 100.0),
+            &format!("{:.1} % ({} % whole scale)", w.cpu * 100.0, percent(scale.full(w))),
             &format!(
                 "{} polls ({} first after the opening), {} issues, {} checks, {} leaves, {} ticks; slowest {}; sent late p99 {:.0} ms",
                 c(Kind::Status),
@@ -1030,23 +1031,7 @@ fn by_kind(keys: Vec<(String, i64)>) -> Vec<(String, i64)> {
     kinds
 }
 
-pub fn met(yes: bool) -> &'static str {
-    if yes {
-        "met"
-    } else {
-        "**not met**"
-    }
-}
-
-/// `n` with a space between thousands, as BENCHMARKS.md writes numbers.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
+/// A share of a core in whole percent, with a space between thousands.
+fn percent(share: f64) -> String {
+    thousands((share * 100.0).round().max(0.0) as u64)
 }
