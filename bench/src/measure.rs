@@ -480,15 +480,31 @@ pub async fn evalsha(bench: &Bench) -> (u64, u64) {
 pub struct Cost {
     pub per_request_us: f64,
     pub script_us: f64,
+    /// The ratio to a PING of each round measured right after a round of PINGs, when the
+    /// requests were sent in paired rounds (empty otherwise).
+    pub ratios: Vec<f64>,
 }
 
 impl Cost {
-    /// The figure as the report shows it: µs, and the ratio to a PING's `ping_us`.
+    /// The figure as the report shows it: µs, and the ratio to a PING's `ping_us`; for paired
+    /// rounds, the median of the rounds' ratios and their range.
     pub fn against(&self, ping_us: f64) -> String {
+        let mut ratios = self.ratios.clone();
+        if ratios.is_empty() {
+            return format!(
+                "{:.1} µs ({:.1}× PING)",
+                self.per_request_us,
+                self.per_request_us / ping_us
+            );
+        }
+        ratios.sort_by(f64::total_cmp);
         format!(
-            "{:.1} µs ({:.1}× PING)",
+            "{:.1} µs ({:.1}× PING, the median of {} rounds each beside its own PINGs; {:.1}–{:.1}×)",
             self.per_request_us,
-            self.per_request_us / ping_us
+            ratios[ratios.len() / 2],
+            ratios.len(),
+            ratios[0],
+            ratios[ratios.len() - 1]
         )
     }
 }
@@ -525,6 +541,7 @@ where
     let calls = calls_after.saturating_sub(calls_before);
     Cost {
         per_request_us: (after - before) / count,
+        ratios: Vec::new(),
         script_us: if calls == 0 {
             0.0
         } else {

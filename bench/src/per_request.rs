@@ -20,15 +20,44 @@ const CONTAINERS: usize = 16;
 /// Requests per measured kind: each a distinct buyer.
 const BUYERS: usize = 4_000;
 
+/// Rounds each measured kind is sent in, each right after as many PINGs, so that a burst of
+/// load from elsewhere on the machine skews one round's ratio, not the figure.
+const ROUNDS: usize = 5;
+
 /// Runs `requests` over [`CONTAINERS`] tasks, each taking the next request when its last has
-/// answered; returns the Redis CPU they cost.
-async fn measure<T, F, Fut>(bench: &Bench, requests: Vec<T>, run: F) -> Cost
+/// answered, in [`ROUNDS`] rounds, each after a round of as many PINGs on `pings`; returns
+/// the Redis CPU they cost and each round's ratio to its PINGs.
+async fn measure<T, F, Fut>(
+    bench: &Bench,
+    pings: &[redis::aio::MultiplexedConnection],
+    requests: Vec<T>,
+    run: F,
+) -> Cost
 where
     T: Send,
     F: Fn(usize, T) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    crate::measure::per_request(bench, CONTAINERS, requests, run).await
+    let count = requests.len().max(1);
+    let per_round = count.div_ceil(ROUNDS);
+    let mut requests = requests.into_iter().peekable();
+    let (mut total_us, mut script_us, mut ratios) = (0.0, 0.0, Vec::new());
+    let mut rounds = 0.0_f64;
+    while requests.peek().is_some() {
+        let round: Vec<T> = requests.by_ref().take(per_round).collect();
+        let size = round.len() as f64;
+        let ping_us = crate::measure::ping_us(bench, pings, round.len()).await;
+        let cost = crate::measure::per_request(bench, CONTAINERS, round, &run).await;
+        total_us += cost.per_request_us * size;
+        script_us += cost.script_us;
+        ratios.push(cost.per_request_us / ping_us);
+        rounds += 1.0;
+    }
+    Cost {
+        per_request_us: total_us / count as f64,
+        script_us: script_us / rounds.max(1.0),
+        ratios,
+    }
 }
 
 /// Tokens of `users` in `queue`, as the issue call made them.
@@ -65,7 +94,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let mut rows: Vec<(&str, Cost, &str)> = Vec::new();
 
     let ping_us = crate::measure::ping_us(bench, pings, BUYERS).await;
-    let get = measure(bench, (0..BUYERS).collect(), |lane, i| async move {
+    let get = measure(bench, pings, (0..BUYERS).collect(), |lane, i| async move {
         let _: Option<String> = redis::cmd("GET")
             .arg(format!("per-request-get-{i}"))
             .query_async(&mut pings[lane].clone())
@@ -96,13 +125,13 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
             room.status(&claims).await.expect("status");
         }
     };
-    let first = measure(bench, waiters.iter().collect(), &status).await;
+    let first = measure(bench, pings, waiters.iter().collect(), &status).await;
     rows.push((
         "status, a waiter's first poll 5 s after joining",
         first,
         "goal ≤ 2× PING",
     ));
-    let next = measure(bench, waiters.iter().collect(), &status).await;
+    let next = measure(bench, pings, waiters.iter().collect(), &status).await;
     let poll_us = next.per_request_us;
     rows.push(("status, the waiter's next poll", next, "goal ≤ 2× PING"));
 
@@ -119,7 +148,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let members = join(bench.room(), &gig, &users("m")).await;
     let left = (opens - chrono::Utc::now()).num_milliseconds().max(0) as u64;
     tokio::time::sleep(Duration::from_millis(left + 100)).await;
-    let opening = measure(bench, members.iter().collect(), &status).await;
+    let opening = measure(bench, pings, members.iter().collect(), &status).await;
     rows.push((
         "status, a pre-queue member's first poll after the opening",
         opening,
@@ -132,7 +161,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         .configure(open.as_str(), json!({"capacity": 1_000_000}))
         .await;
     let active = join(bench.room(), &open, &users("a")).await;
-    let check = measure(bench, active.iter().collect(), |lane, claims| {
+    let check = measure(bench, pings, active.iter().collect(), |lane, claims| {
         let room = &rooms[lane];
         let claims = claims.clone();
         async move {
@@ -149,7 +178,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
 
     // New buyers joining a line.
     let arrivals = users("n");
-    let issue = measure(bench, arrivals.iter().collect(), |lane, user| {
+    let issue = measure(bench, pings, arrivals.iter().collect(), |lane, user| {
         let room = &rooms[lane];
         let line = &line;
         async move {
@@ -188,10 +217,11 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         admitted += report.admitted();
     }
     let admission = Cost {
+        ratios: Vec::new(),
         per_request_us: (main_thread_cpu_us(bench).await - before) / admitted.max(1) as f64,
         script_us: 0.0,
     };
-    let leave = measure(bench, waiters.iter().collect(), |lane, claims| {
+    let leave = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
         let room = &rooms[lane];
         let claims = claims.clone();
         async move {

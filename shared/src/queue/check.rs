@@ -1,8 +1,9 @@
 //! The gatekeeper's check: is this token active right now, or why not. No script: one
-//! pipeline of plain reads, decoded here. An active buyer is answered from its session
+//! pipeline of plain commands, decoded here. An active buyer is answered from its session
 //! (`ZSCORE`, `HGET`) against this container's clock, which AWS keeps within a millisecond
-//! or so of true time; the other reads say why anyone else is turned away. A primary guard in the same pipeline makes a read-only replica refuse the
-//! call, so a reader follows a failover (see [`primary_guard`](crate::store::primary_guard)).
+//! or so of true time; the other reads say why anyone else is turned away. A primary guard
+//! in the same pipeline makes a read-only replica refuse the call, so a reader follows a
+//! failover (see [`primary_guard`](crate::store::primary_guard)).
 
 use redis::RedisError;
 
@@ -86,7 +87,7 @@ impl CheckReads {
         let ticket = claims.ticket;
         let score = |key: &str| redis::cmd("ZSCORE").arg(key).arg(user).clone();
         CheckReads {
-            guard: batch.stage(primary_guard(&keys.active)),
+            guard: batch.stage_command(&keys.primary_guard, primary_guard(&keys.primary_guard)),
             waiting: batch.stage_command(&keys.waiting, score(&keys.waiting)),
             lane: batch.stage_command(&keys.lane, score(&keys.lane)),
             session_end: batch.stage_command(&keys.active, score(&keys.active)),

@@ -46,6 +46,9 @@ pub struct QueueKeys {
     /// Sorted set: member user id, score ticket. The priority lane's waiters, admitted before
     /// the main line; empties as they are admitted or dropped.
     pub lane: String,
+    /// A key nothing ever writes: the gatekeeper's check `UNLINK`s it as its primary guard
+    /// (`store::primary_guard`). Not one of [`Self::NAMES`]: no script is given it.
+    pub primary_guard: String,
     /// The long presence's heartbeat hashes, in the same format: the windows of a waiter told
     /// to poll past a third of the idle period (`common.lua`, `LONG_IDLE_MS`).
     pub long_seen: Vec<String>,
@@ -111,6 +114,7 @@ impl QueueKeys {
             clock: key("clock"),
             priority: key("priority"),
             lane: key("lane"),
+            primary_guard: key("primary-guard"),
         }
     }
 

@@ -25,15 +25,13 @@ pub fn primary_read_script(body: &str) -> Script {
     lua_script(&format!("#!lua flags=allow-oom\n{body}"))
 }
 
-/// The guard a pipeline of plain reads carries so that it, too, reads only the primary: a
-/// script that does nothing, flagged as [`primary_read_script`] is, on `key` (for the
-/// cluster's routing; it reads nothing). A read-only replica refuses it with `READONLY`, so
-/// the call fails as a script read would, and the container follows a failover.
-pub fn primary_guard(key: &str) -> ScriptCall {
-    static GUARD: LazyLock<Script> = LazyLock::new(|| primary_read_script("return 0"));
-    let mut call = ScriptCall::new(&GUARD);
-    call.key(key);
-    call
+/// The guard a pipeline of plain reads carries so that it, too, reads only the primary:
+/// `UNLINK` of `key`, a key nothing ever writes. It changes nothing, but it is a write
+/// command, so a read-only replica refuses it with `READONLY`, as it refuses a script read
+/// ([`primary_read_script`]), and the container follows a failover. `UNLINK` is allowed when
+/// Redis is out of memory.
+pub fn primary_guard(key: &str) -> Cmd {
+    redis::cmd("UNLINK").arg(key).clone()
 }
 
 /// A script whose text is kept by its SHA1 hash, so that a call the server answers NOSCRIPT
