@@ -21,9 +21,16 @@ async fn first_arrivals_are_admitted_until_capacity_then_wait_in_ticket_order() 
         if i >= 2 {
             assert_eq!(reply.body["position"], (i - 1) as u64);
             assert!(reply.body["activeUntil"].is_null());
+            // A number and a range from the first poll, before any session has ended.
+            let estimate = reply.body["estimatedWaitSeconds"]
+                .as_u64()
+                .expect("a number");
+            let range = &reply.body["estimatedWaitRange"];
+            assert!(range["low"].as_u64().unwrap() <= estimate, "{}", reply.body);
             assert!(
-                reply.body["estimatedWaitSeconds"].is_null(),
-                "no rate measured yet"
+                estimate <= range["high"].as_u64().unwrap(),
+                "{}",
+                reply.body
             );
         } else {
             assert!(reply.body["position"].is_null());
@@ -258,8 +265,11 @@ async fn leaving_frees_the_place_for_the_next_waiter_at_once() {
         .assert_problem(410);
 }
 
+/// Before any session ends, sessions are expected to run out: the estimate is a number, with
+/// a range from nothing known yet to every session running out. The first session to end
+/// early sets the pace at once.
 #[tokio::test]
-async fn wait_estimates_appear_once_a_session_has_ended() {
+async fn wait_estimates_take_sessions_to_run_out_until_one_ends_early() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     let first = join(&app, "show", "first").await;
     let mut waiters = Vec::new();
@@ -267,11 +277,19 @@ async fn wait_estimates_appear_once_a_session_has_ended() {
         waiters.push(join(&app, "show", &format!("w{i}")).await.token());
     }
     promote(&app).await;
-    let unknown = status(&app, "show", &waiters[3]).await;
+    let before = status(&app, "show", &waiters[3]).await;
+    let estimate = before.body["estimatedWaitSeconds"]
+        .as_u64()
+        .expect("a number before any session has ended");
+    let (low, high) = (
+        before.body["estimatedWaitRange"]["low"].as_u64().unwrap(),
+        before.body["estimatedWaitRange"]["high"].as_u64().unwrap(),
+    );
+    // Four sessions of 600 s ahead, each place taken back at a tick (10 s by default).
     assert!(
-        unknown.body["estimatedWaitSeconds"].is_null(),
-        "no session has ended, so how long one lasts is unknown: {}",
-        unknown.body
+        (2399..=2420).contains(&estimate) && low <= 1 && (2440..=2441).contains(&high),
+        "{}",
+        before.body
     );
     sleep(Duration::from_millis(1100)).await;
     // A session of 1.1 s ends (of the 600 s allowed) and w0 takes the place.
@@ -283,6 +301,8 @@ async fn wait_estimates_appear_once_a_session_has_ended() {
         .as_u64()
         .expect("estimate");
     assert!((3..=4).contains(&estimate), "{}", last.body);
+    assert!(last.body["estimatedWaitRange"]["low"].as_u64().unwrap() <= estimate);
+    assert!(last.body["estimatedWaitRange"]["high"].as_u64().unwrap() >= 1800);
     let nearer = status(&app, "show", &waiters[1]).await;
     assert!(nearer.body["estimatedWaitSeconds"].as_u64().unwrap() < estimate);
     assert!(

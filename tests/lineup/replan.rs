@@ -221,8 +221,13 @@ async fn lowering_the_idle_period_keeps_waiters_told_a_longer_poll() {
             token: joined.token(),
             poll_after: joined.body["pollAfterSeconds"].as_u64().expect("told"),
         });
+        // The first session has lasted 1.5 s when the others join: their waits are at least
+        // that per place ahead.
+        if i == 0 {
+            sleep(Duration::from_millis(1500)).await;
+        }
     }
-    // Those told 10 s or more (a tenth of their position, up to a third of 60 s).
+    // Those told 10 s or more (a tenth of the low end of their wait, up to a third of 60 s).
     members.retain(|m| m.poll_after >= 10);
     assert!(members.len() >= 50, "{}", members.len());
 

@@ -395,6 +395,8 @@ struct TokenStatus<'a> {
     position: Option<u64>,
     ticket: u64,
     estimated_wait_seconds: Option<u64>,
+    /// Where the wait lies: null exactly when `estimated_wait_seconds` is.
+    estimated_wait_range: Option<WaitRangeSeconds>,
     active_until: Option<String>,
     poll_after_seconds: u64,
     /// Admissions are paused: the place holds, but no estimate is honest until they resume.
@@ -408,6 +410,13 @@ struct TokenStatus<'a> {
     /// Placed by the draw: the value that placed the buyer, to check (docs/draw.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     draw: Option<DrawValue>,
+}
+
+/// The range of a waiter's wait, in whole seconds.
+#[derive(Debug, Serialize)]
+struct WaitRangeSeconds {
+    low: u64,
+    high: u64,
 }
 
 /// A buyer's draw value: 13 hex digits, the top 52 bits of HMAC-SHA256(seed, userId).
@@ -441,6 +450,9 @@ impl<'a> TokenStatus<'a> {
             position,
             ticket: state.ticket,
             estimated_wait_seconds: state.estimated_wait_seconds(),
+            estimated_wait_range: state
+                .estimated_wait_range()
+                .map(|(low, high)| WaitRangeSeconds { low, high }),
             active_until,
             poll_after_seconds: state.poll_after_seconds(now),
             paused: state.paused,

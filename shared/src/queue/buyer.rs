@@ -14,8 +14,8 @@ use super::keys::queue_payment_key;
 use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
-    instant, parse_rate, Absence, QueueEvent, QueueEventKind, Standing, TokenState, WaitingRoom,
-    ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
+    instant, parse_rate, Absence, QueueEvent, QueueEventKind, Standing, TokenState, WaitRange,
+    WaitingRoom, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
@@ -346,6 +346,23 @@ impl TokenAnswer {
     }
 }
 
+/// `token_reply`'s fields in `common.lua`, in order: created, status, ticket, position,
+/// active_until_ms, wait_ms, present_ms, paused, register, message, drawn, range.
+type TokenReplyFields = (
+    u8,
+    String,
+    u64,
+    u64,
+    i64,
+    String,
+    u64,
+    u8,
+    u8,
+    String,
+    u8,
+    Vec<String>,
+);
+
 impl FromRedisValue for TokenReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (
@@ -360,14 +377,25 @@ impl FromRedisValue for TokenReply {
             register,
             message,
             drawn,
-        ): (u8, String, u64, u64, i64, String, u64, u8, u8, String, u8) =
-            FromRedisValue::from_redis_value(v)?;
+            range,
+        ): TokenReplyFields = FromRedisValue::from_redis_value(v)?;
+        let wait_range = match range.as_slice() {
+            [low, high] => match (low.parse(), high.parse()) {
+                (Ok(low), Ok(high)) => Some(WaitRange {
+                    low: Duration::from_millis(low),
+                    high: Duration::from_millis(high),
+                }),
+                _ => None,
+            },
+            _ => None,
+        };
         let message = (!message.is_empty()).then_some(message);
         let live = |standing| {
             TokenAnswer::Live(TokenState {
                 ticket,
                 standing,
                 expected_wait: wait_ms.parse().ok().map(Duration::from_millis),
+                wait_range,
                 present_for: Duration::from_millis(present_ms),
                 paused: paused == 1,
                 message: message.clone(),

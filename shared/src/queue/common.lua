@@ -5,8 +5,8 @@
 -- rotating heartbeat hashes (the idle period's windows, then the long presence's), then the
 -- ticket clock, the priority list and the priority lane.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
--- after which an empty queue without arrivals retires, then the script's own arguments
--- from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
+-- after which an empty queue without arrivals retires, the promotion tick's ms, then the
+-- script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
 -- every script sees the settings in force at that moment.
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local RATE_KEYS = {KEYS[6], KEYS[7]}
@@ -26,7 +26,9 @@ local CLOCK = KEYS[FIRST_LONG + LONG_SLOTS]
 local PRIORITY, LANE = KEYS[FIRST_LONG + LONG_SLOTS + 1], KEYS[FIRST_LONG + LONG_SLOTS + 2]
 -- A script's own keys follow.
 local OWN_KEYS = FIRST_LONG + LONG_SLOTS + 3
-local ARG = 6
+local ARG = 7
+-- The promotion tick: a place a session gave back is filled at the next one.
+local TICK_MS = tonumber(ARGV[6])
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
 local SLICE = 32
@@ -137,11 +139,12 @@ local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, opened = 'long-seen-at',
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
--- mark, the mean session length, the highest ticket admitted, when the ticket clock last had
--- an entry, when the newest heartbeat window of each set opened, and when meta's TTL was
--- last renewed. A script that writes one of them updates its local copy too.
+-- mark, the expected session length, the highest ticket admitted, when the ticket clock last
+-- had an entry, when the newest heartbeat window of each set opened, when meta's TTL was
+-- last renewed, and what sessions are known to last at least (SESSION_LOW, below). A script that writes one of them updates its local copy too.
 local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
-  'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at')
+  'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at',
+  'session-low')
 local REGISTERED = meta[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta[4])
 local ADMITTED_THROUGH = tonumber(meta[5]) or 0
@@ -268,13 +271,20 @@ local function live_active_count()
   return redis.call('ZCOUNT', ACTIVE, '(' .. NOW, '+inf')
 end
 
--- How long sessions really last: buyers who pay or leave end theirs early. A running mean
--- of the lengths of the sessions that ended, over the first MEAN_SESSIONS, then weighted
--- 1/MEAN_SESSIONS per session. Absent until a session has ended. An ended session's length
--- waits in `meta` (pending-ms, pending-sessions) until a promotion moves the line, and only
--- then counts: the mean changes only when every waiter's position does, so no estimate
--- rises while a position holds.
-local MEAN_SESSIONS = 32
+-- How long sessions really last: buyers who pay or leave end theirs early. An ended
+-- session's length waits in `meta` (pending-ms, pending-sessions) until a promotion admits
+-- someone, and only then counts (fold_session_lengths): the expected length changes only
+-- when every waiter's position does, so no estimate rises while a position holds.
+-- A session's length here is how long it holds its place: one that runs out holds it until
+-- the tick that takes it back, half a tick past its end on average (RUN_OUT_MS).
+-- The first sessions to end are the short ones, so the live ones count too, each as the
+-- length it is expected to reach: the ended sessions' mean, or, when longer, its age plus
+-- half of what its length leaves it or plus that mean, whichever is shorter. Ended sessions
+-- count with a weight that halves every 0.69 session lengths (e^(-t / length)): the
+-- sessions a live one overlaps. Until a session has ended, sessions are expected to run out.
+local RUN_OUT_MS = SESSION_MS + TICK_MS / 2
+-- Live sessions sampled (by rank in the active set) for their ages at a fold.
+local AGE_SAMPLES = 4
 local function note_session_lengths(lengths)
   local sum, count = 0, 0
   for _, ms in ipairs(lengths) do
@@ -285,30 +295,84 @@ local function note_session_lengths(lengths)
   redis.call('HINCRBY', META, 'pending-sessions', count)
 end
 
-local function count_session_lengths()
-  local stored = redis.call('HMGET', META, 'session-mean-ms', 'session-samples', 'pending-ms',
-    'pending-sessions')
-  local pending = tonumber(stored[4]) or 0
-  if pending == 0 then return end
-  local average = (tonumber(stored[3]) or 0) / pending
-  local mean, samples = tonumber(stored[1]) or 0, tonumber(stored[2]) or 0
-  for _ = 1, math.min(pending, MEAN_SESSIONS) do
-    samples = math.min(samples + 1, MEAN_SESSIONS)
-    mean = mean + (average - mean) / samples
+-- The live sessions' ages, AGE_SAMPLES of them spread by rank, and how many are live. A
+-- session's age is read from its end (the active set's score) less the length.
+local function live_ages()
+  local lapsed = redis.call('ZCOUNT', ACTIVE, '-inf', NOW)
+  local live = redis.call('ZCARD', ACTIVE) - lapsed
+  local ages = {}
+  if live <= 0 then return ages, 0 end
+  local samples = math.min(AGE_SAMPLES, live)
+  for k = 0, samples - 1 do
+    local index = lapsed + math.floor((k + 0.5) * live / samples)
+    local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
+    local age = #entry == 2 and NOW - (tonumber(entry[2]) - SESSION_MS) or 0
+    ages[#ages + 1] = math.max(0, math.min(SESSION_MS, age))
   end
-  SESSION_MEAN_MS = math.floor(mean)
-  redis.call('HSET', META, 'session-mean-ms', SESSION_MEAN_MS, 'session-samples', samples)
+  return ages, live
+end
+
+-- What the low end of a range takes a session to last (meta `session-low`,
+-- "ms:permille:at"): once sessions have ended, their mean (which the short ones, ending
+-- first, keep low); before that, the mean age of the live sessions at instant `at`, which
+-- grows with time (permille 1000; 0 once sessions have ended).
+local SESSION_LOW = {0, 0, NOW}
+if meta[10] then
+  local ms, share, at = string.match(meta[10], '^(%d+):(%d+):(%d+)$')
+  if at then SESSION_LOW = {tonumber(ms), tonumber(share), tonumber(at)} end
+end
+
+-- Counts the sessions ended since the last fold, and refreshes the expected session length
+-- (`session-mean-ms`) and `session-low` from them and the live sessions' ages. Called when a
+-- promotion admitted someone, and when the queue's first session ends early.
+local function fold_session_lengths()
+  local stored = redis.call('HMGET', META, 'ended-ms', 'ended-count', 'ended-at', 'pending-ms',
+    'pending-sessions')
+  local ended_ms, ended = tonumber(stored[1]) or 0, tonumber(stored[2]) or 0
+  local fade = math.exp(-math.max(0, NOW - (tonumber(stored[3]) or NOW)) / SESSION_MS)
+  ended_ms = ended_ms * fade + (tonumber(stored[4]) or 0)
+  ended = ended * fade + (tonumber(stored[5]) or 0)
+  local ages, live = live_ages()
+  if ended <= 0 and live == 0 then return end
+  local ended_mean = ended > 0 and ended_ms / ended or nil
+  local reach, age = 0, 0
+  for _, a in ipairs(ages) do
+    age = age + a / #ages
+    local reaches = RUN_OUT_MS
+    if ended_mean then
+      reaches = math.max(ended_mean, a + math.min((RUN_OUT_MS - a) / 2, ended_mean))
+    end
+    reach = reach + reaches / #ages
+  end
+  SESSION_MEAN_MS = math.floor((ended_ms + live * reach) / (ended + live))
+  local low, share = math.floor(age), 1000
+  if ended_mean then low, share = math.floor(ended_mean), 0 end
+  SESSION_LOW = {low, share, NOW}
+  redis.call('HSET', META, 'session-mean-ms', SESSION_MEAN_MS,
+    'ended-ms', string.format('%.17g', ended_ms), 'ended-count', string.format('%.17g', ended),
+    'ended-at', NOW, 'session-low', string.format('%d:%d:%d', low, share, NOW))
   redis.call('HDEL', META, 'pending-ms', 'pending-sessions')
 end
 
--- Ends `user`'s session (live or lapsed) and returns its ticket and its length in ms.
+-- The expected length of a session and the low one, in ms, as the estimates take them.
+-- Before any fold a session is expected to run out. The low length is `session-low`, at
+-- most the expected one.
+local function session_lengths()
+  local mean = math.floor(math.min(SESSION_MEAN_MS or RUN_OUT_MS, SESSION_MS + TICK_MS))
+  local known = SESSION_LOW[1] + math.max(0, NOW - SESSION_LOW[3]) * SESSION_LOW[2] / 1000
+  return mean, math.floor(math.max(0, math.min(mean, known)))
+end
+
+-- Ends `user`'s session (live or lapsed) and returns its ticket and how long it held its
+-- place in ms: until now, which for a lapsed session is the tick that takes the place back
+-- (at most a tick past its end).
 local function close_session(user)
   local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
   local ticket, since = active_entry(user)
   redis.call('ZREM', ACTIVE, user)
   redis.call('HDEL', TICKETS, user)
   if not until_ms or not since then return ticket, nil end
-  return ticket, math.max(0, math.min(until_ms, NOW) - since)
+  return ticket, math.max(0, math.min(until_ms + TICK_MS, NOW) - since)
 end
 
 -- Of two hashes used in turn, one per period of `period_ms`, the one for the current period
@@ -369,11 +433,14 @@ local function recorded_departure(user, ticket)
   return 'unknown'
 end
 
--- Ends `user`'s session now for `reason` ('left' or 'paid'), notes its length for the mean
--- and records why it ended. Returns its ticket.
+-- Ends `user`'s session now for `reason` ('left' or 'paid'), notes its length for the
+-- expected length and records why it ended. Returns its ticket.
 local function end_session(user, reason)
   local ticket, length = close_session(user)
   note_session_lengths({length})
+  -- The queue's first session to end early ends the expectation that sessions run to their
+  -- end at once: it can only lower an estimate.
+  if not SESSION_MEAN_MS then fold_session_lengths() end
   record_departures({{user, ticket}}, reason)
   return ticket
 end
@@ -397,6 +464,12 @@ end
 local function activate(user, ticket)
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
   redis.call('HSET', TICKETS, user, string.format('%d:%d', ticket, NOW))
+  -- The queue's first session: what sessions last at least grows from now, until a fold.
+  if not meta[10] then
+    meta[10] = string.format('0:1000:%d', NOW)
+    SESSION_LOW = {0, 1000, NOW}
+    redis.call('HSET', META, 'session-low', meta[10])
+  end
   if ticket > ADMITTED_THROUGH then
     ADMITTED_THROUGH = ticket
     redis.call('HSET', META, 'admitted-through', ticket)
@@ -465,7 +538,7 @@ local function promote(limit)
     end
   end
   record_departures(dropped, 'dropped')
-  if #admitted + #dropped > 0 then count_session_lengths() end
+  if #admitted > 0 then fold_session_lengths() end
   return admitted, dropped
 end
 
@@ -512,41 +585,45 @@ local function needs_registration()
   return REGISTERED and 0 or 1
 end
 
--- The expected wait in ms of the waiter at `position`, or '' while none is honest: the queue
--- is paused or sold out, or no session has ended yet, so how long sessions last is not
--- measured.
+-- The expected wait of the waiter at `position` and its range, in ms: three strings (wait,
+-- low, high), or '' three times while none is honest: the queue is paused or sold out.
 -- The places free one after another. The k-th to free is free now if fewer than capacity
 -- sessions are live; else it is the live session with the (k − free)-th earliest end, which
--- frees when expected: its start plus the mean session length, not after its end, not before
--- now. The waiter at position p takes the ((p − 1) mod capacity + 1)-th place to free, after
--- ⌊(p − 1) / capacity⌋ earlier rounds of a mean session each. O(log n): counts and one
--- ZRANGE by index on the active set. `from` (ms, nil: now): no place is taken before it.
+-- frees at its start plus a session's length, not after its end, not before now. The waiter
+-- at position p takes the ((p − 1) mod capacity + 1)-th place to free, after
+-- ⌊(p − 1) / capacity⌋ earlier rounds of a session each. O(log n): counts and one ZRANGE by
+-- index on the active set. `from` (ms, nil: now): no place is taken before it.
+-- The wait takes sessions to hold their place the expected length (session_lengths);
+-- `low`, the low length; `high`, sessions running out, each place taken back a tick late.
 local function wait_estimate(position, from)
-  if PAUSED or SOLD_OUT or CAPACITY < 1 then return '' end
-  local mean = SESSION_MEAN_MS
-  if not mean then return '' end
-  mean = math.min(mean, SESSION_MS)
+  if PAUSED or SOLD_OUT or CAPACITY < 1 then return '', '', '' end
+  local mean, low_mean = session_lengths()
   local place = (position - 1) % CAPACITY + 1
   local rounds = math.floor((position - 1) / CAPACITY)
   local ended = redis.call('ZCOUNT', ACTIVE, '-inf', NOW)
   local free = CAPACITY - (redis.call('ZCARD', ACTIVE) - ended)
   local start = math.max(NOW, from or NOW)
-  local frees_at = start
+  local frees_at = {start, start, start}
   if place > free then
     local index = ended + place - free - 1
     local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
     if #entry == 2 then
       local until_ms = tonumber(entry[2])
       local _, since = active_entry(entry[1])
-      frees_at = math.max(start, math.min(until_ms, (since or until_ms) + mean))
+      since = since or until_ms
+      for i, length in ipairs({mean, low_mean, SESSION_MS}) do
+        frees_at[i] = math.max(start, math.min(until_ms, since + length))
+      end
     end
   end
-  return string.format('%d', frees_at - NOW + rounds * mean)
+  return string.format('%d', frees_at[1] - NOW + rounds * mean),
+    string.format('%d', frees_at[2] - NOW + rounds * low_mean),
+    string.format('%d', frees_at[3] - NOW + rounds * SESSION_MS + (rounds + 1) * TICK_MS)
 end
 
 -- The reply issue and status give, and the only place it is built (decoded by `TokenReply`
 -- in buyer.rs): {created, status, ticket, position, active_until_ms, wait_ms, present_ms,
--- paused, register, message, drawn}. `status` is 'prequeue' (active_until_ms then holds the
+-- paused, register, message, drawn, range}. `status` is 'prequeue' (active_until_ms then holds the
 -- opening), 'waiting', 'active', 'soldout', a departure,
 -- 'unknown', 'limited' (active_until_ms then holds the ms until the window ends), a refusal
 -- of a new arrival ('sold-out', 'closed', 'not-open' or 'full' with the ms to retry after in
@@ -554,16 +631,18 @@ end
 -- or 'unregistered'; `wait_ms` is '' when no estimate is honest. `present_ms` is how long
 -- the token counts as present after this reply: the idle period, or LONG_IDLE_MS after a
 -- stretched poll. `drawn` is 1 when the ticket was placed by the draw, which has happened
--- (the ticket is then the draw value + 1). Omitted fields are 0 ('' for `wait_ms`).
+-- (the ticket is then the draw value + 1). `range` is a waiter's {low_ms, high_ms} beside
+-- `wait_ms` ({'', ''} when no estimate is honest), {} otherwise. Omitted fields are 0 ('' for
+-- `wait_ms`, {} for `range`).
 local function token_reply(created, status, ticket, position, until_ms, wait_ms, register,
-    present_ms)
+    present_ms, range)
   local drawn = 0
   if DRAW_COMMIT and not BEFORE_OPENING and ticket and ticket >= 1 and ticket <= DRAW_BASE
       and status ~= 'draw-seed' then
     drawn = 1
   end
   return {created, status, ticket or 0, position or 0, until_ms or 0, wait_ms or '',
-    present_ms or IDLE_MS, PAUSED_FLAG, register or 0, MESSAGE, drawn}
+    present_ms or IDLE_MS, PAUSED_FLAG, register or 0, MESSAGE, drawn, range or {}}
 end
 
 -- A pre-queue member's reply before the opening: no position, the opening instead.
@@ -586,12 +665,13 @@ local function waiting_reply(created, user, ticket)
     position = redis.call('ZRANK', WAITING, user) + 1
     if LANE_ON then ahead = redis.call('ZCARD', LANE) end
   end
-  local wait = wait_estimate(position + ahead, from)
-  local long = wait ~= '' and tonumber(wait) > STRETCH_FROM_MS
+  local wait, low, high = wait_estimate(position + ahead, from)
+  -- From the low end of the range: a wide range never stretches a poll past the turn.
+  local long = low ~= '' and tonumber(low) > STRETCH_FROM_MS
   heartbeat(ticket, long)
   keep_meta()
   return token_reply(created, 'waiting', ticket, position, 0, wait, needs_registration(),
-    long and LONG_IDLE_MS or IDLE_MS)
+    long and LONG_IDLE_MS or IDLE_MS, {low, high})
 end
 
 -- Everyone waiting: the main line and the priority lane.

@@ -188,7 +188,8 @@ impl WaitingRoom {
             .arg(millis(self.config.session))
             .arg(millis(self.config.waiting_idle))
             .arg(self.config.admit_per_tick)
-            .arg(millis(self.config.retire_after));
+            .arg(millis(self.config.retire_after))
+            .arg(millis(self.config.promote_tick));
         invocation
     }
 }
@@ -238,9 +239,13 @@ impl From<Absence> for crate::Error {
 pub struct TokenState {
     pub ticket: u64,
     pub standing: Standing,
-    /// A waiter's expected wait, once the length of sessions is measured (see `common.lua`,
-    /// `wait_estimate`); `None` before that, while paused, and once active.
+    /// A waiter's expected wait (see `common.lua`, `wait_estimate`); `None` while paused or
+    /// sold out, and once active.
     pub expected_wait: Option<Duration>,
+    /// The range around `expected_wait`: the low end takes sessions to last the mean of those
+    /// that ended (before any has, the live ones' ages), the high end takes them to run out.
+    /// Present exactly when `expected_wait` is.
+    pub wait_range: Option<WaitRange>,
     /// How long this reply keeps the token present without another poll: the queue's idle
     /// period in force, or the long presence period (eight idle periods) when the waiter's
     /// honest wait is over twelve idle periods (`waiting_reply` in `common.lua`).
@@ -260,8 +265,8 @@ impl TokenState {
     }
 
     /// The expected wait in whole seconds, rounded up: from when the active sessions are
-    /// expected to end, given how long sessions have lasted. `None` until a session has ended
-    /// and while the queue is paused (no honest estimate exists then), 0 once active.
+    /// expected to end, given how long sessions last. `None` while the queue is paused or
+    /// sold out and before the opening (no honest estimate exists then), 0 once active.
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
@@ -270,6 +275,21 @@ impl TokenState {
             Standing::Waiting { .. } => self
                 .expected_wait
                 .map(|wait| wait.as_millis().div_ceil(1000) as u64),
+        }
+    }
+
+    /// The range of the wait in whole seconds: the low end rounded down, the high end up.
+    /// Present exactly when [`TokenState::estimated_wait_seconds`] is.
+    pub fn estimated_wait_range(&self) -> Option<(u64, u64)> {
+        match self.standing {
+            Standing::Active { .. } => Some((0, 0)),
+            Standing::Waiting { .. } if !self.paused => self.wait_range.map(|range| {
+                (
+                    range.low.as_secs(),
+                    range.high.as_millis().div_ceil(1000) as u64,
+                )
+            }),
+            _ => None,
         }
     }
 
@@ -297,8 +317,10 @@ impl TokenState {
             return (until + prequeue_spread(self.ticket, ceiling)).max(1);
         }
         let wanted = match self.standing {
+            // From the low end of the range, so that a wide range never brings a buyer back
+            // after its turn.
             Standing::Waiting { position } => {
-                self.estimated_wait_seconds().unwrap_or(position) / 10
+                self.estimated_wait_range().map_or(position, |(low, _)| low) / 10
             }
             Standing::Active { until } => (until - now).num_seconds().max(0) as u64 / 4,
             // Only an operator reverses a sell-out: poll as seldom as presence allows.
@@ -306,6 +328,13 @@ impl TokenState {
         };
         wanted.clamp(1, ceiling)
     }
+}
+
+/// The range of a waiter's wait, as the scripts compute it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitRange {
+    pub low: Duration,
+    pub high: Duration,
 }
 
 /// The longest a pre-queue member is told to wait before polling again.
