@@ -1,7 +1,8 @@
-//! The buyer's pages in a real browser: Debian's Chromium, driven from Node by
-//! `tests/browser/pages.test.mjs` (playwright-core, axe-core), against the local stack's own
-//! HTTP server on a free port, with the promoter and reaper ticking and a Redis this test
-//! stops and starts when the script asks.
+//! The buyer's pages in a real browser: Debian's Chromium, driven from Node by the scripts in
+//! `tests/browser/` (playwright-core, axe-core), each against the local stack's own HTTP
+//! server on a free port, with the promoter and reaper ticking and a Redis this test stops
+//! and starts when the script asks. `pages.test.mjs` reaches every state of both pages;
+//! `languages.test.mjs` reaches them again in every language.
 //!
 //! Runs under `cargo test --workspace` when `node`, Chromium (`CHROMIUM`, default
 //! `/usr/bin/chromium`) and `tests/browser/node_modules` are there, and says it skipped
@@ -40,8 +41,12 @@ fn tools() -> Result<PathBuf, String> {
     Ok(chromium)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_pages_work_in_chromium_for_every_state_that_exists() {
+/// One script at a time: the machine's cores are few, and the scripts wait on real timers.
+static ONE_SCRIPT_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs `tests/browser/<script>` in Node against a fresh local stack, stopping and starting
+/// its Redis when the script asks; fails if the script fails.
+async fn run_in_chromium(script: &str) {
     let chromium = match tools() {
         Ok(chromium) => chromium,
         Err(missing) if std::env::var("LINEUP_REQUIRE_BROWSER").as_deref() != Ok("1") => {
@@ -50,6 +55,7 @@ async fn the_pages_work_in_chromium_for_every_state_that_exists() {
         }
         Err(missing) => panic!("LINEUP_REQUIRE_BROWSER=1 but {missing}"),
     };
+    let _turn = ONE_SCRIPT_AT_A_TIME.lock().await;
     let mut app = TestApp::spawn_durable(&[
         ("PROMOTE_TICK_SECONDS", "1"),
         ("REAP_INTERVAL_SECONDS", "1"),
@@ -73,7 +79,7 @@ async fn the_pages_work_in_chromium_for_every_state_that_exists() {
         .map(PathBuf::from)
         .unwrap_or_else(|_| repo().join("target"));
     let mut node = Command::new("node")
-        .arg("pages.test.mjs")
+        .arg(script)
         .current_dir(repo().join("tests/browser"))
         .env("BASE_URL", &base)
         .env("CHROMIUM", &chromium)
@@ -99,5 +105,17 @@ async fn the_pages_work_in_chromium_for_every_state_that_exists() {
     let status = node.wait().await.unwrap();
     schedules.abort();
     server.abort();
-    assert!(status.success(), "the browser test failed: {status}");
+    assert!(status.success(), "{script} failed: {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_work_in_chromium_for_every_state_that_exists() {
+    run_in_chromium("pages.test.mjs").await;
+}
+
+/// Every state of both pages in English, Korean, Japanese, Simplified and Traditional
+/// Chinese, each from a browser in that language; the language menu; the tags' mapping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_state_of_both_pages_reads_in_every_language() {
+    run_in_chromium("languages.test.mjs").await;
 }

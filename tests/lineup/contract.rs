@@ -100,6 +100,7 @@ pub(crate) fn filled(template: &str, token: &str) -> String {
         .replace("{period}", "daily")
         .replace("{concertId}", "c1")
         .replace("{couponId}", "spring")
+        .replace("{lang}", "ja")
         .replace(
             "{asset}",
             if template.starts_with("/rankings") {
@@ -302,6 +303,23 @@ fn the_template_offers_exactly_the_ranking_zones_the_build_carries() {
     assert_eq!(offered, carried);
 }
 
+/// The spec's languages are the pages' (`pages::LANGUAGES`), in the same order.
+#[test]
+fn openapi_lists_exactly_the_pages_languages() {
+    let spec = read_yaml("openapi.yaml");
+    let documented: Vec<&str> = spec["components"]["parameters"]["Lang"]["schema"]["enum"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|lang| lang.as_str().unwrap())
+        .collect();
+    let served: Vec<&str> = lineup::pages::LANGUAGES
+        .iter()
+        .map(|(lang, _)| *lang)
+        .collect();
+    assert_eq!(documented, served);
+}
+
 /// The routes where the caller is a buyer. In AWS a buyer is who a verified JWT says, so
 /// API Gateway checks the JWT before the function runs.
 const BUYER_ROUTES: [(&str, &str); 4] = [
@@ -400,6 +418,8 @@ async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() 
         ("/rankings", "text/html"),
         ("/rankings/assets/rankings.js", "text/javascript"),
         ("/rankings/assets/page.css", "text/css"),
+        ("/queues/show/wait/i18n/zh-Hant", "application/json"),
+        ("/rankings/assets/i18n/ja", "application/json"),
     ] {
         let reply = app.http("GET", path, None).await;
         assert_eq!(reply.status, 200, "{path}: {:?}", reply.body);
@@ -425,6 +445,21 @@ async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() 
     app.http("GET", "/rankings/assets/other.js", None)
         .await
         .assert_problem(404);
+    // A string table is one language's, by its exact tag; a page maps the browser's.
+    let table = app.http("GET", "/rankings/assets/i18n/ja", None).await;
+    assert_eq!(table.body["lang.name"], "日本語");
+    assert_eq!(table.body["wait.title"], "待機室");
+    for unknown in ["zh-TW", "zh", "fr", "JA"] {
+        app.http("GET", &format!("/rankings/assets/i18n/{unknown}"), None)
+            .await
+            .assert_problem(404);
+        app.http("GET", &format!("/queues/show/wait/i18n/{unknown}"), None)
+            .await
+            .assert_problem(404);
+    }
+    app.http("GET", "/queues/bad%20id/wait/i18n/ja", None)
+        .await
+        .assert_problem(400);
 
     let change = r##"{"page": {"theme": {"accent": "#aa0000", "logoUrl": "https://cdn.example.com/logo.png"},
         "returnUrls": ["https://tickets.example.com/book/"]}}"##;

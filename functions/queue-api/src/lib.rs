@@ -20,6 +20,7 @@
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
 //! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`) and the queue's theme (`theme.css`) |
+//! | `GET /queues/{queueId}/wait/i18n/{lang}` | its string table in one language (JSON) |
 //!
 //! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
 //! on the buyer routes (take a place, status, leave). A body `userId` names the buyer only
@@ -60,6 +61,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/queues/{queueId}/tokens/{token}"),
     ("GET", "/queues/{queueId}/wait"),
     ("GET", "/queues/{queueId}/wait/{asset}"),
+    ("GET", "/queues/{queueId}/wait/i18n/{lang}"),
 ];
 
 /// What the handler needs, created once per container.
@@ -134,6 +136,18 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         },
         ["queues", queue, "wait", asset] => match *method {
             Method::GET => wait_asset(deps, &QueueId::parse(queue)?, asset).await,
+            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
+        },
+        ["queues", queue, "wait", "i18n", lang] => match *method {
+            Method::GET => {
+                QueueId::parse(queue)?;
+                http::page(
+                    pages::strings(lang)?,
+                    pages::JSON,
+                    pages::ASSET_CACHE_CONTROL,
+                    &pages::csp(None),
+                )
+            }
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),
         },
         ["queues", queue, "tokens"] => match *method {

@@ -6,6 +6,7 @@
 //! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side |
 //! | `GET /rankings` | the rankings page (HTML), which reads the boards above |
 //! | `GET /rankings/assets/{asset}` | its script (`rankings.js`) and styles (`page.css`) |
+//! | `GET /rankings/assets/i18n/{lang}` | its string table in one language (JSON) |
 //!
 //! Both answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
 //! refreshes every few seconds reaches the rankings shard once per five seconds per cache.
@@ -48,6 +49,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/rankings/{period}/concerts/{concertId}"),
     ("GET", "/rankings"),
     ("GET", "/rankings/assets/{asset}"),
+    ("GET", "/rankings/assets/i18n/{lang}"),
 ];
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
@@ -63,6 +65,15 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     let (period, concert) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["rankings"] => return get_only(request).and_then(|()| page_part("")),
         ["rankings", "assets", asset] => return get_only(request).and_then(|()| page_part(asset)),
+        ["rankings", "assets", "i18n", lang] => {
+            get_only(request)?;
+            return http::page(
+                pages::strings(lang)?,
+                pages::JSON,
+                pages::ASSET_CACHE_CONTROL,
+                &pages::csp(None),
+            );
+        }
         ["rankings", period] => (period, None),
         ["rankings", period, "concerts", concert] => (period, Some(concert)),
         _ => return Err(no_route(request)),

@@ -5,8 +5,10 @@
 //! from lineup's own origin, under the Content-Security-Policy of [`csp`]: no inline
 //! script, no third-party origin but a queue's logo.
 //!
-//! Every string a buyer reads lives in one table per language (`i18n/<lang>.json`); a
-//! third language is one more file and one more line in [`LANGUAGES`].
+//! Every string a buyer reads lives in one table per language (`i18n/<lang>.json`), served
+//! as its own asset ([`strings`]): a page fetches only its buyer's. The scripts carry only
+//! each language's tag and name. Another language is one more file and one more line in
+//! [`LANGUAGES`].
 
 use std::sync::LazyLock;
 
@@ -15,10 +17,14 @@ use crate::ids::QueueId;
 use crate::queue::settings::{LogoUrl, Theme};
 use crate::queue::ReturnUrl;
 
-/// The string tables, by language code. The first is the fallback.
+/// The string tables, by BCP 47 tag, in the language menu's order. The first is the
+/// fallback.
 pub const LANGUAGES: &[(&str, &str)] = &[
     ("en", include_str!("i18n/en.json")),
     ("ko", include_str!("i18n/ko.json")),
+    ("ja", include_str!("i18n/ja.json")),
+    ("zh-Hans", include_str!("i18n/zh-Hans.json")),
+    ("zh-Hant", include_str!("i18n/zh-Hant.json")),
 ];
 
 /// `Content-Type` of a page.
@@ -27,13 +33,16 @@ pub const HTML: &str = "text/html; charset=utf-8";
 pub const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 /// `Content-Type` of a stylesheet.
 pub const CSS: &str = "text/css; charset=utf-8";
+/// `Content-Type` of a string table.
+pub const JSON: &str = "application/json; charset=utf-8";
 
 /// `Cache-Control` of a page and of a queue's theme: short, as they follow its settings.
 pub const PAGE_CACHE_CONTROL: &str = "public, max-age=60";
 /// `Cache-Control` of the waiting room and its theme served without the queue's settings
 /// (Redis out of reach): no cache may keep them past the outage.
 pub const WITHOUT_SETTINGS_CACHE_CONTROL: &str = "no-store";
-/// `Cache-Control` of the scripts and the shared stylesheet, which change only with lineup.
+/// `Cache-Control` of the scripts, the string tables and the shared stylesheet, which change
+/// only with lineup.
 pub const ASSET_CACHE_CONTROL: &str = "public, max-age=300";
 
 const WAIT_HTML: &str = include_str!("wait.html");
@@ -41,21 +50,43 @@ const RANKINGS_HTML: &str = include_str!("rankings.html");
 /// The stylesheet both pages share.
 pub const STYLES: &str = include_str!("page.css");
 
-static WAIT_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("wait.js")));
-static RANKINGS_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("rankings.js")));
+static WAIT_JS: LazyLock<String> = LazyLock::new(|| with_languages(include_str!("wait.js")));
+static RANKINGS_JS: LazyLock<String> =
+    LazyLock::new(|| with_languages(include_str!("rankings.js")));
 
-/// `body` after the string tables, as `window.LINEUP_STRINGS = {"en": {…}, …}`, and the
-/// language helpers both pages share (`i18n.js`).
-fn with_strings(body: &str) -> String {
-    let tables: Vec<String> = LANGUAGES
+/// `body` after the languages' tags and names in [`LANGUAGES`]' order, as
+/// `window.LINEUP_LANGUAGES = {"en":"English",…}`, and the language helpers both pages share
+/// (`i18n.js`).
+fn with_languages(body: &str) -> String {
+    let names: Vec<String> = LANGUAGES
         .iter()
-        .map(|(lang, table)| format!("\"{lang}\":{table}"))
+        .map(|(lang, table)| {
+            let quoted = |text: &str| serde_json::Value::from(text).to_string();
+            format!("{}:{}", quoted(lang), quoted(&name_of(lang, table)))
+        })
         .collect();
     format!(
-        "window.LINEUP_STRINGS = {{{}}};\n{}{body}",
-        tables.join(","),
+        "window.LINEUP_LANGUAGES = {{{}}};\n{}{body}",
+        names.join(","),
         include_str!("i18n.js")
     )
+}
+
+/// A language's name in its own words: its table's `lang.name`, else its tag.
+fn name_of(lang: &str, table: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(table)
+        .ok()
+        .and_then(|table| table["lang.name"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| lang.to_owned())
+}
+
+/// The string table of the language tagged `lang` (exactly as in [`LANGUAGES`]), as JSON.
+pub fn strings(lang: &str) -> Result<&'static str, Error> {
+    LANGUAGES
+        .iter()
+        .find(|(tag, _)| *tag == lang)
+        .map(|(_, table)| *table)
+        .ok_or_else(|| Error::NotFound(format!("no language {lang}")))
 }
 
 /// The waiting room's script.
@@ -205,29 +236,98 @@ fn escape(text: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_language_has_every_string_of_the_first() {
-        let tables: Vec<(&str, serde_json::Map<String, serde_json::Value>)> = LANGUAGES
+    use std::collections::BTreeSet;
+
+    type Table = serde_json::Map<String, serde_json::Value>;
+
+    fn tables() -> Vec<(&'static str, Table)> {
+        LANGUAGES
             .iter()
             .map(|(lang, table)| (*lang, serde_json::from_str(table).expect("a JSON object")))
-            .collect();
-        let (_, first) = &tables[0];
+            .collect()
+    }
+
+    /// The `{placeholders}` of a string, in order.
+    fn placeholders(text: &str) -> Vec<&str> {
+        text.split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+            .collect()
+    }
+
+    #[test]
+    fn every_language_has_exactly_the_strings_of_the_first_with_its_placeholders() {
+        let tables = tables();
+        let (first_lang, first) = &tables[0];
+        assert_eq!(*first_lang, "en", "English is the fallback");
+        let keys: BTreeSet<&String> = first.keys().collect();
         for (lang, table) in &tables {
-            let missing: Vec<&String> = first.keys().filter(|k| !table.contains_key(*k)).collect();
-            assert!(missing.is_empty(), "{lang} lacks {missing:?}");
-            assert_eq!(
-                table.len(),
-                first.len(),
-                "{lang} has strings the others lack"
+            let theirs: BTreeSet<&String> = table.keys().collect();
+            let missing: Vec<_> = keys.difference(&theirs).collect();
+            assert!(missing.is_empty(), "{lang} misses {missing:?}");
+            let extra: Vec<_> = theirs.difference(&keys).collect();
+            assert!(
+                extra.is_empty(),
+                "{lang} has strings English lacks: {extra:?}"
             );
+            for (key, text) in table {
+                let text = text.as_str().unwrap_or_default();
+                assert!(!text.trim().is_empty(), "{lang} {key} is not a string");
+                let mut want = placeholders(first[key].as_str().unwrap_or_default());
+                let mut got = placeholders(text);
+                want.sort_unstable();
+                got.sort_unstable();
+                assert_eq!(got, want, "{lang} {key}: {text}");
+            }
         }
     }
 
     #[test]
-    fn the_pages_with_their_scripts_and_styles_are_at_most_40_kb() {
-        let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len();
-        let rankings = RANKINGS_HTML.len() + rankings_script().len() + STYLES.len();
-        println!("waiting room: {waiting} bytes; rankings: {rankings} bytes");
+    fn each_language_has_its_own_name_and_tag() {
+        let names: BTreeSet<String> = LANGUAGES
+            .iter()
+            .map(|(lang, table)| name_of(lang, table))
+            .collect();
+        assert_eq!(names.len(), LANGUAGES.len(), "{names:?}");
+        for (lang, table) in LANGUAGES {
+            assert_ne!(name_of(lang, table), *lang, "{lang} has a lang.name");
+            assert_eq!(strings(lang).ok(), Some(*table), "{lang}");
+        }
+        assert!(strings("zh").is_err() && strings("EN").is_err() && strings("").is_err());
+    }
+
+    #[test]
+    fn the_scripts_carry_the_languages_names_and_no_table() {
+        for script in [wait_script(), rankings_script()] {
+            let head = script.lines().next().unwrap_or_default();
+            assert_eq!(
+                head,
+                r#"window.LINEUP_LANGUAGES = {"en":"English","ko":"한국어","ja":"日本語","zh-Hans":"简体中文","zh-Hant":"繁體中文"};"#
+            );
+            for (lang, table) in tables() {
+                let recipe = table["wait.draw.recipe"].as_str().unwrap_or_default();
+                assert!(
+                    !script.contains(recipe),
+                    "the script carries the {lang} table"
+                );
+            }
+        }
+    }
+
+    /// A page, its script, its styles and one string table (the largest) stay within the
+    /// budget, however many languages there are.
+    #[test]
+    fn the_pages_with_their_scripts_styles_and_one_string_table_are_at_most_40_kb() {
+        let (lang, table) = LANGUAGES
+            .iter()
+            .max_by_key(|(_, table)| table.len())
+            .expect("a language");
+        let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len() + table.len();
+        let rankings = RANKINGS_HTML.len() + rankings_script().len() + STYLES.len() + table.len();
+        println!(
+            "with the {lang} table ({} bytes): waiting room: {waiting} bytes; rankings: {rankings} bytes",
+            table.len()
+        );
         assert!(waiting <= 40 * 1024, "waiting room: {waiting} bytes");
         assert!(rankings <= 40 * 1024, "rankings: {rankings} bytes");
     }

@@ -1,7 +1,7 @@
-// The rankings page. LINEUP_STRINGS (one table per language) is prepended by the server.
+// The rankings page. LINEUP_LANGUAGES and i18n.js are prepended by the server; the chosen
+// language's string table is loaded before the first draw.
 (() => {
   'use strict';
-  const S = window.LINEUP_STRINGS;
   const $ = (id) => document.getElementById(id);
   const PERIODS = ['daily', 'weekly', 'monthly', 'all-time', 'last-24h', 'last-7d', 'trending'];
   const REFRESH_MS = 5000;
@@ -9,6 +9,7 @@
   const I18N = window.LINEUP_I18N;
   let lang = I18N.pick();
   const t = (k, vars) => I18N.text(lang, k, vars);
+  const locale = () => I18N.locale(lang);
 
   const params = new URLSearchParams(location.search);
   let period = PERIODS.includes(params.get('period')) ? params.get('period') : 'daily';
@@ -78,8 +79,8 @@
       tr.append(
         cell(tied ? item.rank + ' (' + t('rank.tie') + ')' : String(item.rank)),
         cell(item.title || item.concertId),
-        cell(new Intl.NumberFormat(lang).format(item.score), 'num'),
-        cell(item.rate == null ? '–' : new Intl.NumberFormat(lang, { style: 'percent', maximumFractionDigits: 1 }).format(item.rate), 'num'));
+        cell(new Intl.NumberFormat(locale()).format(item.score), 'num'),
+        cell(item.rate == null ? '–' : new Intl.NumberFormat(locale(), { style: 'percent', maximumFractionDigits: 1 }).format(item.rate), 'num'));
       return tr;
     });
     $('rows').replaceChildren(...rows);
@@ -99,7 +100,7 @@
         draw(await r.json());
         $('notice').hidden = true;
         $('updated').textContent = t('rank.updated', {
-          t: new Intl.DateTimeFormat(lang, { timeStyle: 'medium' }).format(new Date()),
+          t: new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(new Date()),
         });
       } else {
         const after = Number(r.headers.get('retry-after'));
@@ -114,31 +115,42 @@
     timer = setTimeout(refresh, wait);
   }
 
-  const select = $('lang');
-  for (const l of Object.keys(S)) {
-    const o = document.createElement('option');
-    o.value = l;
-    o.textContent = S[l]['lang.name'];
-    select.append(o);
+  // The language menu, each language in its own words; a choice loads its table first.
+  function languages() {
+    const select = $('lang');
+    for (const [l, name] of Object.entries(I18N.names)) {
+      const o = document.createElement('option');
+      o.value = l;
+      o.lang = l;
+      o.textContent = name;
+      select.append(o);
+    }
+    select.value = lang;
+    select.addEventListener('change', async () => {
+      I18N.keep(select.value);
+      lang = await I18N.load(select.value);
+      select.value = lang;
+      shown = '';
+      texts();
+      refresh();
+    });
   }
-  select.value = lang;
-  select.addEventListener('change', () => {
-    lang = select.value;
-    I18N.keep(lang);
-    shown = '';
+
+  // The skeleton stays until the strings come.
+  I18N.load(lang).then((loaded) => {
+    lang = loaded;
+    languages();
+    const input = $('genre');
+    input.value = genre;
+    input.addEventListener('change', () => {
+      genre = input.value.trim();
+      shown = '';
+      refresh();
+    });
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible') refresh();
+    });
     texts();
     refresh();
   });
-  const input = $('genre');
-  input.value = genre;
-  input.addEventListener('change', () => {
-    genre = input.value.trim();
-    shown = '';
-    refresh();
-  });
-  document.addEventListener('visibilitychange', () => {
-    if (document.visibilityState === 'visible') refresh();
-  });
-  texts();
-  refresh();
 })();

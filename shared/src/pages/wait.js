@@ -1,7 +1,7 @@
-// The waiting-room page. LINEUP_STRINGS (one table per language) is prepended by the server.
+// The waiting-room page. LINEUP_LANGUAGES and i18n.js are prepended by the server; the
+// chosen language's string table is loaded before the first render.
 (() => {
   'use strict';
-  const S = window.LINEUP_STRINGS;
   const $ = (id) => document.getElementById(id);
   const root = $('lineup');
   const queue = root.dataset.queue;
@@ -23,6 +23,7 @@
   const I18N = window.LINEUP_I18N;
   let lang = I18N.pick();
   const t = (k, vars) => I18N.text(lang, k, vars);
+  let ready = false;
 
   // The buyer's place: the token from the fragment (never the query string), kept in
   // sessionStorage so a reload resumes and never re-queues.
@@ -69,7 +70,7 @@
     if (seconds == null) return t('wait.estimate.unknown');
     if (seconds < 60) return t('wait.estimate.soon');
     const n = Math.ceil(seconds / 60);
-    return n === 1 ? t('wait.estimate.one') : t('wait.estimate', { n });
+    return n === 1 ? t('wait.estimate.one') : t('wait.estimate', { n: num(n) });
   }
 
   function clock(ms) {
@@ -80,7 +81,8 @@
   }
 
   // The buyer's locale in the page's language: en-GB stays en-GB, not en.
-  const locale = () => (navigator.languages || []).find((l) => l.toLowerCase().split('-')[0] === lang) || lang;
+  const locale = () => I18N.locale(lang);
+  const num = (n) => new Intl.NumberFormat(locale()).format(n);
 
   // Time to the opening: "2 days 3:04:05" (days in the buyer's words), else h:mm:ss.
   function countdown(ms) {
@@ -123,13 +125,13 @@
     const d = drawn || {};
     const row = (label, value, id) => [el('dt', { text: t(label) }), el('dd', {}, el('code', { id, text: value }))];
     return [
-      el('p', {}, el('span', { class: 'muted', text: t('wait.draw.value') + ': ' }), el('code', { id: 'draw-value', text: v.draw })),
+      el('p', {}, el('span', { class: 'muted', text: t('wait.draw.value') + t('ui.colon') }), el('code', { id: 'draw-value', text: v.draw })),
       el('details', { id: 'verify', ontoggle: (e) => { verifyOpen = e.target.open; }, ...(verifyOpen ? { open: '' } : {}) },
         el('summary', { text: t('wait.draw.verify') }),
         el('dl', {}, ...row('wait.draw.commit', d.seedSha256 || t('wait.draw.pending'), 'draw-commit'),
           ...row('wait.draw.seed', d.seed || t('wait.draw.pending'), 'draw-seed')),
         el('p', { text: t('wait.draw.recipe') }),
-        d.members != null ? el('p', { text: t('wait.draw.members', { n: d.members }) }) : null,
+        d.members != null ? el('p', { text: t('wait.draw.members', { n: num(d.members) }) }) : null,
         d.check == null ? null : el('p', { id: 'draw-check', class: d.check ? '' : 'notice', text: t(d.check ? 'wait.draw.ok' : 'wait.draw.bad') }),
         el('p', { text: t('wait.draw.docs') })),
     ];
@@ -203,17 +205,17 @@
         const progress = Math.max(0, Math.min(1, (place.start - v.position) / place.start));
         body.append(...[
           el('p', { class: 'muted', text: t('wait.position') }),
-          el('p', { class: 'big', id: 'position', text: String(v.position) }),
-          el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: ahead }) : t('wait.ahead.none') }),
+          el('p', { class: 'big', id: 'position', text: num(v.position) }),
+          el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: num(ahead) }) : t('wait.ahead.none') }),
           el('progress', { max: '100', value: String(Math.round(progress * 100)), 'aria-label': t('wait.progress') }),
-          el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + ': ' }),
+          el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + t('ui.colon') }),
             el('strong', { id: 'estimate', text: v.paused ? t('wait.estimate.unknown') : minutes(v.estimate) })),
           v.paused ? el('p', { class: 'notice', id: 'paused', text: t('wait.paused') }) : null,
           said(v),
           ...(v.draw ? drawSection(v) : []),
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }),
         ].filter(Boolean));
-        announce(t('wait.announce', { n: v.position }), false);
+        announce(t('wait.announce', { n: num(v.position) }), false);
         break;
       }
       case 'active': {
@@ -472,13 +474,16 @@
     show({ kind: 'over', title: 'wait.left', rejoin: 'wait.rejoin' });
   }
 
+  // The language menu: each language in its own words. A choice loads its table, then
+  // redraws.
   function languages() {
     const select = $('lang');
-    select.replaceChildren(...Object.keys(S).map((l) => el('option', { value: l, text: S[l]['lang.name'] })));
+    select.replaceChildren(...Object.entries(I18N.names).map(([l, name]) => el('option', { value: l, lang: l, text: name })));
     select.value = lang;
-    select.addEventListener('change', () => {
-      lang = select.value;
-      I18N.keep(lang);
+    select.addEventListener('change', async () => {
+      I18N.keep(select.value);
+      lang = await I18N.load(select.value);
+      select.value = lang;
       render();
     });
   }
@@ -486,14 +491,19 @@
   // Background tabs have their timers throttled to about once a minute: poll as soon as the
   // page is visible again.
   document.addEventListener('visibilitychange', () => {
-    if (document.visibilityState === 'visible' && place && place.token) poll();
+    if (ready && document.visibilityState === 'visible' && place && place.token) poll();
   });
 
-  languages();
-  if (place && place.token) {
-    render();
-    poll();
-  } else {
-    show({ kind: 'join' });
-  }
+  // The skeleton stays until the strings come.
+  I18N.load(lang).then((loaded) => {
+    lang = loaded;
+    ready = true;
+    languages();
+    if (place && place.token) {
+      render();
+      poll();
+    } else {
+      show({ kind: 'join' });
+    }
+  });
 })();
