@@ -3,93 +3,12 @@
 // starts its Redis when this script asks ("lineup:redis stop" / "lineup:redis start" on
 // stdout, answered by a line on stdin). axe-core checks every state; screenshots go to
 // SCREENSHOTS.
-import { createRequire } from 'node:module';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createHash, createHmac } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
-
-const require = createRequire(import.meta.url);
-const { chromium } = require('playwright-core');
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-const BASE = process.env.BASE_URL;
-const SHOTS = process.env.SCREENSHOTS || 'screenshots';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-mkdirSync(SHOTS, { recursive: true });
-
-const answers = createInterface({ input: process.stdin });
-const waiting = [];
-answers.on('line', (line) => waiting.shift()?.(line));
-function harness(command) {
-  return new Promise((resolve) => {
-    waiting.push(resolve);
-    process.stdout.write('lineup:' + command + '\n');
-  });
-}
-
-async function api(method, path, body) {
-  const r = await fetch(BASE + path, {
-    method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : null };
-}
-
-const violations = [];
-// Every state is checked by axe-core, run inside the page (through DevTools, so the page's
-// CSP stays as served), and screenshotted.
-async function check(page, name) {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of serious) violations.push(`${name}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target).join(' ')}`);
-  const shown = await page.evaluate(() => document.body.innerText);
-  assert.doesNotMatch(shown, /null|undefined|NaN|\{[a-z]+\}|(wait|rank)\.[a-z]/, `${name} shows a raw value`);
-  await page.screenshot({ path: `${SHOTS}/${name}.png` });
-  console.log(`checked ${name}: ${serious.length} serious or critical violations`);
-}
-
-const cspErrors = [];
-async function open(browser, options = {}) {
-  const context = await browser.newContext({ locale: 'en-US', viewport: { width: 480, height: 720 }, ...options });
-  const page = await context.newPage();
-  page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) cspErrors.push(m.text()); });
-  page.on('pageerror', (e) => cspErrors.push('page error: ' + e.message));
-  return { context, page };
-}
-
-async function join(page, user) {
-  // Keyboard only: the form's field is reached with Tab, sent with Enter.
-  await page.waitForSelector('#user');
-  for (let i = 0; i < 5 && !(await page.evaluate(() => document.activeElement?.id === 'user')); i++) {
-    await page.keyboard.press('Tab');
-  }
-  assert.equal(await page.evaluate(() => document.activeElement?.id), 'user', 'Tab reaches the user id');
-  await page.keyboard.type(user);
-  await page.keyboard.press('Enter');
-}
-
-const state = (page, s, timeout = 20000) => page.waitForSelector(`#lineup[data-state="${s}"]`, { timeout });
-const text = (page, selector) => page.textContent(selector);
-
-async function admission(page, queue) {
-  // What the booking front end does with the fragment: send the token as x-queue-token.
-  return page.evaluate(async (q) => {
-    const token = new URLSearchParams(location.hash.slice(1)).get('queueToken');
-    const r = await fetch('/queues/' + q + '/admission', { headers: { 'x-queue-token': token } });
-    return { status: r.status, body: await r.json() };
-  }, queue);
-}
-
-// The opening as a buyer in `locale` and `timeZone` reads it, by Chromium's own Intl (Node's
-// ICU words Korean differently).
-function opensIn(page, at, locale, timeZone) {
-  return page.evaluate(([at, locale, timeZone]) => new Intl.DateTimeFormat(locale, {
-    weekday: 'short', year: 'numeric', month: 'short', day: 'numeric',
-    hour: 'numeric', minute: '2-digit', timeZoneName: 'short', timeZone,
-  }).format(at), [at.getTime(), locale, timeZone]);
-}
+import {
+  BASE, chromium, CHROMIUM, harness, api, check, open, join, state, text, opensIn, admission, endHarness, done,
+} from './common.mjs';
 
 // A pre-queue countdown, then the draw: two buyers in two time zones join before the
 // opening, see the countdown in their own locale and zone, and after it their draw numbers,
@@ -433,9 +352,8 @@ try {
   await check(rk.page, 'rankings-ko-320');
 } finally {
   await browser.close();
-  answers.close();
+  endHarness();
 }
 
-assert.deepEqual(cspErrors, [], 'no CSP violation or script error');
-assert.deepEqual(violations, [], 'no serious or critical axe violation');
+done();
 console.log('browser tests passed');
