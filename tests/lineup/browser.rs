@@ -1,7 +1,7 @@
 //! The buyer's pages in a real browser: Debian's Chromium, driven from Node by
-//! `tests/browser/pages.test.mjs` (playwright-core, axe-core), against the local stack's own
-//! HTTP server on a free port, with the promoter and reaper ticking and a Redis this test
-//! stops and starts when the script asks.
+//! `tests/browser/pages.test.mjs` and `turn.test.mjs` (playwright-core, axe-core), against the
+//! local stack's own HTTP server on a free port, with the promoter and reaper ticking and a
+//! Redis the first test stops and starts when its script asks.
 //!
 //! Runs under `cargo test --workspace` when `node`, Chromium (`CHROMIUM`, default
 //! `/usr/bin/chromium`) and `tests/browser/node_modules` are there, and says it skipped
@@ -100,4 +100,59 @@ async fn the_pages_work_in_chromium_for_every_state_that_exists() {
     schedules.abort();
     server.abort();
     assert!(status.success(), "the browser test failed: {status}");
+}
+
+/// The buyer's turn with the waiting room in a background tab (`tests/browser/turn.test.mjs`):
+/// the tab's title, the sound, the notification through the service worker, how long the
+/// place is held, near the turn, a poll as soon as the page shows again, and a throttled
+/// tab that keeps its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_turn_reaches_a_buyer_whose_page_is_in_the_background() {
+    let chromium = match tools() {
+        Ok(chromium) => chromium,
+        Err(missing) if std::env::var("LINEUP_REQUIRE_BROWSER").as_deref() != Ok("1") => {
+            eprintln!("skipped: {missing} (LINEUP_REQUIRE_BROWSER=1 makes this fail)");
+            return;
+        }
+        Err(missing) => panic!("LINEUP_REQUIRE_BROWSER=1 but {missing}"),
+    };
+    let app = TestApp::spawn(&[
+        ("PROMOTE_TICK_SECONDS", "1"),
+        ("REAP_INTERVAL_SECONDS", "1"),
+        ("WAITING_IDLE_SECONDS", "15"),
+        ("RATE_LIMIT_USER_PER_MINUTE", "0"),
+        ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+    ])
+    .await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(lineup_local::serve(
+        listener,
+        app.stack.clone(),
+        std::future::pending(),
+    ));
+    let schedules = lineup_local::spawn_schedules(&app.stack);
+
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target"));
+    let node = Command::new("node")
+        .arg("turn.test.mjs")
+        .current_dir(repo().join("tests/browser"))
+        .env("BASE_URL", &base)
+        .env("CHROMIUM", &chromium)
+        .env("SCREENSHOTS", target.join("screenshots"))
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs");
+    println!("{}", String::from_utf8_lossy(&node.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&node.stderr));
+    schedules.abort();
+    server.abort();
+    assert!(
+        node.status.success(),
+        "the browser test failed: {}",
+        node.status
+    );
 }

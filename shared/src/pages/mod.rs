@@ -40,22 +40,37 @@ const WAIT_HTML: &str = include_str!("wait.html");
 const RANKINGS_HTML: &str = include_str!("rankings.html");
 /// The stylesheet both pages share.
 pub const STYLES: &str = include_str!("page.css");
+/// The waiting room's service worker (`…/wait/worker.js`): the page shows the turn's
+/// notification through it, and a click on that notification brings the page back.
+pub const WORKER: &str = include_str!("worker.js");
+/// `Service-Worker-Allowed` of [`WORKER`], resolved against the worker's own URL: from
+/// `…/queues/{queueId}/wait/worker.js`, the page's path `…/queues/{queueId}/wait`, so the
+/// worker's scope can be the page (a worker's default scope is its own folder, `…/wait/`).
+pub const WORKER_ALLOWED: &str = "../wait";
 
 static WAIT_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("wait.js")));
 static RANKINGS_JS: LazyLock<String> = LazyLock::new(|| with_strings(include_str!("rankings.js")));
 
-/// `body` after the string tables, as `window.LINEUP_STRINGS = {"en": {…}, …}`, and the
-/// language helpers both pages share (`i18n.js`).
+/// `body` after the string tables, as `window.LINEUP_STRINGS = {"en": {…}, …}` (each table
+/// without its layout's whitespace), and the language helpers both pages share (`i18n.js`).
 fn with_strings(body: &str) -> String {
     let tables: Vec<String> = LANGUAGES
         .iter()
-        .map(|(lang, table)| format!("\"{lang}\":{table}"))
+        .map(|(lang, table)| format!("\"{lang}\":{}", compact(table)))
         .collect();
     format!(
         "window.LINEUP_STRINGS = {{{}}};\n{}{body}",
         tables.join(","),
         include_str!("i18n.js")
     )
+}
+
+/// `json` without the whitespace between its tokens; as it is if it is no JSON (a unit test
+/// holds that every table is).
+fn compact(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .map(|value| value.to_string())
+        .unwrap_or_else(|_| json.to_owned())
 }
 
 /// The waiting room's script.
@@ -225,7 +240,7 @@ mod tests {
 
     #[test]
     fn the_pages_with_their_scripts_and_styles_are_at_most_40_kb() {
-        let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len();
+        let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len() + WORKER.len();
         let rankings = RANKINGS_HTML.len() + rankings_script().len() + STYLES.len();
         println!("waiting room: {waiting} bytes; rankings: {rankings} bytes");
         assert!(waiting <= 40 * 1024, "waiting room: {waiting} bytes");
