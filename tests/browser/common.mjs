@@ -72,6 +72,15 @@ export async function join(page, user) {
 export const state = (page, s, timeout = 20000) => page.waitForSelector(`#lineup[data-state="${s}"]`, { timeout });
 export const text = (page, selector) => page.textContent(selector);
 
+// What the booking front end does with the fragment: send the token as x-queue-token.
+export async function admission(page, queue) {
+  return page.evaluate(async (q) => {
+    const token = new URLSearchParams(location.hash.slice(1)).get('queueToken');
+    const r = await fetch('/queues/' + q + '/admission', { headers: { 'x-queue-token': token } });
+    return { status: r.status, body: await r.json() };
+  }, queue);
+}
+
 // The opening as a buyer in `locale` and `timeZone` reads it, by Chromium's own Intl (Node's
 // ICU words Korean differently).
 export function opensIn(page, at, locale, timeZone) {

@@ -2,7 +2,8 @@
 //! `tests/browser/` (playwright-core, axe-core), each against the local stack's own HTTP
 //! server on a free port, with the promoter and reaper ticking and a Redis this test stops
 //! and starts when the script asks. `pages.test.mjs` reaches every state of both pages;
-//! `languages.test.mjs` reaches them again in every language.
+//! `languages.test.mjs` reaches them again in every language; `turn.test.mjs` brings the turn
+//! to a page in the background.
 //!
 //! Runs under `cargo test --workspace` when `node`, Chromium (`CHROMIUM`, default
 //! `/usr/bin/chromium`) and `tests/browser/node_modules` are there, and says it skipped
@@ -118,4 +119,13 @@ async fn the_pages_work_in_chromium_for_every_state_that_exists() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_state_of_both_pages_reads_in_every_language() {
     run_in_chromium("languages.test.mjs").await;
+}
+
+/// The buyer's turn with the waiting room in a background tab (`tests/browser/turn.test.mjs`):
+/// the tab's title, the sound, the notification through the service worker, how long the
+/// place is held, near the turn, a poll as soon as the page shows again, and a throttled
+/// tab that keeps its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_turn_reaches_a_buyer_whose_page_is_in_the_background() {
+    run_in_chromium("turn.test.mjs").await;
 }

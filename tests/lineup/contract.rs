@@ -406,7 +406,8 @@ fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
 
 /// The buyer's pages: HTML, script and styles from lineup's own origin under
 /// `default-src 'self'`, cacheable; the return URL only from the queue's allow-list; the
-/// theme as CSS custom properties.
+/// theme as CSS custom properties; the waiting room's service worker, allowed the page's
+/// path as its scope.
 #[tokio::test]
 async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() {
     let app = TestApp::spawn(&[]).await;
@@ -415,6 +416,7 @@ async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() 
         ("/queues/show/wait/wait.js", "text/javascript"),
         ("/queues/show/wait/page.css", "text/css"),
         ("/queues/show/wait/theme.css", "text/css"),
+        ("/queues/show/wait/worker.js", "text/javascript"),
         ("/rankings", "text/html"),
         ("/rankings/assets/rankings.js", "text/javascript"),
         ("/rankings/assets/page.css", "text/css"),
@@ -438,6 +440,12 @@ async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() 
         );
         assert!(header("content-security-policy").starts_with("default-src 'self';"));
         assert_eq!(header("x-content-type-options"), "nosniff");
+        let scope = header("service-worker-allowed");
+        match path.ends_with("/worker.js") {
+            // Resolved against the worker's URL: /queues/show/wait, the page.
+            true => assert_eq!(scope, "../wait"),
+            false => assert_eq!(scope, "", "{path}"),
+        }
     }
     // The JSON board beside the page still answers JSON.
     let board = app.http("GET", "/rankings/daily", None).await;

@@ -19,7 +19,7 @@
 //! | `DELETE /queues/{queueId}/priority/{userId}` | take a user off it (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
-//! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`) and the queue's theme (`theme.css`) |
+//! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`) and its service worker (`worker.js`) |
 //! | `GET /queues/{queueId}/wait/i18n/{lang}` | its string table in one language (JSON) |
 //!
 //! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
@@ -32,7 +32,7 @@
 //! freed place; an issue admitted at once publishes `QueueTokenActivated`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use lambda_http::http::{Method, StatusCode};
+use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::http::{
@@ -364,7 +364,8 @@ async fn page_settings(deps: &Deps, queue: &QueueId) -> Result<Option<PageSettin
     }
 }
 
-/// The waiting room's script and styles, and the queue's theme as CSS custom properties.
+/// The waiting room's script and styles, the queue's theme as CSS custom properties, and the
+/// page's service worker, which may take the page's own path as its scope.
 async fn wait_asset(deps: &Deps, queue: &QueueId, asset: &str) -> Result<Response<Body>, Error> {
     let csp = pages::csp(None);
     match asset {
@@ -375,6 +376,19 @@ async fn wait_asset(deps: &Deps, queue: &QueueId, asset: &str) -> Result<Respons
             &csp,
         ),
         "page.css" => http::page(pages::STYLES, pages::CSS, pages::ASSET_CACHE_CONTROL, &csp),
+        "worker.js" => {
+            let mut worker = http::page(
+                pages::WORKER,
+                pages::JAVASCRIPT,
+                pages::ASSET_CACHE_CONTROL,
+                &csp,
+            )?;
+            worker.headers_mut().insert(
+                HeaderName::from_static("service-worker-allowed"),
+                HeaderValue::from_static(pages::WORKER_ALLOWED),
+            );
+            Ok(worker)
+        }
         "theme.css" => {
             let (theme, cache_control) = match page_settings(deps, queue).await? {
                 Some(settings) => (settings.theme, pages::PAGE_CACHE_CONTROL),

@@ -48,6 +48,11 @@
   // browser found the buyer's value to match it; and whether the buyer opened that section.
   let drawn = null;
   let verifyOpen = false;
+  // The queue's capacity (undefined until read); the AudioContext the sound toggle made (its
+  // click lets it play), null while off; whether the turn came unseen, in a hidden page.
+  let capacity;
+  let audio = null;
+  let unseen = false;
 
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
@@ -66,12 +71,24 @@
     return h;
   }
 
-  function minutes(seconds) {
-    if (seconds == null) return t('wait.estimate.unknown');
-    if (seconds < 60) return t('wait.estimate.soon');
-    const n = Math.ceil(seconds / 60);
-    return n === 1 ? t('wait.estimate.one') : t('wait.estimate', { n: num(n) });
+  // The wait in words: "About 4 minutes, at most 7": the estimate rounded, the most rounded
+  // up and left out when it is no more. "Calculating" only without an estimate (paused,
+  // before the opening). Without estimatedWaitRange (an older server), as before.
+  function waitText(v) {
+    const s = v.estimate, r = v.range;
+    if (v.paused || s == null) return t('wait.estimate.unknown');
+    const n = s < 60 ? 0 : r === undefined ? Math.ceil(s / 60) : Math.round(s / 60);
+    const m = r ? Math.ceil(r.high / 60) : 0;
+    const key = ['wait.estimate.soon', 'wait.estimate.one'][n] || 'wait.estimate';
+    return t(m > Math.max(n, 1) ? key + '.range' : key, { n: num(n), m: num(m) });
   }
+
+  // Near the turn: a place within the queue's capacity, or under a minute to wait.
+  const near = (v) => !v.paused && ((capacity && v.position <= capacity) || (v.estimate != null && v.estimate < 60));
+
+  // "12:41" (or "12:41 PM") in the buyer's locale and time zone.
+  const hhmm = (ms) => new Intl.DateTimeFormat(locale(), { hour: 'numeric', minute: '2-digit' }).format(ms);
+  const held = (v) => (Number.isFinite(v.until) ? t('wait.active.held', { at: hhmm(v.until) }) : '');
 
   function clock(ms) {
     const s = Math.max(0, Math.round(ms / 1000));
@@ -106,13 +123,19 @@
     return hex(await c.digest('SHA-256', seed)) === d.seedSha256 && mac.slice(0, 13) === value;
   }
 
-  // Reads the draw from the queue's summary (public, cached for seconds): once the seed is
-  // out, or at most every 30 s before.
-  async function readDraw(v) {
-    if (drawn && (drawn.seed || Date.now() - drawn.at < 30000)) return;
+  // Reads the queue's summary (public, cached for seconds): its capacity once, and the draw
+  // once the seed is out, or at most every 30 s before.
+  async function readSummary(v) {
+    const draw = v.draw && !(drawn && (drawn.seed || Date.now() - drawn.at < 30000));
+    if (capacity !== undefined && !draw) return;
     try {
       const r = await fetch('../' + encodeURIComponent(queue), { headers: { accept: 'application/json' } });
-      const d = r.ok ? (await r.json()).draw : null;
+      const b = r.ok ? await r.json() : null;
+      if (b && capacity === undefined) {
+        capacity = (b.settings && b.settings.capacity) || 0;
+        if (view.kind === 'waiting') render();
+      }
+      const d = b && draw ? b.draw : null;
       if (!d || !d.seedSha256) return;
       drawn = { seedSha256: d.seedSha256, seed: d.seed, members: d.members, at: Date.now() };
       drawn.check = await verify(drawn, v.draw, v.user);
@@ -176,6 +199,77 @@
     store.drop('sessionStorage', KEY);
   }
 
+  // A short two-note chime, made here, if the buyer switched the sound on.
+  function chime() {
+    if (!audio) return;
+    audio.resume();
+    const o = audio.createOscillator(), g = audio.createGain(), at = audio.currentTime;
+    o.frequency.setValueAtTime(880, at);
+    o.frequency.setValueAtTime(1320, at + 0.2);
+    g.gain.setValueAtTime(0.3, at);
+    g.gain.exponentialRampToValueAtTime(0.001, at + 0.5);
+    o.connect(g).connect(audio.destination);
+    o.start(at);
+    o.stop(at + 0.5);
+  }
+
+  function toggleSound(e) {
+    if (audio) audio.close();
+    audio = e.target.checked ? new AudioContext() : null;
+    chime();
+  }
+
+  // The notification comes through the service worker (wait/worker.js), the only way
+  // Android's Chrome allows. Permission is asked for only when the buyer presses the button.
+  const notifying = () => place && place.notify && Notification.permission === 'granted';
+  async function askToNotify() {
+    try {
+      if (await Notification.requestPermission() === 'granted') {
+        await navigator.serviceWorker.register('wait/worker.js', { scope: 'wait' });
+        place.notify = true;
+        store.set('sessionStorage', KEY, place);
+      }
+    } catch (e) { /* the button stays */ }
+    render();
+    if (notifying()) announce(t('wait.notify.on'), true);
+  }
+
+  // How the buyer hears of the turn with the page in the background.
+  function alerts() {
+    const out = [];
+    if (window.AudioContext) {
+      out.push(el('label', { class: 'check' },
+        el('input', { type: 'checkbox', id: 'sound', onchange: toggleSound, ...(audio ? { checked: '' } : {}) }), t('wait.sound')));
+    }
+    if (!window.Notification || !navigator.serviceWorker) return out;
+    if (notifying()) out.push(el('p', { id: 'notify-on', text: t('wait.notify.on') }));
+    else if (Notification.permission === 'denied') out.push(el('p', { id: 'notify-off', class: 'muted', text: t('wait.notify.off') }));
+    else out.push(el('button', { type: 'button', class: 'secondary', id: 'notify', text: t('wait.notify'), onclick: askToNotify }));
+    return out;
+  }
+
+  // The turn came: the chime; and in a hidden page a mark in the title, and the notification.
+  // A click on it brings this page back, or opens it with the place in the fragment.
+  function turn(v) {
+    chime();
+    if (document.visibilityState !== 'hidden') return;
+    unseen = true;
+    if (!notifying()) return;
+    const hand = new URLSearchParams({ token: place.token, ...(place.bearer && { access_token: place.bearer }) });
+    navigator.serviceWorker.ready.then((r) => r.showNotification(t('wait.active'), {
+      body: held(v), tag: KEY, lang, requireInteraction: true, data: location.href.split('#')[0] + '#' + hand,
+    })).catch(() => {});
+  }
+
+  // Back on the page: the turn's notification has done its work.
+  function seen() {
+    const was = unseen;
+    unseen = false;
+    if (was) render();
+    if (notifying()) navigator.serviceWorker.ready.then((r) => r.getNotifications({ tag: KEY }))
+      .then((all) => all.forEach((n) => n.close())).catch(() => {});
+  }
+
   // Renders `view` into the card. Every text comes from the string table.
   function render() {
     const v = view;
@@ -209,17 +303,26 @@
           el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: num(ahead) }) : t('wait.ahead.none') }),
           el('progress', { max: '100', value: String(Math.round(progress * 100)), 'aria-label': t('wait.progress') }),
           el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + t('ui.colon') }),
-            el('strong', { id: 'estimate', text: v.paused ? t('wait.estimate.unknown') : minutes(v.estimate) })),
+            el('strong', { id: 'estimate', text: waitText(v) })),
           v.paused ? el('p', { class: 'notice', id: 'paused', text: t('wait.paused') }) : null,
+          near(v) ? el('p', { id: 'near', text: t('wait.near') }) : null,
           said(v),
           ...(v.draw ? drawSection(v) : []),
+          ...alerts(),
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave }),
         ].filter(Boolean));
-        announce(t('wait.announce', { n: num(v.position) }), false);
+        // Near the turn is said once for the place (kept with it), not at every poll.
+        const first = near(v) && !place.near;
+        if (first) {
+          place.near = true;
+          store.set('sessionStorage', KEY, place);
+        }
+        announce((first ? t('wait.near') + ' ' : '') + t('wait.announce', { n: num(v.position) }), first);
         break;
       }
       case 'active': {
         head.textContent = t('wait.active');
+        if (held(v)) document.title = (unseen ? '\u25cf ' : '') + t('wait.active.tab', { at: hhmm(v.until) });
         const left = el('p', { id: 'time-left' });
         const update = () => { left.textContent = t('wait.active.left', { t: clock(v.until - Date.now()) }); };
         update();
@@ -232,10 +335,10 @@
         } else {
           go = el('p', { text: t('wait.active.noreturn') });
         }
-        body.append(...[left, said(v), go, ...(v.draw ? drawSection(v) : []),
+        body.append(...[left, el('p', { id: 'held', text: held(v) }), said(v), go, ...(v.draw ? drawSection(v) : []),
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave })].filter(Boolean));
         announce(t('wait.active'), true);
-        if (v.first && !focused) go.focus();
+        if (v.first && !$(focused)) go.focus();
         break;
       }
       case 'prequeue': {
@@ -261,7 +364,7 @@
           body.append(el('p', { id: 'opens', text: t('wait.prequeue.at', { at: when }) }), left);
           announce(t('wait.prequeue.at', { at: when }), true);
         }
-        body.append(...[el('p', { text: t('wait.prequeue.joined') }), said(v),
+        body.append(...[el('p', { text: t('wait.prequeue.joined') }), said(v), ...alerts(),
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave })].filter(Boolean));
         break;
       }
@@ -293,8 +396,10 @@
   function show(next) {
     // Focus moves to the booking button once, when the buyer is admitted.
     next.first = next.kind !== view.kind;
+    if (next.kind === 'active' && (view.kind === 'waiting' || view.kind === 'prequeue')) turn(next);
     view = next;
     render();
+    if (next.draw || next.kind === 'waiting') readSummary(next);
   }
 
   // The views the problem types and end statuses name: the departures, and a queue's
@@ -322,7 +427,7 @@
       place.best = Math.min(place.best || b.position, b.position);
       place.start = Math.max(place.start || 0, place.best);
       store.set('sessionStorage', KEY, place);
-      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, paused: !!b.paused, message: b.message, draw, user: b.userId };
+      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, range: b.estimatedWaitRange, paused: !!b.paused, message: b.message, draw, user: b.userId };
     }
     if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil), message: b.message, draw, user: b.userId };
     if (b.status === 'prequeue') return { kind: 'prequeue', opensAt: b.opensAt, message: b.message };
@@ -403,7 +508,6 @@
       notice('');
       const next = fromStatus(b);
       if (next) show(next);
-      if (next && next.draw) readDraw(next);
       return next && next.kind === 'over' ? null : b.pollAfterSeconds || 5;
     }
     const p = await problemOf(r);
@@ -447,7 +551,6 @@
       store.set('sessionStorage', KEY, place);
       const next = fromStatus(b);
       if (next) show(next);
-      if (next && next.draw) readDraw(next);
       schedule(b.pollAfterSeconds || 5);
     } catch (e) {
       show({ kind: 'join', error: String(e.message || e) });
@@ -491,7 +594,9 @@
   // Background tabs have their timers throttled to about once a minute: poll as soon as the
   // page is visible again.
   document.addEventListener('visibilitychange', () => {
-    if (ready && document.visibilityState === 'visible' && place && place.token) poll();
+    if (document.visibilityState !== 'visible') return;
+    seen();
+    if (ready && place && place.token) poll();
   });
 
   // The skeleton stays until the strings come.
