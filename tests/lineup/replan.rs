@@ -58,8 +58,9 @@ enum Obeyed {
 
 /// `member` sleeps exactly as told and polls again, until it is admitted (and then leaves, when
 /// `leave_when_admitted`) or `deadline` passes.
-/// Every answer must be 200 `prequeue`, `waiting` or `active`; anything else (410
-/// `dropped-for-absence` above all) is returned as the error, with when it came.
+/// Every answer must be 200 `prequeue`, `waiting` or `active`, or a 503 whose `Retry-After` it
+/// follows; anything else (410 `dropped-for-absence` above all) is returned as the error, with
+/// when it came.
 async fn obey(
     app: &TestApp,
     queue: &str,
@@ -84,6 +85,14 @@ async fn obey(
             }
             (200, "prequeue" | "waiting") => {
                 after = reply.body["pollAfterSeconds"].as_u64().expect("told");
+            }
+            // Redis shed the poll (many buyers told the same second): try again when told.
+            (503, _) => {
+                after = reply
+                    .headers
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok()?.parse().ok())
+                    .expect("Retry-After on a 503");
             }
             _ => {
                 return Err(format!(
