@@ -437,6 +437,9 @@ end
 -- expected length and records why it ended. Returns its ticket.
 local function end_session(user, reason)
   local ticket, length = close_session(user)
+  -- A paid session's place is filled at the next tick, half a tick later on average; a left
+  -- one's at once (leave.lua promotes).
+  if length and reason == 'paid' then length = length + TICK_MS / 2 end
   note_session_lengths({length})
   -- The queue's first session to end early ends the expectation that sessions run to their
   -- end at once: it can only lower an estimate.
