@@ -37,14 +37,15 @@ pub struct Key {
 /// Where the issuer's keys come from.
 pub struct KeySource {
     issuer: String,
-    roots: Arc<rustls::RootCertStore>,
+    /// `JWT_CA_FILE`'s PEM; parsed at each fetch, not at cold start.
+    ca_roots: Option<Vec<u8>>,
 }
 
 impl KeySource {
     pub fn new(issuer: &str, ca_roots: Option<&[u8]>) -> Self {
         KeySource {
             issuer: issuer.trim_end_matches('/').to_owned(),
-            roots: Arc::new(lineup::tls::root_store(ca_roots)),
+            ca_roots: ca_roots.map(<[u8]>::to_vec),
         }
     }
 
@@ -79,7 +80,7 @@ impl KeySource {
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|err| err.to_string())?
-            .with_root_certificates(Arc::clone(&self.roots))
+            .with_root_certificates(lineup::tls::root_store(self.ca_roots.as_deref()))
             .with_no_client_auth();
         let mut http = HttpConnector::new();
         http.enforce_http(false);
