@@ -154,6 +154,24 @@ impl std::fmt::Debug for RedisSettings {
     }
 }
 
+/// Who issues the buyers' JWTs, for the gatekeeper's check of the buyer (`JWT_ISSUER`,
+/// `JWT_AUDIENCE`): the values the template's JWT authorizer is configured with.
+#[derive(Debug, Clone)]
+pub struct JwtSettings {
+    /// The `iss` a JWT must carry, exactly; its keys are found through
+    /// `<issuer>/.well-known/openid-configuration`. An `https://` URL, or `http://` on a
+    /// loopback host (tests).
+    pub issuer: String,
+    /// The `aud` a JWT must carry (or its `client_id`, when it has no `aud`).
+    pub audience: String,
+    /// Most often the issuer's keys are fetched again for a key id not in hand
+    /// (`JWT_KEYS_REFETCH_SECONDS`, default 60).
+    pub keys_refetch: Duration,
+    /// PEM roots the issuer's certificate must chain to (`JWT_CA_FILE`), in place of the
+    /// bundled Amazon roots Cognito's chain to.
+    pub ca_roots: Option<Vec<u8>>,
+}
+
 /// Everything a lineup function needs to know.
 #[derive(Clone)]
 pub struct Config {
@@ -171,6 +189,9 @@ pub struct Config {
     /// `ALLOW_BODY_USER_ID=unsafe`: a buyer without a verified JWT is whoever the body's
     /// `userId` names. Only for the local stack and tests: anyone can then be anyone.
     pub allow_body_user_id: bool,
+    /// The buyers' JWT issuer; `None` (the local stack): the gatekeeper checks the queue
+    /// token only.
+    pub jwt: Option<JwtSettings>,
 }
 
 impl std::fmt::Debug for Config {
@@ -269,6 +290,7 @@ impl Config {
             authorizer_queue_path_parameter: vars
                 .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
                 .unwrap_or_else(|| "queueId".into()),
+            jwt: JwtSettings::read(&vars)?,
         })
     }
 
@@ -417,6 +439,69 @@ impl RankingSettings {
                 .transpose()?,
         })
     }
+}
+
+impl JwtSettings {
+    /// `None` without `JWT_ISSUER`; then the other `JWT_` variables must be unset too.
+    fn read(vars: &Vars) -> Result<Option<Self>, ConfigError> {
+        let Some(issuer) = vars.string("JWT_ISSUER") else {
+            for variable in ["JWT_AUDIENCE", "JWT_KEYS_REFETCH_SECONDS", "JWT_CA_FILE"] {
+                if vars.string(variable).is_some() {
+                    return Err(bad(variable, "is set, but JWT_ISSUER is not"));
+                }
+            }
+            return Ok(None);
+        };
+        let issuer = issuer.trim().to_owned();
+        if !issuer_url_is_usable(&issuer) {
+            return Err(bad(
+                "JWT_ISSUER",
+                "must be an https:// URL (http:// only on a loopback host) of up to 2048 \
+                 characters, without query or fragment",
+            ));
+        }
+        let audience = vars
+            .string("JWT_AUDIENCE")
+            .map(|audience| audience.trim().to_owned())
+            .ok_or_else(|| bad("JWT_AUDIENCE", "is required with JWT_ISSUER"))?;
+        if audience.len() > 256 || audience.chars().any(char::is_control) {
+            return Err(bad(
+                "JWT_AUDIENCE",
+                "must be up to 256 characters, none a control character",
+            ));
+        }
+        Ok(Some(JwtSettings {
+            issuer,
+            audience,
+            keys_refetch: vars.seconds("JWT_KEYS_REFETCH_SECONDS", 60, Bounds::new(1, 3_600))?,
+            ca_roots: match vars.string("JWT_CA_FILE") {
+                Some(path) => {
+                    Some(read_root_bundle(&path).map_err(|reason| bad("JWT_CA_FILE", reason))?)
+                }
+                None => None,
+            },
+        }))
+    }
+}
+
+/// Whether `issuer` is a URL the gatekeeper may fetch keys below: `https://`, or `http://` on
+/// a loopback host; no user, query or fragment.
+fn issuer_url_is_usable(issuer: &str) -> bool {
+    let Ok(url) = url::Url::parse(issuer) else {
+        return false;
+    };
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return false,
+    };
+    issuer.len() <= 2048
+        && (url.scheme() == "https" || (url.scheme() == "http" && loopback))
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
 }
 
 impl RedisSettings {
@@ -620,6 +705,72 @@ mod tests {
         let printed = format!("{:?} {:?}", c.redis, c);
         assert!(!printed.contains("secret"), "{printed}");
         assert!(printed.contains("password: \"<set>\""), "{printed}");
+    }
+
+    #[test]
+    fn a_jwt_issuer_comes_with_its_audience_and_is_https() {
+        assert!(config(&[SECRET]).unwrap().jwt.is_none());
+        let issuer = (
+            "JWT_ISSUER",
+            "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc",
+        );
+        let c = config(&[SECRET, issuer, ("JWT_AUDIENCE", " lineup ")]).unwrap();
+        let jwt = c.jwt.unwrap();
+        assert_eq!(jwt.issuer, issuer.1);
+        assert_eq!(jwt.audience, "lineup");
+        assert_eq!(jwt.keys_refetch, Duration::from_secs(60));
+        assert!(jwt.ca_roots.is_none());
+
+        let refused = |vars: &[(&str, &str)]| config(vars).unwrap_err().variable;
+        assert_eq!(refused(&[SECRET, issuer]), "JWT_AUDIENCE");
+        assert_eq!(
+            refused(&[SECRET, ("JWT_AUDIENCE", "lineup")]),
+            "JWT_AUDIENCE"
+        );
+        let audience = ("JWT_AUDIENCE", "lineup");
+        for unusable in [
+            "http://auth.example.com",
+            "auth.example.com",
+            "https://",
+            "https://auth.example.com/?x=1",
+            "https://auth.example.com/#x",
+            "https://user:pw@auth.example.com",
+            "ftp://auth.example.com",
+        ] {
+            let issuer = ("JWT_ISSUER", unusable);
+            assert_eq!(
+                refused(&[SECRET, issuer, audience]),
+                "JWT_ISSUER",
+                "{unusable}"
+            );
+        }
+        for loopback in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1/x",
+            "http://[::1]:2",
+        ] {
+            assert!(config(&[SECRET, ("JWT_ISSUER", loopback), audience]).is_ok());
+        }
+        let long = "x".repeat(257);
+        assert_eq!(
+            refused(&[SECRET, issuer, ("JWT_AUDIENCE", long.as_str())]),
+            "JWT_AUDIENCE"
+        );
+        for seconds in ["0", "3601", "soon"] {
+            let refetch = ("JWT_KEYS_REFETCH_SECONDS", seconds);
+            assert_eq!(
+                refused(&[SECRET, issuer, audience, refetch]),
+                "JWT_KEYS_REFETCH_SECONDS"
+            );
+        }
+        let refetch = ("JWT_KEYS_REFETCH_SECONDS", "1");
+        assert_eq!(
+            refused(&[SECRET, refetch]),
+            "JWT_KEYS_REFETCH_SECONDS",
+            "a refetch period without an issuer"
+        );
+        let missing = ("JWT_CA_FILE", "/nonexistent/ca.pem");
+        assert_eq!(refused(&[SECRET, issuer, audience, missing]), "JWT_CA_FILE");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod estimates;
 mod faults;
 mod fixtures;
 mod gate;
+mod gate_identity;
 mod identity;
 mod keys;
 mod load;

@@ -20,6 +20,7 @@ use lineup_local::Stack;
 mod cluster;
 mod cpu_cap;
 pub mod draw;
+pub mod issuer;
 mod link;
 pub mod outage;
 pub mod queue;
@@ -705,7 +706,20 @@ pub fn authorizer_request(
     queue_header: Option<&str>,
     path_queue: Option<&str>,
 ) -> Value {
+    authorizer_request_as(None, token, queue_header, path_queue)
+}
+
+/// The same, with `authorization: Bearer <jwt>` when a JWT is given.
+pub fn authorizer_request_as(
+    jwt: Option<&str>,
+    token: Option<&str>,
+    queue_header: Option<&str>,
+    path_queue: Option<&str>,
+) -> Value {
     let mut headers = json!({"host": "api.example.com", "user-agent": "test"});
+    if let Some(jwt) = jwt {
+        headers["authorization"] = json!(format!("Bearer {jwt}"));
+    }
     if let Some(token) = token {
         headers["x-queue-token"] = json!(token);
     }

@@ -7,14 +7,27 @@
 //! first, then Redis answers in one round trip, so a token that left, expired or was
 //! released after payment is denied on its very next call.
 //!
+//! Where a JWT issuer is configured (`JWT_ISSUER`, `JWT_AUDIENCE`; the template always sets
+//! them), the request must also carry the buyer's JWT (header `authorization`,
+//! `Bearer <jwt>`), verified here against the issuer's keys ([`identity`]), and its `sub` must
+//! be the user the token was issued to: a place cannot be shared. Verification is local (the
+//! keys are cached), before the one Redis round trip. Without an issuer (the local stack),
+//! the queue token alone decides.
+//!
 //! Anything else is a deny, never an error: a missing or forged token, another queue's
 //! token, a payload that is not an authorizer request, and a Redis outage (fail closed).
 //! The context carries `userId`, `queueId` and `activeUntil`, never the token. A deny's
 //! context is `{"reason": …}`, the reason also logged: for a genuine token, `waiting`,
 //! `sold-out` (every token not active in a sold-out queue) or what queue-api's status answers
 //! as its problem type (`session-ended`, `dropped-for-absence`, `left`, `not-found`); a forged
-//! or other queue's token is `not-found` too.
+//! or other queue's token is `not-found` too; a missing or unverified JWT is `unauthenticated`
+//! (the issuer's keys out of reach included), another buyer's is `buyer-mismatch`.
 //! [`decide_event`] tells an outage from a refusal, for the local stack's 503.
+
+pub mod identity;
+pub mod jwks;
+
+use std::sync::Arc;
 
 use aws_lambda_events::event::apigw::{
     ApiGatewayV2CustomAuthorizerSimpleResponse, ApiGatewayV2CustomAuthorizerV2Request,
@@ -27,8 +40,14 @@ use lineup::queue::{Refusal, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use serde_json::{json, Value};
 
+use crate::identity::Identity;
+
 pub const TOKEN_HEADER: &str = "x-queue-token";
 pub const QUEUE_HEADER: &str = "x-queue-id";
+pub const AUTHORIZATION_HEADER: &str = "authorization";
+
+/// The deny reason for a JWT whose `sub` is not the token's user.
+pub const BUYER_MISMATCH: &str = "buyer-mismatch";
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
@@ -37,6 +56,8 @@ pub struct Deps {
     pub token_key: TokenKey,
     /// The path parameter naming the queue when the header does not.
     pub queue_path_parameter: String,
+    /// The buyers' JWT verifier, where an issuer is configured.
+    pub identity: Option<Arc<Identity>>,
 }
 
 impl Deps {
@@ -46,6 +67,11 @@ impl Deps {
             room: started.room(),
             token_key: started.config.token_key.clone(),
             queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
+            identity: started
+                .config
+                .jwt
+                .as_ref()
+                .map(|settings| Arc::new(Identity::new(settings))),
         }
     }
 }
@@ -108,6 +134,11 @@ async fn decide(
     deps: &Deps,
 ) -> Result<Value, Denied> {
     let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    // Who is asking comes first: an unauthenticated caller learns nothing of the token.
+    let buyer = match &deps.identity {
+        Some(identity) => Some(identity.subject(header(AUTHORIZATION_HEADER)).await?),
+        None => None,
+    };
     let token = header(TOKEN_HEADER).ok_or("no x-queue-token header")?;
     let from_header = header(QUEUE_HEADER);
     let from_path = request
@@ -124,6 +155,9 @@ async fn decide(
     let claims = TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| claims.queue == queue)
         .ok_or(Refusal::Unknown.reason())?;
+    if buyer.is_some_and(|buyer| buyer != claims.user.as_str()) {
+        return Err(BUYER_MISMATCH.into());
+    }
     match deps.room.check(&claims).await {
         Ok(Ok(gate)) => Ok(json!({
             "userId": claims.user.as_str(),

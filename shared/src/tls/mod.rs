@@ -1,6 +1,7 @@
 //! The TLS roots lineup trusts: the bundled Amazon Trust Services roots, which AWS endpoints
 //! and ElastiCache's certificates chain to, and the reader of a PEM bundle that replaces them
-//! (`AWS_CA_BUNDLE` for the AWS SDK, `REDIS_CA_FILE` for Redis).
+//! (`AWS_CA_BUNDLE` for the AWS SDK, `REDIS_CA_FILE` for Redis, `JWT_CA_FILE` for the
+//! gatekeeper's fetch of the buyers' JWT issuer keys).
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -8,6 +9,15 @@ use rustls::pki_types::CertificateDer;
 /// Amazon Root CA 1–4 and Starfield Services Root CA G2, from Mozilla's CA list: the roots
 /// AWS endpoints and ElastiCache's certificates chain to.
 pub(crate) const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
+
+/// A store of the roots in `pem`, or of the Amazon roots without one. `pem` was checked
+/// when it was read ([`read_root_bundle`]).
+pub fn root_store(pem: Option<&[u8]>) -> rustls::RootCertStore {
+    let mut store = rustls::RootCertStore::empty();
+    let certs = CertificateDer::pem_slice_iter(pem.unwrap_or(AMAZON_TRUST_SERVICES));
+    store.add_parsable_certificates(certs.flatten());
+    store
+}
 
 /// Reads the PEM file of trusted roots at `path`. A file without a usable certificate is
 /// refused here, so the start stops with a reason rather than every TLS handshake failing
