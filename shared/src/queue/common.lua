@@ -279,7 +279,8 @@ end
 -- the tick that takes it back, half a tick past its end on average (RUN_OUT_MS).
 -- The first sessions to end are the short ones, so the live ones count too, each as the
 -- length it is expected to reach: the ended sessions' mean, or, when longer, its age plus
--- half of what its length leaves it or plus that mean, whichever is shorter. Ended sessions
+-- three quarters of what its length leaves it (an even chance that it runs out, else ending
+-- halfway) or plus that mean, whichever is shorter. Ended sessions
 -- count with a weight that halves every 0.69 session lengths (e^(-t / length)): the
 -- sessions a live one overlaps. Until a session has ended, sessions are expected to run out.
 local RUN_OUT_MS = SESSION_MS + TICK_MS / 2
@@ -340,7 +341,7 @@ local function fold_session_lengths()
     age = age + a / #ages
     local reaches = RUN_OUT_MS
     if ended_mean then
-      reaches = math.max(ended_mean, a + math.min((RUN_OUT_MS - a) / 2, ended_mean))
+      reaches = math.max(ended_mean, a + math.min((RUN_OUT_MS - a) * 3 / 4, ended_mean))
     end
     reach = reach + reaches / #ages
   end
