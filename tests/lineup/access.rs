@@ -40,8 +40,12 @@ async fn upload(app: &TestApp, queue: &str, users: &[String]) -> Reply {
 
 async fn mint(app: &TestApp, queue: &str, count: serde_json::Value) -> Reply {
     let body = json!({ "count": count }).to_string();
-    app.http("POST", &format!("/queues/{queue}/access-codes"), Some(&body))
-        .await
+    app.http(
+        "POST",
+        &format!("/queues/{queue}/access-codes"),
+        Some(&body),
+    )
+    .await
 }
 
 fn keys(app: &TestApp, queue: &str) -> QueueKeys {
@@ -211,12 +215,20 @@ async fn a_bulk_upload_of_10_000_goes_in_calls_of_500() {
     assert_kind(&join(&app, "show", "buyer-x").await, 403, "access-denied");
 
     let too_many: Vec<String> = (0..10_001).map(|i| format!("more-{i}")).collect();
-    assert_kind(&upload(&app, "show", &too_many).await, 400, "invalid-request");
+    assert_kind(
+        &upload(&app, "show", &too_many).await,
+        400,
+        "invalid-request",
+    );
     let bad = vec!["fine".to_owned(), "not fine".to_owned()];
     assert_kind(&upload(&app, "show", &bad).await, 400, "invalid-request");
     let card: u64 = app.inspect.clone().scard(&key).await.unwrap();
     assert_eq!(card, 10_000, "a refused upload stores nothing");
-    assert_kind(&put_access(&app, "show", "a%20b").await, 400, "invalid-request");
+    assert_kind(
+        &put_access(&app, "show", "a%20b").await,
+        400,
+        "invalid-request",
+    );
     assert_kind(
         &delete_access(&app, "show", &"x".repeat(65)).await,
         400,
@@ -270,8 +282,7 @@ async fn code_mode_one_code_one_buyer() {
         before,
         "refusals write nothing"
     );
-    let bound_after: Vec<(String, String)> =
-        app.inspect.clone().hgetall(&codes_key).await.unwrap();
+    let bound_after: Vec<(String, String)> = app.inspect.clone().hgetall(&codes_key).await.unwrap();
     assert_eq!(bound_before, bound_after);
     assert_eq!(join_with(&app, "show", "ben", &codes[1]).await.status, 201);
 
@@ -309,12 +320,10 @@ async fn buyers_racing_for_one_code_exactly_one_wins() {
     put_settings(&app, "show", &json!({ "access": "code" })).await;
     let minted = mint(&app, "show", json!(1)).await;
     let code = minted.body["codes"][0].as_str().unwrap().to_owned();
-    let replies = futures::future::join_all(
-        (0..20).map(|i| {
-            let (app, code) = (&app, &code);
-            async move { join_with(app, "show", &format!("racer-{i}"), code).await }
-        }),
-    )
+    let replies = futures::future::join_all((0..20).map(|i| {
+        let (app, code) = (&app, &code);
+        async move { join_with(app, "show", &format!("racer-{i}"), code).await }
+    }))
     .await;
     let won = replies.iter().filter(|r| r.status == 201).count();
     let denied = replies

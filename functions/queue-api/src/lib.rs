@@ -375,7 +375,9 @@ async fn access_one(
     add: bool,
 ) -> Result<Response<Body>, Error> {
     let size = if add {
-        deps.room.add_access(queue, std::slice::from_ref(user)).await?
+        deps.room
+            .add_access(queue, std::slice::from_ref(user))
+            .await?
     } else {
         deps.room.remove_access(queue, user).await?
     };

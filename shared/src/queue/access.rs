@@ -133,7 +133,9 @@ impl WaitingRoom {
             ));
         }
         let ids: Vec<&str> = users.iter().map(UserId::as_str).collect();
-        let size = self.write_chunks(queue, "add", ACCESS_LIST_MAX, &ids).await?;
+        let size = self
+            .write_chunks(queue, "add", ACCESS_LIST_MAX, &ids)
+            .await?;
         size.ok_or_else(|| {
             Error::Conflict(format!(
                 "the access list would pass its most user ids ({ACCESS_LIST_MAX})"
