@@ -18,6 +18,9 @@ pub enum Error {
     /// The caller is authenticated as someone else (403).
     #[error("{0}")]
     Forbidden(String),
+    /// A presale's access (list or code) does not let this buyer take a place (403).
+    #[error("{0}")]
+    AccessDenied(String),
     /// The thing named does not exist, or is not the caller's to see (404).
     #[error("{0}")]
     NotFound(String),

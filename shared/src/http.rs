@@ -19,6 +19,10 @@ use crate::ids::UserId;
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024;
 
+/// Largest body of a bulk upload (`PUT /queues/{queueId}/access`: 10,000 user ids of up to
+/// 64 characters fit).
+pub const MAX_BULK_BODY_BYTES: usize = 1024 * 1024;
+
 const PROBLEM_JSON: &str = "application/problem+json";
 
 /// `Cache-Control` of every error response.
@@ -44,6 +48,7 @@ pub fn problem(err: &Error) -> Response<Body> {
         ),
         Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "Unauthorized", "unauthorized"),
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
+        Error::AccessDenied(_) => (StatusCode::FORBIDDEN, "Access denied", "access-denied"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
         Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
         Error::SoldOut { .. } | Error::QueueSoldOut { .. } => {
@@ -223,20 +228,27 @@ pub async fn answer(route: impl Future<Output = Result<Response<Body>, Error>>) 
 /// Parses the JSON body, which must be an object, into `T`, naming the field that does
 /// not fit. (Serde would otherwise read an array positionally into a struct.)
 pub fn json_body<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
-    parse_body(request, true)
+    parse_body(request, true, MAX_BODY_BYTES)
+}
+
+/// [`json_body`] for the one route that takes a bulk upload: up to [`MAX_BULK_BODY_BYTES`].
+pub fn bulk_json_body<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
+    parse_body(request, true, MAX_BULK_BODY_BYTES)
 }
 
 /// Parses any JSON document in the body into `T`.
 pub fn json_document<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
-    parse_body(request, false)
+    parse_body(request, false, MAX_BODY_BYTES)
 }
 
-fn parse_body<T: DeserializeOwned>(request: &Request, object_only: bool) -> Result<T, Error> {
+fn parse_body<T: DeserializeOwned>(
+    request: &Request,
+    object_only: bool,
+    limit: usize,
+) -> Result<T, Error> {
     let bytes: &[u8] = request.body().as_ref();
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(Error::PayloadTooLarge {
-            limit: MAX_BODY_BYTES,
-        });
+    if bytes.len() > limit {
+        return Err(Error::PayloadTooLarge { limit });
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     match first {

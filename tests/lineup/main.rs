@@ -1,6 +1,7 @@
 //! One test binary for every end-to-end test, so the workspace links it once.
 
 mod abuse;
+mod access;
 mod availability;
 mod bad_input;
 mod browser;

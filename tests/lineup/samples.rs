@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 29] = [
+const EXPECTED: [(&str, &str); 30] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -26,6 +26,8 @@ const EXPECTED: [(&str, &str); 29] = [
     ("queue-api.schedule.json", "200"),
     // An operator closes last season's queue, which nobody is in.
     ("queue-api.close.json", "204"),
+    // An operator puts a fan club on a presale's access list.
+    ("queue-api.access-upload.json", "200"),
     ("queue-promoter.schedule.json", "ticked"),
     ("queue-reaper.schedule.json", "reaped"),
     ("ranking-updater.payment-completed.json", "applied"),

@@ -17,7 +17,7 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::Body;
 use lambda_http::RequestExt;
-use lineup::http::MAX_BODY_BYTES;
+use lineup::http::MAX_BULK_BODY_BYTES;
 use lineup::Error;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -187,10 +187,11 @@ async fn to_lambda_request(
     peer: SocketAddr,
 ) -> Result<lambda_http::Request, Error> {
     let (parts, body) = request.into_parts();
-    let bytes = to_bytes(body, MAX_BODY_BYTES)
+    // The largest body any route takes; each handler holds its own routes to less.
+    let bytes = to_bytes(body, MAX_BULK_BODY_BYTES)
         .await
         .map_err(|_| Error::PayloadTooLarge {
-            limit: MAX_BODY_BYTES,
+            limit: MAX_BULK_BODY_BYTES,
         })?;
     let body = if bytes.is_empty() {
         Body::Empty

@@ -12,11 +12,17 @@
 //! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
 //! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
 //! `queue-full` with `Retry-After`; the detail is the operator's message when there is one.
+//! In a presale (`access` `list` or `code`), a new arrival not on the list, or without a
+//! valid access code (body `accessCode`), is 403 `access-denied`.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
 //! | `PUT /queues/{queueId}/priority/{userId}` | put a user on the priority list (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/priority/{userId}` | take a user off it (IAM-protected in AWS) |
+//! | `PUT /queues/{queueId}/access` | put up to 10,000 user ids on the presale access list (IAM-protected in AWS) |
+//! | `PUT /queues/{queueId}/access/{userId}` | put one user on it (IAM-protected in AWS) |
+//! | `DELETE /queues/{queueId}/access/{userId}` | take a user off it (IAM-protected in AWS) |
+//! | `POST /queues/{queueId}/access-codes` | mint up to 10,000 presale access codes, shown once (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
 //! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`) and its service worker (`worker.js`) |
@@ -41,6 +47,7 @@ use lineup::http::{
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
 use lineup::publish::Publisher;
+use lineup::queue::access::{AccessCode, AccessList, ACCESS_BULK_MAX};
 use lineup::queue::settings::Theme;
 use lineup::queue::{PageSettings, SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
@@ -55,6 +62,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/queues/{queueId}/settings"),
     ("PUT", "/queues/{queueId}/priority/{userId}"),
     ("DELETE", "/queues/{queueId}/priority/{userId}"),
+    ("PUT", "/queues/{queueId}/access"),
+    ("PUT", "/queues/{queueId}/access/{userId}"),
+    ("DELETE", "/queues/{queueId}/access/{userId}"),
+    ("POST", "/queues/{queueId}/access-codes"),
     ("GET", "/queues/{queueId}/admission"),
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
@@ -126,6 +137,23 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 allow: "PUT, DELETE",
             }),
         },
+        ["queues", queue, "access"] => match *method {
+            Method::PUT => add_access(request, deps, &QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "PUT" }),
+        },
+        ["queues", queue, "access", user] => match *method {
+            Method::PUT | Method::DELETE => {
+                let (queue, user) = (QueueId::parse(queue)?, UserId::parse(user)?);
+                access_one(deps, &queue, &user, method == Method::PUT).await
+            }
+            _ => Err(Error::MethodNotAllowed {
+                allow: "PUT, DELETE",
+            }),
+        },
+        ["queues", queue, "access-codes"] => match *method {
+            Method::POST => mint_codes(request, deps, &QueueId::parse(queue)?).await,
+            _ => Err(Error::MethodNotAllowed { allow: "POST" }),
+        },
         ["queues", queue, "admission"] => match *method {
             Method::GET => admission(request, &QueueId::parse(queue)?),
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),
@@ -172,11 +200,13 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
 #[serde(rename_all = "camelCase")]
 struct IssueBody {
     user_id: Option<String>,
+    /// A presale's access code (`access` `code`).
+    access_code: Option<String>,
 }
 
 /// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`
-/// where the deployment allows it.
-fn caller(request: &Request, deps: &Deps) -> Result<UserId, Error> {
+/// where the deployment allows it; and the access code the body brings, if any.
+fn caller(request: &Request, deps: &Deps) -> Result<(UserId, Option<AccessCode>), Error> {
     let subject = jwt_subject(request);
     if subject.is_none() && !deps.allow_body_user_id {
         return Err(no_identity());
@@ -186,15 +216,19 @@ fn caller(request: &Request, deps: &Deps) -> Result<UserId, Error> {
         (Some(_), true) => None,
         _ => Some(json_body(request)?),
     };
-    let claimed = body.and_then(|b| b.user_id);
-    http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)
+    let (claimed, code) = match body {
+        Some(body) => (body.user_id, body.access_code),
+        None => (None, None),
+    };
+    let user = http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)?;
+    Ok((user, code.as_deref().map(AccessCode::parse).transpose()?))
 }
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
-    let user = caller(request, deps)?;
+    let (user, code) = caller(request, deps)?;
     let issued = deps
         .room
-        .issue(&queue, &user, http::source_ip(request))
+        .issue_with_access(&queue, &user, http::source_ip(request), code.as_ref())
         .await?;
     deps.publisher.publish(&issued.events()).await;
     let status = if issued.created {
@@ -300,6 +334,84 @@ async fn priority(
 struct PriorityList {
     /// How many user ids the list holds now.
     size: u64,
+}
+
+/// The body of `PUT /queues/{queueId}/access`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AccessUpload {
+    user_ids: Vec<String>,
+}
+
+/// Puts up to 10,000 user ids on `queue`'s access list, every id checked first; answers the
+/// list's size.
+async fn add_access(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+) -> Result<Response<Body>, Error> {
+    let upload: AccessUpload = http::bulk_json_body(request)?;
+    if upload.user_ids.len() > ACCESS_BULK_MAX {
+        return Err(Error::invalid(
+            "userIds",
+            format!("at most {ACCESS_BULK_MAX} user ids a request"),
+        ));
+    }
+    let users = upload
+        .user_ids
+        .iter()
+        .map(|raw| UserId::parse(raw))
+        .collect::<Result<Vec<_>, _>>()?;
+    let size = deps.room.add_access(queue, &users).await?;
+    tracing::info!(%queue, added = users.len(), size, "access list changed");
+    Ok(json(StatusCode::OK, &AccessList { size }))
+}
+
+/// Puts `user` on `queue`'s access list (`add`) or takes them off; answers the list's size.
+async fn access_one(
+    deps: &Deps,
+    queue: &QueueId,
+    user: &UserId,
+    add: bool,
+) -> Result<Response<Body>, Error> {
+    let size = if add {
+        deps.room
+            .add_access(queue, std::slice::from_ref(user))
+            .await?
+    } else {
+        deps.room.remove_access(queue, user).await?
+    };
+    tracing::info!(%queue, add, size, "access list changed");
+    Ok(json(StatusCode::OK, &AccessList { size }))
+}
+
+/// The body of `POST /queues/{queueId}/access-codes`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MintRequest {
+    count: u64,
+}
+
+/// The minted codes: shown this once, never stored in clear.
+#[derive(Serialize)]
+struct MintedCodes {
+    codes: Vec<String>,
+}
+
+async fn mint_codes(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+) -> Result<Response<Body>, Error> {
+    let MintRequest { count } = json_body(request)?;
+    let codes = deps.room.mint_access_codes(queue, count).await?;
+    tracing::info!(%queue, count, "access codes minted");
+    Ok(json(
+        StatusCode::CREATED,
+        &MintedCodes {
+            codes: codes.iter().map(|c| c.as_str().to_owned()).collect(),
+        },
+    ))
 }
 
 async fn close(deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
+use super::access::AccessCode;
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::keys::queue_payment_key;
 use super::schedule::{Draw, DrawReply, Schedule};
@@ -161,6 +162,20 @@ impl WaitingRoom {
         user: &UserId,
         source: Option<IpAddr>,
     ) -> Result<Issued, Error> {
+        self.issue_with_access(queue, user, source, None).await
+    }
+
+    /// [`Self::issue`] with the buyer's access code, if any: in a queue whose `access` is
+    /// `list` or `code`, a new arrival the setting does not let in is
+    /// [`Error::AccessDenied`], checked in the same round trip ([`super::access`]).
+    pub async fn issue_with_access(
+        &self,
+        queue: &QueueId,
+        user: &UserId,
+        source: Option<IpAddr>,
+        code: Option<&AccessCode>,
+    ) -> Result<Issued, Error> {
+        let code_hash = code.map(AccessCode::hash).unwrap_or_default();
         let call = |registered_now: bool, draw: &Option<(String, u64)>, again: bool| {
             let mut invocation = self.invocation(&ISSUE, queue);
             let (commitment, value) = match draw {
@@ -176,7 +191,8 @@ impl WaitingRoom {
                 .arg(u8::from(registered_now))
                 .arg(commitment)
                 .arg(value)
-                .arg(u8::from(again));
+                .arg(u8::from(again))
+                .arg(&code_hash);
             invocation
         };
         let mut draw = self.seeds.value(queue, user);
@@ -431,6 +447,10 @@ impl FromRedisValue for TokenReply {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
             },
+            "access-denied" => TokenAnswer::Refused(Error::AccessDenied(
+                "this presale takes only buyers on its access list or with a valid access code"
+                    .into(),
+            )),
             "no-queue" => TokenAnswer::NoQueue,
             "unregistered" => TokenAnswer::Unregistered,
             other => TokenAnswer::Absent(

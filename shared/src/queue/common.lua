@@ -1,9 +1,9 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS, in this order (keys.rs QueueKeys::NAMES; a unit test holds the two lists equal):
--- waiting active active-tickets meta settings rate:0 rate:1 gone:0 gone:1 seen:0 seen:1 seen:2 seen:3 seen:4 seen:5 seen:6 seen:7 seen:8 seen:9 seen:10 seen-long:0 seen-long:1 seen-long:2 clock priority lane
+-- waiting active active-tickets meta settings rate:0 rate:1 gone:0 gone:1 seen:0 seen:1 seen:2 seen:3 seen:4 seen:5 seen:6 seen:7 seen:8 seen:9 seen:10 seen-long:0 seen-long:1 seen-long:2 clock priority lane access access-codes
 -- That is: the two rotating rate-limit counters, the two rotating departure records, the
 -- rotating heartbeat hashes (the idle period's windows, then the long presence's), then the
--- ticket clock, the priority list and the priority lane.
+-- ticket clock, the priority list, the priority lane, the access list and the access codes.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, the promotion tick's ms, then the
 -- script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
@@ -24,8 +24,11 @@ local CLOCK = KEYS[FIRST_LONG + LONG_SLOTS]
 -- The priority lane: the operator's list of user ids (a set), and the lane itself, where
 -- those on the list wait (sorted set, user → ticket), admitted before the main line.
 local PRIORITY, LANE = KEYS[FIRST_LONG + LONG_SLOTS + 1], KEYS[FIRST_LONG + LONG_SLOTS + 2]
+-- Presale access (access.rs): the access list (a set of user ids) and the access codes (a
+-- hash: SHA-256 hex of a code → the user id it is bound to, '' until first used).
+local ACCESS, ACCESS_CODES = KEYS[FIRST_LONG + LONG_SLOTS + 3], KEYS[FIRST_LONG + LONG_SLOTS + 4]
 -- A script's own keys follow.
-local OWN_KEYS = FIRST_LONG + LONG_SLOTS + 3
+local OWN_KEYS = FIRST_LONG + LONG_SLOTS + 5
 local ARG = 7
 -- The promotion tick: a place a session gave back is filled at the next one.
 local TICK_MS = tonumber(ARGV[6])
@@ -61,7 +64,7 @@ end
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane')
+  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access')
 local CAPACITY = tonumber(stored[1] or ARGV[1])
 local SESSION_MS = tonumber(stored[2] or ARGV[2])
 local IDLE_MS = tonumber(stored[3] or ARGV[3])
@@ -77,6 +80,8 @@ local MAX_WAITING = tonumber(stored[9]) or 0
 -- Whether the queue has a priority lane: set while the operator's list or the lane holds
 -- anyone. A queue without one spends no call on it.
 local LANE_ON = stored[15] == '1'
+-- Who may take a new place (the setting `access`): 'open', 'list' or 'code' (access.rs).
+local ACCESS_MODE = stored[16] or 'open'
 -- Whether find() found the buyer in the priority lane.
 local IN_LANE = false
 -- Whether the lane is admitted before the opening (the setting laneBeforeOpening). Read with
@@ -554,14 +559,14 @@ local PAUSED_FLAG = PAUSED and 1 or 0
 
 -- The settings in force as configure and summary reply (decoded by `QueueSettings`):
 -- {capacity, session ms, admit per tick, idle ms, paused, {mode, sold out, message, max
--- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1)}, from `set`,
+-- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1), access}, from `set`,
 -- the fields as read (nil: the default; the schedule's ms as stored, '' when not set).
 local function settings_reply(set)
   return {tonumber(set.capacity or ARGV[1]), tonumber(set.session or ARGV[2]),
     tonumber(set.admit or ARGV[4]), tonumber(set.idle or ARGV[3]), set.paused and 1 or 0,
     {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},
     {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''},
-    set.lane_before_opening and 1 or 0}
+    set.lane_before_opening and 1 or 0, set.access or 'open'}
 end
 
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,

@@ -2,7 +2,7 @@
 -- made, ARGV[ARG + 2..] pairs of field name and value; an empty value returns the field to
 -- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused,
 -- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at,
--- lane-before-opening.
+-- lane-before-opening, access.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
 -- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
@@ -98,7 +98,7 @@ for field, value in pairs(changed) do
 end
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at', 'lane-before-opening')
+  'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access')
 local new_idle = tonumber(now_set[3] or ARGV[3])
 -- A buyer who polls when told keeps its place, whatever the operator changes afterwards.
 -- Each was told, under the settings before this change, to poll again by `told_by` at the
@@ -132,5 +132,6 @@ local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = 
   idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,
   sold_out = now_set[7] == '1', message = now_set[8] or nil, max_waiting = now_set[9] or nil,
   opens_at = now_set[10] or nil, closes_at = now_set[11] or nil,
-  prequeue_opens_at = now_set[12] or nil, lane_before_opening = now_set[13] == '1'}
+  prequeue_opens_at = now_set[12] or nil, lane_before_opening = now_set[13] == '1',
+  access = now_set[14] or nil}
 return {settings_reply(set), SOLD_OUT and 1 or 0, MODE}

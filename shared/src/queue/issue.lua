@@ -4,7 +4,8 @@
 -- 1 when the caller has just put the queue in the registry, ARGV[ARG + 6] the draw commitment
 -- the caller computed ARGV[ARG + 7], the buyer's draw value, under ('' when it knows none),
 -- ARGV[ARG + 8] 1 when the caller calls again after a 'draw-seed' answer (already counted
--- against the rate limits).
+-- against the rate limits), ARGV[ARG + 9] the SHA-256 (hex) of the buyer's access code ('' when
+-- none).
 -- A queue exists once an operator gave it settings, or, with open creation, at once. For a
 -- queue that does not exist the answer is 'no-queue', and nothing is written. A queue not
 -- in the registry is answered 'unregistered', and nothing is written: the caller adds it
@@ -22,6 +23,8 @@
 -- before the opening it joins the pre-queue with the ticket its draw value gives, if the
 -- caller's commitment is the queue's, else the answer is 'draw-seed' (the seed, for the
 -- caller to compute the value and call again).
+-- Presale access (docs/door.md): a new arrival the setting `access` does not let in is refused
+-- 'access-denied', with nothing written (see its block below).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 
@@ -67,10 +70,26 @@ local FULL_RETRY_MS = 10000
 if SOLD_OUT then return token_reply(0, 'sold-out') end
 if MODE == 'closed' then return token_reply(0, 'closed') end
 
+-- Presale access, a block of its own: in mode 'list' only those on the access list take a new
+-- place; in mode 'code' only one whose code is unbound or bound to them. An unbound code is
+-- bound to the buyer (bind_access) only when the place is made, so a refusal writes nothing.
+local ACCESS_CODE_HASH = ARGV[ARG + 9] or ''
+local function access_denied()
+  if ACCESS_MODE == 'list' then return redis.call('SISMEMBER', ACCESS, user) == 0 end
+  if ACCESS_MODE ~= 'code' then return false end
+  if ACCESS_CODE_HASH == '' then return true end
+  local bound = redis.call('HGET', ACCESS_CODES, ACCESS_CODE_HASH)
+  return bound ~= '' and bound ~= user
+end
+local function bind_access()
+  if ACCESS_MODE == 'code' then redis.call('HSET', ACCESS_CODES, ACCESS_CODE_HASH, user) end
+end
+
 -- The next ticket. The ticket clock gains an entry when its last is a second old: a few
 -- calls a second at most, whatever the arrival rate. The counter's 1 starts a new clock.
 -- Tickets are TICKET_BASE plus the counter (common.lua: a queue with a draw).
 local function issue_ticket()
+  bind_access()
   local issued = redis.call('HINCRBY', META, 'seq', 1)
   if issued == 1 then redis.call('UNLINK', CLOCK) end
   if issued == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
@@ -88,6 +107,7 @@ if CLOSES_AT and NOW >= CLOSES_AT then return token_reply(0, 'closed') end
 if BEFORE_OPENING and PREQUEUE_OPENS_AT and NOW < PREQUEUE_OPENS_AT then
   return token_reply(0, 'not-open', 0, 0, PREQUEUE_OPENS_AT - NOW)
 end
+if access_denied() then return token_reply(0, 'access-denied') end
 
 -- The priority lane, a block of its own: the main line's gates (the pre-queue, full) come
 -- after it. In queue mode, someone on the operator's list takes a ticket in the lane, behind
@@ -122,6 +142,7 @@ if BEFORE_OPENING then
   end
   if state == 'expired' then record_departures({{user, ticket}}, state) end
   ticket = value + 1
+  bind_access()
   redis.call('ZADD', WAITING, ticket, user)
   redis.call('HSET', META, 'last-issue', NOW)
   return prequeue_reply(1, ticket)

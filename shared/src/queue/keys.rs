@@ -46,6 +46,12 @@ pub struct QueueKeys {
     /// Sorted set: member user id, score ticket. The priority lane's waiters, admitted before
     /// the main line; empties as they are admitted or dropped.
     pub lane: String,
+    /// Set: the user ids allowed to take a place while the setting `access` is `list`
+    /// (`access.rs`). The operator's: no TTL, deleted when the queue is closed.
+    pub access: String,
+    /// Hash: SHA-256 (hex) of each access code → the user id it is bound to, empty until its
+    /// first use (`access.rs`). The operator's: no TTL, deleted when the queue is closed.
+    pub access_codes: String,
     /// A key nothing ever writes: the gatekeeper's check `UNLINK`s it as its primary guard
     /// (`store::primary_guard`). Not one of [`Self::NAMES`]: no script is given it.
     pub primary_guard: String,
@@ -65,7 +71,7 @@ pub const LONG_WINDOWS: usize = 3;
 impl QueueKeys {
     /// The keys every queue script is given, in the order of `KEYS`: each key is the queue's
     /// base, a colon and its name.
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 28] = [
         "waiting",
         "active",
         "active-tickets",
@@ -92,6 +98,8 @@ impl QueueKeys {
         "clock",
         "priority",
         "lane",
+        "access",
+        "access-codes",
     ];
 
     pub fn new(prefix: &str, queue: &QueueId) -> Self {
@@ -114,6 +122,8 @@ impl QueueKeys {
             clock: key("clock"),
             priority: key("priority"),
             lane: key("lane"),
+            access: key("access"),
+            access_codes: key("access-codes"),
             primary_guard: key("primary-guard"),
         }
     }
@@ -143,7 +153,13 @@ impl QueueKeys {
         .into_iter()
         .chain(self.seen.iter())
         .chain(self.long_seen.iter())
-        .chain([&self.clock, &self.priority, &self.lane])
+        .chain([
+            &self.clock,
+            &self.priority,
+            &self.lane,
+            &self.access,
+            &self.access_codes,
+        ])
         .map(String::as_str)
         .collect()
     }
@@ -191,7 +207,8 @@ mod tests {
             assert!(prelude.contains(line), "{line}");
             assert!(line.contains(&format!("KEYS[{index}]")));
         }
-        // The heartbeat windows, the clock, the list and the lane are found by counting.
+        // The heartbeat windows, the clock, the lists, the lane and the codes are found by
+        // counting.
         let first_seen = QueueKeys::NAMES
             .iter()
             .position(|n| *n == "seen:0")
@@ -206,7 +223,7 @@ mod tests {
         );
         assert_eq!(
             QueueKeys::NAMES.len(),
-            first_seen - 1 + SEEN_WINDOWS + LONG_WINDOWS + 3
+            first_seen - 1 + SEEN_WINDOWS + LONG_WINDOWS + 5
         );
     }
 }

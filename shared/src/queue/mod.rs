@@ -19,7 +19,10 @@
 //! Who may join and be admitted (mode, sold out, `maxWaiting`, the operator's message) is
 //! part of the settings, read in the prelude's one settings read (`availability`). Those on
 //! the operator's priority list wait in a lane of their own, admitted first (`priority`).
+//! In a presale, only those on the access list or with an access code take a place
+//! (`access`).
 
+pub mod access;
 mod availability;
 mod buyer;
 mod check;

@@ -13,6 +13,7 @@ use serde_json::Number;
 
 use chrono::{DateTime, Utc};
 
+use super::access::Access;
 use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
 use super::keys::QueueKeys;
 use super::schedule::{DrawSeed, Schedule, ScheduleChange};
@@ -44,23 +45,29 @@ pub struct QueueSettings {
     /// Whether the priority lane is admitted before `opensAt` (within the schedule's gates);
     /// by default nobody is.
     pub lane_before_opening: bool,
+    /// Who may take a new place: `open`, `list` or `code` (see [`super::access`]).
+    pub access: Access,
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule, lane before opening}` (`settings_reply` in `common.lua`: part of configure's and
+/// schedule, lane before opening, access}` (`settings_reply` in `common.lua`: part of configure's and
 /// summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (capacity, session_ms, admit, idle_ms, paused, availability, schedule, lane_early): (
-            u32,
-            u64,
-            u32,
-            u64,
-            u8,
-            Availability,
-            Schedule,
-            u8,
-        ) = FromRedisValue::from_redis_value(v)?;
+        let (
+            capacity,
+            session_ms,
+            admit,
+            idle_ms,
+            paused,
+            availability,
+            schedule,
+            lane_early,
+            access,
+        ): (u32, u64, u32, u64, u8, Availability, Schedule, u8, String) =
+            FromRedisValue::from_redis_value(v)?;
+        let access = serde_json::from_value(serde_json::Value::String(access.clone()))
+            .map_err(|_| format!("settings hold access {access:?}"))?;
         Ok(QueueSettings {
             capacity,
             session_seconds: session_ms / 1000,
@@ -70,6 +77,7 @@ impl FromRedisValue for QueueSettings {
             availability,
             schedule,
             lane_before_opening: lane_early == 1,
+            access,
         })
     }
 }
@@ -174,6 +182,9 @@ pub struct SettingsChange {
     /// Whether the priority lane is admitted before the opening (default false).
     #[serde(default, deserialize_with = "present")]
     pub lane_before_opening: Option<Option<bool>>,
+    /// Who may take a new place (default `open`).
+    #[serde(default, deserialize_with = "present")]
+    pub access: Option<Option<Access>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -517,6 +528,13 @@ impl SettingsChange {
             None => {}
             Some(None) | Some(Some(false)) => args.push(("lane-before-opening", String::new())),
             Some(Some(true)) => args.push(("lane-before-opening", "1".into())),
+        }
+        match self.access {
+            None => {}
+            Some(access) => args.push((
+                "access",
+                access.and_then(Access::stored).unwrap_or_default().into(),
+            )),
         }
         match &self.page {
             None => {}

@@ -18,6 +18,6 @@ return {waiting_count(), live_active_count(), rate(),
   settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
-    prequeue_opens_at = stored[12] or nil,
+    prequeue_opens_at = stored[12] or nil, access = ACCESS_MODE,
     lane_before_opening = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'}),
   draw}

@@ -1,0 +1,237 @@
+//! Presale access: who may take a new place in a queue (the setting `access`, see
+//! docs/door.md). `open` lets anyone in; `list` only the user ids on the queue's access list;
+//! `code` only a buyer bringing an access code, bound to the first buyer who uses it. The
+//! check runs inside the issue script (`issue.lua`), in issue's one round trip; a buyer who
+//! already holds a place is not checked again.
+//!
+//! Codes are minted here from 128 bits of the CSPRNG, returned once, and stored only as their
+//! SHA-256. Lists and codes are the operator's: no TTL; they go when the queue is closed.
+//! Writes go in script calls of at most [`ACCESS_CHUNK`] values, so none holds Redis for
+//! more than about a millisecond; a bulk request sends its calls in one pipeline.
+
+use std::sync::LazyLock;
+
+use rand::RngCore;
+use redis::Script;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::WaitingRoom;
+use crate::error::Error;
+use crate::ids::{QueueId, UserId};
+use crate::store::{lua_script, Batch, Staged};
+
+/// Who may take a new place in a queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Anyone (the default).
+    #[default]
+    Open,
+    /// Only the user ids on the queue's access list.
+    List,
+    /// Only a buyer with an access code, bound to the first buyer who uses it.
+    Code,
+}
+
+impl Access {
+    /// The value stored in the settings hash; `None` for the default, which is not stored.
+    pub(crate) fn stored(self) -> Option<&'static str> {
+        match self {
+            Access::Open => None,
+            Access::List => Some("list"),
+            Access::Code => Some("code"),
+        }
+    }
+}
+
+/// The most values one script call takes.
+pub const ACCESS_CHUNK: usize = 500;
+/// The most user ids one bulk upload takes.
+pub const ACCESS_BULK_MAX: usize = 10_000;
+/// The most user ids one queue's access list holds.
+pub const ACCESS_LIST_MAX: u64 = 100_000;
+/// The most codes one mint request makes.
+pub const ACCESS_MINT_MAX: u64 = 10_000;
+/// The most codes one queue holds.
+pub const ACCESS_CODES_MAX: u64 = 100_000;
+/// The longest access code a buyer may send (minted ones are 32 characters).
+pub const ACCESS_CODE_MAX_CHARS: usize = 64;
+
+static ACCESS: LazyLock<Script> = LazyLock::new(|| {
+    lua_script(&super::joined(
+        include_str!(concat!(env!("OUT_DIR"), "/queue/access.lua")),
+        include_str!(concat!(env!("OUT_DIR"), "/queue/access.lua.unused")),
+    ))
+});
+
+/// An access code as a buyer sends it: 1 to [`ACCESS_CODE_MAX_CHARS`] ASCII letters and
+/// digits. Only its hash is ever sent to Redis.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessCode(String);
+
+impl AccessCode {
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        if raw.is_empty()
+            || raw.len() > ACCESS_CODE_MAX_CHARS
+            || !raw.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            return Err(Error::invalid(
+                "accessCode",
+                format!("1 to {ACCESS_CODE_MAX_CHARS} ASCII letters and digits"),
+            ));
+        }
+        Ok(AccessCode(raw.to_owned()))
+    }
+
+    /// A fresh code: 128 bits of the CSPRNG as 32 lowercase hex digits.
+    fn mint() -> Self {
+        let mut bytes = [0u8; 16];
+        rand::rng().fill_bytes(&mut bytes);
+        AccessCode(hex(&bytes))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// What Redis holds of it: its SHA-256, 64 lowercase hex digits.
+    pub(crate) fn hash(&self) -> String {
+        hex(&Sha256::digest(self.0.as_bytes()))
+    }
+}
+
+/// Never shows the code itself (logs stay free of it).
+impl std::fmt::Debug for AccessCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessCode(…)")
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a bulk upload did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessList {
+    /// How many user ids the list holds now.
+    pub size: u64,
+}
+
+impl WaitingRoom {
+    /// Puts `users` (at most [`ACCESS_BULK_MAX`]) on `queue`'s access list, creating the queue
+    /// as a settings change does: one script call per [`ACCESS_CHUNK`] ids, all in one
+    /// pipeline (one round trip). A list that would pass [`ACCESS_LIST_MAX`] is
+    /// [`Error::Conflict`]; the chunks before the one that would are kept.
+    pub async fn add_access(&self, queue: &QueueId, users: &[UserId]) -> Result<u64, Error> {
+        if users.len() > ACCESS_BULK_MAX {
+            return Err(Error::invalid(
+                "userIds",
+                format!("at most {ACCESS_BULK_MAX} user ids a request"),
+            ));
+        }
+        let ids: Vec<&str> = users.iter().map(UserId::as_str).collect();
+        let size = self
+            .write_chunks(queue, "add", ACCESS_LIST_MAX, &ids)
+            .await?;
+        size.ok_or_else(|| {
+            Error::Conflict(format!(
+                "the access list would pass its most user ids ({ACCESS_LIST_MAX})"
+            ))
+        })
+    }
+
+    /// Takes `user` off `queue`'s access list; returns how many ids it still holds. One who
+    /// already holds a place keeps it.
+    pub async fn remove_access(&self, queue: &QueueId, user: &UserId) -> Result<u64, Error> {
+        let size = self
+            .write_chunks(queue, "remove", ACCESS_LIST_MAX, &[user.as_str()])
+            .await?;
+        size.ok_or_else(|| Error::Internal("access script refused a removal".into()))
+    }
+
+    /// Mints `count` (1 to [`ACCESS_MINT_MAX`]) access codes for `queue`, creating the queue
+    /// as a settings change does. Returns the codes; only their hashes are stored. A queue
+    /// that would hold more than [`ACCESS_CODES_MAX`] is [`Error::Conflict`], and none is
+    /// minted by the chunk that would pass it.
+    pub async fn mint_access_codes(
+        &self,
+        queue: &QueueId,
+        count: u64,
+    ) -> Result<Vec<AccessCode>, Error> {
+        if !(1..=ACCESS_MINT_MAX).contains(&count) {
+            return Err(Error::invalid(
+                "count",
+                format!("from 1 to {ACCESS_MINT_MAX}"),
+            ));
+        }
+        let codes: Vec<AccessCode> = (0..count).map(|_| AccessCode::mint()).collect();
+        let hashes: Vec<String> = codes.iter().map(AccessCode::hash).collect();
+        let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
+        match self
+            .write_chunks(queue, "mint", ACCESS_CODES_MAX, &hashes)
+            .await?
+        {
+            Some(_) => Ok(codes),
+            None => Err(Error::Conflict(format!(
+                "the queue would hold more than {ACCESS_CODES_MAX} access codes"
+            ))),
+        }
+    }
+
+    /// Sends `values` in calls of at most [`ACCESS_CHUNK`], in one pipeline. The entries held
+    /// after the last call, or `None` when a call refused (over `most`).
+    async fn write_chunks(
+        &self,
+        queue: &QueueId,
+        op: &str,
+        most: u64,
+        values: &[&str],
+    ) -> Result<Option<u64>, Error> {
+        let mut batch = Batch::new();
+        let mut staged: Vec<Staged<(u8, u64)>> = Vec::new();
+        for chunk in values.chunks(ACCESS_CHUNK) {
+            let mut call = self.invocation(&ACCESS, queue);
+            call.arg(op).arg(most);
+            for value in chunk {
+                call.arg(*value);
+            }
+            staged.push(batch.stage(call));
+        }
+        let replies = self.conn.send(&batch).await?;
+        let mut held = None;
+        for call in &staged {
+            let (done, size) = call.read(&replies)?;
+            if done == 0 {
+                return Ok(None);
+            }
+            held = Some(size);
+        }
+        Ok(held)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minted_code_has_128_random_bits_and_only_its_hash_is_kept() {
+        let code = AccessCode::mint();
+        assert_eq!(code.as_str().len(), 32);
+        assert!(AccessCode::parse(code.as_str()).is_ok());
+        assert_ne!(code.as_str(), AccessCode::mint().as_str());
+        assert_eq!(code.hash().len(), 64);
+        assert!(!code.hash().contains(code.as_str()));
+        assert_eq!(format!("{code:?}"), "AccessCode(…)");
+    }
+
+    #[test]
+    fn a_code_is_letters_and_digits() {
+        for bad in ["", "a b", "é", &"a".repeat(ACCESS_CODE_MAX_CHARS + 1)] {
+            assert!(AccessCode::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}
