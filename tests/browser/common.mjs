@@ -69,7 +69,8 @@ export async function join(page, user) {
   await page.keyboard.press('Enter');
 }
 
-export const state = (page, s, timeout = 20000) => page.waitForSelector(`#lineup[data-state="${s}"]`, { timeout });
+// A state may take a while to come when the browser shares two cores with other suites.
+export const state = (page, s, timeout = 60000) => page.waitForSelector(`#lineup[data-state="${s}"]`, { timeout });
 export const text = (page, selector) => page.textContent(selector);
 
 // What the booking front end does with the fragment: send the token as x-queue-token.
