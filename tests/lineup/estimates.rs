@@ -163,6 +163,7 @@ async fn buyer(app: &TestApp, i: usize, endings: Endings) -> Buyer {
 /// Runs an on-sale of `BUYERS` into a queue of `CAPACITY` with `SESSION` sessions and a
 /// promoter ticking every `TICK`, and returns what each buyer saw.
 async fn on_sale(endings: Endings) -> Vec<Buyer> {
+    let _turn = lineup_tests::CPU_HEAVY.lock().await;
     let app = TestApp::spawn(&[
         ("QUEUE_CAPACITY", &CAPACITY.to_string()),
         ("SESSION_SECONDS", &SESSION.as_secs().to_string()),

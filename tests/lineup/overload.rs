@@ -226,6 +226,7 @@ enum End {
 /// also needs a private server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_place() {
+    let _turn = lineup_tests::CPU_HEAVY.lock().await;
     let idle = IDLE.as_secs().to_string();
     let capacity = CAPACITY.to_string();
     let app = TestApp::spawn(&[
@@ -594,8 +595,10 @@ async fn calibrate(app: &TestApp, pool: &Pool, cap: &CpuCap) -> (f64, Throttling
             let reply = app
                 .queue_api(api_request_from("GET", &held.path(), None, &ip(0)))
                 .await;
-            assert_eq!(reply.status, 200, "{}", reply.body);
-            if sent >= warm {
+            // A poll the capped server answered too late is not served; the loop goes on.
+            if reply.status != 200 {
+                assert_eq!(reply.status, 503, "{}", reply.body);
+            } else if sent >= warm {
                 served.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -68,6 +68,11 @@ pub enum OldPrimary {
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
 
+/// Suites whose figures depend on the machine's spare CPU (the overload test's capped Redis,
+/// the real-clock on-sales of `estimates::`) take turns, so that they do not starve each other
+/// on a two-core machine.
+pub static CPU_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 impl TestApp {
     /// Starts everything with the documented defaults (except a promoter budget of 0)
     /// overridden by `vars`.
