@@ -298,9 +298,13 @@ async fn code_mode_one_code_one_buyer() {
     assert!(stored.contains(&"ana".to_owned()) && stored.contains(&"ben".to_owned()));
 
     // Bad input.
-    for count in [json!(0), json!(10_001), json!(-1), json!("3")] {
+    for count in [json!(0), json!(10_001), json!(-1), json!("3"), json!(2.5)] {
         assert_kind(&mint(&app, "show", count).await, 400, "invalid-request");
     }
+    // JSON has one number type: an integral 2.0 is the whole number 2.
+    let whole = mint(&app, "show", json!(2.0)).await;
+    assert_eq!(whole.status, 201, "{}", whole.body);
+    assert_eq!(whole.body["codes"].as_array().map(Vec::len), Some(2));
     assert_kind(
         &join_with(&app, "show", "cid", "not a code").await,
         400,

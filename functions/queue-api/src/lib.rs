@@ -389,7 +389,7 @@ async fn access_one(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MintRequest {
-    count: u64,
+    count: serde_json::Number,
 }
 
 /// The minted codes: shown this once, never stored in clear.
@@ -404,8 +404,8 @@ async fn mint_codes(
     queue: &QueueId,
 ) -> Result<Response<Body>, Error> {
     let MintRequest { count } = json_body(request)?;
-    let codes = deps.room.mint_access_codes(queue, count).await?;
-    tracing::info!(%queue, count, "access codes minted");
+    let codes = deps.room.mint_access_codes(queue, &count).await?;
+    tracing::info!(%queue, count = codes.len(), "access codes minted");
     Ok(json(
         StatusCode::CREATED,
         &MintedCodes {

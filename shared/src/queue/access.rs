@@ -14,9 +14,11 @@ use std::sync::LazyLock;
 use rand::RngCore;
 use redis::Script;
 use serde::{Deserialize, Serialize};
+use serde_json::Number;
 use sha2::{Digest, Sha256};
 
 use super::WaitingRoom;
+use crate::bounds::Bounds;
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
 use crate::store::{lua_script, Batch, Staged};
@@ -51,8 +53,8 @@ pub const ACCESS_CHUNK: usize = 500;
 pub const ACCESS_BULK_MAX: usize = 10_000;
 /// The most user ids one queue's access list holds.
 pub const ACCESS_LIST_MAX: u64 = 100_000;
-/// The most codes one mint request makes.
-pub const ACCESS_MINT_MAX: u64 = 10_000;
+/// How many codes one mint request makes: 1 to 10 000.
+pub const ACCESS_MINT: Bounds = Bounds::new(1, 10_000);
 /// The most codes one queue holds.
 pub const ACCESS_CODES_MAX: u64 = 100_000;
 /// The longest access code a buyer may send (minted ones are 32 characters).
@@ -152,21 +154,18 @@ impl WaitingRoom {
         size.ok_or_else(|| Error::Internal("access script refused a removal".into()))
     }
 
-    /// Mints `count` (1 to [`ACCESS_MINT_MAX`]) access codes for `queue`, creating the queue
+    /// Mints `count` (a whole number within [`ACCESS_MINT`]) access codes for `queue`, creating the queue
     /// as a settings change does. Returns the codes; only their hashes are stored. A queue
     /// that would hold more than [`ACCESS_CODES_MAX`] is [`Error::Conflict`], and none is
     /// minted by the chunk that would pass it.
     pub async fn mint_access_codes(
         &self,
         queue: &QueueId,
-        count: u64,
+        count: &Number,
     ) -> Result<Vec<AccessCode>, Error> {
-        if !(1..=ACCESS_MINT_MAX).contains(&count) {
-            return Err(Error::invalid(
-                "count",
-                format!("from 1 to {ACCESS_MINT_MAX}"),
-            ));
-        }
+        let count = ACCESS_MINT
+            .json(count)
+            .map_err(|err| Error::invalid("count", err.to_string()))?;
         let codes: Vec<AccessCode> = (0..count).map(|_| AccessCode::mint()).collect();
         let hashes: Vec<String> = codes.iter().map(AccessCode::hash).collect();
         let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
