@@ -349,15 +349,14 @@ async fn scale(bench: &Bench, report: &mut Report) {
     }
 }
 
-/// Redis memory per waiting buyer at a million waiters, and what presence adds to it: as
-/// filled (each waiter seen once, in one window), and with every heartbeat window holding
-/// every waiter's chunk (a line whose waiters poll in every window), made by copying the
-/// filled window into the other ten.
+/// Redis memory per waiting buyer at a million waiters, and what presence (one deadline per
+/// place of the span) adds to it. Polling again rewrites a deadline in place: the figure is
+/// the most presence holds.
 async fn memory(bench: &Bench, report: &mut Report) {
     const WAITERS: usize = 1_000_000;
     report.section("Memory: one queue with 1M waiting");
     let queue = "memory";
-    // The longest idle period: the whole fill falls in one heartbeat window.
+    // The longest idle period: nobody is dropped while the queue fills.
     bench
         .configure(queue, json!({"capacity": 1, "waitingIdleSeconds": 86_400}))
         .await;
@@ -370,22 +369,15 @@ async fn memory(bench: &Bench, report: &mut Report) {
         &QueueId::parse(queue).unwrap(),
     );
     let mut inspect = bench.app.inspect.clone();
-    let mut presence = 0i64;
-    let mut written = None;
-    for key in &keys.seen {
-        let usage: Option<i64> = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(key)
-            .arg("SAMPLES")
-            .arg(0)
-            .query_async(&mut inspect)
-            .await
-            .expect("memory usage");
-        if let Some(bytes) = usage {
-            presence += bytes;
-            written.get_or_insert(key.clone());
-        }
-    }
+    let presence: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&keys.presence)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async::<Option<i64>>(&mut inspect)
+        .await
+        .expect("memory usage")
+        .unwrap_or(0);
     let per = |bytes: i64| bytes as f64 / WAITERS as f64;
     let baseline = baseline::memory_per_buyer(bench, 100_000).await;
     report.row(
@@ -395,26 +387,6 @@ async fn memory(bench: &Bench, report: &mut Report) {
             "of which presence {:.1} B; goal ≤ 150 B; baseline design {baseline:.1} B ({:.2} ×)",
             per(presence),
             per(filled) / baseline
-        ),
-    );
-    let written = written.expect("a heartbeat window");
-    let before = bench.used_memory().await;
-    for key in keys.seen.iter().filter(|k| **k != written) {
-        redis::cmd("COPY")
-            .arg(&written)
-            .arg(key)
-            .arg("REPLACE")
-            .query_async::<()>(&mut inspect)
-            .await
-            .expect("copy");
-    }
-    let copies = bench.used_memory().await - before;
-    report.row(
-        "Redis bytes per waiting buyer (1M, seen in all 11 windows)",
-        &format!("{:.1} B", per(filled + copies)),
-        &format!(
-            "of which presence {:.1} B; the most presence can hold; goal ≤ 150 B",
-            per(presence + copies)
         ),
     );
 }

@@ -1012,8 +1012,8 @@ fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
         .map_or(0.0, |us| f64::from(*us) / 1000.0)
 }
 
-/// Bytes by kind of key: a key's name after the queue's hash tag, without a window number
-/// (`seen:3` and `seen:4` are both `seen`), most first.
+/// Bytes by kind of key: a key's name after the queue's hash tag, without a slot number
+/// (`gone:0` and `gone:1` are both `gone`), most first.
 fn by_kind(keys: Vec<(String, i64)>) -> Vec<(String, i64)> {
     let mut kinds: Vec<(String, i64)> = Vec::new();
     for (key, bytes) in keys {

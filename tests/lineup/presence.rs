@@ -141,8 +141,8 @@ async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_i
 }
 
 /// A queue whose ticket counter is at 50 000 000. Four waiters are issued tickets 50 000 001–50 000
-/// 031 (the first and last bit of a 32-ticket chunk); some poll, one walks away. Their presence
-/// keys must stay under 1 000 bytes. Presence must still work there: the walker is dropped and the
+/// 031; some poll, one walks away. Their presence key must stay under 1 000 bytes (at most the
+/// smallest span: 128 deadlines of 4 bytes). Presence must still work there: the walker is dropped and the
 /// three who poll are kept.
 #[tokio::test]
 async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
@@ -177,16 +177,13 @@ async fn presence_memory_follows_the_waiters_not_the_lifetime_tickets() {
     assert_eq!(tokens["a"].0, 50_000_001);
     assert_eq!(tokens["d"].0, 50_000_031);
 
-    let mut presence_bytes = 0u64;
-    for key in &keys.seen {
-        let usage: Option<u64> = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(key)
-            .query_async(&mut inspect)
-            .await
-            .unwrap();
-        presence_bytes += usage.unwrap_or(0);
-    }
+    let presence_bytes: u64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&keys.presence)
+        .query_async::<Option<u64>>(&mut inspect)
+        .await
+        .unwrap()
+        .unwrap_or(0);
     assert!(
         presence_bytes <= 1000,
         "presence of 4 waiters at ticket 50 million takes {presence_bytes} bytes"

@@ -47,16 +47,23 @@ pub fn draw_value(seed: &[u8], user: &str) -> u64 {
     u64::from_be_bytes(digest[..8].try_into().expect("8 bytes")) >> 12
 }
 
-/// `user`'s draw value as the API shows it: 13 hex digits.
+/// `user`'s draw value as the API shows it: 7 hex digits, the top 28 bits.
 pub fn draw_value_hex(seed: &[u8], user: &str) -> String {
-    format!("{:013x}", draw_value(seed, user))
+    format!("{:07x}", placing(seed, user))
 }
 
-/// `users` in the order the draw places them: by value, ties by user id bytes.
+/// The part of [`draw_value`] that places `user`: its top 28 bits.
+pub fn placing(seed: &[u8], user: &str) -> u64 {
+    draw_value(seed, user) >> 24
+}
+
+/// `users` in the order the draw places them: by the top 28 bits of their value, then by user
+/// id. lineup places equal values by arrival: among a few hundred members they are too rare to
+/// meet (one pair in about 2^28 / n²).
 pub fn draw_order(seed: &[u8], users: &[String]) -> Vec<String> {
     let mut order: Vec<(u64, String)> = users
         .iter()
-        .map(|u| (draw_value(seed, u), u.clone()))
+        .map(|u| (placing(seed, u), u.clone()))
         .collect();
     order.sort();
     order.into_iter().map(|(_, u)| u).collect()

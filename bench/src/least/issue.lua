@@ -5,7 +5,7 @@
 -- does: meta, the registration, the rate windows' rotation and TTLs, the line's length for
 -- maxWaiting, the active set and the priority lane. Its writes go to scratch keys (meta's
 -- name + ':bare-…'), so the queue is left as it was.
-local ARG = 6
+local ARG = 7
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local settings = redis.call('HMGET', KEYS[5], 'mode', 'sold-out', 'max-waiting', 'opens-at')

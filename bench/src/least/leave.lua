@@ -4,7 +4,7 @@
 -- meta, the presence check (an absent waiter is told 'dropped'), the record's rotation and
 -- TTL, the active set and the priority lane. It works on a scratch copy of the line (meta's
 -- name + ':least-waiting') and a scratch record, so the queue is left as it was.
-local ARG = 6
+local ARG = 7
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local line = KEYS[4] .. ':least-waiting'

@@ -559,7 +559,7 @@ struct WaitRangeSeconds {
     high: u64,
 }
 
-/// A buyer's draw value: 13 hex digits, the top 52 bits of HMAC-SHA256(seed, userId).
+/// A buyer's draw value: 7 hex digits, the top 28 bits of HMAC-SHA256(seed, userId).
 #[derive(Debug, Serialize)]
 struct DrawValue {
     value: String,

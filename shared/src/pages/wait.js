@@ -112,7 +112,7 @@
   const hex = (bytes) => Array.from(new Uint8Array(bytes), (x) => x.toString(16).padStart(2, '0')).join('');
 
   // The draw's recipe (docs/draw.md), run here once the seed is out: the seed's SHA-256 is
-  // the commitment, and the buyer's value is the first 13 hex digits (52 bits) of
+  // the commitment, and the buyer's value is the first 7 hex digits (28 bits) of
   // HMAC-SHA256(seed bytes, user id). null: nothing to check, or no WebCrypto (plain http).
   async function verify(d, value, user) {
     const c = window.crypto && window.crypto.subtle;
@@ -120,7 +120,7 @@
     const seed = new Uint8Array(d.seed.match(/../g).map((x) => parseInt(x, 16)));
     const key = await c.importKey('raw', seed, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
     const mac = hex(await c.sign('HMAC', key, new TextEncoder().encode(user)));
-    return hex(await c.digest('SHA-256', seed)) === d.seedSha256 && mac.slice(0, 13) === value;
+    return hex(await c.digest('SHA-256', seed)) === d.seedSha256 && mac.slice(0, 7) === value;
   }
 
   // Reads the queue's summary (public, cached for seconds): its capacity once, and the draw

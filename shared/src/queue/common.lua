@@ -1,9 +1,9 @@
 -- Shared prelude of every queue script; the script's own body follows it.
 -- KEYS, in this order (keys.rs QueueKeys::NAMES; a unit test holds the two lists equal):
--- waiting active active-tickets meta settings rate:0 rate:1 gone:0 gone:1 seen:0 seen:1 seen:2 seen:3 seen:4 seen:5 seen:6 seen:7 seen:8 seen:9 seen:10 seen-long:0 seen-long:1 seen-long:2 clock priority lane access access-codes
+-- waiting active active-tickets meta settings rate:0 rate:1 gone:0 gone:1 presence clock priority lane access access-codes
 -- That is: the two rotating rate-limit counters, the two rotating departure records, the
--- rotating heartbeat hashes (the idle period's windows, then the long presence's), then the
--- ticket clock, the priority list, the priority lane, the access list and the access codes.
+-- waiters' presence deadlines, the ticket clock, the priority list, the priority lane, the
+-- access list and the access codes.
 -- ARGV: the environment's default capacity, session ms, idle ms and admit per tick, the ms
 -- after which an empty queue without arrivals retires, the promotion tick's ms, then the
 -- script's own arguments from ARGV[ARG]. A queue's own settings (PUT .../settings) override the defaults, so
@@ -11,24 +11,21 @@
 local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local RATE_KEYS = {KEYS[6], KEYS[7]}
 local GONE_KEYS = {KEYS[8], KEYS[9]}
-local FIRST_SEEN = 10
--- keys::SEEN_WINDOWS (a unit test holds them equal).
-local SEEN_SLOTS = 11
--- keys::LONG_WINDOWS: the windows of long presence (below).
-local LONG_SLOTS = 3
-local FIRST_LONG = FIRST_SEEN + SEEN_SLOTS
+-- Each waiter's presence deadline: a string of 32-bit deadlines, one per presence index
+-- (below).
+local PRESENCE = KEYS[10]
 -- The ticket clock: sorted set, member the ms an issue ran, score the ticket it issued; one
 -- entry per second of issuing at most, so the promoter can tell how long each buyer it
 -- admits waited (promote.lua), to within a second.
-local CLOCK = KEYS[FIRST_LONG + LONG_SLOTS]
+local CLOCK = KEYS[11]
 -- The priority lane: the operator's list of user ids (a set), and the lane itself, where
 -- those on the list wait (sorted set, user → ticket), admitted before the main line.
-local PRIORITY, LANE = KEYS[FIRST_LONG + LONG_SLOTS + 1], KEYS[FIRST_LONG + LONG_SLOTS + 2]
+local PRIORITY, LANE = KEYS[12], KEYS[13]
 -- Presale access (access.rs): the access list (a set of user ids) and the access codes (a
 -- hash: SHA-256 hex of a code → the user id it is bound to, '' until first used).
-local ACCESS, ACCESS_CODES = KEYS[FIRST_LONG + LONG_SLOTS + 3], KEYS[FIRST_LONG + LONG_SLOTS + 4]
+local ACCESS, ACCESS_CODES = KEYS[14], KEYS[15]
 -- A script's own keys follow.
-local OWN_KEYS = FIRST_LONG + LONG_SLOTS + 5
+local OWN_KEYS = 16
 local ARG = 7
 -- The promotion tick: a place a session gave back is filled at the next one.
 local TICK_MS = tonumber(ARGV[6])
@@ -94,15 +91,10 @@ local function lane_before_opening()
   end
   return LANE_EARLY
 end
--- The idle period spans SEEN_SLOTS - 1 windows; one more holds the window a waiter's last
--- heartbeat fell in.
-local WINDOW_MS = math.ceil(IDLE_MS / (SEEN_SLOTS - 1))
-
-local CURRENT_WINDOW = math.floor(NOW / WINDOW_MS)
--- A window counts until the idle period has passed since its end, so a waiter is present
--- for at least the idle period after its last heartbeat and at most one window longer:
--- dropped 1.0-1.1 idle periods after it. Eleven slots hold every window that counts.
-local FIRST_LIVE_WINDOW = math.floor((NOW - IDLE_MS) / WINDOW_MS)
+-- A tenth of the idle period (mod.rs IDLE_WINDOWS): the bookkeeping that needs no finer
+-- clock (the last call, when presence was last seen, meta's TTL) is written at most once
+-- per half of it.
+local WINDOW_MS = math.ceil(IDLE_MS / 10)
 
 -- Schedule and draw (docs/draw.md), read in the same settings HMGET: the opening, the end of
 -- arrivals and the opening of the pre-queue (ms, nil when not set), the SHA-256 the queue
@@ -118,51 +110,44 @@ local PREQUEUE_OPENS_AT = tonumber(stored[12])
 local DRAW_COMMIT = stored[13] or nil
 local DRAW_MEMBERS = tonumber(stored[14])
 local DRAW_BASE = 4503599627370496
+-- The low bits of a pre-queue member's ticket hold its presence index (issue.lua): 24 of the
+-- 52, so the draw orders by the value's first 28 bits (schedule.rs DRAW_INDEX_BITS).
+local DRAW_INDEX_SPAN = 16777216
 local TICKET_BASE = DRAW_COMMIT and DRAW_BASE or 0
 -- Before the opening: arrivals join the pre-queue (the priority lane's, the lane), nobody is
 -- admitted (but the lane, with laneBeforeOpening).
 local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
 -- Long presence: a waiter whose honest wait is over STRETCH_FROM_MS is told to poll after a
 -- tenth of it, up to a third of LONG_IDLE_MS (eight idle periods), so past a third of the
--- idle period; its poll is then recorded in coarse windows that keep it present for
--- LONG_IDLE_MS (dropped 1.0-1.5 long periods after it). It is told at most a tenth of its
+-- idle period; its poll then keeps it present for LONG_IDLE_MS. It is told at most a tenth of its
 -- wait, so it looks again long before its turn unless the line moves ten times faster than
 -- measured; and one who walks away is dropped before its honest turn comes.
 local LONG_IDLE_MS = IDLE_MS * 8
-local LONG_WINDOW_MS = LONG_IDLE_MS / (LONG_SLOTS - 1)
 local STRETCH_FROM_MS = LONG_IDLE_MS * 3 / 2
--- The two sets of heartbeat windows: the first key, slot count, the meta field holding when
--- its newest window opened, current and first live window, TTL, and `windows`: the window
--- each slot holds, as this call has read it (-1: none; nil: not read yet).
-local FINE = {key = FIRST_SEEN, slots = SEEN_SLOTS, opened = 'seen-at',
-  current = CURRENT_WINDOW, first_live = FIRST_LIVE_WINDOW, ttl = IDLE_MS + 2 * WINDOW_MS,
-  windows = {}}
-local LONG = {key = FIRST_LONG, slots = LONG_SLOTS, opened = 'long-seen-at',
-  current = math.floor(NOW / LONG_WINDOW_MS),
-  first_live = math.floor((NOW - LONG_IDLE_MS) / LONG_WINDOW_MS),
-  ttl = LONG_IDLE_MS + 2 * LONG_WINDOW_MS, windows = {}}
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
 -- mark, the expected session length, the highest ticket admitted, when the ticket clock last
--- had an entry, when the newest heartbeat window of each set opened, when meta's TTL was
--- last renewed, and what sessions are known to last at least (SESSION_LOW, below). A script that writes one of them updates its local copy too.
+-- had an entry, when a poll last kept a waiter present and when a stretched one did (both
+-- to within half a window), when meta's TTL was last renewed, what sessions are known to
+-- last at least (SESSION_LOW, below) and the presence span. A script that writes one of
+-- them updates its local copy too.
 local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at',
-  'session-low')
+  'session-low', 'presence-span')
 local REGISTERED = meta[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta[4])
 local ADMITTED_THROUGH = tonumber(meta[5]) or 0
 local CLOCK_AT = tonumber(meta[6]) or 0
 local SEEN_AT, LONG_SEEN_AT, KEPT_AT = tonumber(meta[7]), tonumber(meta[8]), tonumber(meta[9])
--- Until this instant every waiter counts as present. Set when the idle period changes
--- (heartbeats recorded in windows of the old length cannot be read under the new), and
--- after an outage, below.
+-- Until this instant every waiter counts as present. Set when the idle period or the
+-- opening changes (configure.lua), when the presence span grows (fit_presence) and after an
+-- outage, below.
 local PRESENCE_GRACE_UNTIL = tonumber(meta[2]) or 0
 
 -- An outage: no script ran for the queue for over a third of the idle period (Redis down,
 -- unreachable or stalled), so waiters who poll as told may have had no heartbeat recorded.
--- If anyone was present when it began (a heartbeat window live then had opened), every
+-- If anyone was present when it began (a poll within the idle period before it), every
 -- waiter counts as present for one idle period from now: a grace as long as the outage,
 -- plus the idle period to poll again. Requiring a heartbeat live at the gap's start means a
 -- quiet queue, where nothing calls for a while, gets at most one such grace per heartbeat,
@@ -173,7 +158,7 @@ if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
     and (SEEN_AT or LONG_SEEN_AT) then
   local grace = PRESENCE_GRACE_UNTIL
   if LAST_CALL and NOW - LAST_CALL > IDLE_MS / 3 and SEEN_AT
-      and math.floor(SEEN_AT / WINDOW_MS) >= math.floor((LAST_CALL - IDLE_MS) / WINDOW_MS) then
+      and SEEN_AT >= LAST_CALL - IDLE_MS - WINDOW_MS then
     grace = math.max(grace, NOW + IDLE_MS)
   end
   if grace ~= PRESENCE_GRACE_UNTIL then
@@ -184,92 +169,95 @@ if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
   end
 end
 
--- Heartbeats are kept per window in a hash of 32-ticket chunks: field ticket // 32, value a
--- 32-bit mask (the bit library's signed 32-bit numbers), so presence memory follows the
--- waiters seen, not the tickets ever issued, and no call allocates more than a field.
-local chunk_ticket, chunk_field
-local function chunk_of(ticket)
-  if ticket ~= chunk_ticket then
-    chunk_ticket, chunk_field = ticket, string.format('%d', math.floor(ticket / 32))
-  end
-  return chunk_field, bit.lshift(1, ticket % 32)
+-- Presence. Each waiter has a deadline: the idle period after its last poll, or
+-- LONG_IDLE_MS after a stretched one. The deadlines live in one string, PRESENCE, as
+-- unsigned 32-bit counts of PRESENCE_UNIT_MS from PRESENCE_EPOCH_MS (0: none; they last
+-- until 2058), each at its ticket's presence index: the ticket modulo the presence span. The
+-- span (meta `presence-span`) is a power of two from SPAN_MIN to SPAN_MAX and doubles while
+-- the waiters fill half of it (fit_presence), so presence costs 4 bytes a place of the span,
+-- whatever tickets were ever issued. A poll reads and writes one field; nothing scans. Two
+-- tickets with one index keep the later deadline: one may count as present longer, never
+-- shorter. A pre-queue member's ticket ends in its own index (issue.lua), so the draw does
+-- not scatter them.
+local PRESENCE_EPOCH_MS = 1704067200000
+local PRESENCE_UNIT_MS = 250
+local SPAN_MIN, SPAN_MAX = 128, 16777216
+local PRESENCE_SPAN = tonumber(meta[11]) or SPAN_MIN
+
+local function presence_field(ticket)
+  return '#' .. string.format('%d', ticket % PRESENCE_SPAN)
 end
 
--- What is_present() read of a set's current window for a ticket, so that the heartbeat
--- that follows it need not read it again: the ticket, and its chunk's mask then, per set.
-local read_ticket, read_mask = {}, {}
+-- What deadline_units() last read: the ticket and its deadline, so that the heartbeat after
+-- a presence check need not read it again.
+local read_ticket, read_units
 
--- Each slot's hash holds, in field 'w', the window it holds. Reads `set`'s slot `slot` for
--- `chunk`: the window the slot holds (-1 when none) and the chunk's mask in it (0 when
--- none). The window is read once per call; a slot known to hold another window than
--- `window` is not read again.
-local function read_slot(set, slot, chunk, window)
-  local held = set.windows[slot]
-  if held == nil then
-    local got = redis.call('HMGET', KEYS[set.key + slot], 'w', chunk)
-    held = tonumber(got[1]) or -1
-    set.windows[slot] = held
-    return held, tonumber(got[2]) or 0
+-- The ticket's deadline, in PRESENCE_UNIT_MS from PRESENCE_EPOCH_MS (0: none).
+local function deadline_units(ticket)
+  if read_ticket ~= ticket then
+    read_ticket = ticket
+    read_units = redis.call('BITFIELD', PRESENCE, 'GET', 'u32', presence_field(ticket))[1]
   end
-  if held ~= window then return held, 0 end
-  return held, tonumber(redis.call('HGET', KEYS[set.key + slot], chunk)) or 0
+  return read_units
 end
 
--- Records that the holder of `ticket` was seen now, in the long windows when `long`.
+-- Whether a mark written at `at` (ms; nil: never) is half a window old, or from the future.
+local function is_stale(at)
+  return not at or NOW - at >= WINDOW_MS / 2 or NOW < at
+end
+
+-- Records that the holder of `ticket` was seen now: present for LONG_IDLE_MS when `long`,
+-- else for the idle period. A later deadline already there stays. Notes when presence was
+-- last seen, to within half a window (the outage clock, meta's TTL and the grace of a
+-- settings change read it); keep_meta then renews the deadlines' TTL with meta's.
 local function heartbeat(ticket, long)
-  local set = long and LONG or FINE
-  local slot = set.current % set.slots
-  local key = KEYS[set.key + slot]
-  local chunk, mask = chunk_of(ticket)
-  local held, seen
-  if read_ticket[set] == ticket then
-    held, seen = set.current, read_mask[set]
+  local units = math.ceil((NOW + (long and LONG_IDLE_MS or IDLE_MS) - PRESENCE_EPOCH_MS)
+    / PRESENCE_UNIT_MS)
+  local field = presence_field(ticket)
+  if read_ticket == ticket then
+    if read_units < units then redis.call('BITFIELD', PRESENCE, 'SET', 'u32', field, units) end
   else
-    held, seen = read_slot(set, slot, chunk, set.current)
+    local old = redis.call('BITFIELD', PRESENCE, 'SET', 'u32', field, units)[1]
+    if old > units then redis.call('BITFIELD', PRESENCE, 'SET', 'u32', field, old) end
   end
-  if held ~= set.current then
-    -- The window's first write: the slot starts afresh, and its TTL makes the hash outlive
-    -- the window's life (the period after it ends) by a window, so later writes in the
-    -- window need not renew it.
-    redis.call('UNLINK', key)
-    redis.call('HSET', key, 'w', set.current, chunk, mask)
-    redis.call('PEXPIRE', key, set.ttl)
-    redis.call('HSET', META, set.opened, NOW)
-    set.windows[slot] = set.current
-    if set == LONG then LONG_SEEN_AT = NOW else SEEN_AT = NOW end
-  elseif bit.band(seen, mask) == 0 then
-    redis.call('HSET', key, chunk, string.format('%d', bit.bor(seen, mask)))
-  end
-  read_ticket[set] = nil
-end
-
--- Whether `ticket`'s bit is set in a live window of `set`.
-local function seen_in(set, ticket)
-  local chunk, mask = chunk_of(ticket)
-  for window = set.current, set.first_live, -1 do
-    local held, seen = read_slot(set, window % set.slots, chunk, window)
-    if held == window then
-      if window == set.current then read_ticket[set], read_mask[set] = ticket, seen end
-      if bit.band(seen, mask) ~= 0 then return true end
+  read_ticket = nil
+  if is_stale(SEEN_AT) or (long and is_stale(LONG_SEEN_AT)) then
+    SEEN_AT, KEPT_AT = NOW, nil
+    if long then
+      LONG_SEEN_AT = NOW
+      redis.call('HSET', META, 'seen-at', NOW, 'long-seen-at', NOW)
+    else
+      redis.call('HSET', META, 'seen-at', NOW)
     end
   end
-  return false
 end
 
--- Whether the holder of `ticket` was seen within the idle period, or within the long period
--- by a poll told to come back late. The set likelier to hold it is read first: the long one
--- when the waiters admitted so far leave it, at the measured session length, further than
--- STRETCH_FROM_MS from its turn (an upper bound of its wait; only the order depends on it).
+-- Whether a poll told to come back late may still be outstanding: one kept a waiter
+-- present for LONG_IDLE_MS within the last LONG_IDLE_MS.
+local function long_presence_live()
+  return LONG_SEEN_AT ~= nil and LONG_SEEN_AT >= NOW - LONG_IDLE_MS
+end
+
+-- Whether the holder of `ticket` is within its deadline, or everyone counts as present.
 local function is_present(ticket)
   if NOW < PRESENCE_GRACE_UNTIL then return true end
   -- Presence starts at the opening: the pre-queue has one idle period from it to poll.
   if OPENS_AT and NOW < OPENS_AT + IDLE_MS then return true end
-  local first, second = FINE, LONG
-  if SESSION_MEAN_MS and CAPACITY > 0 and math.floor((ticket - ADMITTED_THROUGH - 1) / CAPACITY)
-      * math.min(SESSION_MEAN_MS, SESSION_MS) > STRETCH_FROM_MS then
-    first, second = LONG, FINE
-  end
-  return seen_in(first, ticket) or seen_in(second, ticket)
+  return PRESENCE_EPOCH_MS + deadline_units(ticket) * PRESENCE_UNIT_MS >= NOW
+end
+
+-- Doubles the presence span while `waiting` fills half of it. The indices change with the
+-- span, so the deadlines start afresh under a grace of the longest poll interval anyone may
+-- have been told plus the idle period, as a change of the idle period gives (configure.lua).
+local function fit_presence(waiting)
+  if waiting < PRESENCE_SPAN / 2 or PRESENCE_SPAN >= SPAN_MAX then return end
+  local told = long_presence_live() and LONG_IDLE_MS / 3 or IDLE_MS / 3
+  PRESENCE_SPAN = PRESENCE_SPAN * 2
+  PRESENCE_GRACE_UNTIL = math.max(PRESENCE_GRACE_UNTIL, math.ceil(NOW + told) + IDLE_MS)
+  redis.call('UNLINK', PRESENCE)
+  redis.call('HSET', META, 'presence-span', PRESENCE_SPAN,
+    'presence-grace-until', PRESENCE_GRACE_UNTIL)
+  read_ticket, KEPT_AT = nil, nil
 end
 
 local function live_active_count()
@@ -580,12 +568,11 @@ local function keep_meta()
   -- Renewed once per half window at most: KEEP_MS leaves that much to spare.
   if KEPT_AT and NOW - KEPT_AT < WINDOW_MS / 2 and NOW >= KEPT_AT then return end
   local keep = KEEP_MS
-  if LONG_SEEN_AT and math.floor(LONG_SEEN_AT / LONG_WINDOW_MS) >= LONG.first_live then
-    keep = KEEP_MS - IDLE_MS + LONG_IDLE_MS
-  end
+  if long_presence_live() then keep = KEEP_MS - IDLE_MS + LONG_IDLE_MS end
   KEPT_AT = NOW
   redis.call('HSET', META, 'kept-at', NOW)
   redis.call('PEXPIRE', META, keep)
+  redis.call('PEXPIRE', PRESENCE, keep)
 end
 
 -- 1 while the queue is not known to be in the registry: the caller then adds it and marks

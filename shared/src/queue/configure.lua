@@ -111,22 +111,12 @@ local new_idle = tonumber(now_set[3] or ARGV[3])
 local new_opens = tonumber(now_set[10])
 if new_idle ~= old_idle or (new_opens ~= OPENS_AT and OPENS_AT and NOW < OPENS_AT + IDLE_MS) then
   local told_by = NOW + IDLE_MS / 3
-  if LONG_SEEN_AT and math.floor(LONG_SEEN_AT / LONG_WINDOW_MS) >= LONG.first_live then
-    told_by = NOW + LONG_IDLE_MS / 3
-  end
+  if long_presence_live() then told_by = NOW + LONG_IDLE_MS / 3 end
   if OPENS_AT and NOW < OPENS_AT + IDLE_MS then
     told_by = math.max(told_by, math.min(OPENS_AT, NOW + PREQUEUE_POLL_MAX_MS) + IDLE_MS / 3)
   end
   PRESENCE_GRACE_UNTIL = math.max(PRESENCE_GRACE_UNTIL, math.ceil(told_by) + new_idle)
   redis.call('HSET', META, 'presence-grace-until', PRESENCE_GRACE_UNTIL)
-end
-if new_idle ~= old_idle then
-  -- Heartbeat windows change length with the idle period: presence starts afresh under the
-  -- grace above.
-  for slot = 0, SEEN_SLOTS + LONG_SLOTS - 1 do
-    redis.call('UNLINK', KEYS[FIRST_SEEN + slot])
-  end
-  redis.call('HDEL', META, 'seen-at', 'long-seen-at')
 end
 local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = now_set[4] or nil,
   idle = new_idle, paused = now_set[5] == '1', mode = now_set[6] or nil,

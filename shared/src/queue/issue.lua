@@ -87,11 +87,18 @@ end
 
 -- The next ticket. The ticket clock gains an entry when its last is a second old: a few
 -- calls a second at most, whatever the arrival rate. The counter's 1 starts a new clock.
--- Tickets are TICKET_BASE plus the counter (common.lua: a queue with a draw).
-local function issue_ticket()
-  bind_access()
+-- Tickets are TICKET_BASE plus the counter (common.lua: a queue with a draw); a pre-queue
+-- member's is its draw value's (prequeue_ticket). Each new place first fits the presence span
+-- to the line it joins.
+local function next_count()
   local issued = redis.call('HINCRBY', META, 'seq', 1)
   if issued == 1 then redis.call('UNLINK', CLOCK) end
+  fit_presence(waiting_count() + 1)
+  return issued
+end
+local function issue_ticket()
+  bind_access()
+  local issued = next_count()
   if issued == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
     redis.call('ZADD', CLOCK, TICKET_BASE + issued, string.format('%d', NOW))
     redis.call('PEXPIRE', CLOCK, KEEP_MS)
@@ -141,7 +148,11 @@ if BEFORE_OPENING then
     return token_reply(0, 'draw-seed', 0, 0, 0, redis.call('HGET', SETTINGS, 'draw-seed') or '')
   end
   if state == 'expired' then record_departures({{user, ticket}}, state) end
-  ticket = value + 1
+  -- The draw value's first 28 bits, then the counter as a presence index from 1 to
+  -- 2^24 - 1: the draw places the pre-queue, members whose first bits are equal by arrival,
+  -- and the members' presence indices are dense, not scattered by the draw.
+  local index = (next_count() - 1) % (DRAW_INDEX_SPAN - 1) + 1
+  ticket = value - value % DRAW_INDEX_SPAN + index
   bind_access()
   redis.call('ZADD', WAITING, ticket, user)
   redis.call('HSET', META, 'last-issue', NOW)

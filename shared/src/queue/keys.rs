@@ -18,8 +18,8 @@ pub struct QueueKeys {
     /// Hash: user id → `ticket:since` of each active buyer, so a token can be matched and
     /// a payment can tell whether it belongs to this session.
     pub active_tickets: String,
-    /// Hash: ticket counter, admission counters, rate estimate, heartbeat window bookkeeping, the
-    /// registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
+    /// Hash: ticket counter, admission counters, rate estimate, presence bookkeeping (the span,
+    /// when a poll was last seen, the grace), the registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the
     /// queue's last buyer reply, settings change or promotion tick (the long presence period in
     /// place of `WAITING_IDLE` while a long heartbeat is live); deleted on retirement.
     pub meta: String,
@@ -33,9 +33,10 @@ pub struct QueueKeys {
     /// per generation of `max(session, idle period, 5 min)`, used in turn, each expiring
     /// two generations after its last write: a record lives one to two generations.
     pub gone: [String; 2],
-    /// Hashes of heartbeats, one per time window, reused in rotation: field ticket ÷ 32,
-    /// value the 32-bit mask of that chunk's tickets seen in the window.
-    pub seen: Vec<String>,
+    /// String of each waiter's presence deadline: unsigned 32-bit counts of a quarter second,
+    /// one at each ticket's presence index (the ticket modulo the queue's presence span, 128
+    /// to 2^24 places, doubling as the line fills). Expires with meta; deleted on retirement.
+    pub presence: String,
     /// Sorted set, the ticket clock: member the ms an issue ran, score the ticket it issued,
     /// at most one entry a second. Trimmed by the promoter below the entry the line's head
     /// needs; expires with meta; deleted on retirement.
@@ -55,23 +56,12 @@ pub struct QueueKeys {
     /// A key nothing ever writes: the gatekeeper's check `UNLINK`s it as its primary guard
     /// (`store::primary_guard`). Not one of [`Self::NAMES`]: no script is given it.
     pub primary_guard: String,
-    /// The long presence's heartbeat hashes, in the same format: the windows of a waiter told
-    /// to poll past a third of the idle period (`common.lua`, `LONG_IDLE_MS`).
-    pub long_seen: Vec<String>,
 }
-
-/// How many heartbeat hashes rotate per queue: one per window of the idle period plus
-/// the window being written.
-pub const SEEN_WINDOWS: usize = super::IDLE_WINDOWS as usize + 1;
-
-/// How many long-presence heartbeat hashes rotate per queue: two windows per long period plus
-/// the window being written.
-pub const LONG_WINDOWS: usize = 3;
 
 impl QueueKeys {
     /// The keys every queue script is given, in the order of `KEYS`: each key is the queue's
     /// base, a colon and its name.
-    pub const NAMES: [&'static str; 28] = [
+    pub const NAMES: [&'static str; 15] = [
         "waiting",
         "active",
         "active-tickets",
@@ -81,20 +71,7 @@ impl QueueKeys {
         "rate:1",
         "gone:0",
         "gone:1",
-        "seen:0",
-        "seen:1",
-        "seen:2",
-        "seen:3",
-        "seen:4",
-        "seen:5",
-        "seen:6",
-        "seen:7",
-        "seen:8",
-        "seen:9",
-        "seen:10",
-        "seen-long:0",
-        "seen-long:1",
-        "seen-long:2",
+        "presence",
         "clock",
         "priority",
         "lane",
@@ -113,12 +90,7 @@ impl QueueKeys {
             settings: key("settings"),
             rate: [key("rate:0"), key("rate:1")],
             gone: [key("gone:0"), key("gone:1")],
-            seen: (0..SEEN_WINDOWS)
-                .map(|i| key(&format!("seen:{i}")))
-                .collect(),
-            long_seen: (0..LONG_WINDOWS)
-                .map(|i| key(&format!("seen-long:{i}")))
-                .collect(),
+            presence: key("presence"),
             clock: key("clock"),
             priority: key("priority"),
             lane: key("lane"),
@@ -149,17 +121,14 @@ impl QueueKeys {
             &self.rate[1],
             &self.gone[0],
             &self.gone[1],
-        ]
-        .into_iter()
-        .chain(self.seen.iter())
-        .chain(self.long_seen.iter())
-        .chain([
+            &self.presence,
             &self.clock,
             &self.priority,
             &self.lane,
             &self.access,
             &self.access_codes,
-        ])
+        ]
+        .into_iter()
         .map(String::as_str)
         .collect()
     }
@@ -179,7 +148,7 @@ pub fn queue_registry_key(prefix: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{QueueKeys, LONG_WINDOWS, SEEN_WINDOWS};
+    use super::QueueKeys;
     use crate::ids::QueueId;
 
     /// Rust and the prelude name the same keys in the same order: the header line of
@@ -203,27 +172,17 @@ mod tests {
             ("local WAITING, ACTIVE, TICKETS, META, SETTINGS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]", 1),
             ("local RATE_KEYS = {KEYS[6], KEYS[7]}", 6),
             ("local GONE_KEYS = {KEYS[8], KEYS[9]}", 8),
+            ("local PRESENCE = KEYS[10]", 10),
+            ("local CLOCK = KEYS[11]", 11),
+            ("local PRIORITY, LANE = KEYS[12], KEYS[13]", 12),
+            ("local ACCESS, ACCESS_CODES = KEYS[14], KEYS[15]", 14),
         ] {
             assert!(prelude.contains(line), "{line}");
             assert!(line.contains(&format!("KEYS[{index}]")));
         }
-        // The heartbeat windows, the clock, the lists, the lane and the codes are found by
-        // counting.
-        let first_seen = QueueKeys::NAMES
-            .iter()
-            .position(|n| *n == "seen:0")
-            .unwrap()
-            + 1;
-        assert!(prelude.contains(&format!("local FIRST_SEEN = {first_seen}\n")));
-        assert!(prelude.contains(&format!("local SEEN_SLOTS = {SEEN_WINDOWS}\n")));
-        assert!(prelude.contains(&format!("local LONG_SLOTS = {LONG_WINDOWS}\n")));
-        assert_eq!(
-            QueueKeys::NAMES[first_seen - 1 + SEEN_WINDOWS + LONG_WINDOWS],
-            "clock"
-        );
-        assert_eq!(
-            QueueKeys::NAMES.len(),
-            first_seen - 1 + SEEN_WINDOWS + LONG_WINDOWS + 5
-        );
+        assert!(prelude.contains(&format!(
+            "local OWN_KEYS = {}\n",
+            QueueKeys::NAMES.len() + 1
+        )));
     }
 }

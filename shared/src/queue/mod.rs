@@ -61,8 +61,9 @@ pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};
 pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsChange};
 
-/// Heartbeat windows per idle period: a waiter is dropped between the idle period and that
-/// plus a tenth of it after its last poll (one window: heartbeats are kept by window).
+/// Windows per idle period: the bookkeeping of presence (when it was last seen, meta's TTL)
+/// is written at most once per half window. A waiter is dropped the idle period after its
+/// last poll, rounded up to a quarter second.
 pub const IDLE_WINDOWS: u32 = 10;
 
 /// The prelude every queue script begins with; joined to each script at start-up, without
@@ -257,14 +258,15 @@ pub struct TokenState {
     pub paused: bool,
     /// The operator's message, if any.
     pub message: Option<String>,
-    /// Placed by the draw, which has happened: the ticket is the draw value + 1.
+    /// Placed by the draw, which has happened: the ticket begins with the draw value
+    /// ([`schedule::value_hex`]).
     pub drawn: bool,
 }
 
 impl TokenState {
-    /// The draw value that placed this token (13 hex digits), once the draw happened.
+    /// The draw value that placed this token (7 hex digits), once the draw happened.
     pub fn draw_value(&self) -> Option<String> {
-        (self.drawn && self.ticket >= 1).then(|| schedule::value_hex(self.ticket - 1))
+        self.drawn.then(|| schedule::value_hex(self.ticket))
     }
 
     /// The expected wait in whole seconds, rounded up: from when the active sessions are

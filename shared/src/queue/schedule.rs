@@ -1,10 +1,12 @@
 //! A queue's schedule and its draw (docs/draw.md). `opensAt`, `closesAt` and
 //! `prequeueOpensAt` are settings, read by the prelude's one settings read. Before the
 //! opening arrivals join a pre-queue; each member's place is decided by its draw value, the
-//! top 52 bits of HMAC-SHA256(seed, userId), which the function computes (Redis Lua has no
-//! SHA-256) and passes to the issue script. The member's ticket is that value + 1, and later
-//! arrivals' tickets start at 2^52, so the one waiting sorted set holds the draw first and
-//! nothing moves at the opening.
+//! top 28 bits of HMAC-SHA256(seed, userId). The function computes the top 52 bits (Redis Lua
+//! has no SHA-256) and passes them to the issue script, which makes the member's ticket of
+//! the first 28 followed by a 24-bit presence index (the queue's counter, from 1): the draw
+//! orders the pre-queue, members with equal draw values by arrival. Later arrivals' tickets start
+//! at 2^52, so the one waiting sorted set holds the draw first and nothing moves at the
+//! opening.
 //!
 //! The seed is 32 bytes from the OS CSPRNG, made when a schedule is set, stored with its
 //! SHA-256 (the commitment the summary publishes). A container keeps the seeds it learnt
@@ -26,8 +28,19 @@ use super::instant;
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
 
-/// 2^52: draw values are below it; a pre-queue member's ticket is its value + 1.
+/// 2^52: draw values are below it, and so are pre-queue members' tickets.
 pub const DRAW_BASE: u64 = 1 << 52;
+
+/// The low bits of a pre-queue member's ticket that hold its presence index, not its draw
+/// value (`common.lua` DRAW_INDEX_SPAN is 2 to this power).
+pub const DRAW_INDEX_BITS: u32 = 24;
+
+/// The draw value of the pre-queue member holding `ticket` (or of the top 52 bits
+/// [`DrawSeed::value`] gives), as the API shows it: 7 lowercase hex digits, the top 28 bits
+/// of HMAC-SHA256(seed, userId).
+pub fn value_hex(ticket: u64) -> String {
+    format!("{:07x}", ticket >> DRAW_INDEX_BITS)
+}
 
 /// Most queues whose seed a container keeps; past it the cache starts afresh.
 const SEED_CACHE_QUEUES: usize = 1024;
@@ -142,7 +155,8 @@ impl DrawSeed {
         Some(DrawSeed(bytes))
     }
 
-    /// `user`'s draw value: the first 52 bits (big-endian) of HMAC-SHA256(seed, user id).
+    /// The first 52 bits (big-endian) of HMAC-SHA256(seed, user id): `user`'s draw value
+    /// ([`value_hex`]) and the bits the issue script replaces with a presence index.
     pub fn value(&self, user: &UserId) -> u64 {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
@@ -156,11 +170,6 @@ impl DrawSeed {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A draw value as the API shows it: 13 lowercase hex digits.
-pub fn value_hex(value: u64) -> String {
-    format!("{value:013x}")
 }
 
 /// The seeds a container has learnt, by queue: (commitment, seed). Bounded; a seed replaced
@@ -234,7 +243,14 @@ mod tests {
 
     /// The recipe of docs/draw.md, on a fixed seed (checked there with Python).
     #[test]
-    fn the_draw_value_is_the_top_52_bits_of_the_hmac() {
+    fn the_prelude_keeps_the_same_index_bits() {
+        let span = 1u64 << super::DRAW_INDEX_BITS;
+        assert!(include_str!("common.lua").contains(&format!("local DRAW_INDEX_SPAN = {span}\n")));
+        assert_eq!(super::value_hex(0xabcd_ef01_2345), "abcdef0");
+    }
+
+    #[test]
+    fn the_draw_value_is_the_top_28_bits_of_the_hmac() {
         let seed = DrawSeed::from_hex(&"00".repeat(32)).unwrap();
         let user = UserId::parse("alice").unwrap();
         let mac = {
@@ -242,8 +258,8 @@ mod tests {
             mac.update(b"alice");
             hex(&mac.finalize().into_bytes())
         };
-        assert_eq!(value_hex(seed.value(&user)), mac[..13]);
-        assert_eq!(value_hex(seed.value(&user)), "ce3837f76a54a");
+        assert_eq!(value_hex(seed.value(&user)), mac[..7]);
+        assert_eq!(value_hex(seed.value(&user)), "ce3837f");
         assert!(seed.value(&user) < DRAW_BASE);
         let fresh = DrawSeed::random();
         assert_eq!(DrawSeed::from_hex(&fresh.hex()).unwrap().0, fresh.0);
