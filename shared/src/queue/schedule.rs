@@ -246,7 +246,7 @@ mod tests {
     fn the_prelude_keeps_the_same_index_bits() {
         let span = 1u64 << super::DRAW_INDEX_BITS;
         assert!(include_str!("common.lua").contains(&format!("local DRAW_INDEX_SPAN = {span}\n")));
-        assert_eq!(super::value_hex(0xabcd_ef01_2345), "abcdef0");
+        assert_eq!(super::value_hex(0xa_bcde_f012_3456), "abcdef0");
     }
 
     #[test]
