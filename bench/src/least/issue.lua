@@ -1,7 +1,7 @@
 -- The least an issue script can run and keep issue's behaviour, carrying issue's keys and
 -- arguments: the server's clock, the settings that can refuse an arrival (mode, sold out,
 -- most waiting, the opening), the two rate-limit counters, the look for a live entry, the
--- ticket counter, the place in line and the first heartbeat. It leaves out what issue also
+-- ticket counter, the place in line and the first presence deadline. It leaves out what issue also
 -- does: meta, the registration, the rate windows' rotation and TTLs, the line's length for
 -- maxWaiting, the active set and the priority lane. Its writes go to scratch keys (meta's
 -- name + ':bare-…'), so the queue is left as it was.
@@ -23,7 +23,6 @@ local held = redis.call('ZSCORE', line, user)
 if held then return {0, 'waiting', tonumber(held), 0, 0, '', 60000, 0, 0, '', 0} end
 local ticket = redis.call('HINCRBY', KEYS[4], 'least-seq', 1)
 redis.call('ZADD', line, ticket, user)
-local chunk = string.format('%d', math.floor(ticket / 32))
-local mask = tonumber(redis.call('HGET', seen, chunk)) or 0
-redis.call('HSET', seen, chunk, string.format('%d', bit.bor(mask, bit.lshift(1, ticket % 32))))
+redis.call('BITFIELD', seen, 'SET', 'u32', '#' .. string.format('%d', ticket % 256),
+  math.floor((now + 60000 - 1704067200000) / 250))
 return {1, 'waiting', ticket, ticket, 0, '', 60000, 0, 0, '', 0}
