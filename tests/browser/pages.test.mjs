@@ -57,7 +57,8 @@ async function prequeueThenDraw(browser) {
   await check(m.page, 'prequeue-ko');
 
   // The opening: the seed is revealed, it matches the commitment, and each buyer's number is
-  // the one the recipe gives. The lower number is admitted (capacity 1), the other waits.
+  // the one the recipe gives (7 hex digits). The lower number is admitted (capacity 1), the
+  // other waits.
   const drawn = async (page) => (await page.waitForSelector('#draw-value', { timeout: 40000 })).textContent();
   const shown = { yuna: await drawn(y.page), minsu: await drawn(m.page) };
   const after = (await api('GET', '/queues/gig')).body.draw;
@@ -66,7 +67,7 @@ async function prequeueThenDraw(browser) {
   const seed = Buffer.from(after.seed, 'hex');
   assert.equal(createHash('sha256').update(seed).digest('hex'), before.seedSha256);
   for (const user of ['yuna', 'minsu']) {
-    assert.equal(shown[user], createHmac('sha256', seed).update(user).digest('hex').slice(0, 13), user);
+    assert.equal(shown[user], createHmac('sha256', seed).update(user).digest('hex').slice(0, 7), user);
   }
   const [first, second] = shown.yuna < shown.minsu ? [y.page, m.page] : [m.page, y.page];
   await state(first, 'active', 30000);
