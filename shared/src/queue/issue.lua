@@ -88,8 +88,8 @@ end
 -- The next ticket. The ticket clock gains an entry when its last is a second old: a few
 -- calls a second at most, whatever the arrival rate. The counter's 1 starts a new clock.
 -- Tickets are TICKET_BASE plus the counter (common.lua: a queue with a draw); a pre-queue
--- member's is its draw value's (prequeue_ticket). Each new place first fits the presence span
--- to the line it joins.
+-- member's is made of its draw value and the counter (the pre-queue's block below). Each new
+-- place first fits the presence span to the line it joins.
 local function next_count()
   local issued = redis.call('HINCRBY', META, 'seq', 1)
   if issued == 1 then redis.call('UNLINK', CLOCK) end
