@@ -181,7 +181,7 @@ end
 -- not scatter them.
 local PRESENCE_EPOCH_MS = 1704067200000
 local PRESENCE_UNIT_MS = 250
-local SPAN_MIN, SPAN_MAX = 128, 16777216
+local SPAN_MIN, SPAN_MAX = 128, DRAW_INDEX_SPAN
 local PRESENCE_SPAN = tonumber(meta[11]) or SPAN_MIN
 
 local function presence_field(ticket)

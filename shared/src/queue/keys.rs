@@ -181,6 +181,10 @@ mod tests {
             assert!(line.contains(&format!("KEYS[{index}]")));
         }
         assert!(prelude.contains(&format!(
+            "local WINDOW_MS = math.ceil(IDLE_MS / {})\n",
+            super::super::IDLE_WINDOWS
+        )));
+        assert!(prelude.contains(&format!(
             "local OWN_KEYS = {}\n",
             QueueKeys::NAMES.len() + 1
         )));
