@@ -1658,13 +1658,10 @@ async fn capacity(bench: &Bench, report: &mut Report) {
 }
 
 /// The `pollAfterSeconds` a waiter `wait_s` seconds from its turn is told, with the default
-/// idle period `idle_s` (`TokenState::poll_after_seconds` and `waiting_reply`).
+/// idle period `idle_s` (`TokenState::poll_after_seconds` and `presence_for`): a tenth of its
+/// wait, at least 1 s, at most a third of eight idle periods (its poll keeps it present for
+/// three times what it is told).
 fn told_interval(wait_s: f64, idle_s: u64) -> u64 {
     let wanted = (wait_s.ceil() as u64) / 10;
-    let ceiling = if wait_s > 12.0 * idle_s as f64 {
-        8 * idle_s / 3
-    } else {
-        idle_s / 3
-    };
-    wanted.clamp(1, ceiling)
+    wanted.clamp(1, 8 * idle_s / 3)
 }

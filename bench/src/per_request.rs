@@ -134,6 +134,75 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let next = measure(bench, pings, waiters.iter().collect(), &status).await;
     let poll_us = next.per_request_us;
     rows.push(("status, the waiter's next poll", next, "goal ≤ 2× PING"));
+    // The least a Lua status can do (least/status.lua: the clock, two settings, the ticket
+    // check, the position and the presence write), with status's keys and arguments, sent
+    // the same way: what a status script could reach at best on this machine.
+    let least_hash: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(include_str!("least/status.lua"))
+        .query_async(&mut pings[0].clone())
+        .await
+        .expect("SCRIPT LOAD");
+    let least_hash = &least_hash;
+    let line_ref = &line;
+    let least = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
+        let ticket = claims.ticket.to_string();
+        let mut parts = lineup::bench_support::status_command(
+            &rooms[lane],
+            line_ref,
+            &[claims.user.as_str(), &ticket],
+        );
+        parts[1] = least_hash.as_bytes().to_vec();
+        let mut cmd = redis::cmd("EVALSHA");
+        for part in &parts[1..] {
+            cmd.arg(part.as_slice());
+        }
+        let mut conn = pings[lane].clone();
+        async move {
+            let _: redis::Value = cmd.query_async(&mut conn).await.expect("least status");
+        }
+    })
+    .await;
+    rows.push((
+        "least status script (bench/src/least/status.lua), the same waiters",
+        least,
+        "what a Lua status reaches at best",
+    ));
+    // The same least script carrying only the three keys it reads (the line, settings and
+    // meta, whose name its scratch key takes) and its two arguments: a small script's request.
+    let own = include_str!("least/status.lua")
+        .replace("local ARG = 7", "local ARG = 1")
+        .replace("KEYS[4]", "KEYS[3]")
+        .replace("KEYS[5]", "KEYS[2]");
+    let own_hash: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(own)
+        .query_async(&mut pings[0].clone())
+        .await
+        .expect("SCRIPT LOAD");
+    let own_hash = &own_hash;
+    let least_own = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
+        let ticket = claims.ticket.to_string();
+        let keys = lineup::queue::keys::QueueKeys::new(&bench.app.config.key_prefix, line_ref);
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(own_hash.as_str())
+            .arg(3)
+            .arg(&keys.waiting)
+            .arg(&keys.settings)
+            .arg(&keys.meta)
+            .arg(claims.user.as_str())
+            .arg(&ticket);
+        let mut conn = pings[lane].clone();
+        async move {
+            let _: redis::Value = cmd.query_async(&mut conn).await.expect("least status");
+        }
+    })
+    .await;
+    rows.push((
+        "least status script with only its own 3 keys and 2 arguments",
+        least_own,
+        "what a Lua status reaches at best",
+    ));
 
     // Pre-queue members' first poll after the opening: none has a heartbeat.
     let gig = QueueId::parse("per-request-opening").expect("queue id");

@@ -117,19 +117,19 @@ local TICKET_BASE = DRAW_COMMIT and DRAW_BASE or 0
 -- Before the opening: arrivals join the pre-queue (the priority lane's, the lane), nobody is
 -- admitted (but the lane, with laneBeforeOpening).
 local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
--- Long presence: a waiter whose honest wait is over STRETCH_FROM_MS is told to poll after a
--- tenth of it, up to a third of LONG_IDLE_MS (eight idle periods), so past a third of the
--- idle period; its poll then keeps it present for LONG_IDLE_MS. It is told at most a tenth of its
--- wait, so it looks again long before its turn unless the line moves ten times faster than
--- measured; and one who walks away is dropped before its honest turn comes.
+-- Long presence: a waiter is told to poll after a tenth of the low end of its wait, in whole
+-- seconds, up to a third of LONG_IDLE_MS (eight idle periods); its poll keeps it present for
+-- three times that, and for the idle period at least (presence_for). So a waiter far from
+-- the front polls in proportion to its distance, looks again long before its turn unless the
+-- line moves ten times faster than measured, and, if it walks away, is dropped after three
+-- tenths of its wait: before its turn comes.
 local LONG_IDLE_MS = IDLE_MS * 8
-local STRETCH_FROM_MS = LONG_IDLE_MS * 3 / 2
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the
 -- queue (kept to within half a window), the end of the presence grace, the registration
 -- mark, the expected session length, the highest ticket admitted, when the ticket clock last
--- had an entry, when a poll last kept a waiter present and when a stretched one did (both
--- to within half a window), when meta's TTL was last renewed, what sessions are known to
+-- had an entry, when a poll last kept a waiter present and when one kept it past the idle
+-- period (both to within half a window), when meta's TTL was last renewed, what sessions are known to
 -- last at least (SESSION_LOW, below) and the presence span. A script that writes one of
 -- them updates its local copy too.
 local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
@@ -169,8 +169,8 @@ if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
   end
 end
 
--- Presence. Each waiter has a deadline: the idle period after its last poll, or
--- LONG_IDLE_MS after a stretched one. The deadlines live in one string, PRESENCE, as
+-- Presence. Each waiter has a deadline: the idle period after its last poll, or up to
+-- LONG_IDLE_MS after one far from the front (presence_for). The deadlines live in one string, PRESENCE, as
 -- unsigned 32-bit counts of PRESENCE_UNIT_MS from PRESENCE_EPOCH_MS (0: none; they last
 -- until 2058), each at its ticket's presence index: the ticket modulo the presence span. The
 -- span (meta `presence-span`) is a power of two from SPAN_MIN to SPAN_MAX and doubles while
@@ -206,13 +206,14 @@ local function is_stale(at)
   return not at or NOW - at >= WINDOW_MS / 2 or NOW < at
 end
 
--- Records that the holder of `ticket` was seen now: present for LONG_IDLE_MS when `long`,
--- else for the idle period. A later deadline already there stays. Notes when presence was
--- last seen, to within half a window (the outage clock, meta's TTL and the grace of a
--- settings change read it); keep_meta then renews the deadlines' TTL with meta's.
-local function heartbeat(ticket, long)
-  local units = math.ceil((NOW + (long and LONG_IDLE_MS or IDLE_MS) - PRESENCE_EPOCH_MS)
-    / PRESENCE_UNIT_MS)
+-- Records that the holder of `ticket` was seen now: present for `present_ms` (the idle period
+-- or more, presence_for). A later deadline already there stays. Notes when presence was
+-- last seen, and when a poll kept a waiter present past the idle period (`long`), to within
+-- half a window (the outage clock, meta's TTL and the grace of a settings change read
+-- them); keep_meta then renews the deadlines' TTL with meta's.
+local function heartbeat(ticket, present_ms)
+  local long = present_ms > IDLE_MS
+  local units = math.ceil((NOW + present_ms - PRESENCE_EPOCH_MS) / PRESENCE_UNIT_MS)
   local field = presence_field(ticket)
   if read_ticket == ticket then
     if read_units < units then redis.call('BITFIELD', PRESENCE, 'SET', 'u32', field, units) end
@@ -233,7 +234,7 @@ local function heartbeat(ticket, long)
 end
 
 -- Whether a poll told to come back late may still be outstanding: one kept a waiter
--- present for LONG_IDLE_MS within the last LONG_IDLE_MS.
+-- present past the idle period within the last LONG_IDLE_MS.
 local function long_presence_live()
   return LONG_SEEN_AT ~= nil and LONG_SEEN_AT >= NOW - LONG_IDLE_MS
 end
@@ -625,8 +626,8 @@ end
 -- of a new arrival ('sold-out', 'closed', 'not-open' or 'full' with the ms to retry after in
 -- active_until_ms), 'draw-seed' (to the function only: the seed in `wait_ms`), 'no-queue'
 -- or 'unregistered'; `wait_ms` is '' when no estimate is honest. `present_ms` is how long
--- the token counts as present after this reply: the idle period, or LONG_IDLE_MS after a
--- stretched poll. `drawn` is 1 when the ticket was placed by the draw, which has happened
+-- the token counts as present after this reply: the idle period, or more for a waiter far
+-- from the front (presence_for). `drawn` is 1 when the ticket was placed by the draw, which has happened
 -- (the ticket is then the draw value + 1). `range` is a waiter's {low_ms, high_ms} beside
 -- `wait_ms` ({'', ''} when no estimate is honest), {} otherwise. Omitted fields are 0 ('' for
 -- `wait_ms`, {} for `range`).
@@ -647,8 +648,18 @@ local function prequeue_reply(created, ticket)
   return token_reply(created, 'prequeue', ticket, 0, OPENS_AT, '', needs_registration())
 end
 
--- A waiter's reply, recording the poll as its heartbeat: in the long windows when its honest
--- wait is over STRETCH_FROM_MS, so that it may be told to poll past a third of the idle period.
+-- How long a waiter's poll keeps it present, given the low end of its wait (ms as
+-- wait_estimate gives it; '' while no estimate is honest): three times what it is told to
+-- wait (a tenth of `low` in whole seconds, as TokenState::poll_after_seconds computes it), at
+-- least the idle period and at most LONG_IDLE_MS. From the low end of the range: a wide range
+-- never stretches a poll past the turn.
+local function presence_for(low)
+  if low == '' then return IDLE_MS end
+  local told_ms = math.floor(tonumber(low) / 10000) * 1000
+  return math.max(IDLE_MS, math.min(LONG_IDLE_MS, 3 * told_ms))
+end
+
+-- A waiter's reply, recording the poll as its heartbeat for as long as presence_for gives.
 -- A lane member's position is in the lane; before the opening, unless the lane is admitted
 -- then, its estimate counts from the opening. The main line's estimates count the lane's
 -- waiters ahead too; its positions do not.
@@ -662,12 +673,11 @@ local function waiting_reply(created, user, ticket)
     if LANE_ON then ahead = redis.call('ZCARD', LANE) end
   end
   local wait, low, high = wait_estimate(position + ahead, from)
-  -- From the low end of the range: a wide range never stretches a poll past the turn.
-  local long = low ~= '' and tonumber(low) > STRETCH_FROM_MS
-  heartbeat(ticket, long)
+  local present_ms = presence_for(low)
+  heartbeat(ticket, present_ms)
   keep_meta()
   return token_reply(created, 'waiting', ticket, position, 0, wait, needs_registration(),
-    long and LONG_IDLE_MS or IDLE_MS, {low, high})
+    present_ms, {low, high})
 end
 
 -- Everyone waiting: the main line and the priority lane.

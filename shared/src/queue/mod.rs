@@ -251,8 +251,9 @@ pub struct TokenState {
     /// Present exactly when `expected_wait` is.
     pub wait_range: Option<WaitRange>,
     /// How long this reply keeps the token present without another poll: the queue's idle
-    /// period in force, or the long presence period (eight idle periods) when the waiter's
-    /// honest wait is over twelve idle periods (`waiting_reply` in `common.lua`).
+    /// period in force, or, for a waiter far from the front, three times a tenth of the low
+    /// end of its wait, up to the long presence period of eight idle periods
+    /// (`presence_for` in `common.lua`).
     pub present_for: Duration,
     /// Whether admissions are paused in this queue.
     pub paused: bool,
@@ -302,9 +303,10 @@ impl TokenState {
     /// than a third of how long this reply keeps the token present (rounded down), so a buyer
     /// who follows it is never dropped as absent: it counts as present for that whole time
     /// after its poll, which leaves two thirds of it (4 s or more, as the idle period is at
-    /// least 5 s) for the round trip. A waiter far from its turn (an honest wait over twelve
-    /// idle periods) is kept present for the long period, so it may be told up to a third of
-    /// that: a tenth of its wait, so it still looks about ten times before its turn comes.
+    /// least 5 s) for the round trip. A waiter far from its turn is kept present for three
+    /// times a tenth of the low end of its wait (up to eight idle periods), so it is told that
+    /// tenth, up to a third of eight idle periods: it polls in proportion to its distance and
+    /// still looks about ten times before its turn comes.
     ///
     /// In the pre-queue presence does not count yet: poll again after the opening, spread by
     /// expected place over a third of the idle period. A member whose draw value is the
