@@ -588,8 +588,10 @@ end
 -- sessions are live; else it is the live session with the (k − free)-th earliest end, which
 -- frees at its start plus a session's length, not after its end, not before now. The waiter
 -- at position p takes the ((p − 1) mod capacity + 1)-th place to free, after
--- ⌊(p − 1) / capacity⌋ earlier rounds of a session each. O(log n): counts and one ZRANGE by
--- index on the active set. `from` (ms, nil: now): no place is taken before it.
+-- ⌊(p − 1) / capacity⌋ earlier rounds of a session each. The live sessions are the last of
+-- the active set (by end), so that session is the (capacity − place + 1)-th from its end:
+-- one ZRANGE by index from the end, O(log n). None there, or one already ended, means the
+-- place is free. `from` (ms, nil: now): no place is taken before it.
 -- The wait takes sessions to hold their place the expected length (session_lengths);
 -- `low`, the low length; `high`, sessions running out, each place taken back a tick late.
 local function wait_estimate(position, from)
@@ -597,20 +599,16 @@ local function wait_estimate(position, from)
   local mean, low_mean = session_lengths()
   local place = (position - 1) % CAPACITY + 1
   local rounds = math.floor((position - 1) / CAPACITY)
-  local ended = redis.call('ZCOUNT', ACTIVE, '-inf', NOW)
-  local free = CAPACITY - (redis.call('ZCARD', ACTIVE) - ended)
   local start = math.max(NOW, from or NOW)
   local frees_at = {start, start, start}
-  if place > free then
-    local index = ended + place - free - 1
-    local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
-    if #entry == 2 then
-      local until_ms = tonumber(entry[2])
-      local _, since = active_entry(entry[1])
-      since = since or until_ms
-      for i, length in ipairs({mean, low_mean, SESSION_MS}) do
-        frees_at[i] = math.max(start, math.min(until_ms, since + length))
-      end
+  local index = place - CAPACITY - 1
+  local entry = redis.call('ZRANGE', ACTIVE, index, index, 'WITHSCORES')
+  local until_ms = tonumber(entry[2])
+  if until_ms and until_ms > NOW then
+    local _, since = active_entry(entry[1])
+    since = since or until_ms
+    for i, length in ipairs({mean, low_mean, SESSION_MS}) do
+      frees_at[i] = math.max(start, math.min(until_ms, since + length))
     end
   end
   return string.format('%d', frees_at[1] - NOW + rounds * mean),
