@@ -1512,10 +1512,16 @@ async fn capacity(bench: &Bench, report: &mut Report) {
             .await
             .unwrap();
     }
+    // Sessions are known to last the mean: as the expected length, and as the low end of the
+    // range (`session-low`: ms, no growth, since now), as once sessions have ended. Without
+    // it the low end would be the first session's age, which depends on how long the fill
+    // took, and so would every interval told.
     redis::cmd("HSET")
         .arg(&keys.meta)
         .arg("session-mean-ms")
         .arg(MEAN_MS)
+        .arg("session-low")
+        .arg(format!("{MEAN_MS}:0:{now_ms}"))
         .query_async::<()>(&mut conn)
         .await
         .unwrap();
