@@ -55,15 +55,16 @@ pub fn window_templates(rankings: &crate::ranking::Rankings) -> serde_json::Valu
     rankings.window_templates()
 }
 
+/// `script`'s call with `rest` as its own arguments, named as the script binds them.
 fn queue_command(
     room: &WaitingRoom,
-    script: &'static redis::Script,
+    script: &'static crate::queue::QueueScript,
     queue: &QueueId,
     rest: &[&str],
 ) -> Vec<Vec<u8>> {
     let mut call = room.invocation(script, queue);
-    for arg in rest {
-        call.arg(*arg);
+    for (name, arg) in script.arg_names().iter().zip(rest) {
+        call.named(name, *arg);
     }
     call.command_line()
 }

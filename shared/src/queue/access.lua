@@ -6,8 +6,9 @@
 -- 'add' and 'mint' create the queue, as a settings change does. One that would take the key
 -- past the most writes nothing. Returns {done (0: over the most), entries now held}.
 local op, most = ARGV[ARG], tonumber(ARGV[ARG + 1])
+local values_from = ARG + 2
 local values = {}
-for i = ARG + 2, #ARGV do values[#values + 1] = ARGV[i] end
+for i = values_from, #ARGV do values[#values + 1] = ARGV[i] end
 if op == 'remove' then
   if #values > 0 then redis.call('SREM', ACCESS, unpack(values)) end
   return {1, redis.call('SCARD', ACCESS)}

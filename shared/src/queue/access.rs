@@ -9,19 +9,16 @@
 //! Writes go in script calls of at most [`ACCESS_CHUNK`] values, so none holds Redis for
 //! more than about a millisecond; a bulk request sends its calls in one pipeline.
 
-use std::sync::LazyLock;
-
 use rand::RngCore;
-use redis::Script;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use sha2::{Digest, Sha256};
 
-use super::WaitingRoom;
+use super::{WaitingRoom, ACCESS};
 use crate::bounds::Bounds;
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::store::{lua_script, Batch, Staged};
+use crate::store::{Batch, Staged};
 
 /// Who may take a new place in a queue.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,13 +56,6 @@ pub const ACCESS_MINT: Bounds = Bounds::new(1, 10_000);
 pub const ACCESS_CODES_MAX: u64 = 100_000;
 /// The longest access code a buyer may send (minted ones are 32 characters).
 pub const ACCESS_CODE_MAX_CHARS: usize = 64;
-
-static ACCESS: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(&super::joined(
-        include_str!(concat!(env!("OUT_DIR"), "/queue/access.lua")),
-        include_str!(concat!(env!("OUT_DIR"), "/queue/access.lua.unused")),
-    ))
-});
 
 /// An access code as a buyer sends it: 1 to [`ACCESS_CODE_MAX_CHARS`] ASCII letters and
 /// digits. Only its hash is ever sent to Redis.
@@ -193,9 +183,9 @@ impl WaitingRoom {
         let mut staged: Vec<Staged<(u8, u64)>> = Vec::new();
         for chunk in values.chunks(ACCESS_CHUNK) {
             let mut call = self.invocation(&ACCESS, queue);
-            call.arg(op).arg(most);
+            call.named("op", op).named("most", most);
             for value in chunk {
-                call.arg(*value);
+                call.named("values", *value);
             }
             staged.push(batch.stage(call));
         }

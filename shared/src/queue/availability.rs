@@ -243,8 +243,8 @@ impl WaitingRoom {
     pub fn stage_sell_out(&self, batch: &mut Batch, notice: &SoldOutNotice) -> StagedSellOut {
         let mut invocation = self.invocation(&SELL_OUT, &notice.queue);
         invocation
-            .arg(notice.message.as_deref().unwrap_or(""))
-            .arg(u8::from(notice.message.is_some()));
+            .named("message", notice.message.as_deref().unwrap_or(""))
+            .named("has_message", u8::from(notice.message.is_some()));
         StagedSellOut {
             reply: batch.stage(invocation),
             notice: notice.clone(),

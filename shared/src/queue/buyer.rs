@@ -183,16 +183,16 @@ impl WaitingRoom {
                 None => ("", String::new()),
             };
             invocation
-                .arg(user.as_str())
-                .arg(source.map(|ip| ip.to_string()).unwrap_or_default())
-                .arg(self.config.rate_limit_user_per_minute)
-                .arg(self.config.rate_limit_ip_per_minute)
-                .arg(self.config.creation.as_str())
-                .arg(u8::from(registered_now))
-                .arg(commitment)
-                .arg(value)
-                .arg(u8::from(again))
-                .arg(&code_hash);
+                .named("user", user.as_str())
+                .named("ip", source.map(|ip| ip.to_string()).unwrap_or_default())
+                .named("user_limit", self.config.rate_limit_user_per_minute)
+                .named("ip_limit", self.config.rate_limit_ip_per_minute)
+                .named("creation", self.config.creation.as_str())
+                .named("registered_now", u8::from(registered_now))
+                .named("commitment", commitment)
+                .named("draw_value", value)
+                .named("again", u8::from(again))
+                .named("code_hash", &code_hash);
             invocation
         };
         let mut draw = self.seeds.value(queue, user);
@@ -230,7 +230,9 @@ impl WaitingRoom {
     /// waiting nor active is [`Error::Gone`] with its departure, or not found.
     pub async fn status(&self, claims: &TokenClaims) -> Result<TokenState, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
-        invocation.arg(claims.user.as_str()).arg(claims.ticket);
+        invocation
+            .named("user", claims.user.as_str())
+            .named("ticket", claims.ticket);
         let reply: TokenReply = self.conn.invoke(invocation).await?;
         if reply.register {
             self.reregister(&claims.queue).await?;
@@ -242,7 +244,9 @@ impl WaitingRoom {
     /// departure, or not found.
     pub async fn leave(&self, claims: &TokenClaims) -> Result<Left, Error> {
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
-        invocation.arg(claims.user.as_str()).arg(claims.ticket);
+        invocation
+            .named("user", claims.user.as_str())
+            .named("ticket", claims.ticket);
         let (from_session, admitted, dropped) = match self.conn.invoke(invocation).await? {
             LeaveReply::Left {
                 from_session,
@@ -283,11 +287,11 @@ impl WaitingRoom {
         let mut invocation = self.invocation(&RELEASE, &paid.queue);
         invocation
             .key(queue_payment_key(&self.prefix, &paid.queue, &paid.payment))
-            .arg(paid.user.as_str())
-            .arg(paid.completed_at.timestamp_millis())
-            .arg(paid.ticket.unwrap_or(0))
-            .arg(remember.as_secs().max(1))
-            .arg(skew.as_millis() as u64);
+            .named("user", paid.user.as_str())
+            .named("paid_at", paid.completed_at.timestamp_millis())
+            .named("paid_ticket", paid.ticket.unwrap_or(0))
+            .named("remember", remember.as_secs().max(1))
+            .named("skew", skew.as_millis() as u64);
         StagedRelease {
             reply: batch.stage(invocation),
             queue: paid.queue.clone(),

@@ -26,9 +26,14 @@ local PRIORITY, LANE = KEYS[12], KEYS[13]
 local ACCESS, ACCESS_CODES = KEYS[14], KEYS[15]
 -- A script's own keys follow.
 local OWN_KEYS = 16
+-- ARGV, named once here and in `WaitingRoom::invocation` (a unit test holds them equal):
+-- the environment's defaults, then the script's own arguments from ARGV[ARG], each bound
+-- by name at the top of its script.
+local DEFAULT_CAPACITY, DEFAULT_SESSION_MS, DEFAULT_IDLE_MS, DEFAULT_ADMIT_PER_TICK,
+  RETIRE_AFTER_MS, TICK_MS_ARG = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local ARG = 7
 -- The promotion tick: a place a session gave back is filled at the next one.
-local TICK_MS = tonumber(ARGV[6])
+local TICK_MS = tonumber(TICK_MS_ARG)
 -- Most admissions (and expired sessions removed) per script call, so that no call holds
 -- Redis for more than about a millisecond; a promoter that may admit more calls again.
 local SLICE = 32
@@ -62,10 +67,10 @@ end
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access')
-local CAPACITY = tonumber(stored[1] or ARGV[1])
-local SESSION_MS = tonumber(stored[2] or ARGV[2])
-local IDLE_MS = tonumber(stored[3] or ARGV[3])
-local ADMIT_PER_TICK = tonumber(stored[4] or ARGV[4])
+local CAPACITY = tonumber(stored[1] or DEFAULT_CAPACITY)
+local SESSION_MS = tonumber(stored[2] or DEFAULT_SESSION_MS)
+local IDLE_MS = tonumber(stored[3] or DEFAULT_IDLE_MS)
+local ADMIT_PER_TICK = tonumber(stored[4] or DEFAULT_ADMIT_PER_TICK)
 local PAUSED = stored[5] == '1'
 -- Availability (availability.rs): the mode ('queue', 'passthrough' or 'closed'), whether the
 -- queue is sold out, the operator's message ('' when none) and the most waiters (0: no
@@ -551,8 +556,9 @@ local PAUSED_FLAG = PAUSED and 1 or 0
 -- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1), access}, from `set`,
 -- the fields as read (nil: the default; the schedule's ms as stored, '' when not set).
 local function settings_reply(set)
-  return {tonumber(set.capacity or ARGV[1]), tonumber(set.session or ARGV[2]),
-    tonumber(set.admit or ARGV[4]), tonumber(set.idle or ARGV[3]), set.paused and 1 or 0,
+  return {tonumber(set.capacity or DEFAULT_CAPACITY), tonumber(set.session or DEFAULT_SESSION_MS),
+    tonumber(set.admit or DEFAULT_ADMIT_PER_TICK), tonumber(set.idle or DEFAULT_IDLE_MS),
+    set.paused and 1 or 0,
     {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},
     {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''},
     set.lane_before_opening and 1 or 0, set.access or 'open'}
@@ -564,7 +570,7 @@ end
 -- lasts the session length), so the counter never restarts under a live token; a window
 -- more, since keep_meta renews it once per half window at most. The reaper deletes it
 -- sooner when it retires the queue.
-local KEEP_MS = SESSION_MS + IDLE_MS + WINDOW_MS + tonumber(ARGV[5])
+local KEEP_MS = SESSION_MS + IDLE_MS + WINDOW_MS + tonumber(RETIRE_AFTER_MS)
 local function keep_meta()
   -- Renewed once per half window at most: KEEP_MS leaves that much to spare.
   if KEPT_AT and NOW - KEPT_AT < WINDOW_MS / 2 and NOW >= KEPT_AT then return end

@@ -9,11 +9,12 @@
 -- before}, so the caller can report what changed; or, with nothing written, {'invalid',
 -- field, why} when the schedule's times disagree or {'locked', why} when the change would
 -- alter a draw (rules below).
+local seed, commitment = ARGV[ARG], ARGV[ARG + 1]
+local pairs_from = ARG + 2
 local old_idle = IDLE_MS
 -- The longest a pre-queue member is told to wait before polling again: the function's
 -- PREQUEUE_POLL_MAX_SECONDS (a unit test holds them equal).
 local PREQUEUE_POLL_MAX_MS = 300000
-local FIRST_PAIR = ARG + 2
 
 -- The schedule (docs/draw.md). The times after the change, checked against each other here,
 -- where the stored ones are known. A new schedule (none pending: none set, or its opening
@@ -22,7 +23,7 @@ local FIRST_PAIR = ARG + 2
 -- member cannot be removed (postpone it instead). The pre-queue opens when the schedule is
 -- set unless told otherwise.
 local changed = {}
-for i = FIRST_PAIR, #ARGV, 2 do changed[ARGV[i]] = ARGV[i + 1] end
+for i = pairs_from, #ARGV, 2 do changed[ARGV[i]] = ARGV[i + 1] end
 local function after(field, current)
   local value = changed[field]
   if value == nil then return current end
@@ -82,7 +83,7 @@ end
 -- A changed closesAt is reported again when it passes (promote.lua).
 if changed['closes-at'] ~= nil then redis.call('HDEL', SETTINGS, 'closes-announced') end
 if new_seed then
-  redis.call('HSET', SETTINGS, 'draw-seed', ARGV[ARG], 'draw-commit', ARGV[ARG + 1])
+  redis.call('HSET', SETTINGS, 'draw-seed', seed, 'draw-commit', commitment)
   redis.call('HDEL', SETTINGS, 'draw-members', 'draw-announced')
 end
 redis.call('HSETNX', SETTINGS, 'created', NOW)
@@ -99,7 +100,7 @@ end
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access')
-local new_idle = tonumber(now_set[3] or ARGV[3])
+local new_idle = tonumber(now_set[3] or DEFAULT_IDLE_MS)
 -- A buyer who polls when told keeps its place, whatever the operator changes afterwards.
 -- Each was told, under the settings before this change, to poll again by `told_by` at the
 -- latest: a waiter within a third of the idle period (a third of the long period when a long

@@ -27,11 +27,14 @@
 -- 'access-denied', with nothing written (see its block below).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
+local creation, registered_now = ARGV[ARG + 4], ARGV[ARG + 5]
+local commitment, draw_value, again = ARGV[ARG + 6], ARGV[ARG + 7], ARGV[ARG + 8]
+local code_hash = ARGV[ARG + 9]
 
-if ARGV[ARG + 4] ~= 'open' and redis.call('EXISTS', SETTINGS) == 0 then
+if creation ~= 'open' and redis.call('EXISTS', SETTINGS) == 0 then
   return token_reply(0, 'no-queue')
 end
-if ARGV[ARG + 5] == '1' then
+if registered_now == '1' then
   redis.call('HSET', META, 'registered', 1)
   REGISTERED = true
 elseif not REGISTERED then
@@ -39,7 +42,7 @@ elseif not REGISTERED then
 end
 
 -- Fixed one-minute windows, counted in two hashes used in turn.
-if (user_limit > 0 or (ip_limit > 0 and ip ~= '')) and ARGV[ARG + 8] ~= '1' then
+if (user_limit > 0 or (ip_limit > 0 and ip ~= '')) and again ~= '1' then
   local counters, window, fresh = current_of_two(RATE_KEYS, 'rate-window:', 60000)
   local over = false
   if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
@@ -73,7 +76,7 @@ if MODE == 'closed' then return token_reply(0, 'closed') end
 -- Presale access, a block of its own: in mode 'list' only those on the access list take a new
 -- place; in mode 'code' only one whose code is unbound or bound to them. An unbound code is
 -- bound to the buyer (bind_access) only when the place is made, so a refusal writes nothing.
-local ACCESS_CODE_HASH = ARGV[ARG + 9] or ''
+local ACCESS_CODE_HASH = code_hash or ''
 local function access_denied()
   if ACCESS_MODE == 'list' then return redis.call('SISMEMBER', ACCESS, user) == 0 end
   if ACCESS_MODE ~= 'code' then return false end
@@ -142,8 +145,8 @@ if BEFORE_OPENING then
   if MAX_WAITING > 0 and redis.call('ZCARD', WAITING) >= MAX_WAITING then
     return token_reply(0, 'full', 0, 0, FULL_RETRY_MS)
   end
-  local value = tonumber(ARGV[ARG + 7])
-  if not DRAW_COMMIT or ARGV[ARG + 6] ~= DRAW_COMMIT or not value or value < 0
+  local value = tonumber(draw_value)
+  if not DRAW_COMMIT or commitment ~= DRAW_COMMIT or not value or value < 0
       or value >= DRAW_BASE or value % 1 ~= 0 then
     return token_reply(0, 'draw-seed', 0, 0, 0, redis.call('HGET', SETTINGS, 'draw-seed') or '')
   end

@@ -116,17 +116,96 @@ macro_rules! queue_script {
     };
 }
 
-static ISSUE: LazyLock<Script> = queue_script!("issue.lua");
-static STATUS: LazyLock<Script> = queue_script!("status.lua");
-static LEAVE: LazyLock<Script> = queue_script!("leave.lua");
-static RELEASE: LazyLock<Script> = queue_script!("release.lua");
-static SUMMARY: LazyLock<Script> = queue_script!(primary_read "summary.lua");
-static CONFIGURE: LazyLock<Script> = queue_script!("configure.lua");
-static CLOSE: LazyLock<Script> = queue_script!("close.lua");
-static PROMOTE: LazyLock<Script> = queue_script!("promote.lua");
-static REAP: LazyLock<Script> = queue_script!("reap.lua");
-static RETIRE: LazyLock<Script> = queue_script!("retire.lua");
-static SELL_OUT: LazyLock<Script> = queue_script!("sell_out.lua");
+/// A queue script and the names its file binds its own arguments to, in order (the `local`
+/// statements at its top, from `ARGV[ARG]`): one list on each side, held equal by a unit
+/// test, and followed by every call ([`ScriptCall::declare`]). A last name ending in `…`
+/// is a tail of any length, bound in the file as `local NAME_from = ARG + k`.
+pub(crate) struct QueueScript {
+    script: LazyLock<Script>,
+    args: &'static [&'static str],
+}
+
+impl QueueScript {
+    /// The names the script binds its own arguments to, in order.
+    pub(crate) fn arg_names(&self) -> &'static [&'static str] {
+        self.args
+    }
+}
+
+/// The arguments the prelude binds (`common.lua`): the environment's defaults, which a
+/// queue's own settings override, before each script's own.
+const PRELUDE_ARGS: &[&str] = &[
+    "DEFAULT_CAPACITY",
+    "DEFAULT_SESSION_MS",
+    "DEFAULT_IDLE_MS",
+    "DEFAULT_ADMIT_PER_TICK",
+    "RETIRE_AFTER_MS",
+    "TICK_MS_ARG",
+];
+
+static ISSUE: QueueScript = QueueScript {
+    script: queue_script!("issue.lua"),
+    args: &[
+        "user",
+        "ip",
+        "user_limit",
+        "ip_limit",
+        "creation",
+        "registered_now",
+        "commitment",
+        "draw_value",
+        "again",
+        "code_hash",
+    ],
+};
+static STATUS: QueueScript = QueueScript {
+    script: queue_script!("status.lua"),
+    args: &["user", "ticket"],
+};
+static LEAVE: QueueScript = QueueScript {
+    script: queue_script!("leave.lua"),
+    args: &["user", "ticket"],
+};
+static RELEASE: QueueScript = QueueScript {
+    script: queue_script!("release.lua"),
+    args: &["user", "paid_at", "paid_ticket", "remember", "skew"],
+};
+static SUMMARY: QueueScript = QueueScript {
+    script: queue_script!(primary_read "summary.lua"),
+    args: &[],
+};
+static CONFIGURE: QueueScript = QueueScript {
+    script: queue_script!("configure.lua"),
+    args: &["seed", "commitment", "pairs…"],
+};
+static CLOSE: QueueScript = QueueScript {
+    script: queue_script!("close.lua"),
+    args: &[],
+};
+static PROMOTE: QueueScript = QueueScript {
+    script: queue_script!("promote.lua"),
+    args: &["remaining"],
+};
+static REAP: QueueScript = QueueScript {
+    script: queue_script!("reap.lua"),
+    args: &["cursor", "chunk", "idle_after"],
+};
+static RETIRE: QueueScript = QueueScript {
+    script: queue_script!("retire.lua"),
+    args: &["idle_after"],
+};
+static SELL_OUT: QueueScript = QueueScript {
+    script: queue_script!("sell_out.lua"),
+    args: &["message", "has_message"],
+};
+static ACCESS: QueueScript = QueueScript {
+    script: queue_script!("access.lua"),
+    args: &["op", "most", "values…"],
+};
+static PRIORITY: QueueScript = QueueScript {
+    script: queue_script!("priority.lua"),
+    args: &["op", "user", "most"],
+};
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
 static REGISTER: LazyLock<Script> = LazyLock::new(|| {
     lua_script(include_str!(concat!(
@@ -136,22 +215,22 @@ static REGISTER: LazyLock<Script> = LazyLock::new(|| {
 });
 
 /// The issue script, for [`crate::bench_support`].
-pub(crate) fn issue_script() -> &'static Script {
+pub(crate) fn issue_script() -> &'static QueueScript {
     &ISSUE
 }
 
 /// The status script, for [`crate::bench_support`].
-pub(crate) fn status_script() -> &'static Script {
+pub(crate) fn status_script() -> &'static QueueScript {
     &STATUS
 }
 
 /// The leave script, for [`crate::bench_support`].
-pub(crate) fn leave_script() -> &'static Script {
+pub(crate) fn leave_script() -> &'static QueueScript {
     &LEAVE
 }
 
 /// The summary script, for [`crate::bench_support`].
-pub(crate) fn summary_script() -> &'static Script {
+pub(crate) fn summary_script() -> &'static QueueScript {
     &SUMMARY
 }
 
@@ -180,20 +259,23 @@ impl WaitingRoom {
     }
 
     /// A script call with the keys and leading arguments every queue script expects: the
-    /// environment's defaults, which the queue's own settings override inside Redis.
-    pub(crate) fn invocation(&self, script: &'static Script, queue: &QueueId) -> ScriptCall {
+    /// environment's defaults, which the queue's own settings override inside Redis. The
+    /// caller adds the script's own arguments by name ([`ScriptCall::named`]).
+    pub(crate) fn invocation(&self, script: &'static QueueScript, queue: &QueueId) -> ScriptCall {
         let keys = QueueKeys::new(&self.prefix, queue);
-        let mut invocation = ScriptCall::new(script);
+        let mut invocation = ScriptCall::new(&script.script);
         for key in keys.all() {
             invocation.key(key);
         }
         invocation
-            .arg(self.config.capacity)
-            .arg(millis(self.config.session))
-            .arg(millis(self.config.waiting_idle))
-            .arg(self.config.admit_per_tick)
-            .arg(millis(self.config.retire_after))
-            .arg(millis(self.config.promote_tick));
+            .declare(PRELUDE_ARGS)
+            .named("DEFAULT_CAPACITY", self.config.capacity)
+            .named("DEFAULT_SESSION_MS", millis(self.config.session))
+            .named("DEFAULT_IDLE_MS", millis(self.config.waiting_idle))
+            .named("DEFAULT_ADMIT_PER_TICK", self.config.admit_per_tick)
+            .named("RETIRE_AFTER_MS", millis(self.config.retire_after))
+            .named("TICK_MS_ARG", millis(self.config.promote_tick))
+            .declare(script.args);
         invocation
     }
 }
@@ -419,5 +501,139 @@ mod tests {
             status.lines().count(),
             COMMON_LUA.lines().count() + STATUS_LUA.lines().count()
         );
+    }
+
+    /// The names a queue script's source binds its arguments to, in order: `local` statements
+    /// (a continuation line indented) whose values read `ARGV[ARG]` or `ARGV[ARG + k]` (or,
+    /// with `from_arg`, `ARGV[k + 1]`), and a tail, `local NAME_from = ARG + k`, named
+    /// `NAME…`. Every read of the arguments outside those statements fails the test.
+    fn bound_names(source: &str, prelude: bool) -> Vec<String> {
+        let code: Vec<&str> = source
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        let mut statements: Vec<String> = Vec::new();
+        for line in &code {
+            if line.starts_with("local ") {
+                statements.push((*line).to_owned());
+            } else if line.starts_with("  ") && statements.last().is_some_and(|s| s.ends_with(','))
+            {
+                let last = statements.last_mut().unwrap();
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        }
+        let index = |expr: &str| -> Option<usize> {
+            if prelude {
+                let at = expr.find("ARGV[")?;
+                let rest = &expr[at + 5..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                return digits.parse::<usize>().ok().map(|n| n - 1);
+            }
+            let at = expr.find("ARGV[ARG")?;
+            let rest = &expr[at + 8..];
+            if rest.starts_with(']') {
+                return Some(0);
+            }
+            let k: String = rest
+                .trim_start_matches(" + ")
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            k.parse().ok()
+        };
+        let mut found: Vec<(usize, String)> = Vec::new();
+        let mut reads = 0;
+        for statement in &statements {
+            let Some((names, values)) = statement["local ".len()..].split_once(" = ") else {
+                continue;
+            };
+            let names: Vec<&str> = names.split(", ").collect();
+            if names.len() == 1 && names[0].ends_with("_from") && values.starts_with("ARG + ") {
+                let k: usize = values["ARG + ".len()..].trim().parse().unwrap();
+                found.push((k, format!("{}…", names[0].trim_end_matches("_from"))));
+                continue;
+            }
+            // The values, split at commas outside parentheses.
+            let (mut depth, mut start, mut exprs) = (0, 0, Vec::new());
+            for (i, c) in values.char_indices() {
+                match c {
+                    '(' | '{' | '[' => depth += 1,
+                    ')' | '}' | ']' => depth -= 1,
+                    ',' if depth == 0 => {
+                        exprs.push(&values[start..i]);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            exprs.push(&values[start..]);
+            for (name, expr) in names.iter().zip(&exprs) {
+                if let Some(k) = index(expr) {
+                    found.push((k, (*name).to_owned()));
+                    reads += 1;
+                }
+            }
+        }
+        let pattern = if prelude { "ARGV[" } else { "ARGV[ARG" };
+        let all: usize = code
+            .iter()
+            .map(|l| {
+                l.match_indices(pattern)
+                    .filter(|(at, _)| prelude || !l[at + pattern.len()..].starts_with('_'))
+                    .count()
+            })
+            .sum();
+        let all = if prelude {
+            // The prelude's own reads are ARGV[1..6]; ARGV[ARG…] belongs to the scripts.
+            code.iter()
+                .map(|l| {
+                    l.match_indices("ARGV[")
+                        .filter(|(at, _)| l[at + 5..].starts_with(|c: char| c.is_ascii_digit()))
+                        .count()
+                })
+                .sum()
+        } else {
+            all
+        };
+        assert_eq!(
+            reads, all,
+            "an argument read outside the bindings at the top: {source}"
+        );
+        found.sort();
+        for (i, (k, name)) in found.iter().enumerate() {
+            assert_eq!(*k, i, "{name} reads argument {k}, not {i}");
+        }
+        found.into_iter().map(|(_, name)| name).collect()
+    }
+
+    /// Each queue script's arguments are named once in its Lua source and once in Rust
+    /// (`QueueScript::args`, which every call follows), and the two lists are equal; so are
+    /// the prelude's.
+    #[test]
+    fn each_script_binds_its_arguments_by_the_names_rust_sends_them_under() {
+        use super::*;
+        assert_eq!(
+            bound_names(include_str!("common.lua"), true),
+            PRELUDE_ARGS.to_vec()
+        );
+        let scripts: [(&str, &QueueScript); 13] = [
+            (include_str!("issue.lua"), &ISSUE),
+            (include_str!("status.lua"), &STATUS),
+            (include_str!("leave.lua"), &LEAVE),
+            (include_str!("release.lua"), &RELEASE),
+            (include_str!("summary.lua"), &SUMMARY),
+            (include_str!("configure.lua"), &CONFIGURE),
+            (include_str!("close.lua"), &CLOSE),
+            (include_str!("promote.lua"), &PROMOTE),
+            (include_str!("reap.lua"), &REAP),
+            (include_str!("retire.lua"), &RETIRE),
+            (include_str!("sell_out.lua"), &SELL_OUT),
+            (include_str!("access.lua"), &ACCESS),
+            (include_str!("priority.lua"), &PRIORITY),
+        ];
+        for (source, script) in scripts {
+            assert_eq!(bound_names(source, false), script.args.to_vec(), "{source}");
+        }
     }
 }

@@ -4,27 +4,12 @@
 //! themselves, within capacity (`common.lua`'s `promote`). Ids are added and removed one at a
 //! time, so each call is one small script whatever the list's size.
 
-use std::sync::LazyLock;
-
-use redis::Script;
-
-use super::WaitingRoom;
+use super::{WaitingRoom, PRIORITY};
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::store::lua_script;
 
 /// The most user ids one queue's priority list holds.
 pub const PRIORITY_MAX: u64 = 10_000;
-
-static PRIORITY: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(
-        &[
-            super::COMMON_LUA,
-            include_str!(concat!(env!("OUT_DIR"), "/queue/priority.lua")),
-        ]
-        .concat(),
-    )
-});
 
 impl WaitingRoom {
     /// Puts `user` on `queue`'s priority list (creating the queue, as a settings change
@@ -54,7 +39,9 @@ impl WaitingRoom {
         user: &UserId,
     ) -> Result<(u8, u64), Error> {
         let mut call = self.invocation(&PRIORITY, queue);
-        call.arg(op).arg(user.as_str()).arg(PRIORITY_MAX);
+        call.named("op", op)
+            .named("user", user.as_str())
+            .named("most", PRIORITY_MAX);
         Ok(self.conn.invoke(call).await?)
     }
 }

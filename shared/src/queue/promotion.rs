@@ -184,7 +184,7 @@ impl WaitingRoom {
             .enumerate()
             .map(|(index, queue)| {
                 let mut call = self.invocation(&PROMOTE, queue);
-                call.arg("");
+                call.named("remaining", "");
                 (index, batch.stage(call))
             })
             .collect();
@@ -224,7 +224,7 @@ impl WaitingRoom {
                 .into_iter()
                 .map(|(index, remaining)| {
                     let mut call = self.invocation(&PROMOTE, &queues[index]);
-                    call.arg(remaining);
+                    call.named("remaining", remaining);
                     (index, batch.stage(call))
                 })
                 .collect();

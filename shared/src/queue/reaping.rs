@@ -103,9 +103,9 @@ impl WaitingRoom {
         loop {
             let mut invocation = self.invocation(&REAP, queue);
             invocation
-                .arg(cursor)
-                .arg(REAP_CHUNK)
-                .arg(super::millis(self.config.retire_after));
+                .named("cursor", cursor)
+                .named("chunk", REAP_CHUNK)
+                .named("idle_after", super::millis(self.config.retire_after));
             let reply: ReapReply = self.conn.invoke(invocation).await?;
             report.script_calls += 1;
             report.expired += reply.expired.len() as u64;

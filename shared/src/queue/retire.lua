@@ -6,7 +6,8 @@
 -- returns 1. An operator's settings stay: the operator owns them. If a buyer
 -- arrived in between (while the mark was still set, so it did not register), returns 0 and
 -- the caller puts the queue back in the registry.
-if is_idle(tonumber(ARGV[ARG])) then
+local idle_after = tonumber(ARGV[ARG])
+if is_idle(idle_after) then
   redis.call('UNLINK', META, CLOCK, PRESENCE)
   return 1
 end

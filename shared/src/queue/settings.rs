@@ -584,9 +584,11 @@ impl WaitingRoom {
         } else {
             (String::new(), String::new())
         };
-        invocation.arg(seed).arg(commitment);
+        invocation
+            .named("seed", seed)
+            .named("commitment", commitment);
         for (field, value) in &args {
-            invocation.arg(*field).arg(value);
+            invocation.named("pairs", *field).named("pairs", value);
         }
         let (settings, was_sold_out, was) = match self.conn.invoke(invocation).await? {
             ConfigureReply::Applied {

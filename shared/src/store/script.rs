@@ -78,10 +78,18 @@ fn with_text(cmd: &Cmd) -> Option<Cmd> {
 
 /// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
 /// as EVALSHA; a server that lacks the script gets it loaded and the call sent again.
+///
+/// A call may name its arguments: [`ScriptCall::declare`] gives the names the script binds,
+/// in order, and [`ScriptCall::named`] adds each argument under its name. A debug build
+/// checks, when the call is sent, that the arguments came under the declared names.
 pub struct ScriptCall {
     script: &'static Script,
     keys: Vec<String>,
     args: Vec<Vec<u8>>,
+    /// The name of each argument added with [`ScriptCall::named`].
+    names: Vec<&'static str>,
+    /// Each declared list of names, with the count of named arguments before it.
+    declared: Vec<(usize, &'static [&'static str])>,
 }
 
 impl ScriptCall {
@@ -90,6 +98,8 @@ impl ScriptCall {
             script,
             keys: Vec::new(),
             args: Vec::new(),
+            names: Vec::new(),
+            declared: Vec::new(),
         }
     }
 
@@ -103,7 +113,45 @@ impl ScriptCall {
         self
     }
 
+    /// The names the script binds to the arguments that follow, in order. A last name that
+    /// ends in `…` stands for any number of arguments of that name, the script's tail.
+    pub fn declare(&mut self, names: &'static [&'static str]) -> &mut Self {
+        self.declared.push((self.names.len(), names));
+        self
+    }
+
+    /// Adds an argument the script binds as `name` (one Redis argument).
+    pub fn named(&mut self, name: &'static str, arg: impl ToRedisArgs) -> &mut Self {
+        self.names.push(name);
+        self.arg(arg)
+    }
+
+    /// Whether every declared list was given, name by name, and nothing else was named.
+    fn names_as_declared(&self) -> bool {
+        if self.declared.is_empty() {
+            return true;
+        }
+        self.names.len() == self.args.len()
+            && self
+                .declared
+                .iter()
+                .enumerate()
+                .all(|(i, (from, declared))| {
+                    let to = self
+                        .declared
+                        .get(i + 1)
+                        .map_or(self.names.len(), |next| next.0);
+                    names_match(declared, &self.names[*from..to])
+                })
+    }
+
     fn command(&self) -> Cmd {
+        debug_assert!(
+            self.names_as_declared(),
+            "script arguments {:?} do not follow the declared {:?}",
+            self.names,
+            self.declared
+        );
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(self.script.get_hash())
             .arg(self.keys.len())
@@ -122,6 +170,20 @@ impl ScriptCall {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// Whether `given` names follow `declared` in order; a last declared name ending in `…`
+/// matches any number of its stem.
+pub fn names_match(declared: &[&str], given: &[&str]) -> bool {
+    match declared.split_last() {
+        Some((last, fixed)) if last.ends_with('…') => {
+            let stem = last.trim_end_matches('…');
+            given.len() >= fixed.len()
+                && given[..fixed.len()] == *fixed
+                && given[fixed.len()..].iter().all(|name| *name == stem)
+        }
+        _ => given == declared,
     }
 }
 
@@ -310,4 +372,20 @@ pub(super) fn timed_out() -> RedisError {
 /// Whether `reply` says its script is not in the server's cache (after a restart or failover).
 fn is_noscript(reply: &Value) -> bool {
     matches!(reply, Value::ServerError(err) if err.kind() == Some(ServerErrorKind::NoScript))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_match;
+
+    /// A call that names its arguments otherwise than declared is caught in a debug build.
+    #[test]
+    fn names_follow_the_declared_list_with_an_open_tail() {
+        assert!(names_match(&["user", "ticket"], &["user", "ticket"]));
+        assert!(!names_match(&["user", "ticket"], &["ticket", "user"]));
+        assert!(!names_match(&["user", "ticket"], &["user"]));
+        assert!(names_match(&["op", "values…"], &["op"]));
+        assert!(names_match(&["op", "values…"], &["op", "values", "values"]));
+        assert!(!names_match(&["op", "values…"], &["op", "value"]));
+    }
 }
