@@ -1671,3 +1671,28 @@ fn told_interval(wait_s: f64, idle_s: u64) -> u64 {
     let wanted = (wait_s.ceil() as u64) / 10;
     wanted.clamp(1, 8 * idle_s / 3)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The `local ARG = N` line of a Lua source: where a script's own arguments start.
+    fn arg_line(source: &str) -> &str {
+        source
+            .lines()
+            .find(|line| line.starts_with("local ARG = "))
+            .expect("a `local ARG = N` line")
+    }
+
+    /// The least scripts read their own arguments where the prelude puts them, so they run
+    /// on the same calls as the product's scripts.
+    #[test]
+    fn least_scripts_find_their_arguments_where_the_prelude_does() {
+        let prelude = arg_line(include_str!("../../shared/src/queue/common.lua"));
+        for least in [
+            include_str!("least/status.lua"),
+            include_str!("least/issue.lua"),
+            include_str!("least/leave.lua"),
+        ] {
+            assert_eq!(arg_line(least), prelude);
+        }
+    }
+}
