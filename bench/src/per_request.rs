@@ -60,6 +60,17 @@ where
     }
 }
 
+/// Sends `cmd` on `conn` and drops its reply.
+fn send(
+    cmd: redis::Cmd,
+    conn: &redis::aio::MultiplexedConnection,
+) -> impl std::future::Future<Output = ()> {
+    let mut conn = conn.clone();
+    async move {
+        let _: redis::Value = cmd.query_async(&mut conn).await.expect("a bench command");
+    }
+}
+
 /// Tokens of `users` in `queue`, as the issue call made them.
 async fn join(room: &WaitingRoom, queue: &QueueId, users: &[String]) -> Vec<TokenClaims> {
     let mut claims = Vec::new();
@@ -157,10 +168,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         for part in &parts[1..] {
             cmd.arg(part.as_slice());
         }
-        let mut conn = pings[lane].clone();
-        async move {
-            let _: redis::Value = cmd.query_async(&mut conn).await.expect("least status");
-        }
+        send(cmd, &pings[lane])
     })
     .await;
     rows.push((
@@ -192,10 +200,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
             .arg(&keys.meta)
             .arg(claims.user.as_str())
             .arg(&ticket);
-        let mut conn = pings[lane].clone();
-        async move {
-            let _: redis::Value = cmd.query_async(&mut conn).await.expect("least status");
-        }
+        send(cmd, &pings[lane])
     })
     .await;
     rows.push((

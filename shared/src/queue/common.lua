@@ -134,8 +134,8 @@ local LONG_IDLE_MS = IDLE_MS * 8
 -- queue (kept to within half a window), the end of the presence grace, the registration
 -- mark, the expected session length, the highest ticket admitted, when the ticket clock last
 -- had an entry, when a poll last kept a waiter present and when one kept it past the idle
--- period (both to within half a window), when meta's TTL was last renewed, what sessions are known to
--- last at least (SESSION_LOW, below) and the presence span. A script that writes one of
+-- period (both to within half a window), when meta's TTL was last renewed, what sessions
+-- are known to last at least (SESSION_LOW, below) and the presence span. A script that writes one of
 -- them updates its local copy too.
 local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at',
@@ -175,8 +175,8 @@ if (not LAST_CALL or NOW - LAST_CALL >= WINDOW_MS / 2 or NOW < LAST_CALL)
 end
 
 -- Presence. Each waiter has a deadline: the idle period after its last poll, or up to
--- LONG_IDLE_MS after one far from the front (presence_for). The deadlines live in one string, PRESENCE, as
--- unsigned 32-bit counts of PRESENCE_UNIT_MS from PRESENCE_EPOCH_MS (0: none; they last
+-- LONG_IDLE_MS after one far from the front (presence_for). The deadlines live in one
+-- string, PRESENCE, as unsigned 32-bit counts of PRESENCE_UNIT_MS from PRESENCE_EPOCH_MS (0: none; they last
 -- until 2058), each at its ticket's presence index: the ticket modulo the presence span. The
 -- span (meta `presence-span`) is a power of two from SPAN_MIN to SPAN_MAX and doubles while
 -- the waiters fill half of it (fit_presence), so presence costs 4 bytes a place of the span,
@@ -556,7 +556,8 @@ local PAUSED_FLAG = PAUSED and 1 or 0
 -- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1), access}, from `set`,
 -- the fields as read (nil: the default; the schedule's ms as stored, '' when not set).
 local function settings_reply(set)
-  return {tonumber(set.capacity or DEFAULT_CAPACITY), tonumber(set.session or DEFAULT_SESSION_MS),
+  return {tonumber(set.capacity or DEFAULT_CAPACITY),
+    tonumber(set.session or DEFAULT_SESSION_MS),
     tonumber(set.admit or DEFAULT_ADMIT_PER_TICK), tonumber(set.idle or DEFAULT_IDLE_MS),
     set.paused and 1 or 0,
     {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},

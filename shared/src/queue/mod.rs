@@ -575,27 +575,22 @@ mod tests {
                 }
             }
         }
-        let pattern = if prelude { "ARGV[" } else { "ARGV[ARG" };
+        // Every read of an argument: ARGV[digit] in the prelude, ARGV[ARG…] in a script.
+        let read_at = |rest: &str| {
+            if prelude {
+                rest.starts_with(|c: char| c.is_ascii_digit())
+            } else {
+                rest.starts_with("ARG]") || rest.starts_with("ARG +")
+            }
+        };
         let all: usize = code
             .iter()
             .map(|l| {
-                l.match_indices(pattern)
-                    .filter(|(at, _)| prelude || !l[at + pattern.len()..].starts_with('_'))
+                l.match_indices("ARGV[")
+                    .filter(|(at, _)| read_at(&l[at + 5..]))
                     .count()
             })
             .sum();
-        let all = if prelude {
-            // The prelude's own reads are ARGV[1..6]; ARGV[ARG…] belongs to the scripts.
-            code.iter()
-                .map(|l| {
-                    l.match_indices("ARGV[")
-                        .filter(|(at, _)| l[at + 5..].starts_with(|c: char| c.is_ascii_digit()))
-                        .count()
-                })
-                .sum()
-        } else {
-            all
-        };
         assert_eq!(
             reads, all,
             "an argument read outside the bindings at the top: {source}"
