@@ -1,8 +1,8 @@
--- Claim: KEYS campaign, claims, outbox, the two rotating rate-limit hashes, then for a
+-- Claim: keys CAMPAIGN, CLAIMS, OUTBOX, the two rotating rate-limit hashes, then for a
 -- campaign kept under its queue's tag that queue's active sorted set and active-tickets
--- hash. ARGV[1] user, ARGV[2] source IP ('' when unknown), ARGV[3] and ARGV[4] the most claim
--- requests per minute per user and per IP (0: no limit), ARGV[5] the ticket of the buyer's
--- queue token ('' when none was shown).
+-- hash. Arguments: user; ip, the source IP ('' when unknown); user_limit and ip_limit, the
+-- most claim requests per minute per user and per IP (0: no limit); ticket, the ticket of
+-- the buyer's queue token ('' when none was shown).
 -- O(1) whatever the campaign's size. Answers, in the order checked:
 --   {'unknown'}; {'elsewhere', queue} (only a locator here: the campaign is under that
 --   queue's tag, where the caller asks again);
@@ -11,9 +11,11 @@
 --   {'limited', ms until the window ends} (counted only for a request that got this far);
 --   {'inactive', queue} (no ticket, or no active session in the campaign's queue with it);
 --   {'claimed', number, claimed-at}: the claim and its outbox entry, written together.
-local CLAIMS, OUTBOX, RATE_KEYS = KEYS[2], KEYS[3], {KEYS[4], KEYS[5]}
-local user, ip, ticket = ARGV[1], ARGV[2], ARGV[5]
-local user_limit, ip_limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local CLAIMS, OUTBOX, RATE_0, RATE_1 = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local QUEUE_ACTIVE, QUEUE_TICKETS = KEYS[6], KEYS[7]
+local RATE_KEYS = {RATE_0, RATE_1}
+local user, ip, user_limit, ip_limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local ticket = ARGV[5]
 
 local c = redis.call('HMGET', CAMPAIGN, 'quantity', 'claimed', 'opens-at', 'closes-at',
   'queue', 'expires-at', 'locator')
@@ -54,9 +56,9 @@ if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
 end
 
 if c[5] then
-  if ticket == '' or #KEYS < 7 then return {'inactive', c[5]} end
-  local until_ms = tonumber(redis.call('ZSCORE', KEYS[6], user))
-  local entry = redis.call('HGET', KEYS[7], user)
+  if ticket == '' or not QUEUE_TICKETS then return {'inactive', c[5]} end
+  local until_ms = tonumber(redis.call('ZSCORE', QUEUE_ACTIVE, user))
+  local entry = redis.call('HGET', QUEUE_TICKETS, user)
   if not until_ms or until_ms <= NOW or not entry
     or string.match(entry, '^(%d+):') ~= ticket then
     return {'inactive', c[5]}

@@ -1,5 +1,5 @@
 -- Shared prelude of the coupon scripts that read a campaign; the script's own body follows.
--- KEYS[1] is the campaign hash. Time is the server's clock (TIME).
+-- Its first key is CAMPAIGN, the campaign hash. Time is the server's clock (TIME).
 local CAMPAIGN = KEYS[1]
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)

@@ -1,7 +1,7 @@
--- Configure: KEYS campaign, claims, outbox. ARGV[1] 'locator' or 'campaign', ARGV[2] the
--- queue id ('' for none), ARGV[3] quantity, ARGV[4] opens-at ms, ARGV[5] closes-at ms ('' for
--- none), ARGV[6] the instant every key of the campaign expires (ms), ARGV[7] 'write', or
--- 'check' to answer as a write would and write nothing.
+-- Configure: keys CAMPAIGN, CLAIMS and OUTBOX. Arguments: mode, 'locator' or 'campaign';
+-- queue, the queue id ('' for none); quantity; opens_at and closes_at, in ms ('' for none);
+-- expires, the instant every key of the campaign expires (ms); write, 'write', or 'check' to
+-- answer as a write would and write nothing.
 -- 'locator' writes, under the campaign's own tag, which queue's tag holds a campaign; it is
 -- refused ({'home-differs', queue or ''}) when the campaign lives elsewhere already.
 -- 'campaign' creates or updates the campaign itself; refused with {'home-differs', queue}
@@ -9,7 +9,8 @@
 -- below what was claimed. Answers {'ok', created}, followed by campaign_reply() for a
 -- campaign written.
 local CLAIMS, OUTBOX = KEYS[2], KEYS[3]
-local mode, queue, expires, write = ARGV[1], ARGV[2], ARGV[6], ARGV[7] == 'write'
+local mode, queue, quantity = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local opens_at, closes_at, expires, write = ARGV[4], ARGV[5], ARGV[6], ARGV[7] == 'write'
 local held = redis.call('HMGET', CAMPAIGN, 'locator', 'quantity', 'claimed')
 
 if mode == 'locator' then
@@ -24,11 +25,10 @@ end
 
 if held[1] then return {'home-differs', held[1]} end
 local claimed = tonumber(held[3] or '0')
-local quantity = tonumber(ARGV[3])
 if quantity < claimed then return {'below-claimed', claimed} end
 if not write then return {'ok', held[2] and 0 or 1} end
 redis.call('HSET', CAMPAIGN, 'quantity', quantity, 'claimed', claimed, 'expires-at', expires)
-local optional = {{'queue', queue}, {'opens-at', ARGV[4]}, {'closes-at', ARGV[5]}}
+local optional = {{'queue', queue}, {'opens-at', opens_at}, {'closes-at', closes_at}}
 for _, pair in ipairs(optional) do
   local field, value = pair[1], pair[2]
   if value == '' then

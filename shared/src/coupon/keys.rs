@@ -62,23 +62,33 @@ impl CouponKeys {
         }
     }
 
-    /// The keys the claim script expects, in order.
-    pub fn claim(&self) -> impl Iterator<Item = &str> {
+    /// The keys the claim script expects, in order, each under the name it binds.
+    pub fn claim(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        let [active, tickets] = match &self.queue_sessions {
+            Some([active, tickets]) => [Some(active), Some(tickets)],
+            None => [None, None],
+        };
         [
-            &self.campaign,
-            &self.claims,
-            &self.outbox,
-            &self.rate[0],
-            &self.rate[1],
+            ("CAMPAIGN", Some(&self.campaign)),
+            ("CLAIMS", Some(&self.claims)),
+            ("OUTBOX", Some(&self.outbox)),
+            ("RATE_0", Some(&self.rate[0])),
+            ("RATE_1", Some(&self.rate[1])),
+            ("QUEUE_ACTIVE", active),
+            ("QUEUE_TICKETS", tickets),
         ]
         .into_iter()
-        .chain(self.queue_sessions.iter().flatten())
-        .map(String::as_str)
+        .filter_map(|(name, key)| Some((name, key?.as_str())))
     }
 
-    /// The keys the configure and pending scripts expect: campaign, claims, outbox.
-    pub fn stored(&self) -> [&str; 3] {
-        [&self.campaign, &self.claims, &self.outbox]
+    /// The keys the configure and pending scripts expect, each under the name it binds:
+    /// campaign, claims, outbox.
+    pub fn stored(&self) -> [(&'static str, &str); 3] {
+        [
+            ("CAMPAIGN", &self.campaign),
+            ("CLAIMS", &self.claims),
+            ("OUTBOX", &self.outbox),
+        ]
     }
 }
 

@@ -26,11 +26,10 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::Script;
 
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
-use crate::store::{lua_script, primary_read_script, Batch, Conn, ScriptCall, Staged};
+use crate::store::{lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged};
 use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
@@ -74,22 +73,62 @@ macro_rules! coupon_script {
     };
 }
 
-static CLAIM: LazyLock<Script> = coupon_script!("claim.lua");
-static CONFIGURE: LazyLock<Script> = coupon_script!("configure.lua");
-static READ: LazyLock<Script> = coupon_script!(primary_read "read.lua");
-static PENDING: LazyLock<Script> = coupon_script!(primary_read "pending.lua");
-static REGISTER: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(include_str!(concat!(
-        env!("OUT_DIR"),
-        "/coupon/register.lua"
-    )))
-});
-static CAMPAIGNS: LazyLock<Script> = LazyLock::new(|| {
-    primary_read_script(include_str!(concat!(
-        env!("OUT_DIR"),
-        "/coupon/campaigns.lua"
-    )))
-});
+/// The keys the configure and pending scripts take ([`CouponKeys::stored`]).
+const STORED_KEYS: &[&str] = &["CAMPAIGN", "CLAIMS", "OUTBOX"];
+
+static CLAIM: NamedScript = NamedScript::new(
+    coupon_script!("claim.lua"),
+    &[
+        "CAMPAIGN",
+        "CLAIMS",
+        "OUTBOX",
+        "RATE_0",
+        "RATE_1",
+        "QUEUE_ACTIVE?",
+        "QUEUE_TICKETS?",
+    ],
+    &["user", "ip", "user_limit", "ip_limit", "ticket"],
+);
+static CONFIGURE: NamedScript = NamedScript::new(
+    coupon_script!("configure.lua"),
+    STORED_KEYS,
+    &[
+        "mode",
+        "queue",
+        "quantity",
+        "opens_at",
+        "closes_at",
+        "expires",
+        "write",
+    ],
+);
+static READ: NamedScript =
+    NamedScript::new(coupon_script!(primary_read "read.lua"), &["CAMPAIGN"], &[]);
+static PENDING: NamedScript = NamedScript::new(
+    coupon_script!(primary_read "pending.lua"),
+    STORED_KEYS,
+    &["most"],
+);
+static REGISTER: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        lua_script(include_str!(concat!(
+            env!("OUT_DIR"),
+            "/coupon/register.lua"
+        )))
+    }),
+    &["REGISTRY"],
+    &["member", "expires_at", "most"],
+);
+static CAMPAIGNS: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        primary_read_script(include_str!(concat!(
+            env!("OUT_DIR"),
+            "/coupon/campaigns.lua"
+        )))
+    }),
+    &["REGISTRY"],
+    &[],
+);
 
 /// The most claim requests per minute per user and per source IP in one campaign (0: no
 /// limit): `RATE_LIMIT_USER_PER_MINUTE` and `RATE_LIMIT_IP_PER_MINUTE`, as for tokens.
@@ -172,12 +211,12 @@ impl Coupons {
             check.read(&replies)?.into_result(coupon)?;
         }
 
-        let mut register = ScriptCall::new(&REGISTER);
+        let mut register = ScriptCall::of(&REGISTER);
         register
-            .key(coupon_registry_key(&self.prefix))
-            .arg(registry_member(coupon, &home))
-            .arg(expires.timestamp_millis())
-            .arg(MAX_CAMPAIGNS);
+            .named_key("REGISTRY", coupon_registry_key(&self.prefix))
+            .named("member", registry_member(coupon, &home))
+            .named("expires_at", expires.timestamp_millis())
+            .named("most", MAX_CAMPAIGNS);
         let registered: bool = self.conn.invoke(register).await?;
         if !registered {
             return Err(Error::Conflict(format!(
@@ -206,27 +245,36 @@ impl Coupons {
         settings: &CampaignSettings,
         expires: DateTime<Utc>,
     ) -> ScriptCall {
-        let mut call = ScriptCall::new(&CONFIGURE);
-        for key in self.keys(coupon, home).stored() {
-            call.key(key);
+        let mut call = ScriptCall::of(&CONFIGURE);
+        for (name, key) in self.keys(coupon, home).stored() {
+            call.named_key(name, key);
         }
         let ms = |at: Option<DateTime<Utc>>| {
             at.map(|at| at.timestamp_millis().to_string())
                 .unwrap_or_default()
         };
-        call.arg(match step {
-            Step::Locator => "locator",
-            Step::Campaign => "campaign",
-        })
-        .arg(settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""))
-        .arg(settings.quantity)
-        .arg(ms(settings.opens_at))
-        .arg(ms(settings.closes_at))
-        .arg(expires.timestamp_millis())
-        .arg(match write {
-            Write::Write => "write",
-            Write::Check => "check",
-        });
+        call.named(
+            "mode",
+            match step {
+                Step::Locator => "locator",
+                Step::Campaign => "campaign",
+            },
+        )
+        .named(
+            "queue",
+            settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""),
+        )
+        .named("quantity", settings.quantity)
+        .named("opens_at", ms(settings.opens_at))
+        .named("closes_at", ms(settings.closes_at))
+        .named("expires", expires.timestamp_millis())
+        .named(
+            "write",
+            match write {
+                Write::Write => "write",
+                Write::Check => "check",
+            },
+        );
         call
     }
 
@@ -235,8 +283,8 @@ impl Coupons {
     pub async fn campaign(&self, coupon: &CouponId) -> Result<Campaign, Error> {
         let mut home = Home::Own;
         loop {
-            let mut call = ScriptCall::new(&READ);
-            call.key(self.keys(coupon, &home).campaign);
+            let mut call = ScriptCall::of(&READ);
+            call.named_key("CAMPAIGN", self.keys(coupon, &home).campaign);
             match self.conn.invoke(call).await? {
                 campaign::ReadReply::Campaign(campaign) => return Ok(campaign.named(coupon)),
                 campaign::ReadReply::Elsewhere(queue) if home == Home::Own => {
@@ -297,22 +345,25 @@ impl Coupons {
         home: &Home,
         ticket: Option<u64>,
     ) -> ScriptCall {
-        let mut call = ScriptCall::new(&CLAIM);
-        for key in self.keys(coupon, home).claim() {
-            call.key(key);
+        let mut call = ScriptCall::of(&CLAIM);
+        for (name, key) in self.keys(coupon, home).claim() {
+            call.named_key(name, key);
         }
-        call.arg(user.as_str())
-            .arg(ip)
-            .arg(self.limits.user_per_minute)
-            .arg(self.limits.ip_per_minute)
-            .arg(ticket.map(|ticket| ticket.to_string()).unwrap_or_default());
+        call.named("user", user.as_str())
+            .named("ip", ip)
+            .named("user_limit", self.limits.user_per_minute)
+            .named("ip_limit", self.limits.ip_per_minute)
+            .named(
+                "ticket",
+                ticket.map(|ticket| ticket.to_string()).unwrap_or_default(),
+            );
         call
     }
 
     /// The campaigns whose keys have not expired, from the registry.
     pub async fn registered(&self) -> Result<Vec<Registered>, Error> {
-        let mut call = ScriptCall::new(&CAMPAIGNS);
-        call.key(coupon_registry_key(&self.prefix));
+        let mut call = ScriptCall::of(&CAMPAIGNS);
+        call.named_key("REGISTRY", coupon_registry_key(&self.prefix));
         let members: Vec<String> = self.conn.invoke(call).await?;
         Ok(members
             .iter()
@@ -335,11 +386,11 @@ impl Coupons {
         campaign: &Registered,
         limit: usize,
     ) -> Staged<Pending> {
-        let mut call = ScriptCall::new(&PENDING);
-        for key in self.keys(&campaign.coupon, &campaign.home).stored() {
-            call.key(key);
+        let mut call = ScriptCall::of(&PENDING);
+        for (name, key) in self.keys(&campaign.coupon, &campaign.home).stored() {
+            call.named_key(name, key);
         }
-        call.arg(limit);
+        call.named("most", limit);
         batch.stage(call)
     }
 
@@ -383,4 +434,25 @@ fn unknown_campaign(coupon: &CouponId) -> Error {
 /// An instant from the scripts' milliseconds.
 fn instant(ms: i64) -> Result<DateTime<Utc>, redis::ParsingError> {
     DateTime::from_timestamp_millis(ms).ok_or_else(|| format!("instant {ms} out of range").into())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each coupon script binds its keys and arguments by the names Rust sends them under.
+    #[test]
+    fn each_script_binds_its_keys_and_arguments_by_the_names_rust_sends_them_under() {
+        use super::{CAMPAIGNS, CLAIM, CONFIGURE, PENDING, READ, REGISTER};
+        use crate::store::bindings::assert_binds;
+        let common = include_str!("common.lua");
+        for (source, script) in [
+            (include_str!("claim.lua"), &CLAIM),
+            (include_str!("configure.lua"), &CONFIGURE),
+            (include_str!("read.lua"), &READ),
+            (include_str!("pending.lua"), &PENDING),
+        ] {
+            assert_binds(&[common, source].concat(), script);
+        }
+        assert_binds(include_str!("register.lua"), &REGISTER);
+        assert_binds(include_str!("campaigns.lua"), &CAMPAIGNS);
+    }
 }

@@ -44,7 +44,7 @@ use redis::Script;
 use crate::config::QueueConfig;
 use crate::error::Departure;
 use crate::ids::QueueId;
-use crate::store::{lua_script, primary_read_script, Conn, ScriptCall};
+use crate::store::{lua_script, primary_read_script, Conn, NamedScript, ScriptCall};
 use keys::QueueKeys;
 use schedule::SeedCache;
 
@@ -207,12 +207,16 @@ static PRIORITY: QueueScript = QueueScript {
     args: &["op", "user", "most"],
 };
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
-static REGISTER: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(include_str!(concat!(
-        env!("OUT_DIR"),
-        "/queue/register.lua"
-    )))
-});
+static REGISTER: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        lua_script(include_str!(concat!(
+            env!("OUT_DIR"),
+            "/queue/register.lua"
+        )))
+    }),
+    &["REGISTRY"],
+    &["queue", "most"],
+);
 
 /// The issue script, for [`crate::bench_support`].
 pub(crate) fn issue_script() -> &'static QueueScript {
@@ -503,113 +507,15 @@ mod tests {
         );
     }
 
-    /// The names a queue script's source binds its arguments to, in order: `local` statements
-    /// (a continuation line indented) whose values read `ARGV[ARG]` or `ARGV[ARG + k]` (or,
-    /// with `from_arg`, `ARGV[k + 1]`), and a tail, `local NAME_from = ARG + k`, named
-    /// `NAME…`. Every read of the arguments outside those statements fails the test.
-    fn bound_names(source: &str, prelude: bool) -> Vec<String> {
-        let code: Vec<&str> = source
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("--"))
-            .collect();
-        let mut statements: Vec<String> = Vec::new();
-        for line in &code {
-            if line.starts_with("local ") {
-                statements.push((*line).to_owned());
-            } else if line.starts_with("  ") && statements.last().is_some_and(|s| s.ends_with(','))
-            {
-                let last = statements.last_mut().unwrap();
-                last.push(' ');
-                last.push_str(line.trim());
-            }
-        }
-        let index = |expr: &str| -> Option<usize> {
-            if prelude {
-                let at = expr.find("ARGV[")?;
-                let rest = &expr[at + 5..];
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                return digits.parse::<usize>().ok().map(|n| n - 1);
-            }
-            let at = expr.find("ARGV[ARG")?;
-            let rest = &expr[at + 8..];
-            if rest.starts_with(']') {
-                return Some(0);
-            }
-            let k: String = rest
-                .trim_start_matches(" + ")
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            k.parse().ok()
-        };
-        let mut found: Vec<(usize, String)> = Vec::new();
-        let mut reads = 0;
-        for statement in &statements {
-            let Some((names, values)) = statement["local ".len()..].split_once(" = ") else {
-                continue;
-            };
-            let names: Vec<&str> = names.split(", ").collect();
-            if names.len() == 1 && names[0].ends_with("_from") && values.starts_with("ARG + ") {
-                let k: usize = values["ARG + ".len()..].trim().parse().unwrap();
-                found.push((k, format!("{}…", names[0].trim_end_matches("_from"))));
-                continue;
-            }
-            // The values, split at commas outside parentheses.
-            let (mut depth, mut start, mut exprs) = (0, 0, Vec::new());
-            for (i, c) in values.char_indices() {
-                match c {
-                    '(' | '{' | '[' => depth += 1,
-                    ')' | '}' | ']' => depth -= 1,
-                    ',' if depth == 0 => {
-                        exprs.push(&values[start..i]);
-                        start = i + 1;
-                    }
-                    _ => {}
-                }
-            }
-            exprs.push(&values[start..]);
-            for (name, expr) in names.iter().zip(&exprs) {
-                if let Some(k) = index(expr) {
-                    found.push((k, (*name).to_owned()));
-                    reads += 1;
-                }
-            }
-        }
-        // Every read of an argument: ARGV[digit] in the prelude, ARGV[ARG…] in a script.
-        let read_at = |rest: &str| {
-            if prelude {
-                rest.starts_with(|c: char| c.is_ascii_digit())
-            } else {
-                rest.starts_with("ARG]") || rest.starts_with("ARG +")
-            }
-        };
-        let all: usize = code
-            .iter()
-            .map(|l| {
-                l.match_indices("ARGV[")
-                    .filter(|(at, _)| read_at(&l[at + 5..]))
-                    .count()
-            })
-            .sum();
-        assert_eq!(
-            reads, all,
-            "an argument read outside the bindings at the top: {source}"
-        );
-        found.sort();
-        for (i, (k, name)) in found.iter().enumerate() {
-            assert_eq!(*k, i, "{name} reads argument {k}, not {i}");
-        }
-        found.into_iter().map(|(_, name)| name).collect()
-    }
-
     /// Each queue script's arguments are named once in its Lua source and once in Rust
     /// (`QueueScript::args`, which every call follows), and the two lists are equal; so are
     /// the prelude's.
     #[test]
     fn each_script_binds_its_arguments_by_the_names_rust_sends_them_under() {
         use super::*;
+        use crate::store::bindings::{bound, Base};
         assert_eq!(
-            bound_names(include_str!("common.lua"), true),
+            bound(include_str!("common.lua"), "ARGV", Base::One),
             PRELUDE_ARGS.to_vec()
         );
         let scripts: [(&str, &QueueScript); 13] = [
@@ -628,7 +534,12 @@ mod tests {
             (include_str!("priority.lua"), &PRIORITY),
         ];
         for (source, script) in scripts {
-            assert_eq!(bound_names(source, false), script.args.to_vec(), "{source}");
+            assert_eq!(
+                bound(source, "ARGV", Base::Arg),
+                script.args.to_vec(),
+                "{source}"
+            );
         }
+        crate::store::bindings::assert_binds(include_str!("register.lua"), &REGISTER);
     }
 }

@@ -34,10 +34,10 @@ impl WaitingRoom {
 
     /// Adds `queue` to the registry unless it already holds `MAX_QUEUES` others.
     pub(super) async fn register(&self, queue: &QueueId) -> Result<(), Error> {
-        let mut call = ScriptCall::new(&REGISTER);
-        call.key(queue_registry_key(&self.prefix))
-            .arg(queue.as_str())
-            .arg(self.config.max_queues);
+        let mut call = ScriptCall::of(&REGISTER);
+        call.named_key("REGISTRY", queue_registry_key(&self.prefix))
+            .named("queue", queue.as_str())
+            .named("most", self.config.max_queues);
         let registered: bool = self.conn.invoke(call).await?;
         if !registered {
             return Err(Error::QueueLimit {

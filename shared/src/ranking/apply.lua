@@ -1,20 +1,21 @@
 -- Applies a batch of ranking commands atomically, after boards.lua's helpers, windows.lua's
 -- rolling and trending writes and fold.lua. Payments and refunds are recorded here (dedupe,
 -- the payment record, refunds waiting for their payment) and queued for the fold, which
--- then runs within ARGV[5] board writes: what it leaves waits for the next call or tick.
--- Cancellations and details apply at once. ARGV[1]: the dedupe window in seconds; ARGV[2]:
--- how far ahead of the server clock a payment's or an update's time may be, in ms; ARGV[3]:
--- most refunds that may wait for one payment; ARGV[4]: the window templates (windows.lua);
--- ARGV[5]: the fold's budget; ARGV[6..]: one JSON command each, a payment's followed by
--- its fold entry. KEYS[1] is the details hash, KEYS[2] the page cache (page.lua; every
--- call deletes it), KEYS[3] the fold queue. Every key named carries the {rk} hash tag; the
--- keys a command names are also passed in KEYS. The fold reaches the boards an entry, the
+-- then runs within BUDGET board writes: what it leaves waits for the next call or tick.
+-- Cancellations and details apply at once. Keys (mod.rs APPLY names them too): DETAILS,
+-- PAGES and FOLD (boards.lua, fold.lua), then every key a command names, given only so that
+-- a cluster routes the call (the script reaches those through the commands). Every key
+-- named carries the {rk} hash tag. The fold reaches the boards an entry, the
 -- payment record or the concert index names, which carry the same tag. Scores are negated seats (rate
 -- boards: negated millionths). Returns one outcome per command: a word, then ': ' and a
 -- reason for those that have one.
+-- Arguments: the dedupe window in seconds; how far ahead of the server clock a payment's or
+-- an update's time may be, in ms; most refunds that may wait for one payment; the window
+-- templates (windows.lua); the fold's budget; then one JSON command each, a payment's
+-- followed by its fold entry.
 local TTL, SKEW_MS, MAX_PENDING = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local WIN, BUDGET = cjson.decode(ARGV[4]), tonumber(ARGV[5])
-local FIRST_COMMAND = 6
+local commands_from = 6
 
 -- Fold entries of this call, pushed at once before the fold.
 local queued = {}
@@ -166,7 +167,7 @@ end
 
 local handlers = {pay = pay, refund = refund, cancel = cancel, details = details}
 local outcomes = {}
-local i = FIRST_COMMAND
+local i = commands_from
 while i <= #ARGV do
   local op = cjson.decode(ARGV[i])
   if op.op == 'pay' then

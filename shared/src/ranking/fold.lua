@@ -1,6 +1,6 @@
 -- The fold: puts recorded payments and refunds on the boards. Concatenated after boards.lua
 -- and windows.lua, and followed by apply.lua (which records events and then folds) or
--- fold_tick.lua (the tick). KEYS[2] is the fold queue, a list: apply.lua pushes one entry
+-- fold_tick.lua (the tick). FOLD is the fold queue, a list: apply.lua pushes one entry
 -- per payment or refund it records, and the fold takes entries off its head, oldest first,
 -- within a budget of board writes. Its tallies (boards.lua) add up the entries of one call
 -- per (board, concert), so a burst of sales of one concert writes each board once.

@@ -41,7 +41,7 @@ pub use period::{default_day, local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
-use crate::store::{lua_script, primary_read_script, Batch, Conn, ScriptCall, Staged};
+use crate::store::{lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged};
 use windows::{
     bucket_of, Trend, Window, BUCKET_MS, LAST_24H, LAST_7D, MARGIN_SECONDS, TICK_CALLS,
     TICK_FIELDS, TICK_STEPS,
@@ -56,47 +56,72 @@ const FOLD_LUA: [&str; 2] = [
     include_str!(concat!(env!("OUT_DIR"), "/ranking/windows.lua")),
     include_str!(concat!(env!("OUT_DIR"), "/ranking/fold.lua")),
 ];
-/// The apply script: the board helpers, the fold, then the commands.
-static APPLY: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(
-        &[
-            BOARDS_LUA,
-            FOLD_LUA[0],
-            FOLD_LUA[1],
-            include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua")),
-        ]
-        .concat(),
-    )
-});
-/// The tick's fold: the board helpers, the fold, and its one call.
-static FOLD: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(
-        &[
-            BOARDS_LUA,
-            FOLD_LUA[0],
-            FOLD_LUA[1],
-            include_str!(concat!(env!("OUT_DIR"), "/ranking/fold_tick.lua")),
-        ]
-        .concat(),
-    )
-});
+/// The apply script: the board helpers, the fold, then the commands. Its keys after the
+/// first three are the ones the commands name, given for a cluster's routing.
+static APPLY: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        lua_script(
+            &[
+                BOARDS_LUA,
+                FOLD_LUA[0],
+                FOLD_LUA[1],
+                include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua")),
+            ]
+            .concat(),
+        )
+    }),
+    &["DETAILS", "PAGES", "FOLD", "named…"],
+    &[
+        "TTL",
+        "SKEW_MS",
+        "MAX_PENDING",
+        "WIN",
+        "BUDGET",
+        "commands…",
+    ],
+);
+/// The tick's fold: the board helpers, the fold, and its one call. Its last key, the
+/// watermark hash, is reached through the window templates, given for a cluster's routing.
+static FOLD: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        lua_script(
+            &[
+                BOARDS_LUA,
+                FOLD_LUA[0],
+                FOLD_LUA[1],
+                include_str!(concat!(env!("OUT_DIR"), "/ranking/fold_tick.lua")),
+            ]
+            .concat(),
+        )
+    }),
+    &["DETAILS", "PAGES", "FOLD", "named…"],
+    &["TTL", "WIN", "BUDGET"],
+);
 /// The tick: the board helpers, then the roll of the windows.
-static ROLL: LazyLock<Script> = LazyLock::new(|| {
-    lua_script(
-        &[
-            BOARDS_LUA,
-            include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua")),
-        ]
-        .concat(),
-    )
-});
-static PAGE: LazyLock<Script> = LazyLock::new(|| {
-    primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/page.lua")))
-});
+static ROLL: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        lua_script(
+            &[
+                BOARDS_LUA,
+                include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua")),
+            ]
+            .concat(),
+        )
+    }),
+    &["DETAILS", "PAGES", "WATERMARKS"],
+    &["cfg", "budget", "steps"],
+);
+static PAGE: NamedScript = NamedScript::new(
+    LazyLock::new(|| {
+        primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/page.lua")))
+    }),
+    &["ranked", "seat_board", "details", "cache?"],
+    &["mode", "target", "count"],
+);
 
 /// The page script, for [`crate::bench_support`].
 pub(crate) fn page_script() -> &'static Script {
-    &PAGE
+    PAGE.script()
 }
 
 /// Most rows read either side of a concert (`around`).
@@ -665,15 +690,15 @@ impl Rankings {
 
     /// One call of the tick's fold.
     pub(crate) fn fold_call(&self) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&FOLD);
+        let mut invocation = ScriptCall::of(&FOLD);
         invocation
-            .key(self.details_key())
-            .key(self.page_cache_key())
-            .key(self.fold_key())
-            .key(self.windows_state_key())
-            .arg(self.settings.dedupe.as_secs())
-            .arg(self.window_templates().to_string())
-            .arg(FOLD_BUDGET_TICK);
+            .named_key("DETAILS", self.details_key())
+            .named_key("PAGES", self.page_cache_key())
+            .named_key("FOLD", self.fold_key())
+            .named_key("named", self.windows_state_key())
+            .named("TTL", self.settings.dedupe.as_secs())
+            .named("WIN", self.window_templates().to_string())
+            .named("BUDGET", FOLD_BUDGET_TICK);
         invocation
     }
 
@@ -684,14 +709,14 @@ impl Rankings {
 
     /// One tick script call.
     pub(crate) fn roll_call(&self) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&ROLL);
+        let mut invocation = ScriptCall::of(&ROLL);
         invocation
-            .key(self.details_key())
-            .key(self.page_cache_key())
-            .key(self.windows_state_key())
-            .arg(self.window_templates().to_string())
-            .arg(TICK_FIELDS)
-            .arg(TICK_STEPS);
+            .named_key("DETAILS", self.details_key())
+            .named_key("PAGES", self.page_cache_key())
+            .named_key("WATERMARKS", self.windows_state_key())
+            .named("cfg", self.window_templates().to_string())
+            .named("budget", TICK_FIELDS)
+            .named("steps", TICK_STEPS);
         invocation
     }
 
@@ -724,24 +749,27 @@ impl Rankings {
         let calls = commands
             .chunks(EVENTS_PER_CALL)
             .map(|chunk| {
-                let mut invocation = ScriptCall::new(&APPLY);
-                // KEYS[1] is the details hash, which every command may read; KEYS[2] the
-                // page cache, which the call deletes; KEYS[3] the fold queue.
+                let mut invocation = ScriptCall::of(&APPLY);
+                // The details hash, which every command may read; the page cache, which the
+                // call deletes; the fold queue.
                 let (details, pages, fold) =
                     (self.details_key(), self.page_cache_key(), self.fold_key());
-                invocation.key(&details).key(&pages).key(&fold);
+                invocation
+                    .named_key("DETAILS", &details)
+                    .named_key("PAGES", &pages)
+                    .named_key("FOLD", &fold);
                 let mut keys = vec![self.windows_state_key()];
                 invocation
-                    .arg(self.settings.dedupe.as_secs())
-                    .arg(FUTURE_SKEW.as_millis() as u64)
-                    .arg(MAX_PENDING_REFUNDS)
-                    .arg(self.window_templates().to_string())
-                    .arg(FOLD_BUDGET_APPLY);
+                    .named("TTL", self.settings.dedupe.as_secs())
+                    .named("SKEW_MS", FUTURE_SKEW.as_millis() as u64)
+                    .named("MAX_PENDING", MAX_PENDING_REFUNDS)
+                    .named("WIN", self.window_templates().to_string())
+                    .named("BUDGET", FOLD_BUDGET_APPLY);
                 for command in chunk {
                     let (op, fold) = self.op(command, &mut keys);
-                    invocation.arg(op.to_string());
+                    invocation.named("commands", op.to_string());
                     if let Some(fold) = fold {
-                        invocation.arg(fold);
+                        invocation.named("commands", fold);
                     }
                 }
                 keys.sort();
@@ -750,7 +778,7 @@ impl Rankings {
                     .iter()
                     .filter(|key| **key != details && **key != pages && **key != fold)
                 {
-                    invocation.key(key);
+                    invocation.named_key("named", key);
                 }
                 batch.stage(invocation)
             })
@@ -916,13 +944,16 @@ impl Rankings {
 
     /// The page script's call on `board` ranked by `order`, its arguments still to come.
     fn read_call(&self, board: &Board, order: Order) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&PAGE);
+        let mut invocation = ScriptCall::of(&PAGE);
         let seats = self.board_key(board);
         let ranked = match order {
             Order::Seats => seats.clone(),
             Order::Rate => self.rate_key(board),
         };
-        invocation.key(ranked).key(seats).key(self.details_key());
+        invocation
+            .named_key("ranked", ranked)
+            .named_key("seat_board", seats)
+            .named_key("details", self.details_key());
         invocation
     }
 
@@ -937,9 +968,12 @@ impl Rankings {
     ) -> ScriptCall {
         let mut invocation = self.read_call(board, order);
         if offset == 0 && limit <= CACHED_LIMIT {
-            invocation.key(self.page_cache_key());
+            invocation.named_key("cache", self.page_cache_key());
         }
-        invocation.arg(offset).arg(limit);
+        invocation
+            .named("mode", "page")
+            .named("target", offset)
+            .named("count", limit);
         invocation
     }
 
@@ -970,9 +1004,9 @@ impl Rankings {
     ) -> Result<Option<Around>, Error> {
         let mut invocation = self.read_call(board, order);
         invocation
-            .arg("around")
-            .arg(concert.as_str())
-            .arg(n.min(MAX_AROUND));
+            .named("mode", "around")
+            .named("target", concert.as_str())
+            .named("count", n.min(MAX_AROUND));
         let mut reply: PageReply = self.conn.invoke(invocation).await?;
         without_rate_on_trending(board, &mut reply.rows);
         Ok(reply.around())
@@ -1137,5 +1171,21 @@ mod tests {
             assert_eq!(Outcome::from_reply(reply).unwrap(), outcome, "{reply}");
         }
         assert!(Outcome::from_reply("exploded").is_err());
+    }
+
+    /// Each ranking script binds its keys and arguments by the names Rust sends them under.
+    #[test]
+    fn each_script_binds_its_keys_and_arguments_by_the_names_rust_sends_them_under() {
+        use super::{APPLY, FOLD, PAGE, ROLL};
+        use crate::store::bindings::assert_binds;
+        let boards = include_str!("boards.lua");
+        let fold = [include_str!("windows.lua"), include_str!("fold.lua")].concat();
+        assert_binds(&[boards, &fold, include_str!("apply.lua")].concat(), &APPLY);
+        assert_binds(
+            &[boards, &fold, include_str!("fold_tick.lua")].concat(),
+            &FOLD,
+        );
+        assert_binds(&[boards, include_str!("roll.lua")].concat(), &ROLL);
+        assert_binds(include_str!("page.lua"), &PAGE);
     }
 }

@@ -1,9 +1,9 @@
 -- A page of a board with each row's seats and details, in one call.
--- KEYS[1]: the board ranked by (a seat or a rate board); KEYS[2]: the seat board;
--- KEYS[3]: the details hash; KEYS[4], given for the pages worth keeping: the page cache.
--- ARGV: offset, limit (a page); or 'around', concertId, n (the concert and the n rows
--- either side of it).
--- The page cache is a hash of rendered pages, the field '<KEYS[1]> <offset> <limit>'. Every
+-- Keys (mod.rs PAGE names them too): ranked, the board ranked by (a seat or a rate board);
+-- seat_board; details, the details hash; cache, the page cache, given for the pages worth
+-- keeping. Arguments: mode, 'page' or 'around'; target, a page's offset or the concertId to
+-- read around; count, a page's limit or the rows either side of that concert.
+-- The page cache is a hash of rendered pages, the field '<ranked> <offset> <limit>'. Every
 -- script call that writes boards or details deletes it (boards.lua's forget_pages), so a
 -- page served from it is the page the boards give now. A miss renders the page and keeps it
 -- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
@@ -15,29 +15,30 @@
 -- to Lua and out again on every read, and Redis hashes every byte of a string it hands Lua.
 -- Any other read returns a flat array: total, focus, then per row concertId, rank, score and
 -- details, each value as Redis holds it (nothing is copied into a new string). rank:
--- competition style (1, 2, 2, 4) on KEYS[1]; score: the concert's score on the seat board as
+-- competition style (1, 2, 2, 4) on ranked; score: the concert's score on the seat board as
 -- stored (a string), null when absent; capacity and details from the details hash's
 -- "<updatedAtMs> <capacity> <json>", null when unknown. focus: the concert's row (1-based)
 -- around it; 0 on a page, and around a concert not on the board (no rows then). A concertId
 -- needs no JSON escaping (letters, digits, '.', '_', ':', '-'; ids.rs).
 local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local mode, target, count = ARGV[1], ARGV[2], ARGV[3]
 local CACHE_SECONDS = 300
 local field
 if cache then
-  field = ranked .. ' ' .. ARGV[1] .. ' ' .. ARGV[2]
+  field = ranked .. ' ' .. target .. ' ' .. count
   local kept = redis.call('HGET', cache, field)
   if kept then return kept end
 end
 local first, last, focus
-if ARGV[1] == 'around' then
-  local at = redis.call('ZRANK', ranked, ARGV[2])
+if mode == 'around' then
+  local at = redis.call('ZRANK', ranked, target)
   if not at then return {redis.call('ZCARD', ranked), 0} end
-  first = math.max(0, at - tonumber(ARGV[3]))
-  last = at + tonumber(ARGV[3])
+  first = math.max(0, at - tonumber(count))
+  last = at + tonumber(count)
   focus = at - first + 1
 else
-  first = tonumber(ARGV[1])
-  last = first + tonumber(ARGV[2]) - 1
+  first = tonumber(target)
+  last = first + tonumber(count) - 1
   focus = 0
 end
 local range = redis.call('ZRANGE', ranked, first, last, 'WITHSCORES')

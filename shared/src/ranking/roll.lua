@@ -1,13 +1,14 @@
 -- The tick: takes the buckets that have left each rolling window off its boards.
--- Concatenated after boards.lua (uncount, capacity_of, forget_pages). KEYS[1]: the concert
--- details hash and KEYS[2] the page cache (boards.lua's); KEYS[3]: the watermark hash.
--- ARGV[1]: JSON {g, genre, windows, state_keep} as windows.lua describes; ARGV[2]: most
--- bucket fields taken off per call; ARGV[3]: most buckets looked at per call.
+-- Concatenated after boards.lua (uncount, capacity_of, forget_pages). Keys (mod.rs ROLL names
+-- them too): DETAILS and PAGES (boards.lua's), then WATERMARKS, the watermark hash.
+-- Arguments: cfg, JSON {g, genre, windows, state_keep} as windows.lua describes; budget, the
+-- most bucket fields taken off per call; steps, the most buckets looked at per call.
 -- A bucket b has left a window of n buckets once the current bucket is b + n or later. The
 -- watermark is the last bucket taken off; the next is taken off field by field (each
 -- field '<concertId> <genre,genre>' holds the seats counted from that bucket), deleting
 -- the fields done, and the watermark moves once it is empty.
 -- Returns {fields taken off, 1 if there is more to do now else 0}.
+local WATERMARKS = KEYS[3]
 local cfg = cjson.decode(ARGV[1])
 local budget, steps = tonumber(ARGV[2]), tonumber(ARGV[3])
 local clock = redis.call('TIME')
@@ -18,7 +19,7 @@ local processed, more = 0, 0
 
 for _, w in ipairs(cfg.windows) do
   local oldest = cur - w.n
-  local mark = tonumber(redis.call('HGET', KEYS[3], w.name))
+  local mark = tonumber(redis.call('HGET', WATERMARKS, w.name))
   local start = mark
   if not mark then
     -- No watermark: nothing was counted in the last state_keep, so nothing is older.
@@ -51,8 +52,8 @@ for _, w in ipairs(cfg.windows) do
     if #fields < budget then mark = b end
     budget = budget - #fields
   end
-  if mark ~= start then redis.call('HSET', KEYS[3], w.name, mark) end
+  if mark ~= start then redis.call('HSET', WATERMARKS, w.name, mark) end
 end
-redis.call('EXPIREAT', KEYS[3], now + cfg.state_keep)
+redis.call('EXPIREAT', WATERMARKS, now + cfg.state_keep)
 if processed > 0 then forget_pages() end
 return {processed, more}

@@ -76,20 +76,89 @@ fn with_text(cmd: &Cmd) -> Option<Cmd> {
     Some(eval)
 }
 
+/// A script and the names it binds its keys and its arguments to, in order: the `local`
+/// statements at the top of its Lua, from `KEYS[k]` and `ARGV[k]`. One list on each side,
+/// held equal by a unit test ([`bindings`]), and followed by every call
+/// ([`ScriptCall::of`]). A name ending in `?` is optional: a call may leave it out, with all
+/// the optional names after it. A last name ending in `…` is a tail of any length: bound in
+/// the Lua as `local NAME_from = k`, or not bound at all for keys the script only names for
+/// a cluster's routing.
+pub struct NamedScript {
+    script: LazyLock<Script>,
+    pub(crate) keys: &'static [&'static str],
+    pub(crate) args: &'static [&'static str],
+}
+
+impl NamedScript {
+    pub const fn new(
+        script: LazyLock<Script>,
+        keys: &'static [&'static str],
+        args: &'static [&'static str],
+    ) -> Self {
+        NamedScript { script, keys, args }
+    }
+
+    pub fn script(&self) -> &Script {
+        &self.script
+    }
+}
+
 /// One script call: the script, its keys (all under one hash tag) and its arguments. Sent
 /// as EVALSHA; a server that lacks the script gets it loaded and the call sent again.
 ///
-/// A call may name its arguments: [`ScriptCall::declare`] gives the names the script binds,
-/// in order, and [`ScriptCall::named`] adds each argument under its name. A debug build
-/// checks, when the call is sent, that the arguments came under the declared names.
+/// A call may name its keys and arguments: [`ScriptCall::declare_keys`] and
+/// [`ScriptCall::declare`] give the names the script binds, in order (a [`NamedScript`]
+/// gives its own through [`ScriptCall::of`]), and [`ScriptCall::named_key`] and
+/// [`ScriptCall::named`] add each under its name. A debug build records the names and
+/// checks, when the call is sent, that they came as declared.
 pub struct ScriptCall {
     script: &'static Script,
     keys: Vec<String>,
     args: Vec<Vec<u8>>,
-    /// The name of each argument added with [`ScriptCall::named`].
-    names: Vec<&'static str>,
-    /// Each declared list of names, with the count of named arguments before it.
+    key_names: Naming,
+    arg_names: Naming,
+}
+
+/// The names given and declared for one array of a call (debug builds only).
+#[derive(Default, Debug)]
+struct Naming {
+    /// The name of each key or argument added by name.
+    given: Vec<&'static str>,
+    /// Each declared list of names, with the count of names given before it.
     declared: Vec<(usize, &'static [&'static str])>,
+}
+
+impl Naming {
+    fn declare(&mut self, names: &'static [&'static str]) {
+        if cfg!(debug_assertions) {
+            self.declared.push((self.given.len(), names));
+        }
+    }
+
+    fn give(&mut self, name: &'static str) {
+        if cfg!(debug_assertions) {
+            self.given.push(name);
+        }
+    }
+
+    /// Whether every declared list was given, name by name, and all `count` were named.
+    fn as_declared(&self, count: usize) -> bool {
+        if self.declared.is_empty() {
+            return true;
+        }
+        self.given.len() == count
+            && self
+                .declared
+                .iter()
+                .enumerate()
+                .all(|(i, (from, declared))| {
+                    let to = self
+                        .declared
+                        .get(i + 1)
+                        .map_or(self.given.len(), |next| next.0);
+                    names_match(declared, &self.given[*from..to])
+                })
+    }
 }
 
 impl ScriptCall {
@@ -98,9 +167,16 @@ impl ScriptCall {
             script,
             keys: Vec::new(),
             args: Vec::new(),
-            names: Vec::new(),
-            declared: Vec::new(),
+            key_names: Naming::default(),
+            arg_names: Naming::default(),
         }
+    }
+
+    /// A call of `named`, which declares its keys' and arguments' names.
+    pub fn of(named: &'static NamedScript) -> Self {
+        let mut call = ScriptCall::new(&named.script);
+        call.declare_keys(named.keys).declare(named.args);
+        call
     }
 
     pub fn key(&mut self, key: impl Into<String>) -> &mut Self {
@@ -113,44 +189,40 @@ impl ScriptCall {
         self
     }
 
-    /// The names the script binds to the arguments that follow, in order. A last name that
-    /// ends in `…` stands for any number of arguments of that name, the script's tail.
-    pub fn declare(&mut self, names: &'static [&'static str]) -> &mut Self {
-        self.declared.push((self.names.len(), names));
+    /// The names the script binds to the keys that follow, in order.
+    pub fn declare_keys(&mut self, names: &'static [&'static str]) -> &mut Self {
+        self.key_names.declare(names);
         self
+    }
+
+    /// The names the script binds to the arguments that follow, in order.
+    pub fn declare(&mut self, names: &'static [&'static str]) -> &mut Self {
+        self.arg_names.declare(names);
+        self
+    }
+
+    /// Adds a key the script binds as `name`.
+    pub fn named_key(&mut self, name: &'static str, key: impl Into<String>) -> &mut Self {
+        self.key_names.give(name);
+        self.key(key)
     }
 
     /// Adds an argument the script binds as `name` (one Redis argument).
     pub fn named(&mut self, name: &'static str, arg: impl ToRedisArgs) -> &mut Self {
-        self.names.push(name);
+        self.arg_names.give(name);
         self.arg(arg)
-    }
-
-    /// Whether every declared list was given, name by name, and nothing else was named.
-    fn names_as_declared(&self) -> bool {
-        if self.declared.is_empty() {
-            return true;
-        }
-        self.names.len() == self.args.len()
-            && self
-                .declared
-                .iter()
-                .enumerate()
-                .all(|(i, (from, declared))| {
-                    let to = self
-                        .declared
-                        .get(i + 1)
-                        .map_or(self.names.len(), |next| next.0);
-                    names_match(declared, &self.names[*from..to])
-                })
     }
 
     fn command(&self) -> Cmd {
         debug_assert!(
-            self.names_as_declared(),
-            "script arguments {:?} do not follow the declared {:?}",
-            self.names,
-            self.declared
+            self.key_names.as_declared(self.keys.len()),
+            "script keys {:?} do not follow the declared names",
+            self.key_names
+        );
+        debug_assert!(
+            self.arg_names.as_declared(self.args.len()),
+            "script arguments {:?} do not follow the declared names",
+            self.arg_names
         );
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(self.script.get_hash())
@@ -173,18 +245,26 @@ impl ScriptCall {
     }
 }
 
-/// Whether `given` names follow `declared` in order; a last declared name ending in `…`
-/// matches any number of its stem.
+/// Whether `given` names follow `declared` in order. A last declared name ending in `…`
+/// matches any number of its stem; names ending in `?` may be left out from the first one
+/// left out on.
 pub fn names_match(declared: &[&str], given: &[&str]) -> bool {
-    match declared.split_last() {
-        Some((last, fixed)) if last.ends_with('…') => {
-            let stem = last.trim_end_matches('…');
-            given.len() >= fixed.len()
+    if let Some((last, fixed)) = declared.split_last() {
+        if let Some(stem) = last.strip_suffix('…') {
+            return given.len() >= fixed.len()
                 && given[..fixed.len()] == *fixed
-                && given[fixed.len()..].iter().all(|name| *name == stem)
+                && given[fixed.len()..].iter().all(|name| *name == stem);
         }
-        _ => given == declared,
     }
+    let required = declared
+        .iter()
+        .take_while(|name| !name.ends_with('?'))
+        .count();
+    (required..=declared.len()).contains(&given.len())
+        && given
+            .iter()
+            .zip(declared)
+            .all(|(given, declared)| *given == declared.trim_end_matches('?'))
 }
 
 /// Work from one or more owners (the rankings and the waiting room, say) sent together.
@@ -374,6 +454,151 @@ fn is_noscript(reply: &Value) -> bool {
     matches!(reply, Value::ServerError(err) if err.kind() == Some(ServerErrorKind::NoScript))
 }
 
+/// The names a script's Lua binds its keys and arguments to, for the unit tests that hold
+/// them equal to Rust's lists ([`NamedScript`], the queue scripts' `QueueScript`).
+#[cfg(test)]
+pub(crate) mod bindings {
+    use super::NamedScript;
+
+    /// How a script indexes an array: from 1 (`KEYS[k]`, `ARGV[k]`), or from `ARG` (a queue
+    /// script's own arguments: `ARGV[ARG]`, `ARGV[ARG + k]`, after the prelude's).
+    #[derive(Clone, Copy, PartialEq)]
+    pub(crate) enum Base {
+        One,
+        Arg,
+    }
+
+    /// The names `source` binds `array` (`KEYS` or `ARGV`) to, in order: `local` statements
+    /// (a continuation line indented) whose values read `ARRAY[k]`; for `ARGV`, a tail too,
+    /// `local NAME_from = k` (`ARG + k`), named `NAME…`. Fails when the array is read by
+    /// number outside those statements, or when the names do not take places 1, 2, 3, ….
+    pub(crate) fn bound(source: &str, array: &str, base: Base) -> Vec<String> {
+        let code: Vec<&str> = source
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        let mut statements: Vec<String> = Vec::new();
+        for line in &code {
+            if line.starts_with("local ") {
+                statements.push((*line).to_owned());
+            } else if line.starts_with("  ") && statements.last().is_some_and(|s| s.ends_with(','))
+            {
+                if let Some(last) = statements.last_mut() {
+                    last.push(' ');
+                    last.push_str(line.trim());
+                }
+            }
+        }
+        let open = format!("{array}[");
+        // The place (from 0) an expression reads, if it reads the array by number.
+        let index = |expr: &str| -> Option<usize> {
+            let rest = &expr[expr.find(&open)? + open.len()..];
+            let number = |text: &str| -> Option<usize> {
+                text.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+                    .parse()
+                    .ok()
+            };
+            match base {
+                Base::One => number(rest)?.checked_sub(1),
+                Base::Arg if rest.starts_with("ARG]") => Some(0),
+                Base::Arg => number(rest.strip_prefix("ARG + ")?),
+            }
+        };
+        let mut found: Vec<(usize, String)> = Vec::new();
+        let mut reads = 0;
+        for statement in &statements {
+            let Some((names, values)) = statement["local ".len()..].split_once(" = ") else {
+                continue;
+            };
+            let names: Vec<&str> = names.split(", ").collect();
+            if array == "ARGV" && names.len() == 1 && names[0].ends_with("_from") {
+                let place = match base {
+                    Base::One => values
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|k| k.checked_sub(1)),
+                    Base::Arg => values
+                        .strip_prefix("ARG + ")
+                        .and_then(|k| k.trim().parse().ok()),
+                };
+                if let Some(place) = place {
+                    found.push((place, format!("{}…", names[0].trim_end_matches("_from"))));
+                    continue;
+                }
+            }
+            // The values, split at commas outside brackets.
+            let (mut depth, mut start, mut exprs) = (0, 0, Vec::new());
+            for (i, c) in values.char_indices() {
+                match c {
+                    '(' | '{' | '[' => depth += 1,
+                    ')' | '}' | ']' => depth -= 1,
+                    ',' if depth == 0 => {
+                        exprs.push(&values[start..i]);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            exprs.push(&values[start..]);
+            for (name, expr) in names.iter().zip(&exprs) {
+                if let Some(k) = index(expr) {
+                    found.push((k, (*name).to_owned()));
+                    reads += 1;
+                }
+            }
+        }
+        // Every read of the array by number.
+        let all: usize = code
+            .iter()
+            .map(|l| {
+                l.match_indices(&open)
+                    .filter(|(at, _)| index(&l[*at..]).is_some())
+                    .count()
+            })
+            .sum();
+        assert_eq!(
+            reads, all,
+            "{array} read outside the bindings at the top: {source}"
+        );
+        found.sort();
+        for (i, (k, name)) in found.iter().enumerate() {
+            assert_eq!(*k, i, "{name} reads {array} place {}, not {}", k + 1, i + 1);
+        }
+        found.into_iter().map(|(_, name)| name).collect()
+    }
+
+    /// Fails unless `source` (the script's whole text) binds the keys and arguments `named`
+    /// declares, by the same names in the same order. A declared tail of keys is not bound:
+    /// those keys are only named for a cluster's routing.
+    pub(crate) fn assert_binds(source: &str, named: &NamedScript) {
+        let plain = |names: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .map(|name| name.trim_end_matches('?').to_owned())
+                .collect()
+        };
+        let keys: Vec<&str> = named
+            .keys
+            .iter()
+            .copied()
+            .filter(|name| !name.ends_with('…'))
+            .collect();
+        assert_eq!(
+            bound(source, "KEYS", Base::One),
+            plain(&keys),
+            "keys of {source}"
+        );
+        assert_eq!(
+            bound(source, "ARGV", Base::One),
+            plain(named.args),
+            "arguments of {source}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::names_match;
@@ -387,5 +612,10 @@ mod tests {
         assert!(names_match(&["op", "values…"], &["op"]));
         assert!(names_match(&["op", "values…"], &["op", "values", "values"]));
         assert!(!names_match(&["op", "values…"], &["op", "value"]));
+        assert!(names_match(&["A", "B?", "C?"], &["A"]));
+        assert!(names_match(&["A", "B?", "C?"], &["A", "B"]));
+        assert!(names_match(&["A", "B?", "C?"], &["A", "B", "C"]));
+        assert!(!names_match(&["A", "B?", "C?"], &["A", "C"]));
+        assert!(!names_match(&["A", "B?"], &[]));
     }
 }
