@@ -29,7 +29,9 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
-use crate::store::{lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged};
+use crate::store::{
+    assemble, lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged,
+};
 use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
@@ -44,40 +46,19 @@ pub const MAX_CAMPAIGNS: u32 = 1000;
 /// Most coupons one campaign holds.
 pub const MAX_QUANTITY: u64 = 10_000_000;
 
-/// The prelude every coupon script begins with; joined to each script at start-up, so a binary
-/// carries it once however many scripts it uses.
-const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/coupon/common.lua"));
+/// The prelude every coupon script that reads a campaign begins with (`common.lua`).
+const COMMON_LUA: &str = include_str!("common.lua");
 
-macro_rules! coupon_script {
-    ($file:literal) => {
-        LazyLock::new(|| {
-            lua_script(
-                &[
-                    COMMON_LUA,
-                    include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file)),
-                ]
-                .concat(),
-            )
-        })
-    };
-    (primary_read $file:literal) => {
-        LazyLock::new(|| {
-            primary_read_script(
-                &[
-                    COMMON_LUA,
-                    include_str!(concat!(env!("OUT_DIR"), "/coupon/", $file)),
-                ]
-                .concat(),
-            )
-        })
-    };
+/// A coupon script's text: the prelude, then `body`.
+fn coupon_lua(body: &str) -> String {
+    assemble(&[COMMON_LUA], body)
 }
 
 /// The keys the configure and pending scripts take ([`CouponKeys::stored`]).
 const STORED_KEYS: &[&str] = &["CAMPAIGN", "CLAIMS", "OUTBOX"];
 
 static CLAIM: NamedScript = NamedScript::new(
-    coupon_script!("claim.lua"),
+    LazyLock::new(|| lua_script(&coupon_lua(include_str!("claim.lua")))),
     &[
         "CAMPAIGN",
         "CLAIMS",
@@ -90,7 +71,7 @@ static CLAIM: NamedScript = NamedScript::new(
     &["user", "ip", "user_limit", "ip_limit", "ticket"],
 );
 static CONFIGURE: NamedScript = NamedScript::new(
-    coupon_script!("configure.lua"),
+    LazyLock::new(|| lua_script(&coupon_lua(include_str!("configure.lua")))),
     STORED_KEYS,
     &[
         "mode",
@@ -102,30 +83,23 @@ static CONFIGURE: NamedScript = NamedScript::new(
         "write",
     ],
 );
-static READ: NamedScript =
-    NamedScript::new(coupon_script!(primary_read "read.lua"), &["CAMPAIGN"], &[]);
+static READ: NamedScript = NamedScript::new(
+    LazyLock::new(|| primary_read_script(&coupon_lua(include_str!("read.lua")))),
+    &["CAMPAIGN"],
+    &[],
+);
 static PENDING: NamedScript = NamedScript::new(
-    coupon_script!(primary_read "pending.lua"),
+    LazyLock::new(|| primary_read_script(&coupon_lua(include_str!("pending.lua")))),
     STORED_KEYS,
     &["most"],
 );
 static REGISTER: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        lua_script(include_str!(concat!(
-            env!("OUT_DIR"),
-            "/coupon/register.lua"
-        )))
-    }),
+    LazyLock::new(|| lua_script(include_str!("register.lua"))),
     &["REGISTRY"],
     &["member", "expires_at", "most"],
 );
 static CAMPAIGNS: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        primary_read_script(include_str!(concat!(
-            env!("OUT_DIR"),
-            "/coupon/campaigns.lua"
-        )))
-    }),
+    LazyLock::new(|| primary_read_script(include_str!("campaigns.lua"))),
     &["REGISTRY"],
     &[],
 );

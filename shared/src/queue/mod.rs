@@ -44,7 +44,7 @@ use redis::Script;
 use crate::config::QueueConfig;
 use crate::error::Departure;
 use crate::ids::QueueId;
-use crate::store::{lua_script, primary_read_script, Conn, NamedScript, ScriptCall};
+use crate::store::{assemble, lua_script, primary_read_script, Conn, NamedScript, ScriptCall};
 use keys::QueueKeys;
 use schedule::SeedCache;
 
@@ -66,54 +66,13 @@ pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsC
 /// last poll, rounded up to a quarter second.
 pub const IDLE_WINDOWS: u32 = 10;
 
-/// The prelude every queue script begins with; joined to each script at start-up, without
-/// the helpers the script never calls ([`joined`]), so a binary carries it once however many
-/// scripts it uses.
-const COMMON_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/common.lua"));
+/// The prelude every queue script begins with (`common.lua`): its keys, the environment's
+/// defaults, the queue's settings and the helpers the scripts share.
+const COMMON_LUA: &str = include_str!("common.lua");
 
-/// The prelude followed by a script, with the prelude's helpers the script never calls left
-/// out: `unused` lists their line ranges (`first-last`, 1-based, a line each; written by
-/// `build.rs`). Their lines stay, empty, so a line number in a Redis error still points at
-/// the source.
-fn joined(script: &str, unused: &str) -> String {
-    let ranges: Vec<(usize, usize)> = unused
-        .lines()
-        .filter_map(|range| {
-            let (first, last) = range.split_once('-')?;
-            Some((first.parse().ok()?, last.parse().ok()?))
-        })
-        .collect();
-    let mut joined = String::with_capacity(COMMON_LUA.len() + script.len());
-    for (n, line) in COMMON_LUA.lines().enumerate() {
-        if !ranges
-            .iter()
-            .any(|&(first, last)| (first..=last).contains(&(n + 1)))
-        {
-            joined.push_str(line);
-        }
-        joined.push('\n');
-    }
-    joined.push_str(script);
-    joined
-}
-
-macro_rules! queue_script {
-    ($file:literal) => {
-        LazyLock::new(|| {
-            lua_script(&joined(
-                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
-                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file, ".unused")),
-            ))
-        })
-    };
-    (primary_read $file:literal) => {
-        LazyLock::new(|| {
-            primary_read_script(&joined(
-                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file)),
-                include_str!(concat!(env!("OUT_DIR"), "/queue/", $file, ".unused")),
-            ))
-        })
-    };
+/// A queue script's text: the prelude, without the helpers `body` never calls, then `body`.
+fn queue_lua(body: &str) -> String {
+    assemble(&[COMMON_LUA], body)
 }
 
 /// A queue script and the names its file binds its own arguments to, in order (the `local`
@@ -144,7 +103,7 @@ const PRELUDE_ARGS: &[&str] = &[
 ];
 
 static ISSUE: QueueScript = QueueScript {
-    script: queue_script!("issue.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("issue.lua")))),
     args: &[
         "user",
         "ip",
@@ -159,61 +118,56 @@ static ISSUE: QueueScript = QueueScript {
     ],
 };
 static STATUS: QueueScript = QueueScript {
-    script: queue_script!("status.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("status.lua")))),
     args: &["user", "ticket"],
 };
 static LEAVE: QueueScript = QueueScript {
-    script: queue_script!("leave.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("leave.lua")))),
     args: &["user", "ticket"],
 };
 static RELEASE: QueueScript = QueueScript {
-    script: queue_script!("release.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("release.lua")))),
     args: &["user", "paid_at", "paid_ticket", "remember", "skew"],
 };
 static SUMMARY: QueueScript = QueueScript {
-    script: queue_script!(primary_read "summary.lua"),
+    script: LazyLock::new(|| primary_read_script(&queue_lua(include_str!("summary.lua")))),
     args: &[],
 };
 static CONFIGURE: QueueScript = QueueScript {
-    script: queue_script!("configure.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("configure.lua")))),
     args: &["seed", "commitment", "pairs…"],
 };
 static CLOSE: QueueScript = QueueScript {
-    script: queue_script!("close.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("close.lua")))),
     args: &[],
 };
 static PROMOTE: QueueScript = QueueScript {
-    script: queue_script!("promote.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("promote.lua")))),
     args: &["remaining"],
 };
 static REAP: QueueScript = QueueScript {
-    script: queue_script!("reap.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("reap.lua")))),
     args: &["cursor", "chunk", "idle_after"],
 };
 static RETIRE: QueueScript = QueueScript {
-    script: queue_script!("retire.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("retire.lua")))),
     args: &["idle_after"],
 };
 static SELL_OUT: QueueScript = QueueScript {
-    script: queue_script!("sell_out.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("sell_out.lua")))),
     args: &["message", "has_message"],
 };
 static ACCESS: QueueScript = QueueScript {
-    script: queue_script!("access.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("access.lua")))),
     args: &["op", "most", "values…"],
 };
 static PRIORITY: QueueScript = QueueScript {
-    script: queue_script!("priority.lua"),
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("priority.lua")))),
     args: &["op", "user", "most"],
 };
 /// Adds a queue to the registry within `MAX_QUEUES`; runs on the registry key alone.
 static REGISTER: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        lua_script(include_str!(concat!(
-            env!("OUT_DIR"),
-            "/queue/register.lua"
-        )))
-    }),
+    LazyLock::new(|| lua_script(include_str!("register.lua"))),
     &["REGISTRY"],
     &["queue", "most"],
 );
@@ -456,7 +410,7 @@ fn millis(d: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{joined, COMMON_LUA, PREQUEUE_POLL_MAX_SECONDS};
+    use super::{queue_lua, PREQUEUE_POLL_MAX_SECONDS};
 
     /// The pre-queue comes back by its place in the draw: the front at the opening, the back
     /// a third of the idle period after it, never later.
@@ -484,27 +438,16 @@ mod tests {
         assert!(include_str!("configure.lua").contains(&line), "{line}");
     }
 
-    const STATUS_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua"));
-    const STATUS_UNUSED: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/status.lua.unused"));
-    const SUMMARY_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/queue/summary.lua"));
-    const SUMMARY_UNUSED: &str =
-        include_str!(concat!(env!("OUT_DIR"), "/queue/summary.lua.unused"));
-
-    /// A script carries the helpers it calls, through others too, and not those it never
-    /// calls; the prelude keeps its line count, so Redis's line numbers still match the source.
+    /// Status carries the helpers it calls, and not the promotion's.
     #[test]
-    fn a_script_carries_only_the_helpers_it_calls() {
-        let status = joined(STATUS_LUA, STATUS_UNUSED);
+    fn status_carries_its_helpers_and_not_the_promotions() {
+        let status = queue_lua(include_str!("status.lua"));
         // Status calls waiting_reply, which calls heartbeat.
         assert!(status.contains("local function heartbeat("));
         assert!(status.contains("local function waiting_reply("));
         assert!(!status.contains("local function promote("));
-        let summary = joined(SUMMARY_LUA, SUMMARY_UNUSED);
+        let summary = queue_lua(include_str!("summary.lua"));
         assert!(!summary.contains("local function heartbeat("));
-        assert_eq!(
-            status.lines().count(),
-            COMMON_LUA.lines().count() + STATUS_LUA.lines().count()
-        );
     }
 
     /// Each queue script's arguments are named once in its Lua source and once in Rust

@@ -41,35 +41,27 @@ pub use period::{default_day, local_day, parse_date, Period};
 use crate::config::RankingSettings;
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre, PaymentId};
-use crate::store::{lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged};
+use crate::store::{
+    assemble, lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged,
+};
 use windows::{
     bucket_of, Trend, Window, BUCKET_MS, LAST_24H, LAST_7D, MARGIN_SECONDS, TICK_CALLS,
     TICK_FIELDS, TICK_STEPS,
 };
 
-/// The board write helpers, which the apply script and the tick both begin with; joined at
-/// start-up, so the binary carries them once.
-const BOARDS_LUA: &str = include_str!(concat!(env!("OUT_DIR"), "/ranking/boards.lua"));
-/// The window and trending writes, then the fold, which the apply script and the tick's
-/// fold both carry.
-const FOLD_LUA: [&str; 2] = [
-    include_str!(concat!(env!("OUT_DIR"), "/ranking/windows.lua")),
-    include_str!(concat!(env!("OUT_DIR"), "/ranking/fold.lua")),
+/// The board write helpers, which the apply script and the tick both begin with.
+const BOARDS_LUA: &str = include_str!("boards.lua");
+/// The preludes of the scripts that fold: the board helpers, the window and trending
+/// writes, then the fold.
+const FOLD_PRELUDES: [&str; 3] = [
+    BOARDS_LUA,
+    include_str!("windows.lua"),
+    include_str!("fold.lua"),
 ];
 /// The apply script: the board helpers, the fold, then the commands. Its keys after the
 /// first three are the ones the commands name, given for a cluster's routing.
 static APPLY: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        lua_script(
-            &[
-                BOARDS_LUA,
-                FOLD_LUA[0],
-                FOLD_LUA[1],
-                include_str!(concat!(env!("OUT_DIR"), "/ranking/apply.lua")),
-            ]
-            .concat(),
-        )
-    }),
+    LazyLock::new(|| lua_script(&assemble(&FOLD_PRELUDES, include_str!("apply.lua")))),
     &["DETAILS", "PAGES", "FOLD", "named…"],
     &[
         "TTL",
@@ -83,38 +75,18 @@ static APPLY: NamedScript = NamedScript::new(
 /// The tick's fold: the board helpers, the fold, and its one call. Its last key, the
 /// watermark hash, is reached through the window templates, given for a cluster's routing.
 static FOLD: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        lua_script(
-            &[
-                BOARDS_LUA,
-                FOLD_LUA[0],
-                FOLD_LUA[1],
-                include_str!(concat!(env!("OUT_DIR"), "/ranking/fold_tick.lua")),
-            ]
-            .concat(),
-        )
-    }),
+    LazyLock::new(|| lua_script(&assemble(&FOLD_PRELUDES, include_str!("fold_tick.lua")))),
     &["DETAILS", "PAGES", "FOLD", "named…"],
     &["TTL", "WIN", "BUDGET"],
 );
 /// The tick: the board helpers, then the roll of the windows.
 static ROLL: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        lua_script(
-            &[
-                BOARDS_LUA,
-                include_str!(concat!(env!("OUT_DIR"), "/ranking/roll.lua")),
-            ]
-            .concat(),
-        )
-    }),
+    LazyLock::new(|| lua_script(&assemble(&[BOARDS_LUA], include_str!("roll.lua")))),
     &["DETAILS", "PAGES", "WATERMARKS"],
     &["cfg", "budget", "steps"],
 );
 static PAGE: NamedScript = NamedScript::new(
-    LazyLock::new(|| {
-        primary_read_script(include_str!(concat!(env!("OUT_DIR"), "/ranking/page.lua")))
-    }),
+    LazyLock::new(|| primary_read_script(include_str!("page.lua"))),
     &["ranked", "seat_board", "details", "cache?"],
     &["mode", "target", "count"],
 );

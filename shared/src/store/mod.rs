@@ -1,6 +1,7 @@
 //! Redis access: the connection every function creates once per container ([`Conn`], in
 //! `conn.rs`: its health and renewal), and the script and pipeline plumbing every owner of
-//! keys sends its work through ([`ScriptCall`], [`Batch`], in `script.rs`).
+//! keys sends its work through ([`ScriptCall`], [`Batch`], in `script.rs`; each script's text
+//! is put together from its Lua files by [`assemble`], in `assemble.rs`).
 //!
 //! Every key starts with `KEY_PREFIX`. Each owner names its own keys under one hash tag per
 //! script call (the waiting room in [`crate::queue::keys`], the rankings in
@@ -42,10 +43,12 @@
 //! Lambda container serves one request at a time, so there the cap rarely binds: the
 //! functions' concurrency bounds what waits on Redis, and each request's budget how long.
 
+mod assemble;
 mod budget;
 mod conn;
 mod script;
 
+pub use assemble::assemble;
 pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
 #[cfg(test)]
