@@ -2,7 +2,7 @@
 -- rolling and trending writes and fold.lua. Payments and refunds are recorded here (dedupe,
 -- the payment record, refunds waiting for their payment) and queued for the fold, which
 -- then runs within BUDGET board writes: what it leaves waits for the next call or tick.
--- Cancellations and details apply at once. Keys (mod.rs APPLY names them too): DETAILS,
+-- Cancellations and details apply at once. Keys (apply.rs APPLY names them too): DETAILS,
 -- PAGES and FOLD (boards.lua, fold.lua), then every key a command names, given only so that
 -- a cluster routes the call (the script reaches those through the commands). Every key
 -- named carries the {rk} hash tag. The fold reaches the boards an entry, the

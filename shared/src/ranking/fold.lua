@@ -4,7 +4,7 @@
 -- per payment or refund it records, and the fold takes entries off its head, oldest first,
 -- within a budget of board writes. Its tallies (boards.lua) add up the entries of one call
 -- per (board, concert), so a burst of sales of one concert writes each board once.
--- Entries, words as Rust built them (mod.rs; no key or id holds a space):
+-- Entries, words as Rust built them (apply.rs; no key or id holds a space):
 --   'P <seats> <record> <weights> <shape>': a payment's seats (after the refunds that
 --     waited for it), its record, its weight on each trending generation of its shape
 --     (comma-separated, '-' for none), then its shape: '<concert> <index> <cancelled>

@@ -1,5 +1,5 @@
 -- The tick's fold: folds what the apply calls left in the fold queue, after boards.lua,
--- windows.lua and fold.lua. Keys (mod.rs FOLD names them too): DETAILS, the page cache PAGES
+-- windows.lua and fold.lua. Keys (tick.rs FOLD names them too): DETAILS, the page cache PAGES
 -- (deleted when the call folds anything) and the fold queue FOLD, then the watermark hash,
 -- which the fold reaches through the window templates. Arguments: the dedupe window in
 -- seconds, the window templates (windows.lua) and the fold's budget of board writes.

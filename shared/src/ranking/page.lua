@@ -1,5 +1,5 @@
 -- A page of a board with each row's seats and details, in one call.
--- Keys (mod.rs PAGE names them too): ranked, the board ranked by (a seat or a rate board);
+-- Keys (read.rs PAGE names them too): ranked, the board ranked by (a seat or a rate board);
 -- seat_board; details, the details hash; cache, the page cache, given for the pages worth
 -- keeping. Arguments: mode, 'page' or 'around'; target, a page's offset or the concertId to
 -- read around; count, a page's limit or the rows either side of that concert.
@@ -8,7 +8,7 @@
 -- page served from it is the page the boards give now. A miss renders the page and keeps it
 -- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
 -- after the board it keeps a page of. It holds at most one page per board, order and limit
--- up to mod.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
+-- up to read.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
 -- (the script runs under allow-oom, as reads must) adds little.
 -- Returns a page to keep as JSON, [total, focus, [row, ...]], a row being [concertId, rank,
 -- score, capacity, [title, venue, startsAt]]: only what a row shows, as a kept page is handed

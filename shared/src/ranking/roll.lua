@@ -1,5 +1,5 @@
 -- The tick: takes the buckets that have left each rolling window off its boards.
--- Concatenated after boards.lua (uncount, capacity_of, forget_pages). Keys (mod.rs ROLL names
+-- Concatenated after boards.lua (uncount, capacity_of, forget_pages). Keys (tick.rs ROLL names
 -- them too): DETAILS and PAGES (boards.lua's), then WATERMARKS, the watermark hash.
 -- Arguments: cfg, JSON {g, genre, windows, state_keep} as windows.lua describes; budget, the
 -- most bucket fields taken off per call; steps, the most buckets looked at per call.

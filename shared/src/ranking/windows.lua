@@ -2,7 +2,7 @@
 -- takes back. Concatenated after boards.lua (tally, uncount, capacity_of) and before
 -- fold.lua, which calls windows_shape, windows_tally and windows_refund. roll.lua (the tick) takes buckets
 -- that left a window off its boards.
--- win (built by Rust, mod.rs, one per call): g, the bucket length in ms; state, the hash of
+-- win (built by Rust, keys.rs, one per call): g, the bucket length in ms; state, the hash of
 -- each window's watermark (the last bucket already taken off); genre, the infix of a genre
 -- board; windows, one {name, hash (bucket hash key without its index), board (overall
 -- board key), n (buckets in the window), keep (seconds a board or bucket hash outlives

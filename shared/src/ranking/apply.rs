@@ -1,0 +1,332 @@
+//! Applying ranking commands: each batch of up to [`EVENTS_PER_CALL`] commands is one call of
+//! `apply.lua`, which records payments and refunds, queues them for the fold and folds within
+//! a budget, and answers one [`Outcome`] per command.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redis::{FromRedisValue, ParsingError, Value};
+use serde_json::json;
+
+use super::events::Command;
+use super::keys::Board;
+use super::period::{local_day, Period};
+use super::windows::{bucket_of, LAST_24H, LAST_7D};
+use super::{Rankings, FOLD_PRELUDES};
+use crate::error::Error;
+use crate::ids::Genre;
+use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
+
+/// The apply script: the board helpers, the fold, then the commands. Its keys after the
+/// first three are the ones the commands name, given for a cluster's routing.
+pub(super) static APPLY: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(&assemble(&FOLD_PRELUDES, include_str!("apply.lua")))),
+    &["DETAILS", "PAGES", "FOLD", "named…"],
+    &[
+        "TTL",
+        "SKEW_MS",
+        "MAX_PENDING",
+        "WIN",
+        "BUDGET",
+        "commands…",
+    ],
+);
+
+/// Most events per script call; a larger batch costs one more round trip per this many.
+pub const EVENTS_PER_CALL: usize = 100;
+
+/// How far ahead of the server's clock a payment's `completedAt` may be.
+pub const FUTURE_SKEW: Duration = Duration::from_secs(60);
+
+/// Most refunds that may wait for one payment that has not landed yet.
+pub const MAX_PENDING_REFUNDS: u32 = 8;
+
+/// Board entries the fold may write at the end of an apply call. `fold.lua` counts a
+/// payment as its boards (24 with two genres) plus 4, or 2 when a payment of the same
+/// concert and bucket was folded earlier in the call; the first entry is always folded. About 0.3 ms of Redis time. What
+/// is left waits for the next call or the tick.
+pub const FOLD_BUDGET_APPLY: u32 = 40;
+
+/// What applying one command did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Applied,
+    Duplicate,
+    /// A refund whose payment has not landed: kept, and applied when the payment lands.
+    Pending,
+    /// Valid, but nothing to do (for example a payment for a cancelled concert).
+    Ignored(String),
+    /// An id seen before with other contents: a producer bug for a person to look at.
+    Conflict(String),
+    /// A payment whose time lies outside the window around the server's clock.
+    Implausible(String),
+    /// Valid, but more than the rankings keep (too many refunds waiting for one payment).
+    Refused(String),
+}
+
+impl Outcome {
+    /// Decodes one outcome of the apply script: a word, then `: ` and the reason.
+    fn from_reply(reply: &str) -> Result<Self, ParsingError> {
+        let (word, reason) = reply.split_once(": ").unwrap_or((reply, ""));
+        let reason = reason.to_owned();
+        Ok(match word {
+            "applied" => Outcome::Applied,
+            "duplicate" => Outcome::Duplicate,
+            "pending" => Outcome::Pending,
+            "ignored" => Outcome::Ignored(reason),
+            "conflict" => Outcome::Conflict(reason),
+            "implausible" => Outcome::Implausible(reason),
+            "refused" => Outcome::Refused(reason),
+            other => return Err(format!("ranking script returned {other:?}").into()),
+        })
+    }
+}
+
+/// The apply script's reply holds one outcome per command, in order.
+impl FromRedisValue for Outcome {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        Outcome::from_reply(&String::from_redis_value(v)?)
+    }
+}
+
+/// Commands staged with [`Rankings::stage_apply`], one script call per
+/// [`EVENTS_PER_CALL`].
+pub struct StagedApply(Vec<Staged<Vec<Outcome>>>);
+
+impl StagedApply {
+    /// One outcome per staged command, in order, from the batch's replies.
+    pub fn read(&self, replies: &[Value]) -> Result<Vec<Outcome>, Error> {
+        let mut outcomes = Vec::new();
+        for call in &self.0 {
+            outcomes.extend(call.read(replies)?);
+        }
+        Ok(outcomes)
+    }
+}
+
+impl Rankings {
+    /// Stages `commands` in `batch`, atomically per call of up to [`EVENTS_PER_CALL`], so
+    /// they share one round trip with other work (the updater's releases); the handle reads
+    /// their outcomes.
+    pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> StagedApply {
+        let calls = commands
+            .chunks(EVENTS_PER_CALL)
+            .map(|chunk| {
+                let mut invocation = ScriptCall::of(&APPLY);
+                // The details hash, which every command may read; the page cache, which the
+                // call deletes; the fold queue.
+                let (details, pages, fold) =
+                    (self.details_key(), self.page_cache_key(), self.fold_key());
+                invocation
+                    .named_key("DETAILS", &details)
+                    .named_key("PAGES", &pages)
+                    .named_key("FOLD", &fold);
+                let mut keys = vec![self.windows_state_key()];
+                invocation
+                    .named("TTL", self.settings.dedupe.as_secs())
+                    .named("SKEW_MS", FUTURE_SKEW.as_millis() as u64)
+                    .named("MAX_PENDING", MAX_PENDING_REFUNDS)
+                    .named("WIN", self.window_templates().to_string())
+                    .named("BUDGET", FOLD_BUDGET_APPLY);
+                for command in chunk {
+                    let (op, fold) = self.op(command, &mut keys);
+                    invocation.named("commands", op.to_string());
+                    if let Some(fold) = fold {
+                        invocation.named("commands", fold);
+                    }
+                }
+                keys.sort();
+                keys.dedup();
+                for key in keys
+                    .iter()
+                    .filter(|key| **key != details && **key != pages && **key != fold)
+                {
+                    invocation.named_key("named", key);
+                }
+                batch.stage(invocation)
+            })
+            .collect();
+        StagedApply(calls)
+    }
+
+    /// Sends `batch`, which holds this owner's staged work and whatever shares its round
+    /// trip; the staged handles read the replies.
+    pub async fn send(&self, batch: &Batch) -> Result<Vec<Value>, Error> {
+        Ok(self.conn.send(batch).await?)
+    }
+
+    /// The script's instruction for `command`, noting every key it names in `keys`; for a
+    /// payment also its entry in the fold queue (`fold.lua`).
+    pub(super) fn op(
+        &self,
+        command: &Command,
+        keys: &mut Vec<String>,
+    ) -> (serde_json::Value, Option<String>) {
+        let mut note = |key: String| {
+            keys.push(key.clone());
+            key
+        };
+        let op = match command {
+            Command::Payment {
+                payment,
+                concert,
+                seats,
+                genres,
+                completed_at,
+                ..
+            } => {
+                let record = note(self.key(&format!("payment:{payment}")));
+                let cancelled = note(self.key(&format!("concert:{concert}:cancelled")));
+                let index = note(self.key(&format!("concert:{concert}:boards")));
+                let bucket = bucket_of(*completed_at);
+                let csv = genres
+                    .iter()
+                    .map(Genre::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let boards = self.boards_for(*completed_at, genres);
+                let generations = self.trend().generations_for(*completed_at);
+                // The fold's entry (fold.lua): words, as no key or id holds a space. First
+                // what is the payment's own, then its shape, which the payments of one
+                // concert in one bucket share.
+                let weights = generations
+                    .iter()
+                    .map(|generation| generation.weight.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let mut fold = format!(
+                    "{record} {} {concert} {index} {cancelled} {} {bucket} {}",
+                    if weights.is_empty() { "-" } else { &weights },
+                    if csv.is_empty() { "-" } else { &csv },
+                    boards.len()
+                );
+                for (board, expires) in boards {
+                    let key = note(self.board_key(&board));
+                    fold += &format!(" {key} {}", expires.map_or(0, |t| t.timestamp()));
+                }
+                for generation in generations {
+                    let key = note(self.board_key(&Board {
+                        period: Period::Trending,
+                        bucket: generation.index.to_string(),
+                        genre: None,
+                    }));
+                    fold += &format!(" {key} {}", generation.expires_at);
+                }
+                // Declare the window keys this payment may write, as for every other key.
+                for (window, period) in [(LAST_24H, Period::Last24h), (LAST_7D, Period::Last7d)] {
+                    note(self.key(&format!("window:{}:{bucket}", window.name)));
+                    for genre in std::iter::once(None).chain(genres.iter().cloned().map(Some)) {
+                        note(self.board_key(&Board {
+                            period,
+                            bucket: "rolling".into(),
+                            genre,
+                        }));
+                    }
+                }
+                let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
+                let op = json!({
+                    "op": "pay",
+                    "record": record,
+                    "pending": note(self.pending_key(payment)),
+                    "cancelled": cancelled,
+                    "concert": concert.as_str(),
+                    "seats": seats,
+                    "genres": genres,
+                    "at": completed_at.timestamp_millis(),
+                });
+                return (op, Some(fold));
+            }
+            Command::Refund {
+                payment,
+                refund,
+                concert,
+                seats,
+            } => {
+                let dedupe = match refund {
+                    Some(refund) => format!("refund:r:{refund}"),
+                    None => format!("refund:p:{payment}"),
+                };
+                json!({
+                    "op": "refund",
+                    "record": note(self.key(&format!("payment:{payment}"))),
+                    "pending": note(self.pending_key(payment)),
+                    "dedupe": note(self.key(&dedupe)),
+                    "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                    "payment": payment.as_str(),
+                    "concert": concert.as_str(),
+                    "seats": seats,
+                })
+            }
+            Command::Cancel { concert } => json!({
+                "op": "cancel",
+                "index": note(self.key(&format!("concert:{concert}:boards"))),
+                "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                "concert": concert.as_str(),
+            }),
+            Command::Details {
+                concert,
+                details,
+                updated_at,
+            } => json!({
+                "op": "details",
+                "index": note(self.key(&format!("concert:{concert}:boards"))),
+                "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                "concert": concert.as_str(),
+                // What the hash holds: the script reads the first two words only.
+                "value": format!(
+                    "{} {} {}",
+                    updated_at.timestamp_millis(),
+                    details.capacity,
+                    json!(details)
+                ),
+            }),
+        };
+        (op, None)
+    }
+
+    /// Every board a payment at `at` counts on, with each board's expiry.
+    pub(super) fn boards_for(
+        &self,
+        at: DateTime<Utc>,
+        genres: &[Genre],
+    ) -> Vec<(Board, Option<DateTime<Utc>>)> {
+        let day = local_day(at, self.settings.time_zone);
+        let genres = std::iter::once(None).chain(genres.iter().cloned().map(Some));
+        genres
+            .flat_map(|genre| {
+                Period::ALL.into_iter().map(move |period| {
+                    (
+                        Board::on(period, day, genre.clone()),
+                        period.expires_at(day, &self.settings),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    #[test]
+    pub(super) fn script_outcomes_decode_with_their_reasons() {
+        let cases = [
+            ("applied", Outcome::Applied),
+            ("duplicate", Outcome::Duplicate),
+            ("pending", Outcome::Pending),
+            (
+                "ignored: concert cancelled",
+                Outcome::Ignored("concert cancelled".into()),
+            ),
+            ("conflict: a: b", Outcome::Conflict("a: b".into())),
+            ("implausible: ahead", Outcome::Implausible("ahead".into())),
+            ("refused: full", Outcome::Refused("full".into())),
+        ];
+        for (reply, outcome) in cases {
+            assert_eq!(Outcome::from_reply(reply).unwrap(), outcome, "{reply}");
+        }
+        assert!(Outcome::from_reply("exploded").is_err());
+    }
+}

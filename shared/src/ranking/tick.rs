@@ -1,0 +1,197 @@
+//! The rankings' tick: the roll of the rolling windows (`roll.lua`), taking the buckets that
+//! left a window off its boards, and the fold (`fold_tick.lua`) of what the apply calls left
+//! in the fold queue, each within its budget per call and per tick.
+
+use std::sync::LazyLock;
+
+use redis::{FromRedisValue, ParsingError, Value};
+use serde_json::json;
+
+use super::windows::{TICK_CALLS, TICK_FIELDS, TICK_STEPS};
+use super::{Rankings, BOARDS_LUA, FOLD_PRELUDES};
+use crate::error::Error;
+use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
+
+/// The tick's fold: the board helpers, the fold, and its one call. Its last key, the
+/// watermark hash, is reached through the window templates, given for a cluster's routing.
+pub(super) static FOLD: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(&assemble(&FOLD_PRELUDES, include_str!("fold_tick.lua")))),
+    &["DETAILS", "PAGES", "FOLD", "named…"],
+    &["TTL", "WIN", "BUDGET"],
+);
+
+/// The tick: the board helpers, then the roll of the windows.
+pub(super) static ROLL: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(&assemble(&[BOARDS_LUA], include_str!("roll.lua")))),
+    &["DETAILS", "PAGES", "WATERMARKS"],
+    &["cfg", "budget", "steps"],
+);
+
+/// Board entries one fold call of the tick may write: about half a millisecond.
+pub const FOLD_BUDGET_TICK: u32 = 80;
+
+/// Most fold calls per tick (160 000 board entries a minute beyond what the apply calls
+/// fold); what is left waits for the next tick.
+pub const FOLD_CALLS: u32 = 2000;
+
+/// The tick script's `{fields taken off, more}`.
+struct RollReply {
+    processed: u64,
+    more: bool,
+}
+
+impl FromRedisValue for RollReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (processed, more): (u64, u8) = FromRedisValue::from_redis_value(v)?;
+        Ok(RollReply {
+            processed,
+            more: more == 1,
+        })
+    }
+}
+
+/// The tick's fold script's `{entries folded, entries left, entries set aside}`.
+struct FoldReply {
+    folded: u64,
+    left: u64,
+    rejected: u64,
+}
+
+impl FromRedisValue for FoldReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (folded, left, rejected) = FromRedisValue::from_redis_value(v)?;
+        Ok(FoldReply {
+            folded,
+            left,
+            rejected,
+        })
+    }
+}
+
+/// What a tick's fold did: payments and refunds folded onto the boards, script calls,
+/// entries left in the fold queue, and entries set aside as unreadable (kept for the dedupe
+/// window in `fold:rejected`; never written by this version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fold {
+    pub folded: u64,
+    pub calls: u32,
+    pub left: u64,
+    pub rejected: u64,
+}
+
+/// What a tick did: payments and refunds folded onto the boards and those left in the fold
+/// queue, bucket fields taken off the rolling boards, script calls, and whether work was
+/// left for the next tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tick {
+    pub folded: u64,
+    pub fold_left: u64,
+    pub fold_rejected: u64,
+    pub processed: u64,
+    pub calls: u32,
+    pub more: bool,
+}
+
+impl Tick {
+    /// The handler's answer: `{"folded", "foldLeft", "foldRejected", "processed", "calls",
+    /// "more"}`.
+    pub fn to_json(self) -> serde_json::Value {
+        json!({"folded": self.folded, "foldLeft": self.fold_left,
+               "foldRejected": self.fold_rejected, "processed": self.processed,
+               "calls": self.calls, "more": self.more})
+    }
+}
+
+impl Rankings {
+    /// Folds what the apply calls left in the fold queue onto the boards (fold calls while
+    /// entries are left, up to [`FOLD_CALLS`]), then takes the buckets that left each
+    /// rolling window off its boards: one script call, and another while the last says
+    /// there is more, up to [`TICK_CALLS`]. Each call is one round trip.
+    pub async fn tick(&self) -> Result<Tick, Error> {
+        let mut tick = Tick {
+            folded: 0,
+            fold_left: 0,
+            fold_rejected: 0,
+            processed: 0,
+            calls: 0,
+            more: false,
+        };
+        let fold = self.fold().await?;
+        tick.folded = fold.folded;
+        tick.fold_left = fold.left;
+        tick.fold_rejected = fold.rejected;
+        tick.calls = fold.calls;
+        let mut more = true;
+        let mut roll_calls = 0;
+        while more && roll_calls < TICK_CALLS {
+            let RollReply {
+                processed,
+                more: now_more,
+            } = self.call(self.roll_call()).await?;
+            tick.processed += processed;
+            roll_calls += 1;
+            more = now_more;
+        }
+        tick.calls += roll_calls;
+        tick.more = fold.left > 0 || more;
+        Ok(tick)
+    }
+
+    /// The tick's first part: fold calls while the fold queue holds entries, up to
+    /// [`FOLD_CALLS`].
+    pub async fn fold(&self) -> Result<Fold, Error> {
+        let mut fold = Fold {
+            folded: 0,
+            calls: 0,
+            left: 1,
+            rejected: 0,
+        };
+        while fold.left > 0 && fold.calls < FOLD_CALLS {
+            let FoldReply {
+                folded,
+                left,
+                rejected,
+            } = self.call(self.fold_call()).await?;
+            fold.folded += folded;
+            fold.calls += 1;
+            fold.left = left;
+            fold.rejected = rejected;
+        }
+        Ok(fold)
+    }
+
+    /// One script call, through the batch path the apply script takes: no second copy of
+    /// the single-call path.
+    pub(super) async fn call<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, Error> {
+        let mut batch = Batch::new();
+        let staged: Staged<T> = batch.stage(call);
+        Ok(staged.read(&self.conn.send(&batch).await?)?)
+    }
+
+    /// One call of the tick's fold.
+    pub(crate) fn fold_call(&self) -> ScriptCall {
+        let mut invocation = ScriptCall::of(&FOLD);
+        invocation
+            .named_key("DETAILS", self.details_key())
+            .named_key("PAGES", self.page_cache_key())
+            .named_key("FOLD", self.fold_key())
+            .named_key("named", self.windows_state_key())
+            .named("TTL", self.settings.dedupe.as_secs())
+            .named("WIN", self.window_templates().to_string())
+            .named("BUDGET", FOLD_BUDGET_TICK);
+        invocation
+    }
+
+    /// One tick script call.
+    pub(crate) fn roll_call(&self) -> ScriptCall {
+        let mut invocation = ScriptCall::of(&ROLL);
+        invocation
+            .named_key("DETAILS", self.details_key())
+            .named_key("PAGES", self.page_cache_key())
+            .named_key("WATERMARKS", self.windows_state_key())
+            .named("cfg", self.window_templates().to_string())
+            .named("budget", TICK_FIELDS)
+            .named("steps", TICK_STEPS);
+        invocation
+    }
+}
