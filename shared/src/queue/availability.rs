@@ -69,7 +69,7 @@ pub struct Availability {
     pub max_waiting: Option<u64>,
 }
 
-/// The scripts' `{mode, sold out, message, max waiting}` (`settings_reply` in `common.lua`).
+/// The scripts' `{mode, sold out, message, max waiting}` (`settings_reply` in `replies.lua`).
 impl FromRedisValue for Availability {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (mode, sold_out, message, max_waiting): (String, u8, String, u64) =

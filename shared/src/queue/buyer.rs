@@ -315,7 +315,7 @@ impl WaitingRoom {
     }
 }
 
-/// What issue and status answer for a token: `token_reply` in `common.lua`,
+/// What issue and status answer for a token: `token_reply` in `replies.lua`,
 /// `{created, status, ticket, position, active_until_ms, wait_ms, present_ms, paused, register,
 /// message, drawn}`.
 struct TokenReply {
@@ -366,7 +366,7 @@ impl TokenAnswer {
     }
 }
 
-/// `token_reply`'s fields in `common.lua`, in order: created, status, ticket, position,
+/// `token_reply`'s fields in `replies.lua`, in order: created, status, ticket, position,
 /// active_until_ms, wait_ms, present_ms, paused, register, message, drawn, range.
 type TokenReplyFields = (
     u8,

@@ -3,17 +3,19 @@
 //!
 //! Each operation is one Lua script over one queue's keys (see [`keys::QueueKeys`]),
 //! sent with EVALSHA: one round trip, atomic, and safe on Redis Cluster. The scripts share
-//! the prelude in `common.lua`, which holds the rules: the settings in force, who is
-//! present, who is active, and how promotion picks the next buyers.
+//! one prelude (`PRELUDE`): `common.lua` holds the settings in force and the queue's meta,
+//! and the files after it the rules: who is present, how long sessions last, who left and
+//! why, how promotion picks the next buyers, and what each call answers. The gatekeeper's
+//! check is plain commands instead (`check.rs`).
 //!
-//! Presence: a waiter's status polls are its heartbeat, recorded as one bit per ticket in
-//! rotating time-window hashes of 32-ticket chunks. A waiter unseen for 1.1 idle periods is
-//! never promoted; the promoter or reaper removes it and reports it as abandoned. A waiter far
-//! from its turn is told to poll less often, and its poll is kept in coarser windows that
-//! cover what it was told (`waiting_reply` in `common.lua`).
+//! Presence: a waiter's status poll is its heartbeat. It writes one deadline in one string
+//! (`presence.lua`): the idle period after the poll, or three of its poll intervals for a
+//! waiter far from its turn, which is told to poll less often (`presence_for` and
+//! `waiting_reply` in `replies.lua`). A waiter past its deadline is never promoted; the
+//! promoter or the reaper removes it and reports it as abandoned.
 //!
 //! Wait estimates come from the live sessions' ends and the measured mean session length
-//! (`wait_estimate` in `common.lua`). A token that lost its place is answered with its
+//! (`wait_estimate` in `replies.lua`). A token that lost its place is answered with its
 //! [`Departure`], recorded for a while by whatever removed it.
 //!
 //! Who may join and be admitted (mode, sold out, `maxWaiting`, the operator's message) is
@@ -66,13 +68,22 @@ pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsC
 /// last poll, rounded up to a quarter second.
 pub const IDLE_WINDOWS: u32 = 10;
 
-/// The prelude every queue script begins with (`common.lua`): its keys, the environment's
-/// defaults, the queue's settings and the helpers the scripts share.
-const COMMON_LUA: &str = include_str!("common.lua");
+/// The prelude every queue script begins with, in this order: `common.lua` (its keys, the
+/// environment's defaults, the queue's settings and meta, the outage clock), then the helpers
+/// by concern: presence, sessions (their lengths), departures, promotion and replies (the
+/// answers, the wait estimate and the poll interval). Each file uses only those before it.
+const PRELUDE: [&str; 6] = [
+    include_str!("common.lua"),
+    include_str!("presence.lua"),
+    include_str!("sessions.lua"),
+    include_str!("departures.lua"),
+    include_str!("promotion.lua"),
+    include_str!("replies.lua"),
+];
 
 /// A queue script's text: the prelude, without the helpers `body` never calls, then `body`.
 fn queue_lua(body: &str) -> String {
-    assemble(&[COMMON_LUA], body)
+    assemble(&PRELUDE, body)
 }
 
 /// A queue script and the names its file binds its own arguments to, in order (the `local`
@@ -283,7 +294,7 @@ impl From<Absence> for crate::Error {
 pub struct TokenState {
     pub ticket: u64,
     pub standing: Standing,
-    /// A waiter's expected wait (see `common.lua`, `wait_estimate`); `None` while paused or
+    /// A waiter's expected wait (see `replies.lua`, `wait_estimate`); `None` while paused or
     /// sold out, and once active.
     pub expected_wait: Option<Duration>,
     /// The range around `expected_wait`: the low end takes sessions to last the mean of those
@@ -293,7 +304,7 @@ pub struct TokenState {
     /// How long this reply keeps the token present without another poll: the queue's idle
     /// period in force, or, for a waiter far from the front, three times a tenth of the low
     /// end of its wait, up to the long presence period of eight idle periods
-    /// (`presence_for` in `common.lua`).
+    /// (`presence_for` in `replies.lua`).
     pub present_for: Duration,
     /// Whether admissions are paused in this queue.
     pub paused: bool,

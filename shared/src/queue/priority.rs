@@ -1,7 +1,7 @@
 //! The priority lane's list: an operator-managed, bounded set of user ids (staff,
 //! accessibility needs, presale winners). Someone on it who takes a place waits in the
 //! queue's priority lane, admitted before the main line, first come, first served among
-//! themselves, within capacity (`common.lua`'s `promote`). Ids are added and removed one at a
+//! themselves, within capacity (`promotion.lua`'s `promote`). Ids are added and removed one at a
 //! time, so each call is one small script whatever the list's size.
 
 use super::{WaitingRoom, PRIORITY};

@@ -50,7 +50,7 @@ pub struct QueueSettings {
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule, lane before opening, access}` (`settings_reply` in `common.lua`: part of configure's and
+/// schedule, lane before opening, access}` (`settings_reply` in `replies.lua`: part of configure's and
 /// summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
