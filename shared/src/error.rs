@@ -76,8 +76,10 @@ pub enum Error {
     Internal(String),
 }
 
-/// Why a token no longer holds a place, as the scripts record it (for one to two
-/// generations of `max(session, idle period, 5 min)`; after that the token is unknown).
+/// Why a token no longer holds a place: the `410 Gone` a buyer is told. The waiting room
+/// records it for one to two generations of `max(session, idle period, 5 min)`; after that
+/// the token is unknown. Which words of its scripts name which departure is the waiting
+/// room's own (`queue::Absence`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Departure {
     /// The session ran out.
@@ -93,18 +95,6 @@ pub enum Departure {
 }
 
 impl Departure {
-    /// The departure a script names, if it names one.
-    pub(crate) fn from_script(raw: &str) -> Option<Self> {
-        match raw {
-            "expired" => Some(Departure::Expired),
-            "paid" => Some(Departure::Paid),
-            "dropped" => Some(Departure::Dropped),
-            "left" => Some(Departure::Left),
-            "given-back" => Some(Departure::SoldOut),
-            _ => None,
-        }
-    }
-
     /// The problem type's last segment, and the gatekeeper's deny reason.
     pub fn kind(self) -> &'static str {
         match self {

@@ -24,6 +24,9 @@
 //!    - [`aws`]: the AWS SDK configuration and the one HTTPS client its clients share.
 //!    - [`secrets`]: `TOKEN_SECRET` and the Redis password from Secrets Manager at cold start.
 //! 5. The domain, each operation one Lua script beside the Rust function that calls it:
+//!    - [`pages`]: the buyer's pages (waiting room, rankings): HTML, script, styles and
+//!      string tables built in, the theme as CSS and the Content-Security-Policy, and the
+//!      page's settings (theme, return-URL allow-list), which a queue stores with its own.
 //!    - [`queue`]: the waiting room: its key layout, issue, status, leave, the gatekeeper
 //!      check, release after payment, per-queue settings and availability (modes, sold out,
 //!      maxWaiting, the operator's message), summary, promotion and reaping.
@@ -37,8 +40,6 @@
 //!    - [`publish`]: queue state events to EventBridge.
 //!    - [`http`]: JSON and `application/problem+json` responses, request bodies and caller
 //!      identity.
-//!    - [`pages`]: the buyer's pages (waiting room, rankings): HTML, script, styles and
-//!      string tables built in, the theme as CSS and the Content-Security-Policy.
 //!    - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
 //! 7. Start-up:
 //!    - [`cold_start`]: what every Lambda binary does before serving.

@@ -46,10 +46,10 @@ use lineup::http::{
 };
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
+use lineup::pages::settings::{PageSettings, Theme};
 use lineup::publish::Publisher;
 use lineup::queue::access::{AccessCode, AccessList, ACCESS_BULK_MAX};
-use lineup::queue::settings::Theme;
-use lineup::queue::{PageSettings, SettingsChange, Standing, TokenState, WaitingRoom};
+use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
 use serde::{Deserialize, Serialize};

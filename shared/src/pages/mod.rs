@@ -10,12 +10,13 @@
 //! each language's tag and name. Another language is one more file and one more line in
 //! [`LANGUAGES`].
 
+pub mod settings;
+
 use std::sync::LazyLock;
 
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::queue::settings::{LogoUrl, Theme};
-use crate::queue::ReturnUrl;
+use settings::{LogoUrl, ReturnUrl, Theme};
 
 /// The string tables, by BCP 47 tag, in the language menu's order. The first is the
 /// fallback.

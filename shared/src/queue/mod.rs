@@ -61,7 +61,7 @@ pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};
-pub use settings::{Configured, PageSettings, QueueSettings, ReturnUrl, SettingsChange};
+pub use settings::{Configured, QueueSettings, SettingsChange};
 
 /// Windows per idle period: the bookkeeping of presence (when it was last seen, meta's TTL)
 /// is written at most once per half window. A waiter is dropped the idle period after its
@@ -270,12 +270,20 @@ enum Absence {
 }
 
 impl Absence {
-    /// The absence a script names, if it names one.
+    /// The absence a script names, if it names one. The scripts' words: a session
+    /// `expired` or was `paid` for, a waiter `dropped` for absence or who `left`, a place
+    /// `given-back` when the queue sold out, or `unknown`.
     fn from_script(raw: &str) -> Option<Self> {
-        match raw {
-            "unknown" => Some(Absence::Unknown),
-            other => Departure::from_script(other).map(Absence::Departed),
-        }
+        let departed = match raw {
+            "unknown" => return Some(Absence::Unknown),
+            "expired" => Departure::Expired,
+            "paid" => Departure::Paid,
+            "dropped" => Departure::Dropped,
+            "left" => Departure::Left,
+            "given-back" => Departure::SoldOut,
+            _ => return None,
+        };
+        Some(Absence::Departed(departed))
     }
 }
 
