@@ -1,0 +1,18 @@
+//! The HTTP edge shared by the API functions, one concern a file: [`problem`] (RFC 9457
+//! problem responses, the one place an [`Error`](crate::error::Error) becomes a status
+//! code), `response` (JSON, pages, a handler's result), `body` (request bodies), `identity`
+//! (the caller), `route` (path matching) and `lambda` (the Lambda entry).
+
+mod body;
+mod identity;
+mod lambda;
+mod problem;
+mod response;
+mod route;
+
+pub use body::{bulk_json_body, json_body, json_document, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES};
+pub use identity::{buyer, jwt_subject, lambda_authorizer_context, no_identity, source_ip};
+pub use lambda::answer_lambda_event;
+pub use problem::problem;
+pub use response::{answer, empty, json, json_cached, page, respond};
+pub use route::{no_route, path_segments, segments};

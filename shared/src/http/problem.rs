@@ -1,0 +1,110 @@
+//! RFC 9457 problem responses: [`problem`] is the one place an [`Error`] becomes a status
+//! code. Internal details are logged, never sent.
+
+use lambda_http::http::{header, HeaderValue, StatusCode};
+use lambda_http::{Body, Response};
+use serde::Serialize;
+
+use super::response::{json_with_type, NO_STORE};
+use crate::error::Error;
+
+pub(super) const PROBLEM_JSON: &str = "application/problem+json";
+
+/// RFC 9457 problem details.
+#[derive(Debug, Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    title: &'a str,
+    status: u16,
+    detail: String,
+}
+
+/// The response for `err`. Internal details are logged, never sent.
+pub fn problem(err: &Error) -> Response<Body> {
+    let (status, title, kind) = match err {
+        Error::Invalid { .. } => (
+            StatusCode::BAD_REQUEST,
+            "Invalid request",
+            "invalid-request",
+        ),
+        Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "Unauthorized", "unauthorized"),
+        Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
+        Error::AccessDenied(_) => (StatusCode::FORBIDDEN, "Access denied", "access-denied"),
+        Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
+        Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
+        Error::SoldOut { .. } | Error::QueueSoldOut { .. } => {
+            (StatusCode::GONE, "Sold out", "sold-out")
+        }
+        Error::QueueClosed { .. } => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
+        Error::QueueNotOpen { .. } => (StatusCode::CONFLICT, "Queue not open", "queue-not-open"),
+        Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
+        Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
+        Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
+        Error::MethodNotAllowed { .. } => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed",
+            "method-not-allowed",
+        ),
+        Error::PayloadTooLarge { .. } => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body too large",
+            "payload-too-large",
+        ),
+        Error::RateLimited { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests",
+            "rate-limited",
+        ),
+        Error::Unavailable { .. } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service unavailable",
+            "service-unavailable",
+        ),
+        Error::Internal(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal error",
+            "internal-error",
+        ),
+    };
+    let detail = match err {
+        Error::Unavailable { source, .. } => {
+            tracing::warn!(error = %source, "redis unavailable");
+            "The service is briefly unavailable; retry after the delay in Retry-After.".into()
+        }
+        Error::Internal(detail) => {
+            tracing::error!(%detail, "internal error");
+            "Something went wrong on our side.".into()
+        }
+        other => other.to_string(),
+    };
+    let body = Problem {
+        kind: &format!("https://lineup.dev/problems/{kind}"),
+        title,
+        status: status.as_u16(),
+        detail,
+    };
+    let mut response = json_with_type(status, &body, PROBLEM_JSON);
+    let headers = response.headers_mut();
+    // An error is never cached: a board that failed to read must not stay failed.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_STORE));
+    match err {
+        Error::Unavailable { retry_after, .. }
+        | Error::RateLimited { retry_after }
+        | Error::QueueFull { retry_after, .. }
+        | Error::QueueNotOpen { retry_after } => {
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after.as_secs().max(1)),
+            );
+        }
+        Error::MethodNotAllowed { allow } => {
+            headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        Error::Unauthorized(_) => {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        _ => {}
+    }
+    response
+}
