@@ -297,7 +297,7 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
     let verdicts =
         ranking_updater::apply_events(std::slice::from_ref(&event), &app.stack.ranking_updater)
             .await;
-    assert_eq!(verdicts, [ranking_updater::Verdict::Applied]);
+    assert_eq!(verdicts, [lineup::ranking::Outcome::Applied]);
     let active_at_event = summary(&app, "show").await.body["active"].as_u64().unwrap();
     // More ticks after the event, still racing, then some of our own.
     lineup_tests::sleep(std::time::Duration::from_millis(100)).await;
@@ -334,11 +334,11 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
 
     // A redelivery changes nothing; an event for a queue that does not exist writes nothing.
     let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
-    assert_eq!(verdicts, [ranking_updater::Verdict::Duplicate]);
+    assert_eq!(verdicts, [lineup::ranking::Outcome::Duplicate]);
     let nowhere = envelope("InventorySoldOut", json!({"queueId": "nowhere"}));
     let verdicts = ranking_updater::apply_events(&[nowhere], &app.stack.ranking_updater).await;
     assert!(
-        matches!(verdicts[0], ranking_updater::Verdict::Ignored(_)),
+        matches!(verdicts[0], lineup::ranking::Outcome::Ignored(_)),
         "{verdicts:?}"
     );
     assert!(
@@ -351,7 +351,7 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
     let bad = envelope("InventorySoldOut", json!({"queueId": "a b"}));
     let verdicts = ranking_updater::apply_events(&[bad], &app.stack.ranking_updater).await;
     assert!(
-        matches!(verdicts[0], ranking_updater::Verdict::Rejected(_)),
+        matches!(verdicts[0], lineup::ranking::Outcome::Rejected(_)),
         "{verdicts:?}"
     );
 }
@@ -443,7 +443,7 @@ async fn a_sold_out_mark_on_a_queue_no_operator_configured_ends() {
     join(&app, "walk-in", "ann").await;
     let event = envelope("InventorySoldOut", json!({"queueId": "walk-in"}));
     let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
-    assert_eq!(verdicts, [ranking_updater::Verdict::Applied]);
+    assert_eq!(verdicts, [lineup::ranking::Outcome::Applied]);
     let settings = format!("{}:{{q:walk-in}}:settings", app.config.key_prefix);
     let ttl_of = |key: String| {
         let mut inspect = app.inspect.clone();

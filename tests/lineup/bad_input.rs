@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lambda_runtime::{Context, LambdaEvent};
+use lineup::ranking::Outcome;
 use lineup_tests::{authorizer_request, Reply, TestApp};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 const CASES: u32 = 400;
@@ -272,7 +272,7 @@ async fn check(app: &TestApp, input: Input) {
             )
             .await;
             assert!(
-                matches!(verdicts[0], Verdict::Rejected(_) | Verdict::Ignored(_)),
+                matches!(verdicts[0], Outcome::Rejected(_) | Outcome::Ignored(_)),
                 "{event}: {verdicts:?}"
             );
             // The same event straight from EventBridge: an error or an ignore, never a panic.

@@ -67,8 +67,8 @@ async fn the_whole_flow_runs_on_three_shards_and_queues_spread_over_them() {
     assert_eq!(
         verdicts,
         [
-            ranking_updater::Verdict::Applied,
-            ranking_updater::Verdict::Applied
+            lineup::ranking::Outcome::Applied,
+            lineup::ranking::Outcome::Applied
         ]
     );
     assert_eq!(summary(&app, "onsale-3").await.body["active"], 0);

@@ -143,7 +143,7 @@ async fn buyer(app: &TestApp, i: usize, endings: Endings) -> Buyer {
         if i.is_multiple_of(3) {
             // The payment event, redelivered while Redis sheds load, as EventBridge would.
             let event = payment(&format!("pay-{name}"), "sale", &name);
-            while let [ranking_updater::Verdict::Failed(_)] = ranking_updater::apply_events(
+            while let [lineup::ranking::Outcome::Failed(_)] = ranking_updater::apply_events(
                 std::slice::from_ref(&event),
                 &app.stack.ranking_updater,
             )

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::queue::keys::QueueKeys;
+use lineup::ranking::Outcome;
 use lineup_local::Stack;
 use lineup_tests::outage::{
     answer_until, assert_unavailable_in_time, join_until_served, OUTAGE_BOUND, QUICK_TO_GIVE_UP,
@@ -18,7 +19,6 @@ use lineup_tests::outage::{
 use lineup_tests::queue::{join, leave, promote, status, summary};
 use lineup_tests::rankings::paid;
 use lineup_tests::{api_request_from, authorizer_request, sleep, OldPrimary, TestApp};
-use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 #[derive(Default)]
@@ -120,8 +120,8 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
                 assert!(started.elapsed() < OUTAGE_BOUND);
                 ledger.requests.fetch_add(1, Ordering::Relaxed);
                 match &verdicts[0] {
-                    Verdict::Applied => ledger.applied.lock().unwrap().push(id),
-                    Verdict::Failed(_) => ledger.failed.lock().unwrap().push(event),
+                    Outcome::Applied => ledger.applied.lock().unwrap().push(id),
+                    Outcome::Failed(_) => ledger.failed.lock().unwrap().push(event),
                     other => panic!("{other:?}"),
                 }
                 sleep(Duration::from_millis(5)).await;
@@ -238,7 +238,7 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
             ranking_updater::apply_events(std::slice::from_ref(event), &app.stack.ranking_updater)
                 .await;
         assert!(
-            matches!(verdict[0], Verdict::Applied | Verdict::Duplicate),
+            matches!(verdict[0], Outcome::Applied | Outcome::Duplicate),
             "{verdict:?}"
         );
     }
@@ -321,7 +321,7 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
         &app.stack.ranking_updater,
     )
     .await;
-    assert_eq!(verdicts, [Verdict::Applied]);
+    assert_eq!(verdicts, [Outcome::Applied]);
     flush().await;
     assert_eq!(
         lineup_tests::queue::leave(&app, "show", &first)
@@ -379,14 +379,14 @@ async fn after_a_partial_noscript_only_the_missing_scripts_run_again() {
         .unwrap();
     let warm = [paid("warm", "c", 1, &[], &Utc::now().to_rfc3339())];
     let verdicts = ranking_updater::apply_events(&warm, &app.stack.ranking_updater).await;
-    assert_eq!(verdicts, [Verdict::Applied]);
+    assert_eq!(verdicts, [Outcome::Applied]);
 
     let verdicts = ranking_updater::apply_events(
         &[lineup_tests::rankings::payment("pay-1", "show", "buyer")],
         &app.stack.ranking_updater,
     )
     .await;
-    assert_eq!(verdicts, [Verdict::Applied], "counted once, not run twice");
+    assert_eq!(verdicts, [Outcome::Applied], "counted once, not run twice");
     assert_eq!(status(&app, "show", &buyer).await.status, 410);
 }
 
@@ -418,7 +418,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
     );
     assert_eq!(
         ranking_updater::apply_events(&[warm_up], &app.stack.ranking_updater).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
 
     redis::cmd("CLIENT")
@@ -451,7 +451,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
         ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
             .await;
     assert!(
-        matches!(again[0], Verdict::Applied | Verdict::Duplicate),
+        matches!(again[0], Outcome::Applied | Outcome::Duplicate),
         "{again:?}"
     );
     assert_eq!(concert_score(&app.stack, "crash-show").await["score"], 1);
@@ -506,7 +506,7 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
     assert_eq!(
         ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
             .await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     assert_eq!(concert_score(&app.stack, "split-show").await["score"], 1);
     println!(
@@ -579,7 +579,7 @@ async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_w
     assert_eq!(
         ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
             .await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     // Replication is asynchronous, so a failover can lose the last writes before it; that is
     // the server's side. The client's side is tested from a replica that has them all.
@@ -612,7 +612,7 @@ async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_w
     assert_eq!(
         ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
             .await,
-        [Verdict::Duplicate],
+        [Outcome::Duplicate],
         "the payment's record moved with the data"
     );
     assert_eq!(concert_score(&app.stack, "moved-show").await["score"], 2);
@@ -715,7 +715,7 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
     );
     assert_eq!(
         ranking_updater::apply_events(&[first], &app.stack.ranking_updater).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     assert!(gate(&gatekeeper, &ana, "watched").await);
     assert!(!gate(&gatekeeper, &ben, "watched").await);
@@ -729,7 +729,7 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
     assert_eq!(leave(&app, "watched", &ana).await.status, 204);
     assert_eq!(
         ranking_updater::apply_events(&[second], &app.stack.ranking_updater).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
 
     let (admitted, turned_away) =
@@ -813,7 +813,7 @@ async fn outage_is_answered_in_time(app: &TestApp, queue: &str, token: &str, pay
     );
     assert_unavailable_in_time(&issue, issue_took);
     assert_unavailable_in_time(&poll, poll_took);
-    assert!(matches!(verdicts[0], Verdict::Failed(_)), "{verdicts:?}");
+    assert!(matches!(verdicts[0], Outcome::Failed(_)), "{verdicts:?}");
     assert!(payment_took < OUTAGE_BOUND, "hung for {payment_took:?}");
 }
 
@@ -873,7 +873,7 @@ async fn a_slow_redis_serves_every_concurrent_caller_within_the_timeouts() {
     tickets.sort_unstable();
     assert_eq!(tickets, (1..=BUYERS as u64).collect::<Vec<_>>());
     for verdict in &verdicts {
-        assert_eq!(verdict.as_slice(), [Verdict::Applied]);
+        assert_eq!(verdict.as_slice(), [Outcome::Applied]);
     }
     assert_eq!(
         concert_score(&app.stack, "slow-show").await["score"],

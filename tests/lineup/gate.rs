@@ -164,8 +164,8 @@ async fn payment_releases_the_session_and_the_next_waiter_is_admitted_on_the_nex
         ],
     )
     .await;
-    assert_eq!(verdicts[0], ranking_updater::Verdict::Applied);
-    assert_eq!(verdicts[1], ranking_updater::Verdict::Duplicate);
+    assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);
+    assert_eq!(verdicts[1], lineup::ranking::Outcome::Duplicate);
     assert_eq!(status(&app, "show", &buyer).await.status, 410);
     assert_eq!(
         status(&app, "show", &next).await.body["status"],
@@ -212,7 +212,7 @@ async fn a_payment_with_a_buyer_costs_two_scripts_in_one_pipeline() {
             &app.stack.ranking_updater,
         ))
         .await;
-    assert_eq!(verdicts[0], ranking_updater::Verdict::Applied);
+    assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);
     // (SADD also runs inside the ranking script, so it is not a client command here.)
     assert_eq!(
         calls.get("evalsha"),
@@ -234,7 +234,7 @@ async fn a_redelivered_future_dated_payment_never_ends_the_next_session() {
         json!((Utc::now() + chrono::Duration::seconds(30)).to_rfc3339());
     assert_eq!(
         pay(&app, std::slice::from_ref(&ahead)).await,
-        [ranking_updater::Verdict::Applied]
+        [lineup::ranking::Outcome::Applied]
     );
     assert!(!gate(&app, &first, "show").await, "the paid session ended");
     let second = join(&app, "show", "buyer").await.token();
@@ -242,7 +242,7 @@ async fn a_redelivered_future_dated_payment_never_ends_the_next_session() {
     // The same payment delivered again releases nothing.
     assert_eq!(
         pay(&app, &[ahead]).await,
-        [ranking_updater::Verdict::Duplicate]
+        [lineup::ranking::Outcome::Duplicate]
     );
     assert!(
         gate(&app, &second, "show").await,
@@ -266,7 +266,7 @@ async fn a_payment_pinned_to_a_ticket_releases_that_session_only() {
     // A payment made in the first session, delivered now, names that session's ticket.
     let mut old = payment("pay-first", "show", "buyer");
     old["detail"]["ticket"] = json!(first_ticket);
-    assert_eq!(pay(&app, &[old]).await, [ranking_updater::Verdict::Applied]);
+    assert_eq!(pay(&app, &[old]).await, [lineup::ranking::Outcome::Applied]);
     assert!(gate(&app, &second.token(), "show").await);
 
     // The ticket decides, not the producer's clock: a payment stamped an hour early but
@@ -276,7 +276,7 @@ async fn a_payment_pinned_to_a_ticket_releases_that_session_only() {
     pinned["detail"]["completedAt"] = json!((Utc::now() - chrono::Duration::hours(1)).to_rfc3339());
     assert_eq!(
         pay(&app, &[pinned]).await,
-        [ranking_updater::Verdict::Applied]
+        [lineup::ranking::Outcome::Applied]
     );
     assert!(!gate(&app, &second.token(), "show").await);
 
@@ -286,7 +286,7 @@ async fn a_payment_pinned_to_a_ticket_releases_that_session_only() {
         event["detail"]["ticket"] = bad.clone();
         let verdicts = pay(&app, &[event]).await;
         assert!(
-            matches!(&verdicts[0], ranking_updater::Verdict::Rejected(r) if r.contains("ticket")),
+            matches!(&verdicts[0], lineup::ranking::Outcome::Rejected(r) if r.contains("ticket")),
             "{bad}: {verdicts:?}"
         );
     }
@@ -298,7 +298,7 @@ async fn a_payment_pinned_to_a_ticket_releases_that_session_only() {
     anonymous["detail"]["ticket"] = json!(second_ticket);
     let verdicts = pay(&app, &[anonymous]).await;
     assert!(
-        matches!(&verdicts[0], ranking_updater::Verdict::Rejected(r) if r.contains("ticket")),
+        matches!(&verdicts[0], lineup::ranking::Outcome::Rejected(r) if r.contains("ticket")),
         "{verdicts:?}"
     );
 }

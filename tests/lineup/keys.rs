@@ -184,7 +184,7 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
     assert!(
         verdicts.iter().all(|v| matches!(
             v,
-            ranking_updater::Verdict::Applied | ranking_updater::Verdict::Pending
+            lineup::ranking::Outcome::Applied | lineup::ranking::Outcome::Pending
         )),
         "{verdicts:?}"
     );

@@ -3,9 +3,9 @@
 //! through `ranking-updater`.
 
 use chrono::{Datelike, Duration as Days, Timelike, Utc, Weekday};
+use lineup::ranking::Outcome;
 use lineup_tests::rankings::{envelope, items, paid, pay, read, schedule};
 use lineup_tests::{Reply, TestApp};
-use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 /// Pays `seats` for each concert now (no genres).
@@ -18,7 +18,7 @@ async fn sell(app: &TestApp, sales: &[(&str, u32)]) {
     assert!(pay(app, &events)
         .await
         .iter()
-        .all(|v| *v == Verdict::Applied));
+        .all(|v| *v == Outcome::Applied));
 }
 
 fn cached(reply: &Reply) {
@@ -158,10 +158,10 @@ async fn a_read_after_any_write_shows_it_though_the_top_of_a_board_is_kept() {
         "PaymentRefunded",
         json!({"paymentId": "pay-b", "refundId": "r-b", "concertId": "b", "seats": 3}),
     );
-    assert_eq!(pay(&app, &[refund]).await, [Verdict::Applied]);
+    assert_eq!(pay(&app, &[refund]).await, [Outcome::Applied]);
     assert_eq!(daily().await, [("a".into(), 2, 1)]);
     let cancel = envelope("ConcertCancelled", json!({"concertId": "a"}));
-    assert_eq!(pay(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(pay(&app, &[cancel]).await, [Outcome::Applied]);
     assert_eq!(read(&app, "/rankings/daily").await.body["total"], 0);
 }
 
@@ -342,7 +342,7 @@ async fn before_the_early_cutoff_reads_without_a_date_serve_the_previous_bucket(
     let paid_yesterday = (now - Days::days(1)).to_rfc3339();
     assert_eq!(
         pay(&app, &[paid("p1", "late-night", 2, &[], &paid_yesterday)]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     let daily = read(&app, "/rankings/daily").await;
     cached(&daily);

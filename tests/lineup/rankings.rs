@@ -4,10 +4,10 @@ use chrono::{Duration as Days, Utc};
 use futures::future::join_all;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::ids::Genre;
+use lineup::ranking::Outcome;
 use lineup::ranking::{Board, Period};
 use lineup_tests::rankings::{details, envelope, items, paid, rate_board, read, scheduled};
 use lineup_tests::TestApp;
-use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 /// Boards and dedupe records that last ten years, so dated events stay plausible.
@@ -31,12 +31,12 @@ fn now() -> String {
 }
 
 /// Applies `events`, then folds what the apply calls left: they are on the boards after.
-async fn send(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
+async fn send(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
     lineup_tests::rankings::pay(app, events).await
 }
 
 /// Applies `events` alone, as the updater does: one round trip, the fold's leftovers left.
-async fn apply(app: &TestApp, events: &[Value]) -> Vec<Verdict> {
+async fn apply(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await
 }
 
@@ -45,22 +45,22 @@ async fn a_payment_counts_once_however_often_and_concurrently_it_arrives() {
     let app = TestApp::spawn(&[]).await;
     let event = paid("pay-1", "concert-a", 3, &["rock", "indie"], &now());
     let verdicts = join_all((0..12).map(|_| send(&app, std::slice::from_ref(&event)))).await;
-    let verdicts: Vec<Verdict> = verdicts.into_iter().flatten().collect();
+    let verdicts: Vec<Outcome> = verdicts.into_iter().flatten().collect();
     assert_eq!(
-        verdicts.iter().filter(|v| **v == Verdict::Applied).count(),
+        verdicts.iter().filter(|v| **v == Outcome::Applied).count(),
         1
     );
     assert_eq!(
         verdicts
             .iter()
-            .filter(|v| **v == Verdict::Duplicate)
+            .filter(|v| **v == Outcome::Duplicate)
             .count(),
         11
     );
     // The same event twice within one batch also counts once.
     assert_eq!(
         send(&app, &[event.clone(), event]).await,
-        [Verdict::Duplicate, Verdict::Duplicate]
+        [Outcome::Duplicate, Outcome::Duplicate]
     );
     for period in ["daily", "weekly", "monthly", "all-time"] {
         for genre in ["", "&genre=rock", "&genre=indie"] {
@@ -92,9 +92,9 @@ async fn refunds_subtract_once_partially_and_never_below_zero() {
     let partial = refunded("p1", Some("r1"), "c1", 1, &at);
     assert_eq!(
         send(&app, std::slice::from_ref(&partial)).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
-    assert_eq!(send(&app, &[partial]).await, [Verdict::Duplicate]);
+    assert_eq!(send(&app, &[partial]).await, [Outcome::Duplicate]);
     assert_eq!(
         items(&read(&app, "/rankings/daily").await),
         [("c1".into(), 4, 1)]
@@ -102,7 +102,7 @@ async fn refunds_subtract_once_partially_and_never_below_zero() {
     // A second partial refund with its own id, asking for more than is left: clamps to 3.
     assert_eq!(
         send(&app, &[refunded("p1", Some("r2"), "c1", 10, &at)]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     assert_eq!(
         items(&read(&app, "/rankings/weekly?genre=rock").await),
@@ -112,7 +112,7 @@ async fn refunds_subtract_once_partially_and_never_below_zero() {
     let whole = refunded("p2", None, "c1", 1, &at);
     assert_eq!(
         send(&app, &[whole.clone(), whole]).await,
-        [Verdict::Applied, Verdict::Duplicate]
+        [Outcome::Applied, Outcome::Duplicate]
     );
     // Score reached zero: the concert leaves every board.
     for path in ["/rankings/daily", "/rankings/all-time?genre=rock"] {
@@ -128,7 +128,7 @@ async fn a_refund_naming_another_concert_than_its_payment_changes_nothing() {
     let app = TestApp::spawn(&[]).await;
     send(&app, &[paid("seen", "c1", 2, &[], &now())]).await;
     let wrong = send(&app, &[refunded("seen", Some("r10"), "c9", 1, &now())]).await;
-    assert!(matches!(&wrong[0], Verdict::Ignored(_)), "{wrong:?}");
+    assert!(matches!(&wrong[0], Outcome::Ignored(_)), "{wrong:?}");
     let board = read(&app, "/rankings/all-time").await;
     assert_eq!(items(&board), [("c1".into(), 2, 1)]);
 }
@@ -148,9 +148,9 @@ async fn a_cancelled_concert_leaves_every_board_and_stays_off() {
     let cancel = envelope("ConcertCancelled", json!({"concertId": "doomed"}));
     assert_eq!(
         send(&app, std::slice::from_ref(&cancel)).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
-    assert_eq!(send(&app, &[cancel]).await, [Verdict::Duplicate]);
+    assert_eq!(send(&app, &[cancel]).await, [Outcome::Duplicate]);
     for path in [
         "/rankings/daily?date=2026-01-10",
         "/rankings/monthly?date=2026-01-10&genre=rock",
@@ -165,7 +165,7 @@ async fn a_cancelled_concert_leaves_every_board_and_stays_off() {
     }
     // A late payment for the cancelled concert does not bring it back.
     let late = send(&app, &[paid("p4", "doomed", 1, &[], &now())]).await;
-    assert!(matches!(&late[0], Verdict::Ignored(_)));
+    assert!(matches!(&late[0], Outcome::Ignored(_)));
     assert_eq!(
         items(&read(&app, "/rankings/all-time").await),
         [("fine".into(), 1, 1)]
@@ -193,7 +193,7 @@ async fn iso_weeks_follow_the_week_based_year_across_new_year() {
     assert!(send(&app, &events)
         .await
         .iter()
-        .all(|v| *v == Verdict::Applied));
+        .all(|v| *v == Outcome::Applied));
     let w53 = read(&app, "/rankings/weekly?date=2021-01-01").await;
     assert_eq!(w53.body["bucket"], "2020-W53");
     assert_eq!(items(&w53), [("nye".into(), 7, 1)]);
@@ -243,7 +243,7 @@ async fn buckets_come_from_the_payment_time_in_the_ranking_zone() {
         .unwrap()
         .remove("completedAt");
     no_time["time"] = json!("2025-11-29T15:00:00Z"); // 2025-11-30 00:00 in Seoul
-    assert_eq!(send(&app, &[no_time]).await, [Verdict::Applied]);
+    assert_eq!(send(&app, &[no_time]).await, [Outcome::Applied]);
     assert_eq!(
         items(&read(&app, "/rankings/daily?date=2025-11-30").await)[0].1,
         3
@@ -465,7 +465,7 @@ async fn an_event_or_a_batch_costs_one_round_trip() {
         .collect();
     let (verdicts, calls) = app.client_commands_during(apply(&app, &big)).await;
     assert_eq!(script_calls(&calls), 3);
-    assert!(verdicts.iter().all(|v| *v == Verdict::Applied));
+    assert!(verdicts.iter().all(|v| *v == Outcome::Applied));
     read(&app, "/rankings/daily").await; // loads the read script once
     let (_, calls) = app
         .client_commands_during(read(&app, "/rankings/daily"))
@@ -484,14 +484,14 @@ fn script_calls(calls: &std::collections::HashMap<&str, u64>) -> u64 {
 }
 
 /// The result name a verdict is reported with (`applied`, `pending`, `conflict`, …).
-pub(crate) fn result(verdict: &Verdict) -> String {
+pub(crate) fn result(verdict: &Outcome) -> String {
     serde_json::to_value(verdict).unwrap()["result"]
         .as_str()
         .unwrap()
         .to_owned()
 }
 
-fn results(verdicts: &[Verdict]) -> Vec<String> {
+fn results(verdicts: &[Outcome]) -> Vec<String> {
     verdicts.iter().map(result).collect()
 }
 
@@ -534,7 +534,7 @@ async fn a_refund_that_arrives_before_its_payment_takes_effect_when_the_payment_
             ]
         )
         .await,
-        [Verdict::Applied, Verdict::Applied, Verdict::Applied]
+        [Outcome::Applied, Outcome::Applied, Outcome::Applied]
     );
     // The boards show each payment minus its refunds; the fully refunded one is on none.
     for path in [
@@ -553,7 +553,7 @@ async fn a_refund_that_arrives_before_its_payment_takes_effect_when_the_payment_
     assert_eq!(results(&send(&app, &[whole]).await), ["duplicate"]);
     assert_eq!(
         send(&app, &[refunded("p1", Some("r2"), "c1", 5, &at)]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     assert_eq!(
         items(&read(&app, "/rankings/all-time").await),
@@ -572,7 +572,7 @@ async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
     let at = now();
     assert_eq!(
         send(&app, &[paid("p1", "c1", 2, &["rock"], &at)]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     let others = [
         paid("p1", "c2", 2, &["rock"], &at),
@@ -590,10 +590,10 @@ async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
     // Identical redeliveries (genres in any order or repeated) stay duplicates.
     assert_eq!(
         send(&app, &[paid("p1", "c1", 2, &["rock", "rock"], &at)]).await,
-        [Verdict::Duplicate]
+        [Outcome::Duplicate]
     );
     let refund = refunded("p1", Some("r1"), "c1", 1, &at);
-    assert_eq!(send(&app, &[refund]).await, [Verdict::Applied]);
+    assert_eq!(send(&app, &[refund]).await, [Outcome::Applied]);
     for other in [
         refunded("p1", Some("r1"), "c1", 2, &at),
         refunded("p9", Some("r1"), "c1", 1, &at),
@@ -697,7 +697,7 @@ async fn event_times_outside_the_window_around_the_server_clock_are_refused() {
 async fn a_cancellation_outlives_the_dedupe_window() {
     let app = TestApp::spawn(&[("RANKING_DEDUPE_DAYS", "1")]).await;
     let cancel = envelope("ConcertCancelled", json!({"concertId": "doomed"}));
-    assert_eq!(send(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(send(&app, &[cancel]).await, [Outcome::Applied]);
     // A day passes: every key that lives for the dedupe window goes, as time would take it.
     let mut inspect = app.inspect.clone();
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -720,7 +720,7 @@ async fn a_cancellation_outlives_the_dedupe_window() {
         }
     }
     let late = send(&app, &[paid("p-late", "doomed", 3, &["rock"], &now())]).await;
-    assert!(matches!(&late[0], Verdict::Ignored(_)), "{late:?}");
+    assert!(matches!(&late[0], Outcome::Ignored(_)), "{late:?}");
     for path in ["/rankings/daily", "/rankings/all-time?genre=rock"] {
         assert_eq!(read(&app, path).await.body["total"], 0, "{path}");
     }
@@ -745,7 +745,7 @@ async fn the_concert_index_keeps_live_boards_only_and_ends_with_them() {
         .unwrap();
     assert_eq!(
         send(&app, &[paid("p1", "c1", 1, &["rock"], &now())]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     let listed = lineup_tests::rankings::concert_index(&app, &index).await;
     assert_eq!(
@@ -777,7 +777,7 @@ async fn the_concert_index_keeps_live_boards_only_and_ends_with_them() {
     }
     // Cancellation still reaches every board the index lists.
     let cancel = envelope("ConcertCancelled", json!({"concertId": "c1"}));
-    assert_eq!(send(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(send(&app, &[cancel]).await, [Outcome::Applied]);
     assert_eq!(
         read(&app, "/rankings/all-time?genre=rock").await.body["total"],
         0
@@ -829,13 +829,13 @@ async fn concert_details_follow_the_latest_updated_at_in_any_arrival_order() {
             if newest.is_some_and(|newest| newest > v) {
                 assert_eq!(
                     verdict,
-                    [Verdict::Ignored(
+                    [Outcome::Ignored(
                         "an update with a later updatedAt is already applied".into()
                     )],
                     "{order:?}"
                 );
             } else {
-                assert_eq!(verdict, [Verdict::Applied], "{order:?}");
+                assert_eq!(verdict, [Outcome::Applied], "{order:?}");
                 newest = Some(v);
             }
         }
@@ -860,10 +860,10 @@ async fn concert_details_follow_the_latest_updated_at_in_any_arrival_order() {
     updated["detail-type"] = json!("ConcertUpdated");
     assert_eq!(
         send(&app, &[again, updated]).await,
-        [Verdict::Duplicate, Verdict::Duplicate]
+        [Outcome::Duplicate, Outcome::Duplicate]
     );
     let other = send(&app, &[scheduled("order-0", "Renamed", 400, at)]).await;
-    let Verdict::Conflict(reason) = &other[0] else {
+    let Outcome::Conflict(reason) = &other[0] else {
         panic!("{other:?}")
     };
     assert!(
@@ -888,7 +888,7 @@ async fn rate_boards_follow_details_before_and_after_payments() {
     let at = now();
     assert_eq!(
         send(&app, &[scheduled("early", "Early", 1000, &hours_ago(1))]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     send(
         &app,
@@ -908,7 +908,7 @@ async fn rate_boards_follow_details_before_and_after_payments() {
     }
     assert_eq!(
         send(&app, &[scheduled("late", "Late", 3, &hours_ago(1))]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     for board in todays_boards(&app) {
         assert_eq!(
@@ -920,7 +920,7 @@ async fn rate_boards_follow_details_before_and_after_payments() {
     // A new capacity rewrites the rates; equal millionths tie, in concertId order.
     assert_eq!(
         send(&app, &[scheduled("early", "Early", 6, &hours_ago(0))]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     send(&app, &[paid("p4", "early", 11, &["rock"], &at)]).await;
     for board in todays_boards(&app) {
@@ -1009,14 +1009,14 @@ async fn rate_boards_follow_refunds_and_cancellations() {
         assert_eq!(rate_board(&app, &board).await, rates(None), "{board:?}");
     }
     let cancel = envelope("ConcertCancelled", json!({"concertId": "c2"}));
-    assert_eq!(send(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(send(&app, &[cancel]).await, [Outcome::Applied]);
     for board in todays_boards(&app) {
         assert_eq!(rate_board(&app, &board).await, [], "{board:?}");
     }
     assert_eq!(details(&app, "c2").await, None);
     assert!(details(&app, "c1").await.is_some());
     let after = send(&app, &[scheduled("c2", "Two again", 20, &hours_ago(0))]).await;
-    assert_eq!(after, [Verdict::Ignored("concert cancelled".into())]);
+    assert_eq!(after, [Outcome::Ignored("concert cancelled".into())]);
     assert_eq!(details(&app, "c2").await, None);
 }
 
@@ -1049,7 +1049,7 @@ async fn bad_concert_events_are_rejected_naming_the_field() {
     ];
     for (event, field) in cases {
         let verdict = send(&app, std::slice::from_ref(&event)).await;
-        let [Verdict::Rejected(reason)] = verdict.as_slice() else {
+        let [Outcome::Rejected(reason)] = verdict.as_slice() else {
             panic!("{event}: {verdict:?}")
         };
         assert!(reason.contains(field), "{field}: {reason}");
@@ -1058,7 +1058,7 @@ async fn bad_concert_events_are_rejected_naming_the_field() {
     let title = "é".repeat(200);
     assert_eq!(
         send(&app, &[scheduled("c1", &title, 1_000_000, &at)]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     assert_eq!(
         details(&app, "c1").await.unwrap().2["title"],
@@ -1090,7 +1090,7 @@ async fn a_concert_index_of_an_earlier_version_is_upgraded() {
         .unwrap();
     assert_eq!(
         send(&app, &[paid("p1", "old", 1, &[], &now())]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     let listed = lineup_tests::rankings::concert_index(&app, &index).await;
     assert_eq!(
@@ -1100,7 +1100,7 @@ async fn a_concert_index_of_an_earlier_version_is_upgraded() {
     );
     assert!(listed.iter().any(|(b, _)| *b == old_board), "{listed:?}");
     let cancel = envelope("ConcertCancelled", json!({"concertId": "old"}));
-    assert_eq!(send(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(send(&app, &[cancel]).await, [Outcome::Applied]);
     assert_eq!(
         read(&app, "/rankings/all-time?genre=jazz").await.body["total"],
         0
@@ -1177,7 +1177,7 @@ async fn a_new_capacity_rates_every_indexed_board_but_trending_ones() {
     }
     assert_eq!(
         send(&app, &[scheduled("t", "T", 4, &hours_ago(1))]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     for board in todays_boards(&app) {
         assert_eq!(rate_board(&app, &board).await, [("t".into(), 500_000)]);
@@ -1212,7 +1212,7 @@ async fn a_burst_waits_in_the_fold_queue_and_the_tick_puts_it_on_the_boards() {
         .collect();
     assert_eq!(
         apply(&app, &burst).await,
-        vec![Verdict::Applied; 30],
+        vec![Outcome::Applied; 30],
         "every payment recorded"
     );
     let fold_key = format!("{}:{{rk}}:fold", app.config.key_prefix);
@@ -1235,11 +1235,11 @@ async fn a_burst_waits_in_the_fold_queue_and_the_tick_puts_it_on_the_boards() {
     ];
     assert_eq!(
         apply(&app, &late_ones).await,
-        [Verdict::Applied, Verdict::Applied]
+        [Outcome::Applied, Outcome::Applied]
     );
     assert_eq!(
         apply(&app, &burst).await,
-        vec![Verdict::Duplicate; 30],
+        vec![Outcome::Duplicate; 30],
         "a redelivery is caught before the fold"
     );
     let tick = lineup_tests::rankings::tick(&app).await;
@@ -1281,7 +1281,7 @@ async fn an_unreadable_fold_entry_is_set_aside_and_blocks_nothing() {
         .unwrap();
     assert_eq!(
         apply(&app, &[paid("after", "c1", 2, &["rock"], &now())]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     let tick = lineup_tests::rankings::tick(&app).await;
     assert_eq!(tick["foldRejected"], 2, "{tick}");

@@ -344,7 +344,7 @@ async fn deliver(app: &TestApp, delivery: Delivery) -> usize {
             assert!(
                 verdicts.iter().all(|v| !matches!(
                     v,
-                    ranking_updater::Verdict::Rejected(_) | ranking_updater::Verdict::Failed(_)
+                    lineup::ranking::Outcome::Rejected(_) | lineup::ranking::Outcome::Failed(_)
                 )),
                 "{verdicts:?}"
             );

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use lineup::ranking::Outcome;
 use lineup_tests::queue::{join, status};
 use lineup_tests::rankings::paid;
 use lineup_tests::{api_request, authorizer_request, sleep, Reply, TestApp, CERTIFIED_HOST};
-use ranking_updater::Verdict;
 use serde_json::Value;
 
 /// Scripts and script loads: what any of the functions' requests would have sent.
@@ -21,7 +21,7 @@ async fn scripts_run(app: &TestApp) -> u64 {
         .sum()
 }
 
-async fn pay(app: &TestApp, payment: &str) -> Verdict {
+async fn pay(app: &TestApp, payment: &str) -> Outcome {
     let event = paid(payment, "tls-show", 2, &["rock"], &Utc::now().to_rfc3339());
     ranking_updater::apply_events(&[event], &app.stack.ranking_updater)
         .await
@@ -43,7 +43,7 @@ async fn queue_functions_serve(app: &TestApp, queue: &str) {
 
 /// Applies a payment of two seats and reads the concert's all-time score back.
 async fn pay_and_read_score(app: &TestApp, payment: &str) -> Value {
-    assert!(matches!(pay(app, payment).await, Verdict::Applied));
+    assert!(matches!(pay(app, payment).await, Outcome::Applied));
     let board = ranking_api::handle(
         api_request("GET", "/rankings/all-time/concerts/tls-show", None),
         &app.stack.ranking_api,
@@ -86,7 +86,7 @@ async fn every_function_works_over_tls_and_after_the_server_restarts() {
         recovered,
         "queue-api served again over TLS after the restart"
     );
-    assert!(matches!(pay(&app, "pay-2").await, Verdict::Applied));
+    assert!(matches!(pay(&app, "pay-2").await, Outcome::Applied));
 }
 
 /// Whatever the reason the server cannot be verified, the functions answer as in an outage
@@ -95,7 +95,7 @@ async fn assert_refused(app: &TestApp) {
     let reply = join(app, "show", "ana").await;
     reply.assert_problem(503);
     assert!(reply.headers.contains_key("retry-after"));
-    assert!(matches!(pay(app, "pay-1").await, Verdict::Failed(_)));
+    assert!(matches!(pay(app, "pay-1").await, Outcome::Failed(_)));
     assert_eq!(scripts_run(app).await, 0);
 }
 

@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use lineup::ranking::Outcome;
 use lineup::ranking::{Period, Rankings};
 use lineup_tests::rankings::{
     envelope, items, paid, pay, read, schedule, server_now, tick, trending_scores,
 };
 use lineup_tests::TestApp;
-use ranking_updater::Verdict;
 use serde_json::{json, Value};
 
 const BUCKET_MS: i64 = 300_000;
@@ -44,7 +44,7 @@ async fn a_payment_counts_on_the_rolling_and_trending_boards_overall_and_per_gen
     let now = server_now(&app).await;
     assert_eq!(
         pay(&app, &[paid("p1", "c1", 3, &["rock"], &now.to_rfc3339())]).await,
-        [Verdict::Applied]
+        [Outcome::Applied]
     );
     for period in ["last-24h", "last-7d"] {
         for genre in ["", "&genre=rock"] {
@@ -117,7 +117,7 @@ async fn late_events_inside_a_window_count_and_older_ones_never_recreate_anythin
     )
     .await;
     assert!(
-        verdicts.iter().all(|v| *v == Verdict::Applied),
+        verdicts.iter().all(|v| *v == Outcome::Applied),
         "{verdicts:?}"
     );
     assert_eq!(
@@ -187,7 +187,7 @@ async fn the_tick_slides_the_windows_with_no_event_arriving_and_refunds_follow()
     )
     .await;
     assert!(
-        verdicts.iter().all(|v| *v == Verdict::Applied),
+        verdicts.iter().all(|v| *v == Outcome::Applied),
         "{verdicts:?}"
     );
     // A refund before the tick takes its seats back from every window.
@@ -256,7 +256,7 @@ async fn a_cancelled_concert_leaves_the_rolling_and_trending_boards() {
     )
     .await;
     let cancel = envelope("ConcertCancelled", json!({"concertId": "doomed"}));
-    assert_eq!(pay(&app, &[cancel]).await, [Verdict::Applied]);
+    assert_eq!(pay(&app, &[cancel]).await, [Outcome::Applied]);
     for period in ["last-24h", "last-7d", "trending"] {
         for genre in ["", "?genre=rock"] {
             let path = format!("/rankings/{period}{genre}");
@@ -418,13 +418,13 @@ async fn a_payment_redelivered_and_refunded_in_its_own_batch_counts_once_net() {
     assert_eq!(
         verdicts,
         [
-            Verdict::Pending,
-            Verdict::Applied,
-            Verdict::Duplicate,
-            Verdict::Applied
+            Outcome::Pending,
+            Outcome::Applied,
+            Outcome::Duplicate,
+            Outcome::Applied
         ]
     );
-    assert_eq!(pay(&app, &[payment]).await, [Verdict::Duplicate]);
+    assert_eq!(pay(&app, &[payment]).await, [Outcome::Duplicate]);
     for path in ["/rankings/last-24h", "/rankings/last-7d?genre=rock"] {
         assert_eq!(board(&app, path).await, [("c1".into(), 2)], "{path}");
     }

@@ -34,7 +34,7 @@ pub fn payment(payment: &str, queue: &str, user: &str) -> Value {
 
 /// Applies `events` through `ranking-updater`'s own code, then runs the tick's fold until
 /// the fold queue is empty: every payment is on its boards, as within a minute in AWS.
-pub async fn pay(app: &TestApp, events: &[Value]) -> Vec<ranking_updater::Verdict> {
+pub async fn pay(app: &TestApp, events: &[Value]) -> Vec<lineup::ranking::Outcome> {
     let verdicts = ranking_updater::apply_events(events, &app.stack.ranking_updater).await;
     let fold = app
         .stack
@@ -142,7 +142,7 @@ pub async fn schedule(
     );
     assert_eq!(
         pay(app, &[event]).await,
-        [ranking_updater::Verdict::Applied],
+        [lineup::ranking::Outcome::Applied],
         "{concert} scheduled"
     );
 }

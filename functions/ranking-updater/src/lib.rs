@@ -23,7 +23,6 @@ use lineup::publish::Publisher;
 use lineup::queue::{Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom};
 use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
 use lineup::store::Batch;
-use serde::Serialize;
 use serde_json::Value;
 
 /// What the handler needs, created once per container.
@@ -48,55 +47,6 @@ impl Deps {
     }
 }
 
-/// What became of one event. Every answer about one event, on every path (a direct
-/// invocation, `POST /events`), is this as JSON: `{"result": …}`, with a `reason` for all but
-/// `applied`, `duplicate` and `pending`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "result", content = "reason")]
-pub enum Verdict {
-    Applied,
-    Duplicate,
-    /// A refund whose payment has not landed: kept, and applied when the payment lands.
-    Pending,
-    /// Not for the rankings, or nothing to do.
-    Ignored(String),
-    /// An id delivered before with other contents: a producer bug for a person.
-    Conflict(String),
-    /// A payment time outside the window around the server's clock.
-    Implausible(String),
-    /// Malformed, or more than the rankings keep: retrying will not help.
-    Rejected(String),
-    /// Redis could not be reached: retrying will.
-    Failed(String),
-}
-
-impl Verdict {
-    /// Whether the event goes back to its sender: retried, then to the dead-letter queue.
-    pub fn is_failure(&self) -> bool {
-        matches!(
-            self,
-            Verdict::Conflict(_)
-                | Verdict::Implausible(_)
-                | Verdict::Rejected(_)
-                | Verdict::Failed(_)
-        )
-    }
-}
-
-impl From<Outcome> for Verdict {
-    fn from(outcome: Outcome) -> Self {
-        match outcome {
-            Outcome::Applied => Verdict::Applied,
-            Outcome::Duplicate => Verdict::Duplicate,
-            Outcome::Pending => Verdict::Pending,
-            Outcome::Ignored(reason) => Verdict::Ignored(reason),
-            Outcome::Conflict(reason) => Verdict::Conflict(reason),
-            Outcome::Implausible(reason) => Verdict::Implausible(reason),
-            Outcome::Refused(reason) => Verdict::Rejected(reason),
-        }
-    }
-}
-
 /// Handles an EventBridge event or an SQS batch of them.
 pub async fn handle(
     event: LambdaEvent<Value>,
@@ -108,7 +58,7 @@ pub async fn handle(
             Ok(batch) => batch,
             Err(err) => {
                 tracing::warn!(%err, "ignored: Records is not an SQS batch");
-                return Ok(serde_json::to_value(Verdict::Ignored(
+                return Ok(serde_json::to_value(Outcome::Ignored(
                     "not an SQS batch".into(),
                 ))?);
             }
@@ -141,7 +91,7 @@ pub async fn handle(
     }
     if payload.get("detail-type").is_none() {
         tracing::warn!("ignored: not an EventBridge event");
-        return Ok(serde_json::to_value(Verdict::Ignored(
+        return Ok(serde_json::to_value(Outcome::Ignored(
             "not an EventBridge event".into(),
         ))?);
     }
@@ -149,10 +99,10 @@ pub async fn handle(
         .await
         .remove(0)
     {
-        Verdict::Rejected(reason) => Err(format!("rejected event: {reason}").into()),
-        Verdict::Conflict(reason) => Err(format!("conflicting event: {reason}").into()),
-        Verdict::Implausible(reason) => Err(format!("implausible event: {reason}").into()),
-        Verdict::Failed(reason) => {
+        Outcome::Rejected(reason) => Err(format!("rejected event: {reason}").into()),
+        Outcome::Conflict(reason) => Err(format!("conflicting event: {reason}").into()),
+        Outcome::Implausible(reason) => Err(format!("implausible event: {reason}").into()),
+        Outcome::Failed(reason) => {
             Err(format!("event not applied, will be retried: {reason}").into())
         }
         verdict => Ok(serde_json::to_value(verdict)?),
@@ -192,16 +142,16 @@ pub async fn handle_batch(batch: SqsEvent, deps: &Deps) -> SqsBatchResponse {
 
 /// Applies events (EventBridge envelopes as JSON) in one round trip; one verdict each.
 /// Both invocation shapes come through here.
-pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Verdict> {
+pub async fn apply_events(events: &[Value], deps: &Deps) -> Vec<Outcome> {
     apply_events_reporting(events, deps).await.0
 }
 
 /// [`apply_events`], with the error that kept the valid events from being applied (they
-/// are then [`Verdict::Failed`]), for the local stack's `POST /events` to answer with.
+/// are then [`Outcome::Failed`]), for the local stack's `POST /events` to answer with.
 pub async fn apply_events_reporting(
     events: &[Value],
     deps: &Deps,
-) -> (Vec<Verdict>, Option<lineup::Error>) {
+) -> (Vec<Outcome>, Option<lineup::Error>) {
     let source = &deps.rankings.settings().event_source;
     let mut verdicts: Vec<Slot> = Vec::with_capacity(events.len());
     let mut commands: Vec<Command> = Vec::new();
@@ -220,11 +170,11 @@ pub async fn apply_events_reporting(
             }
             Ok(Read::Ignored(reason)) => {
                 tracing::info!(%reason, "event ignored");
-                verdicts.push(Slot::Done(Verdict::Ignored(reason)));
+                verdicts.push(Slot::Done(Outcome::Ignored(reason)));
             }
             Err(err) => {
                 tracing::warn!(error = %err, "event rejected");
-                verdicts.push(Slot::Done(Verdict::Rejected(err.to_string())));
+                verdicts.push(Slot::Done(Outcome::Rejected(err.to_string())));
             }
         }
     }
@@ -233,7 +183,7 @@ pub async fn apply_events_reporting(
         Ok(applied) => (applied, None),
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
-            let failed = Verdict::Failed(err.to_string());
+            let failed = Outcome::Failed(err.to_string());
             (
                 Applied {
                     outcomes: vec![failed.clone(); commands.len()],
@@ -254,7 +204,7 @@ pub async fn apply_events_reporting(
 
     let mut outcomes = applied.outcomes.into_iter();
     let mut sold_out = applied.sold_out.into_iter();
-    let verdicts: Vec<Verdict> = verdicts
+    let verdicts: Vec<Outcome> = verdicts
         .into_iter()
         .map(|slot| {
             match slot {
@@ -262,15 +212,15 @@ pub async fn apply_events_reporting(
                 Slot::Command => outcomes.next(),
                 Slot::SoldOut => sold_out.next(),
             }
-            .unwrap_or_else(|| Verdict::Failed("no outcome".into()))
+            .unwrap_or_else(|| Outcome::Failed("no outcome".into()))
         })
         .collect();
     for verdict in &verdicts {
         match verdict {
-            Verdict::Conflict(reason) => {
+            Outcome::Conflict(reason) => {
                 tracing::warn!(%reason, "event conflicts with an earlier delivery of its id")
             }
-            Verdict::Implausible(reason) => tracing::warn!(%reason, "event time implausible"),
+            Outcome::Implausible(reason) => tracing::warn!(%reason, "event time implausible"),
             _ => {}
         }
     }
@@ -281,7 +231,7 @@ pub async fn apply_events_reporting(
 /// Where one event's verdict comes from: known already, or the outcome of its command or
 /// sell-out, in the order they were staged.
 enum Slot {
-    Done(Verdict),
+    Done(Outcome),
     Command,
     SoldOut,
 }
@@ -319,8 +269,8 @@ fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
 /// What one round trip did: the commands' verdicts, the sell-outs', and the queue events to
 /// publish.
 struct Applied {
-    outcomes: Vec<Verdict>,
-    sold_out: Vec<Verdict>,
+    outcomes: Vec<Outcome>,
+    sold_out: Vec<Outcome>,
     events: Vec<QueueEvent>,
 }
 
@@ -357,28 +307,28 @@ async fn apply_commands(
         sold_out.push(match staged.read(&replies)? {
             SellOut::SoldOut(event) => {
                 events.push(event);
-                Verdict::Applied
+                Outcome::Applied
             }
-            SellOut::Already => Verdict::Duplicate,
-            SellOut::NoQueue => Verdict::Ignored("no such queue".into()),
+            SellOut::Already => Outcome::Duplicate,
+            SellOut::NoQueue => Outcome::Ignored("no such queue".into()),
         });
     }
     Ok(Applied {
-        outcomes: outcomes.into_iter().map(Verdict::from).collect(),
+        outcomes,
         sold_out,
         events,
     })
 }
 
 /// Applied payments whose day had already ended in the ranking zone when they arrived.
-fn late_payments(commands: &[Command], outcomes: &[Verdict], deps: &Deps) -> u64 {
+fn late_payments(commands: &[Command], outcomes: &[Outcome], deps: &Deps) -> u64 {
     let today = deps.rankings.today();
     let zone = deps.rankings.settings().time_zone;
     commands
         .iter()
         .zip(outcomes)
         .filter(|(command, verdict)| {
-            matches!(verdict, Verdict::Applied)
+            matches!(verdict, Outcome::Applied)
                 && matches!(command, Command::Payment { completed_at, .. }
                     if local_day(*completed_at, zone) < today)
         })
@@ -386,30 +336,30 @@ fn late_payments(commands: &[Command], outcomes: &[Verdict], deps: &Deps) -> u64
 }
 
 /// The invocation's EMF record.
-fn metrics(verdicts: &[Verdict], late: u64, released: usize) -> Record {
-    let count = |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|v| wanted(v)).count() as u64;
+fn metrics(verdicts: &[Outcome], late: u64, released: usize) -> Record {
+    let count = |wanted: fn(&Outcome) -> bool| verdicts.iter().filter(|v| wanted(v)).count() as u64;
     Record::new()
         .dimension("service", "rankings")
-        .count("eventsApplied", count(|v| matches!(v, Verdict::Applied)))
+        .count("eventsApplied", count(|v| matches!(v, Outcome::Applied)))
         .count(
             "eventsDuplicate",
-            count(|v| matches!(v, Verdict::Duplicate)),
+            count(|v| matches!(v, Outcome::Duplicate)),
         )
-        .count("eventsPending", count(|v| matches!(v, Verdict::Pending)))
+        .count("eventsPending", count(|v| matches!(v, Outcome::Pending)))
         .count(
             "eventsConflict",
-            count(|v| matches!(v, Verdict::Conflict(_))),
+            count(|v| matches!(v, Outcome::Conflict(_))),
         )
         .count(
             "eventsImplausible",
-            count(|v| matches!(v, Verdict::Implausible(_))),
+            count(|v| matches!(v, Outcome::Implausible(_))),
         )
         .count("eventsLate", late)
-        .count("eventsIgnored", count(|v| matches!(v, Verdict::Ignored(_))))
+        .count("eventsIgnored", count(|v| matches!(v, Outcome::Ignored(_))))
         .count(
             "eventsRejected",
-            count(|v| matches!(v, Verdict::Rejected(_))),
+            count(|v| matches!(v, Outcome::Rejected(_))),
         )
-        .count("eventsFailed", count(|v| matches!(v, Verdict::Failed(_))))
+        .count("eventsFailed", count(|v| matches!(v, Outcome::Failed(_))))
         .count("sessionsReleased", released as u64)
 }

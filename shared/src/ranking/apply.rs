@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
+use serde::Serialize;
 use serde_json::json;
 
 use super::events::Command;
@@ -48,24 +49,43 @@ pub const MAX_PENDING_REFUNDS: u32 = 8;
 /// is left waits for the next call or the tick.
 pub const FOLD_BUDGET_APPLY: u32 = 40;
 
-/// What applying one command did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What became of one event: what applying its command did, or why it was not applied. Every
+/// answer about one event, on every path (the updater's direct invocation, the local stack's
+/// `POST /events`), is this as JSON: `{"result": …}`, with a `reason` for all but `applied`,
+/// `duplicate` and `pending`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "result", content = "reason")]
 pub enum Outcome {
     Applied,
     Duplicate,
     /// A refund whose payment has not landed: kept, and applied when the payment lands.
     Pending,
-    /// Valid, but nothing to do (for example a payment for a cancelled concert).
+    /// Valid, but nothing to do (for example a payment for a cancelled concert), or not for
+    /// the rankings.
     Ignored(String),
     /// An id seen before with other contents: a producer bug for a person to look at.
     Conflict(String),
     /// A payment whose time lies outside the window around the server's clock.
     Implausible(String),
-    /// Valid, but more than the rankings keep (too many refunds waiting for one payment).
-    Refused(String),
+    /// Malformed, or more than the rankings keep (too many refunds waiting for one payment):
+    /// retrying will not help.
+    Rejected(String),
+    /// Not applied: Redis could not be reached. Retrying will help.
+    Failed(String),
 }
 
 impl Outcome {
+    /// Whether the event goes back to its sender: retried, then to the dead-letter queue.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Conflict(_)
+                | Outcome::Implausible(_)
+                | Outcome::Rejected(_)
+                | Outcome::Failed(_)
+        )
+    }
+
     /// Decodes one outcome of the apply script: a word, then `: ` and the reason.
     fn from_reply(reply: &str) -> Result<Self, ParsingError> {
         let (word, reason) = reply.split_once(": ").unwrap_or((reply, ""));
@@ -77,7 +97,7 @@ impl Outcome {
             "ignored" => Outcome::Ignored(reason),
             "conflict" => Outcome::Conflict(reason),
             "implausible" => Outcome::Implausible(reason),
-            "refused" => Outcome::Refused(reason),
+            "refused" => Outcome::Rejected(reason),
             other => return Err(format!("ranking script returned {other:?}").into()),
         })
     }
@@ -322,7 +342,7 @@ mod tests {
             ),
             ("conflict: a: b", Outcome::Conflict("a: b".into())),
             ("implausible: ahead", Outcome::Implausible("ahead".into())),
-            ("refused: full", Outcome::Refused("full".into())),
+            ("refused: full", Outcome::Rejected("full".into())),
         ];
         for (reply, outcome) in cases {
             assert_eq!(Outcome::from_reply(reply).unwrap(), outcome, "{reply}");
