@@ -35,25 +35,8 @@ if c[4] and NOW >= tonumber(c[4]) then return {'closed', c[4]} end
 local quantity, claimed = tonumber(c[1]), tonumber(c[2] or '0')
 if claimed >= quantity then return {'sold-out', c[1]} end
 
--- Fixed one-minute windows, counted in two hashes used in turn; each hash says which
--- window it holds.
-if user_limit > 0 or (ip_limit > 0 and ip ~= '') then
-  local window = math.floor(NOW / 60000)
-  local counters = RATE_KEYS[window % 2 + 1]
-  if tonumber(redis.call('HGET', counters, 'window')) ~= window then
-    redis.call('UNLINK', counters)
-    redis.call('HSET', counters, 'window', window)
-    redis.call('PEXPIRE', counters, 120000)
-  end
-  local over = false
-  if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
-    over = true
-  end
-  if ip_limit > 0 and ip ~= '' and redis.call('HINCRBY', counters, 'ip:' .. ip, 1) > ip_limit then
-    over = true
-  end
-  if over then return {'limited', (window + 1) * 60000 - NOW} end
-end
+local retry_in = over_rate_limit(RATE_KEYS, NOW, user, ip, user_limit, ip_limit)
+if retry_in then return {'limited', retry_in} end
 
 if c[5] then
   if ticket == '' or not QUEUE_TICKETS then return {'inactive', c[5]} end

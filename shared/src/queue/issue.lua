@@ -41,21 +41,12 @@ elseif not REGISTERED then
   return token_reply(0, 'unregistered')
 end
 
--- Fixed one-minute windows, counted in two hashes used in turn.
-if (user_limit > 0 or (ip_limit > 0 and ip ~= '')) and again ~= '1' then
-  local counters, window, fresh = current_of_two(RATE_KEYS, 'rate-window:', 60000)
-  local over = false
-  if user_limit > 0 and redis.call('HINCRBY', counters, 'u:' .. user, 1) > user_limit then
-    over = true
-  end
-  if ip_limit > 0 and ip ~= '' and redis.call('HINCRBY', counters, 'ip:' .. ip, 1) > ip_limit then
-    over = true
-  end
-  -- The minute's first write made the hash: it ends a minute after the minute does.
-  if fresh then redis.call('PEXPIRE', counters, 120000) end
-  if over then
+-- A request sent again after a lost reply (`again`) is not counted twice.
+if again ~= '1' then
+  local retry_in = over_rate_limit(RATE_KEYS, NOW, user, ip, user_limit, ip_limit)
+  if retry_in then
     keep_meta()
-    return token_reply(0, 'limited', 0, 0, (window + 1) * 60000 - NOW)
+    return token_reply(0, 'limited', 0, 0, retry_in)
   end
 end
 

@@ -49,6 +49,10 @@ mod conn;
 mod script;
 
 pub use assemble::assemble;
+
+/// A fixed-window rate limit per user and per source IP, in two hashes used in turn, that any
+/// script may begin with (`over_rate_limit`); assembled out of a script that never calls it.
+pub const RATE_LIMIT_LUA: &str = include_str!("rate_limit.lua");
 pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
 #[cfg(test)]
