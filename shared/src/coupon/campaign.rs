@@ -6,10 +6,11 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
 
-use super::{instant, MAX_QUANTITY, RETENTION};
+use super::{MAX_QUANTITY, RETENTION};
 use crate::bounds::Bounds;
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId};
+use crate::store::Fields;
 
 /// The body of `PUT /coupons/{couponId}`: the whole campaign, each time.
 #[derive(Debug, Clone, Deserialize)]
@@ -128,43 +129,23 @@ fn rfc3339<S: Serializer>(at: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::
 
 /// `campaign_reply()` of `common.lua`, from its fields after the leading `'campaign'`.
 fn campaign_from(fields: &[Value]) -> Result<Campaign, ParsingError> {
-    let text = |i: usize| -> Result<String, ParsingError> {
-        fields
-            .get(i)
-            .map(String::from_redis_value_ref)
-            .unwrap_or_else(|| Err(format!("campaign reply lacks field {i}").into()))
-    };
-    let number = |i: usize| -> Result<u64, ParsingError> {
-        text(i)?
-            .parse()
-            .map_err(|_| ParsingError::from(format!("campaign field {i} not a number")))
-    };
-    let at = |i: usize| -> Result<Option<DateTime<Utc>>, ParsingError> {
-        let raw = text(i)?;
-        if raw.is_empty() {
-            return Ok(None);
-        }
-        let ms = raw
-            .parse()
-            .map_err(|_| ParsingError::from(format!("campaign field {i} not an instant")))?;
-        instant(ms).map(Some)
-    };
-    let quantity = number(0)?;
-    let claimed = number(1)?;
-    let queue = text(4)?;
+    let fields = Fields::new("campaign", fields);
+    let quantity: u64 = fields.number(0)?;
+    let claimed: u64 = fields.number(1)?;
+    let queue = fields.text(4)?;
     Ok(Campaign {
         coupon_id: None,
         quantity,
         claimed,
         remaining: quantity.saturating_sub(claimed),
-        opens_at: at(2)?,
-        closes_at: at(3)?,
+        opens_at: fields.instant(2)?,
+        closes_at: fields.instant(3)?,
         queue_id: if queue.is_empty() {
             None
         } else {
             Some(QueueId::parse(&queue).map_err(|err| ParsingError::from(err.to_string()))?)
         },
-        expires_at: at(5)?,
+        expires_at: fields.instant(5)?,
     })
 }
 
@@ -218,18 +199,14 @@ pub(super) enum ConfigureReply {
 
 impl FromRedisValue for ConfigureReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        let text = |i: usize| -> Result<String, ParsingError> {
-            fields
-                .get(i)
-                .map(String::from_redis_value_ref)
-                .unwrap_or_else(|| Err(format!("configure reply lacks field {i}").into()))
-        };
+        let values: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        let fields = Fields::new("configure", &values);
+        let text = |i: usize| fields.text(i);
         match text(0)?.as_str() {
             "ok" => Ok(ConfigureReply::Done {
                 created: text(1)? == "1",
-                campaign: match fields.get(2) {
-                    Some(_) => Some(campaign_from(&fields[3..])?),
+                campaign: match values.get(2) {
+                    Some(_) => Some(campaign_from(&values[3..])?),
                     None => None,
                 },
             }),
@@ -239,11 +216,7 @@ impl FromRedisValue for ConfigureReply {
                     (!queue.is_empty()).then_some(queue),
                 ))
             }
-            "below-claimed" => Ok(ConfigureReply::BelowClaimed(
-                text(1)?
-                    .parse()
-                    .map_err(|_| ParsingError::from("claimed not a number"))?,
-            )),
+            "below-claimed" => Ok(ConfigureReply::BelowClaimed(fields.number(1)?)),
             other => Err(format!("unexpected configure reply {other:?}").into()),
         }
     }

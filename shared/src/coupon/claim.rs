@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{instant, unknown_campaign};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
+use crate::store::Fields;
 
 /// A buyer's coupon: its number (1 … quantity) and when it was claimed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,18 +43,10 @@ pub enum ClaimReply {
 
 impl FromRedisValue for ClaimReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        let text = |i: usize| -> Result<String, ParsingError> {
-            fields
-                .get(i)
-                .map(String::from_redis_value_ref)
-                .unwrap_or_else(|| Err(format!("claim reply lacks field {i}").into()))
-        };
-        let number = |i: usize| -> Result<i64, ParsingError> {
-            text(i)?
-                .parse()
-                .map_err(|_| ParsingError::from(format!("claim reply field {i} not a number")))
-        };
+        let values: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        let fields = Fields::new("claim", &values);
+        let text = |i: usize| fields.text(i);
+        let number = |i: usize| fields.number::<i64>(i);
         let claim = || -> Result<Claim, ParsingError> {
             Ok(Claim {
                 number: number(1)? as u64,

@@ -46,9 +46,11 @@
 mod assemble;
 mod budget;
 mod conn;
+mod fields;
 mod script;
 
 pub use assemble::assemble;
+pub use fields::Fields;
 
 /// A fixed-window rate limit per user and per source IP, in two hashes used in turn, that any
 /// script may begin with (`over_rate_limit`); assembled out of a script that never calls it.
