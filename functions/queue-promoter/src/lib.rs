@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
 use lineup::ids::QueueId;
-use lineup::metrics::{MetricsSink, Record, Unit, MAX_VALUES};
+use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
 use lineup::queue::{PromotionReport, WaitingRoom};
 use serde::Serialize;
@@ -137,28 +137,8 @@ pub async fn publish_and_measure(report: &PromotionReport, deps: &Deps) -> u64 {
         waiting = report.still_waiting(),
         "promotion tick"
     );
-    for queue in &report.queues {
-        let mut record = Record::new()
-            .dimension("queueId", queue.queue_id.as_str())
-            .count("waiting", queue.waiting)
-            .count("active", queue.active)
-            .count("admitted", queue.admitted)
-            .count("expired", queue.expired)
-            .count("abandoned", queue.abandoned);
-        if let Some(rate) = queue.admission_rate_per_minute {
-            record = record.metric("admissionRatePerMinute", rate, Unit::CountPerMinute);
-        }
+    for record in report.records() {
         deps.metrics.emit(&record);
-        // How long each admitted buyer waited, in records of at most MAX_VALUES values:
-        // CloudWatch gives their percentiles (p50, p90) per queue.
-        for waits in queue.waits_ms.chunks(MAX_VALUES) {
-            let seconds: Vec<f64> = waits.iter().map(|ms| *ms as f64 / 1000.0).collect();
-            deps.metrics.emit(
-                &Record::new()
-                    .dimension("queueId", queue.queue_id.as_str())
-                    .values("waitSeconds", &seconds, Unit::Seconds),
-            );
-        }
     }
     deps.publisher.publish(report.events()).await.failed
 }

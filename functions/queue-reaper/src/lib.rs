@@ -12,7 +12,7 @@
 
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
-use lineup::metrics::{MetricsSink, Record};
+use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
 use lineup::queue::{ReapReport, WaitingRoom};
 use serde_json::Value;
@@ -69,14 +69,8 @@ pub async fn reap_all(deps: &Deps) -> ReapReport {
         retired = total.retired(),
         "reaped"
     );
-    for queue in &total.queues {
-        deps.metrics.emit(
-            &Record::new()
-                .dimension("queueId", queue.queue_id.as_str())
-                .count("expired", queue.expired)
-                .count("abandoned", queue.abandoned)
-                .count("givenBack", queue.given_back),
-        );
+    for record in total.records() {
+        deps.metrics.emit(&record);
     }
     deps.publisher.publish(total.events()).await;
     total

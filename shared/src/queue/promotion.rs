@@ -10,6 +10,7 @@ use super::schedule::{Draw, DrawReply};
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE};
 use crate::error::Error;
 use crate::ids::QueueId;
+use crate::metrics::{Record, Unit, MAX_VALUES};
 use crate::store::{Batch, Staged};
 
 /// Most follow-up script calls per queue in one tick, beyond the first.
@@ -95,6 +96,31 @@ impl PromotionReport {
     /// Every event of the tick, queue by queue.
     pub fn events(&self) -> impl Iterator<Item = &QueueEvent> {
         self.queues.iter().flat_map(|q| q.events.iter())
+    }
+
+    /// The tick's metrics, queue by queue: the counts, and how long each admitted buyer
+    /// waited, in records of at most [`MAX_VALUES`] values (CloudWatch gives their
+    /// percentiles per queue).
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        self.queues.iter().flat_map(|queue| {
+            let mut counts = Record::new()
+                .dimension("queueId", queue.queue_id.as_str())
+                .count("waiting", queue.waiting)
+                .count("active", queue.active)
+                .count("admitted", queue.admitted)
+                .count("expired", queue.expired)
+                .count("abandoned", queue.abandoned);
+            if let Some(rate) = queue.admission_rate_per_minute {
+                counts = counts.metric("admissionRatePerMinute", rate, Unit::CountPerMinute);
+            }
+            let waits = queue.waits_ms.chunks(MAX_VALUES).map(|waits| {
+                let seconds: Vec<f64> = waits.iter().map(|ms| *ms as f64 / 1000.0).collect();
+                Record::new()
+                    .dimension("queueId", queue.queue_id.as_str())
+                    .values("waitSeconds", &seconds, Unit::Seconds)
+            });
+            std::iter::once(counts).chain(waits)
+        })
     }
 }
 

@@ -8,6 +8,7 @@ use super::events::{seat_events, Seat};
 use super::{QueueEvent, QueueEventKind, WaitingRoom, REAP};
 use crate::error::Error;
 use crate::ids::QueueId;
+use crate::metrics::Record;
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
 pub(crate) const REAP_CHUNK: u32 = 50;
@@ -58,6 +59,17 @@ impl ReapReport {
 
     pub fn events(&self) -> impl Iterator<Item = &QueueEvent> {
         self.queues.iter().flat_map(|q| q.events.iter())
+    }
+
+    /// The run's metrics, a record per queue.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        self.queues.iter().map(|queue| {
+            Record::new()
+                .dimension("queueId", queue.queue_id.as_str())
+                .count("expired", queue.expired)
+                .count("abandoned", queue.abandoned)
+                .count("givenBack", queue.given_back)
+        })
     }
 }
 
