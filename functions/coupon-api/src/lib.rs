@@ -23,9 +23,7 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
-use lineup::http::{
-    self, json, json_body, json_cached, jwt_subject, no_identity, no_route, segments,
-};
+use lineup::http::{self, json, json_body, json_cached, no_route, segments};
 use lineup::ids::CouponId;
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -131,10 +129,7 @@ struct ClaimBody {
 }
 
 async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Response<Body>, Error> {
-    let subject = jwt_subject(request);
-    if subject.is_none() && !deps.allow_body_user_id {
-        return Err(no_identity());
-    }
+    let subject = http::verified_subject(request, deps.allow_body_user_id)?;
     let body: ClaimBody = match (&subject, request.body().as_ref().is_empty()) {
         // With a verified identity the body is optional.
         (Some(_), true) => ClaimBody {

@@ -41,9 +41,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
-use lineup::http::{
-    self, json, json_body, jwt_subject, lambda_authorizer_context, no_identity, no_route, segments,
-};
+use lineup::http::{self, json, json_body, lambda_authorizer_context, no_route, segments};
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
@@ -207,10 +205,7 @@ struct IssueBody {
 /// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`
 /// where the deployment allows it; and the access code the body brings, if any.
 fn caller(request: &Request, deps: &Deps) -> Result<(UserId, Option<AccessCode>), Error> {
-    let subject = jwt_subject(request);
-    if subject.is_none() && !deps.allow_body_user_id {
-        return Err(no_identity());
-    }
+    let subject = http::verified_subject(request, deps.allow_body_user_id)?;
     let body: Option<IssueBody> = match (&subject, request.body().as_ref().is_empty()) {
         // With a verified identity the body is optional.
         (Some(_), true) => None,
@@ -251,10 +246,7 @@ fn claims_on(
     token: &str,
     deps: &Deps,
 ) -> Result<TokenClaims, Error> {
-    let subject = jwt_subject(request);
-    if subject.is_none() && !deps.allow_body_user_id {
-        return Err(no_identity());
-    }
+    let subject = http::verified_subject(request, deps.allow_body_user_id)?;
     let claims = TokenClaims::verify(token, &deps.token_key)
         .filter(|claims| &claims.queue == queue)
         .ok_or_else(Error::unknown_token)?;

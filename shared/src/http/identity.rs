@@ -32,20 +32,28 @@ pub fn buyer(
     claimed: Option<&str>,
     allow_body_user_id: bool,
 ) -> Result<UserId, Error> {
-    match (jwt_subject(request), claimed) {
+    match (verified_subject(request, allow_body_user_id)?, claimed) {
         (Some(sub), Some(claimed)) if sub != claimed => Err(Error::Forbidden(
             "userId differs from the authenticated user".into(),
         )),
         (Some(sub), _) => UserId::parse(&sub),
-        (None, _) if !allow_body_user_id => Err(no_identity()),
         (None, Some(claimed)) => UserId::parse(claimed),
         (None, None) => Err(Error::invalid(UserId::FIELD, "is required")),
     }
 }
 
-/// The 401 for a buyer route reached without a verified identity.
-pub fn no_identity() -> Error {
-    Error::Unauthorized("a verified JWT (Authorization: Bearer) is required".into())
+/// The JWT `sub` of a buyer route, when an authorizer verified one. Without one it is 401,
+/// unless the deployment takes a body's `userId` (`ALLOW_BODY_USER_ID=unsafe`): then `None`.
+pub fn verified_subject(
+    request: &Request,
+    allow_body_user_id: bool,
+) -> Result<Option<String>, Error> {
+    match jwt_subject(request) {
+        None if !allow_body_user_id => Err(Error::Unauthorized(
+            "a verified JWT (Authorization: Bearer) is required".into(),
+        )),
+        subject => Ok(subject),
+    }
 }
 
 /// The caller's address as API Gateway saw it (`requestContext.http.sourceIp`), or as the

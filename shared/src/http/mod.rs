@@ -11,7 +11,7 @@ mod response;
 mod route;
 
 pub use body::{bulk_json_body, json_body, json_document, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES};
-pub use identity::{buyer, jwt_subject, lambda_authorizer_context, no_identity, source_ip};
+pub use identity::{buyer, jwt_subject, lambda_authorizer_context, source_ip, verified_subject};
 pub use lambda::answer_lambda_event;
 pub use problem::problem;
 pub use response::{answer, empty, json, json_cached, page, respond};
