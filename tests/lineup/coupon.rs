@@ -466,13 +466,7 @@ async fn every_claim_reaches_the_bus_however_eventbridge_fails() {
         eprintln!("skipped: moto_server is not installed");
         return;
     };
-    let bus = "lineup-coupons";
-    moto.eventbridge()
-        .create_event_bus()
-        .name(bus)
-        .send()
-        .await
-        .expect("create bus");
+    let bus = moto.bus("lineup-coupons").await;
     let app = TestApp::spawn(&[("RATE_LIMIT_IP_PER_MINUTE", "0")]).await;
     put_campaign(&app, "a", &json!({"quantity": 100})).await;
     put_campaign(&app, "b", &json!({"quantity": 100, "queueId": "show"})).await;

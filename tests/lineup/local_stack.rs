@@ -423,13 +423,7 @@ async fn the_local_stack_serves_coupons_and_publishes_claims_on_its_timer() {
         eprintln!("skipped: moto_server is not installed");
         return;
     };
-    let bus = "lineup-local-coupons";
-    moto.eventbridge()
-        .create_event_bus()
-        .name(bus)
-        .send()
-        .await
-        .expect("create bus");
+    let bus = moto.bus("lineup-local-coupons").await;
     let recording = lineup_tests::ThrottlingEndpoint::start(moto.eventbridge(), 0).await;
     let publisher = lineup::publish::Publisher::new(
         aws_sdk_eventbridge::Client::new(&lineup_tests::aws_config_for(&recording.endpoint)),

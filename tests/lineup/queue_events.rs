@@ -15,13 +15,7 @@ use serde_json::{json, Value};
 pub(crate) async fn bus_to_queue(moto: &Moto) -> (String, String) {
     let events = moto.eventbridge();
     let sqs = moto.sqs();
-    let bus = "lineup-test";
-    events
-        .create_event_bus()
-        .name(bus)
-        .send()
-        .await
-        .expect("create bus");
+    let bus = moto.bus("lineup-test").await;
     let queue_url = sqs
         .create_queue()
         .queue_name("queue-events")
@@ -233,13 +227,7 @@ async fn throttled_entries_are_sent_again_and_arrive_once() {
         eprintln!("skipped: moto_server is not installed");
         return;
     };
-    let bus = "lineup-throttled";
-    moto.eventbridge()
-        .create_event_bus()
-        .name(bus)
-        .send()
-        .await
-        .expect("create bus");
+    let bus = moto.bus("lineup-throttled").await;
     // The first two calls (the tick's two calls of ten) each lose every other entry.
     let throttling = ThrottlingEndpoint::start(moto.eventbridge(), 2).await;
     let config = aws_config_for(&throttling.endpoint);

@@ -849,6 +849,17 @@ impl Moto {
         aws_sdk_eventbridge::Client::new(&self.aws_config())
     }
 
+    /// Creates the event bus `name` in moto; returns its name.
+    pub async fn bus(&self, name: &'static str) -> &'static str {
+        self.eventbridge()
+            .create_event_bus()
+            .name(name)
+            .send()
+            .await
+            .expect("create bus");
+        name
+    }
+
     pub fn sqs(&self) -> aws_sdk_sqs::Client {
         aws_sdk_sqs::Client::new(&self.aws_config())
     }
