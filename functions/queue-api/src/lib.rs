@@ -6,14 +6,6 @@
 //! | `GET /queues/{queueId}/tokens/{token}` | where the token stands; a waiter's heartbeat |
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
 //!
-//! A token that no longer holds a place is 410 Gone on both token routes, with a problem type
-//! saying why (`session-ended`, `dropped-for-absence`, `left`, `sold-out`); one the queue does
-//! not know (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
-//! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
-//! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
-//! `queue-full` with `Retry-After`; the detail is the operator's message when there is one.
-//! In a presale (`access` `list` or `code`), a new arrival not on the list, or without a
-//! valid access code (body `accessCode`), is 403 `access-denied`.
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
@@ -27,6 +19,15 @@
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
 //! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`) and its service worker (`worker.js`) |
 //! | `GET /queues/{queueId}/wait/i18n/{lang}` | its string table in one language (JSON) |
+//!
+//! A token that no longer holds a place is 410 Gone on both token routes, with a problem type
+//! saying why (`session-ended`, `dropped-for-absence`, `left`, `sold-out`); one the queue does
+//! not know (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
+//! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
+//! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
+//! `queue-full` with `Retry-After`; the detail is the operator's message when there is one.
+//! In a presale (`access` `list` or `code`), a new arrival not on the list, or without a
+//! valid access code (body `accessCode`), is 403 `access-denied`.
 //!
 //! Who the buyer is: in AWS, the `sub` of the JWT that API Gateway's JWT authorizer verified
 //! on the buyer routes (take a place, status, leave). A body `userId` names the buyer only
