@@ -34,3 +34,15 @@ mod secrets;
 mod settings;
 mod tls;
 mod windows;
+
+/// `tests/cluster-suites` lists the suites that run once more against a local Redis Cluster
+/// (`.ci/run`, RELIABILITY.md): each is a suite of this binary.
+#[test]
+fn every_cluster_suite_is_a_suite_of_this_binary() {
+    let main = include_str!("main.rs");
+    let suites = include_str!("../cluster-suites");
+    assert!(suites.lines().count() > 10);
+    for suite in suites.lines() {
+        assert!(main.contains(&format!("\nmod {suite};\n")), "{suite}");
+    }
+}
