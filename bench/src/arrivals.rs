@@ -19,10 +19,9 @@ use lineup::ids::QueueId;
 use lineup::queue::WaitingRoom;
 use serde_json::json;
 
-use crate::measure::{
-    idle_share, main_thread_cpu_us, met, ping_us, plain_connections, thousands, Bench, Probe,
-    Report, Slowest,
-};
+use crate::measure::Bench;
+use crate::probe::{idle_share, main_thread_cpu_us, ping_us, plain_connections, Probe, Slowest};
+use crate::report::{met, thousands, Report};
 
 /// Containers sending at once, each one connection with one request in flight.
 const CONTAINERS: usize = 32;

@@ -20,6 +20,8 @@ mod baseline;
 mod cold_start;
 mod measure;
 mod per_request;
+mod probe;
+mod report;
 mod spike;
 
 use std::collections::HashMap;
@@ -30,7 +32,8 @@ use lineup::ids::{ConcertId, QueueId, UserId};
 use lineup::queue::keys::QueueKeys;
 use lineup::ranking::{Board, Order, Period};
 use lineup::token::TokenClaims;
-use measure::{percentile, Bench, Report};
+use measure::{percentile, Bench};
+use report::Report;
 use serde_json::json;
 
 #[tokio::main]

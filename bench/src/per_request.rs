@@ -12,7 +12,9 @@ use lineup::queue::WaitingRoom;
 use lineup::token::TokenClaims;
 use serde_json::json;
 
-use crate::measure::{main_thread_cpu_us, plain_connections, Bench, Cost, Report};
+use crate::measure::Bench;
+use crate::probe::{main_thread_cpu_us, plain_connections, Cost};
+use crate::report::Report;
 
 /// Containers sending at once, each one connection with one request in flight.
 const CONTAINERS: usize = 16;
@@ -46,8 +48,8 @@ where
     while requests.peek().is_some() {
         let round: Vec<T> = requests.by_ref().take(per_round).collect();
         let size = round.len() as f64;
-        let ping_us = crate::measure::ping_us(bench, pings, round.len()).await;
-        let cost = crate::measure::per_request(bench, CONTAINERS, round, &run).await;
+        let ping_us = crate::probe::ping_us(bench, pings, round.len()).await;
+        let cost = crate::probe::per_request(bench, CONTAINERS, round, &run).await;
         total_us += cost.per_request_us * size;
         script_us += cost.script_us;
         ratios.push(cost.per_request_us / ping_us);
@@ -104,7 +106,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let pings = &pings;
     let mut rows: Vec<(&str, Cost, &str)> = Vec::new();
 
-    let ping_us = crate::measure::ping_us(bench, pings, BUYERS).await;
+    let ping_us = crate::probe::ping_us(bench, pings, BUYERS).await;
     let get = measure(bench, pings, (0..BUYERS).collect(), |lane, i| async move {
         let _: Option<String> = redis::cmd("GET")
             .arg(format!("per-request-get-{i}"))

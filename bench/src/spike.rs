@@ -41,10 +41,9 @@ use serde_json::json;
 use tokio::sync::{mpsc, Mutex as Mutex2};
 use tokio::time::Instant;
 
-use crate::measure::{
-    idle_share, load_average, met, ping_us, plain_connections, thousands, Bench, Probe, Report,
-    Slowest,
-};
+use crate::measure::Bench;
+use crate::probe::{idle_share, load_average, ping_us, plain_connections, Probe, Slowest};
+use crate::report::{met, thousands, Report};
 
 /// The goal's scale.
 const FULL_MEMBERS: f64 = 2_000_000.0;
