@@ -23,6 +23,8 @@ mod per_request;
 mod probe;
 mod report;
 mod spike;
+mod spike_replay;
+mod spike_report;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
