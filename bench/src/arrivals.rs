@@ -97,7 +97,7 @@ async fn burst(
         async move {
             let mut n: u32 = 0;
             while Instant::now() < deadline {
-                let user = crate::user(&format!("{prefix}{lane:03}-{n:07}"));
+                let user = crate::util::user(&format!("{prefix}{lane:03}-{n:07}"));
                 // A new address per buyer: 10.x.y.z.
                 let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | ((lane as u32) << 18) | n));
                 room.issue(queue, &user, Some(ip)).await.expect("issue");

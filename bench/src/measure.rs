@@ -218,7 +218,7 @@ impl Bench {
                 let queue = queue.clone();
                 async move {
                     self.room()
-                        .issue(&queue, &crate::user(&format!("w{i:07}")), None)
+                        .issue(&queue, &crate::util::user(&format!("w{i:07}")), None)
                         .await
                         .expect("issue");
                 }
@@ -248,7 +248,7 @@ impl Bench {
             .map(|(user, ticket)| {
                 TokenClaims {
                     queue: QueueId::parse(queue).unwrap(),
-                    user: crate::user(&user),
+                    user: crate::util::user(&user),
                     ticket,
                 }
                 .sign(&self.app.config.token_key)

@@ -80,7 +80,7 @@ async fn join(room: &WaitingRoom, queue: &QueueId, users: &[String]) -> Vec<Toke
         let issued = join_all(
             chunk
                 .iter()
-                .map(|u| async move { room.issue(queue, &crate::user(u), None).await }),
+                .map(|u| async move { room.issue(queue, &crate::util::user(u), None).await }),
         )
         .await;
         claims.extend(issued.into_iter().map(|i| i.expect("issue").claims));
@@ -258,7 +258,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         let room = &rooms[lane];
         let line = &line;
         async move {
-            room.issue(line, &crate::user(user), None)
+            room.issue(line, &crate::util::user(user), None)
                 .await
                 .expect("issue");
         }
@@ -376,7 +376,7 @@ const LAMBDA_BILLED_SECONDS: f64 = 0.002;
 fn polls_over(wait_s: f64) -> f64 {
     let (mut left, mut polls) = (wait_s, 1.0);
     while left > 0.0 {
-        left -= crate::told_interval(left, IDLE_SECONDS) as f64;
+        left -= crate::util::told_interval(left, IDLE_SECONDS) as f64;
         polls += 1.0;
     }
     polls

@@ -258,7 +258,7 @@ async fn serve(
             } else {
                 Kind::Join
             });
-            let user = crate::user(&buyer.user());
+            let user = crate::util::user(&buyer.user());
             room.issue(&run.queue, &user, None).await.map(|issued| {
                 buyer.prequeue = matches!(issued.state.standing, Standing::Prequeue { .. });
                 if buyer.prequeue {
