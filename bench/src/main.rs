@@ -2,48 +2,162 @@
 //! it replaces, in one run on one machine. Starts its own `redis-server`. Prints a Markdown
 //! report; BENCHMARKS.md holds the last one. Speeds are reported, never asserted.
 //!
+//! Each section of the report is a module of its own. [`SECTIONS`] is the one table of them:
+//! each section's name on the command line, whether the full run includes it, and the
+//! function that runs it. `lineup-bench` runs the full run's sections in the table's order.
+//! `lineup-bench <name>` runs that one section alone. An unknown name prints the names.
+//! `opening-spike` and `arrivals` are not in the full run: they run only alone.
+//!
 //! For the cold-start section, build the function binaries first:
-//! `cargo build --release --bins`. `lineup-bench cold-start` runs that section alone;
-//! `lineup-bench throughput` stops after the throughput section; `lineup-bench memory` runs
-//! the memory section alone; `lineup-bench reads` runs the board-read section alone;
-//! `lineup-bench ranking-writes` runs the ranking writes section alone; `lineup-bench boards`
-//! the rolling and trending boards at 10 000 concerts alone; `lineup-bench coupons` the
-//! coupon claims against seed 002's design alone; `lineup-bench redis-time` the Redis time
-//! per call of every script beside its floor and its least script (`least/`) alone;
-//! `lineup-bench per-request` the Redis CPU per request (`INFO cpu`) beside PING alone.
-//! Two sections run only alone: `lineup-bench opening-spike`, a scheduled opening replayed
-//! whole at a fraction of 2 000 000 members (`spike.rs`), and `lineup-bench arrivals`, new
-//! buyers joining a line of 1 000 000 (`arrivals.rs`).
+//! `cargo build --release --bins`.
 
+// The sections.
 mod arrivals;
-mod baseline;
 mod boards;
 mod capacity;
 mod cold_start;
 mod coupons;
 mod ingest;
-mod measure;
 mod memory;
 mod opening;
 mod per_request;
-mod probe;
 mod ranking_writes;
 mod reads;
 mod redis_time;
-mod report;
 mod round_trips;
 mod scale;
 mod spike;
+mod throughput;
+
+// What they share, and the parts of the larger ones.
+mod baseline;
+mod measure;
+mod probe;
+mod report;
 mod spike_replay;
 mod spike_report;
-mod throughput;
 mod util;
+
+use std::future::Future;
+use std::pin::Pin;
 
 use measure::Bench;
 use report::Report;
 
+/// A section's function: it runs the section on the bench and writes its rows to the report.
+type Run = for<'a> fn(&'a Bench, &'a mut Report) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// A section of the report.
+struct Section {
+    /// Its name on the command line.
+    name: &'static str,
+    /// Whether the full run (no name given) includes it.
+    full: bool,
+    /// The function that runs it.
+    run: Run,
+}
+
+/// Every section. The full run takes those it includes in this order.
+const SECTIONS: &[Section] = &[
+    // First, while the server is still empty and quiet: it only has to accept connections.
+    Section {
+        name: "cold-start",
+        full: true,
+        run: |bench, report| Box::pin(cold_start::run(bench, report)),
+    },
+    Section {
+        name: "round-trips",
+        full: true,
+        run: |bench, report| Box::pin(round_trips::run(bench, report)),
+    },
+    Section {
+        name: "throughput",
+        full: true,
+        run: |bench, report| Box::pin(throughput::run(bench, report)),
+    },
+    Section {
+        name: "scale",
+        full: true,
+        run: |bench, report| Box::pin(scale::run(bench, report)),
+    },
+    Section {
+        name: "memory",
+        full: true,
+        run: |bench, report| Box::pin(memory::run(bench, report)),
+    },
+    Section {
+        name: "redis-time",
+        full: true,
+        run: |bench, report| Box::pin(redis_time::run(bench, report)),
+    },
+    Section {
+        name: "per-request",
+        full: true,
+        run: |bench, report| Box::pin(per_request::per_request(bench, report)),
+    },
+    Section {
+        name: "capacity",
+        full: true,
+        run: |bench, report| Box::pin(capacity::run(bench, report)),
+    },
+    Section {
+        name: "reads",
+        full: true,
+        run: |bench, report| Box::pin(reads::run(bench, report)),
+    },
+    Section {
+        name: "ranking-writes",
+        full: true,
+        run: |bench, report| Box::pin(ranking_writes::run(bench, report)),
+    },
+    Section {
+        name: "boards",
+        full: true,
+        run: |bench, report| Box::pin(boards::run(bench, report)),
+    },
+    Section {
+        name: "ingest",
+        full: true,
+        run: |bench, report| Box::pin(ingest::run(bench, report)),
+    },
+    Section {
+        name: "coupons",
+        full: true,
+        run: |bench, report| Box::pin(coupons::run(bench, report)),
+    },
+    Section {
+        name: "opening",
+        full: true,
+        run: |bench, report| Box::pin(opening::run(bench, report)),
+    },
+    Section {
+        name: "opening-spike",
+        full: false,
+        run: |bench, report| Box::pin(spike::opening_spike(bench, report)),
+    },
+    Section {
+        name: "arrivals",
+        full: false,
+        run: |bench, report| Box::pin(arrivals::arrivals(bench, report)),
+    },
+];
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sections: Vec<&Section> = match std::env::args().nth(1) {
+        None => SECTIONS.iter().filter(|section| section.full).collect(),
+        Some(name) => match SECTIONS.iter().find(|section| section.name == name) {
+            Some(section) => vec![section],
+            None => {
+                let names: Vec<&str> = SECTIONS.iter().map(|section| section.name).collect();
+                eprintln!(
+                    "lineup-bench: no section is named {name:?}. The sections: {}.",
+                    names.join(", ")
+                );
+                std::process::exit(2);
+            }
+        },
+    };
     let mut report = Report::new();
     let bench = Bench::start().await?;
     report.heading(&format!(
@@ -55,82 +169,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::env::consts::ARCH,
         bench.redis_version().await
     ));
-
-    // The sections that run alone.
-    let alone = match std::env::args().nth(1).as_deref() {
-        Some("ranking-writes") => {
-            ranking_writes::run(&bench, &mut report).await;
-            true
-        }
-        Some("boards") => {
-            boards::run(&bench, &mut report).await;
-            true
-        }
-        Some("memory") => {
-            memory::run(&bench, &mut report).await;
-            true
-        }
-        Some("redis-time") => {
-            redis_time::run(&bench, &mut report).await;
-            true
-        }
-        Some("reads") => {
-            reads::run(&bench, &mut report).await;
-            true
-        }
-        Some("coupons") => {
-            coupons::run(&bench, &mut report).await;
-            true
-        }
-        Some("opening") => {
-            opening::run(&bench, &mut report).await;
-            true
-        }
-        Some("capacity") => {
-            capacity::run(&bench, &mut report).await;
-            true
-        }
-        Some("per-request") => {
-            per_request::per_request(&bench, &mut report).await;
-            true
-        }
-        Some("opening-spike") => {
-            spike::opening_spike(&bench, &mut report).await;
-            true
-        }
-        Some("arrivals") => {
-            arrivals::arrivals(&bench, &mut report).await;
-            true
-        }
-        _ => false,
-    };
-    if alone {
-        report.print();
-        return Ok(());
+    for section in sections {
+        (section.run)(&bench, &mut report).await;
     }
-    // First, while the server is still empty and quiet: it only has to accept connections.
-    cold_start::run(&bench, &mut report).await;
-    if std::env::args().nth(1).as_deref() == Some("cold-start") {
-        report.print();
-        return Ok(());
-    }
-    round_trips::run(&bench, &mut report).await;
-    throughput::run(&bench, &mut report).await;
-    if std::env::args().nth(1).as_deref() == Some("throughput") {
-        report.print();
-        return Ok(());
-    }
-    scale::run(&bench, &mut report).await;
-    memory::run(&bench, &mut report).await;
-    redis_time::run(&bench, &mut report).await;
-    per_request::per_request(&bench, &mut report).await;
-    capacity::run(&bench, &mut report).await;
-    reads::run(&bench, &mut report).await;
-    ranking_writes::run(&bench, &mut report).await;
-    boards::run(&bench, &mut report).await;
-    ingest::run(&bench, &mut report).await;
-    coupons::run(&bench, &mut report).await;
-    opening::run(&bench, &mut report).await;
     report.print();
     Ok(())
 }
