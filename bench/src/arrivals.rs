@@ -19,10 +19,9 @@ use lineup::ids::QueueId;
 use lineup::queue::WaitingRoom;
 use serde_json::json;
 
-use crate::measure::{
-    idle_share, main_thread_cpu_us, met, ping_us, plain_connections, thousands, Bench, Probe,
-    Report, Slowest,
-};
+use crate::measure::Bench;
+use crate::probe::{idle_share, main_thread_cpu_us, ping_us, plain_connections, Probe, Slowest};
+use crate::report::{met, thousands, Report};
 
 /// Containers sending at once, each one connection with one request in flight.
 const CONTAINERS: usize = 32;
@@ -98,7 +97,7 @@ async fn burst(
         async move {
             let mut n: u32 = 0;
             while Instant::now() < deadline {
-                let user = crate::user(&format!("{prefix}{lane:03}-{n:07}"));
+                let user = crate::util::user(&format!("{prefix}{lane:03}-{n:07}"));
                 // A new address per buyer: 10.x.y.z.
                 let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | ((lane as u32) << 18) | n));
                 room.issue(queue, &user, Some(ip)).await.expect("issue");

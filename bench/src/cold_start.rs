@@ -14,7 +14,8 @@ use axum::routing::get;
 use axum::Router;
 use tokio::sync::mpsc;
 
-use crate::measure::{Bench, Report};
+use crate::measure::Bench;
+use crate::report::Report;
 
 const FUNCTIONS: [&str; 8] = [
     "coupon-api",

@@ -12,7 +12,9 @@ use lineup::queue::WaitingRoom;
 use lineup::token::TokenClaims;
 use serde_json::json;
 
-use crate::measure::{main_thread_cpu_us, plain_connections, Bench, Cost, Report};
+use crate::measure::Bench;
+use crate::probe::{main_thread_cpu_us, plain_connections, Cost};
+use crate::report::Report;
 
 /// Containers sending at once, each one connection with one request in flight.
 const CONTAINERS: usize = 16;
@@ -46,8 +48,8 @@ where
     while requests.peek().is_some() {
         let round: Vec<T> = requests.by_ref().take(per_round).collect();
         let size = round.len() as f64;
-        let ping_us = crate::measure::ping_us(bench, pings, round.len()).await;
-        let cost = crate::measure::per_request(bench, CONTAINERS, round, &run).await;
+        let ping_us = crate::probe::ping_us(bench, pings, round.len()).await;
+        let cost = crate::probe::per_request(bench, CONTAINERS, round, &run).await;
         total_us += cost.per_request_us * size;
         script_us += cost.script_us;
         ratios.push(cost.per_request_us / ping_us);
@@ -78,7 +80,7 @@ async fn join(room: &WaitingRoom, queue: &QueueId, users: &[String]) -> Vec<Toke
         let issued = join_all(
             chunk
                 .iter()
-                .map(|u| async move { room.issue(queue, &crate::user(u), None).await }),
+                .map(|u| async move { room.issue(queue, &crate::util::user(u), None).await }),
         )
         .await;
         claims.extend(issued.into_iter().map(|i| i.expect("issue").claims));
@@ -104,7 +106,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let pings = &pings;
     let mut rows: Vec<(&str, Cost, &str)> = Vec::new();
 
-    let ping_us = crate::measure::ping_us(bench, pings, BUYERS).await;
+    let ping_us = crate::probe::ping_us(bench, pings, BUYERS).await;
     let get = measure(bench, pings, (0..BUYERS).collect(), |lane, i| async move {
         let _: Option<String> = redis::cmd("GET")
             .arg(format!("per-request-get-{i}"))
@@ -256,7 +258,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         let room = &rooms[lane];
         let line = &line;
         async move {
-            room.issue(line, &crate::user(user), None)
+            room.issue(line, &crate::util::user(user), None)
                 .await
                 .expect("issue");
         }
@@ -374,7 +376,7 @@ const LAMBDA_BILLED_SECONDS: f64 = 0.002;
 fn polls_over(wait_s: f64) -> f64 {
     let (mut left, mut polls) = (wait_s, 1.0);
     while left > 0.0 {
-        left -= crate::told_interval(left, IDLE_SECONDS) as f64;
+        left -= crate::util::told_interval(left, IDLE_SECONDS) as f64;
         polls += 1.0;
     }
     polls

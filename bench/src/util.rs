@@ -1,0 +1,36 @@
+//! Helpers several sections share: bench user ids, durations in milliseconds, emptying
+//! `INFO commandstats`, and the poll interval a waiter is told.
+
+use std::time::Duration;
+
+use lineup::ids::UserId;
+
+use crate::measure::Bench;
+
+/// Ids used across sections.
+pub fn user(name: &str) -> UserId {
+    UserId::parse(name).expect("a valid bench user id")
+}
+
+/// A duration in milliseconds.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Empties `INFO commandstats` (`CONFIG RESETSTAT`).
+pub async fn reset(bench: &Bench) {
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async::<()>(&mut bench.app.inspect.clone())
+        .await
+        .unwrap();
+}
+
+/// The `pollAfterSeconds` a waiter `wait_s` seconds from its turn is told, with the default
+/// idle period `idle_s` (`TokenState::poll_after_seconds` and `presence_for`): a tenth of its
+/// wait, at least 1 s, at most a third of eight idle periods (its poll keeps it present for
+/// three times what it is told).
+pub fn told_interval(wait_s: f64, idle_s: u64) -> u64 {
+    let wanted = (wait_s.ceil() as u64) / 10;
+    wanted.clamp(1, 8 * idle_s / 3)
+}
