@@ -55,7 +55,8 @@ pub fn window_templates(rankings: &crate::ranking::Rankings) -> serde_json::Valu
     rankings.window_templates()
 }
 
-/// `script`'s call with `rest` as its own arguments, named as the script binds them.
+/// `script`'s call with `rest` as its own arguments, named as the script binds them. The
+/// arguments `rest` leaves out at its end are sent empty, as the handlers send one unset.
 fn queue_command(
     room: &WaitingRoom,
     script: &'static crate::queue::QueueScript,
@@ -63,8 +64,19 @@ fn queue_command(
     rest: &[&str],
 ) -> Vec<Vec<u8>> {
     let mut call = room.invocation(script, queue);
-    for (name, arg) in script.arg_names().iter().zip(rest) {
-        call.named(name, *arg);
+    let tail = script
+        .arg_names()
+        .last()
+        .is_some_and(|name| name.ends_with('…'));
+    for (i, name) in script.arg_names().iter().enumerate() {
+        if tail && i + 1 == script.arg_names().len() {
+            let stem = name.trim_end_matches('…');
+            for arg in rest.iter().skip(i) {
+                call.named(stem, *arg);
+            }
+        } else {
+            call.named(name, rest.get(i).copied().unwrap_or(""));
+        }
     }
     call.command_line()
 }
