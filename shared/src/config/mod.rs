@@ -1,0 +1,381 @@
+//! Settings, read from the environment once at start-up. A bad value stops the process with
+//! a message that names the variable, instead of surfacing later as a wrong answer.
+//!
+//! One file a slice: `queue.rs` (the waiting room's defaults and timing), `ranking.rs` (the
+//! rankings), `connection.rs` (Redis), `jwt.rs` (the buyer's identity). `vars.rs` reads and
+//! checks one variable.
+
+mod connection;
+mod jwt;
+mod queue;
+mod ranking;
+mod vars;
+
+pub use connection::{RedisMode, RedisSettings, MAX_IN_FLIGHT_DEFAULT};
+pub use jwt::JwtSettings;
+pub use queue::{QueueConfig, QueueCreation};
+pub use ranking::RankingSettings;
+
+use crate::token::TokenKey;
+use vars::Vars;
+
+/// A setting that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration variable {variable}: {reason}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub reason: String,
+}
+
+fn bad(variable: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        variable,
+        reason: reason.into(),
+    }
+}
+
+/// Whether a missing `TOKEN_SECRET` is fatal. `queue-api` instances must share one secret, so
+/// they refuse to start without it; functions that never sign tokens, and the local stack
+/// (which checks only its own tokens), make one up for their lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretPolicy {
+    Required,
+    GenerateIfMissing,
+}
+
+/// Everything a lineup function needs to know.
+#[derive(Clone)]
+pub struct Config {
+    pub redis: RedisSettings,
+    /// Every key lineup writes starts with this.
+    pub key_prefix: String,
+    pub queue: QueueConfig,
+    pub ranking: RankingSettings,
+    pub token_key: TokenKey,
+    /// Where queue state events go; `None` turns publishing off.
+    pub event_bus: Option<String>,
+    /// The path parameter `queue-authorizer` reads the queue id from, when the
+    /// `x-queue-id` header is absent.
+    pub authorizer_queue_path_parameter: String,
+    /// `ALLOW_BODY_USER_ID=unsafe`: a buyer without a verified JWT is whoever the body's
+    /// `userId` names. Only for the local stack and tests: anyone can then be anyone.
+    pub allow_body_user_id: bool,
+    /// The buyers' JWT issuer; `None` (the local stack): the gatekeeper checks the queue
+    /// token only.
+    pub jwt: Option<JwtSettings>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("redis", &self.redis.url.as_deref().map(|_| "<set>"))
+            .field("key_prefix", &self.key_prefix)
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env(secrets: SecretPolicy) -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok(), secrets)
+    }
+
+    /// Reads variables from `lookup`.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        secrets: SecretPolicy,
+    ) -> Result<Self, ConfigError> {
+        let vars = Vars(&lookup);
+        // Read in this order: of several bad variables, the first here is the one named.
+        Ok(Config {
+            key_prefix: key_prefix(&vars)?,
+            queue: QueueConfig::read(&vars)?,
+            ranking: RankingSettings::read(&vars)?,
+            redis: RedisSettings::read(&vars)?,
+            token_key: token_key(&vars, secrets)?,
+            allow_body_user_id: vars
+                .one_of("ALLOW_BODY_USER_ID", &[("no", false), ("unsafe", true)])?,
+            event_bus: vars.string("EVENT_BUS_NAME"),
+            authorizer_queue_path_parameter: vars
+                .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
+                .unwrap_or_else(|| "queueId".into()),
+            jwt: JwtSettings::read(&vars)?,
+        })
+    }
+
+    /// The Redis URL, or an error naming `REDIS_URL` when it is missing.
+    pub fn require_redis_url(&self) -> Result<&str, ConfigError> {
+        self.redis
+            .url
+            .as_deref()
+            .ok_or_else(|| bad("REDIS_URL", "is required"))
+    }
+}
+
+/// `KEY_PREFIX`: letters, digits and `. _ : -`, never a brace, which would break the hash tags.
+fn key_prefix(vars: &Vars) -> Result<String, ConfigError> {
+    let key_prefix = vars.string("KEY_PREFIX").unwrap_or_else(|| "lineup".into());
+    if key_prefix.len() > 64
+        || !key_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+    {
+        return Err(bad(
+            "KEY_PREFIX",
+            "must be up to 64 characters of letters, digits and . _ : - (no braces)",
+        ));
+    }
+    Ok(key_prefix)
+}
+
+/// `TOKEN_SECRET`, or a key made up for this process where `secrets` allows it.
+fn token_key(vars: &Vars, secrets: SecretPolicy) -> Result<TokenKey, ConfigError> {
+    match vars.string("TOKEN_SECRET") {
+        Some(secret) => {
+            TokenKey::new(secret.as_bytes()).map_err(|reason| bad("TOKEN_SECRET", reason))
+        }
+        None if secrets == SecretPolicy::GenerateIfMissing => Ok(TokenKey::random()),
+        None => Err(bad(
+            "TOKEN_SECRET",
+            "is required: tokens are signed with it (at least 32 bytes)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let owned: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(
+            move |name| {
+                owned
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            },
+            SecretPolicy::Required,
+        )
+    }
+
+    const SECRET: (&str, &str) = ("TOKEN_SECRET", "0123456789abcdef0123456789abcdef");
+
+    #[test]
+    fn defaults_match_the_documentation() {
+        let c = config(&[SECRET]).unwrap();
+        assert_eq!(c.key_prefix, "lineup");
+        assert_eq!(c.queue.capacity, 100);
+        assert_eq!(c.queue.admit_per_tick, 100);
+        assert_eq!(c.queue.session, Duration::from_secs(600));
+        assert_eq!(c.queue.waiting_idle, Duration::from_secs(120));
+        assert_eq!(c.queue.promote_tick, Duration::from_secs(10));
+        assert_eq!(c.queue.promote_budget, Duration::from_secs(50));
+        assert_eq!(c.queue.creation, QueueCreation::Operator);
+        assert_eq!(c.queue.max_queues, 1_000);
+    }
+
+    #[test]
+    fn queue_creation_is_operator_or_open() {
+        let open = config(&[SECRET, ("QUEUE_CREATION", "open")]).unwrap();
+        assert_eq!(open.queue.creation, QueueCreation::Open);
+        let err = config(&[SECRET, ("QUEUE_CREATION", "anyone")]).unwrap_err();
+        assert_eq!(err.variable, "QUEUE_CREATION");
+        let err = config(&[SECRET, ("MAX_QUEUES", "0")]).unwrap_err();
+        assert_eq!(err.variable, "MAX_QUEUES");
+    }
+
+    #[test]
+    fn a_body_user_id_is_trusted_only_when_asked_for_by_name() {
+        assert!(!config(&[SECRET]).unwrap().allow_body_user_id);
+        assert!(
+            !config(&[SECRET, ("ALLOW_BODY_USER_ID", "no")])
+                .unwrap()
+                .allow_body_user_id
+        );
+        assert!(
+            config(&[SECRET, ("ALLOW_BODY_USER_ID", "unsafe")])
+                .unwrap()
+                .allow_body_user_id
+        );
+        for vague in ["true", "1", "yes"] {
+            let err = config(&[SECRET, ("ALLOW_BODY_USER_ID", vague)]).unwrap_err();
+            assert_eq!(err.variable, "ALLOW_BODY_USER_ID");
+        }
+    }
+
+    #[test]
+    fn the_early_cutoff_is_a_local_time_or_off() {
+        assert_eq!(config(&[SECRET]).unwrap().ranking.early_cutoff, None);
+        let c = config(&[SECRET, ("RANKING_EARLY_CUTOFF", "10:30")]).unwrap();
+        assert_eq!(
+            c.ranking.early_cutoff,
+            chrono::NaiveTime::from_hms_opt(10, 30, 0)
+        );
+        for bad in ["24:00", "10:60", "9:30", "10:30:00", "noon", "10h30"] {
+            let err = config(&[SECRET, ("RANKING_EARLY_CUTOFF", bad)]).unwrap_err();
+            assert_eq!(err.variable, "RANKING_EARLY_CUTOFF", "{bad}");
+        }
+    }
+
+    #[test]
+    fn admit_per_tick_defaults_to_capacity() {
+        let c = config(&[SECRET, ("QUEUE_CAPACITY", "7")]).unwrap();
+        assert_eq!(c.queue.admit_per_tick, 7);
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let err = config(&[SECRET, ("SESSION_SECONDS", "ten")]).unwrap_err();
+        assert_eq!(err.variable, "SESSION_SECONDS");
+        let err = config(&[SECRET, ("QUEUE_CAPACITY", "0")]).unwrap_err();
+        assert_eq!(err.variable, "QUEUE_CAPACITY");
+        let err = config(&[SECRET, ("KEY_PREFIX", "a{b}")]).unwrap_err();
+        assert_eq!(err.variable, "KEY_PREFIX");
+        let err = config(&[SECRET, ("RANKING_TIME_ZONE", "Mars/Olympus")]).unwrap_err();
+        assert_eq!(err.variable, "RANKING_TIME_ZONE");
+        let err = config(&[SECRET, ("REDIS_URL", "http://x")]).unwrap_err();
+        assert_eq!(err.variable, "REDIS_URL");
+        // Too short for a buyer polling every second to have time for the round trip.
+        let err = config(&[SECRET, ("WAITING_IDLE_SECONDS", "4")]).unwrap_err();
+        assert_eq!(err.variable, "WAITING_IDLE_SECONDS");
+    }
+
+    #[test]
+    fn errors_say_what_would_do() {
+        let reason = |vars: &[(&str, &str)]| config(vars).unwrap_err().reason;
+        assert_eq!(
+            reason(&[SECRET, ("SESSION_SECONDS", "ten")]),
+            "must be a whole number from 1 to 86400, not \"ten\""
+        );
+        assert_eq!(
+            reason(&[SECRET, ("REDIS_MODE", "sentinel")]),
+            "\"sentinel\" is not standalone, cluster or auto"
+        );
+        assert_eq!(
+            reason(&[SECRET, ("QUEUE_CREATION", " anyone ")]),
+            "\"anyone\" is not operator or open"
+        );
+        let c = config(&[SECRET, ("REDIS_MODE", " auto ")]).unwrap();
+        assert_eq!(c.redis.mode, RedisMode::Auto);
+    }
+
+    #[test]
+    fn a_redis_ca_file_must_hold_certificates_and_go_with_tls() {
+        let bundle = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/tls/amazon-trust-services.pem"
+        );
+        let tls = ("REDIS_URL", "rediss://cache.example:6379");
+        let c = config(&[SECRET, tls, ("REDIS_CA_FILE", bundle)]).unwrap();
+        assert!(c.redis.ca_roots.is_some());
+
+        let refused = |vars: &[(&str, &str)]| {
+            let err = config(vars).unwrap_err();
+            assert_eq!(err.variable, "REDIS_CA_FILE");
+            err.reason
+        };
+        let missing = refused(&[SECRET, tls, ("REDIS_CA_FILE", "/nonexistent/ca.pem")]);
+        assert!(
+            missing.contains("cannot read /nonexistent/ca.pem"),
+            "{missing}"
+        );
+        let not_pem = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        refused(&[SECRET, tls, ("REDIS_CA_FILE", not_pem)]);
+        let plain = ("REDIS_URL", "redis://cache.example:6379");
+        refused(&[SECRET, plain, ("REDIS_CA_FILE", bundle)]);
+    }
+
+    #[test]
+    fn the_redis_settings_print_no_secret() {
+        let c = config(&[
+            SECRET,
+            ("REDIS_URL", "rediss://lineup:url-secret@cache.example:6379"),
+            ("REDIS_PASSWORD", "password-secret"),
+        ])
+        .unwrap();
+        let printed = format!("{:?} {:?}", c.redis, c);
+        assert!(!printed.contains("secret"), "{printed}");
+        assert!(printed.contains("password: \"<set>\""), "{printed}");
+    }
+
+    #[test]
+    fn a_jwt_issuer_comes_with_its_audience_and_is_https() {
+        assert!(config(&[SECRET]).unwrap().jwt.is_none());
+        let issuer = (
+            "JWT_ISSUER",
+            "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc",
+        );
+        let c = config(&[SECRET, issuer, ("JWT_AUDIENCE", " lineup ")]).unwrap();
+        let jwt = c.jwt.unwrap();
+        assert_eq!(jwt.issuer, issuer.1);
+        assert_eq!(jwt.audience, "lineup");
+        assert_eq!(jwt.keys_refetch, Duration::from_secs(60));
+        assert!(jwt.ca_roots.is_none());
+
+        let refused = |vars: &[(&str, &str)]| config(vars).unwrap_err().variable;
+        assert_eq!(refused(&[SECRET, issuer]), "JWT_AUDIENCE");
+        assert_eq!(
+            refused(&[SECRET, ("JWT_AUDIENCE", "lineup")]),
+            "JWT_AUDIENCE"
+        );
+        let audience = ("JWT_AUDIENCE", "lineup");
+        for unusable in [
+            "http://auth.example.com",
+            "auth.example.com",
+            "https://",
+            "https://auth.example.com/?x=1",
+            "https://auth.example.com/#x",
+            "https://user:pw@auth.example.com",
+            "ftp://auth.example.com",
+        ] {
+            let issuer = ("JWT_ISSUER", unusable);
+            assert_eq!(
+                refused(&[SECRET, issuer, audience]),
+                "JWT_ISSUER",
+                "{unusable}"
+            );
+        }
+        for loopback in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1/x",
+            "http://[::1]:2",
+        ] {
+            assert!(config(&[SECRET, ("JWT_ISSUER", loopback), audience]).is_ok());
+        }
+        let long = "x".repeat(257);
+        assert_eq!(
+            refused(&[SECRET, issuer, ("JWT_AUDIENCE", long.as_str())]),
+            "JWT_AUDIENCE"
+        );
+        for seconds in ["0", "3601", "soon"] {
+            let refetch = ("JWT_KEYS_REFETCH_SECONDS", seconds);
+            assert_eq!(
+                refused(&[SECRET, issuer, audience, refetch]),
+                "JWT_KEYS_REFETCH_SECONDS"
+            );
+        }
+        let refetch = ("JWT_KEYS_REFETCH_SECONDS", "1");
+        assert_eq!(
+            refused(&[SECRET, refetch]),
+            "JWT_KEYS_REFETCH_SECONDS",
+            "a refetch period without an issuer"
+        );
+        let missing = ("JWT_CA_FILE", "/nonexistent/ca.pem");
+        assert_eq!(refused(&[SECRET, issuer, audience, missing]), "JWT_CA_FILE");
+    }
+
+    #[test]
+    fn lambdas_refuse_to_start_without_a_strong_secret() {
+        assert_eq!(config(&[]).unwrap_err().variable, "TOKEN_SECRET");
+        assert_eq!(
+            config(&[("TOKEN_SECRET", "short")]).unwrap_err().variable,
+            "TOKEN_SECRET"
+        );
+    }
+}
