@@ -81,7 +81,7 @@ pub fn http_client() -> Result<SharedHttpClient, ConfigError> {
 /// TLS connector (parsing every root certificate) twice per SDK client so that a system
 /// root store would load early. lineup loads no system store, and that work was a third of
 /// a publishing function's start-up. The connector is built once, on the client's first
-/// request, as it was before.
+/// request.
 #[derive(Debug)]
 struct ConnectOnFirstUse(SharedHttpClient);
 

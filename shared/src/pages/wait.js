@@ -73,7 +73,8 @@
 
   // The wait in words: "About 4 minutes, at most 7": the estimate rounded, the most rounded
   // up and left out when it is no more. "Calculating" only without an estimate (paused,
-  // before the opening). Without estimatedWaitRange (an older server), as before.
+  // before the opening). A server without estimatedWaitRange (an earlier version, met while
+  // a deploy rolls out) gets the estimate in whole minutes, rounded up.
   function waitText(v) {
     const s = v.estimate, r = v.range;
     if (v.paused || s == null) return t('wait.estimate.unknown');

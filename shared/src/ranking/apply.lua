@@ -42,7 +42,9 @@ local function pay(op, fold_text)
   local contents = payment_contents(op)
   local seen = redis.call('HMGET', op.record, 'concert', 'contents')
   if seen[1] then
-    -- A record written by an earlier version has no contents to compare.
+    -- A record without contents (written before records kept them) has none to compare.
+    -- Records end after the dedupe window, so this branch can go one window after every
+    -- deployment writes contents.
     if not seen[2] or seen[2] == contents then return 'duplicate' end
     return 'conflict: paymentId was first delivered with ' .. seen[2] .. ', now with ' .. contents
   end
@@ -72,7 +74,8 @@ local function refund(op)
     op.seats
   local seen = redis.call('GET', op.dedupe)
   if seen then
-    -- '1' is the mark of an earlier version, which kept no contents.
+    -- '1' marks a refund recorded before refunds kept their contents. Marks end after the
+    -- dedupe window, so this test can go one window after every deployment writes contents.
     if seen == '1' or seen == contents then return 'duplicate' end
     return 'conflict: refund was first delivered with ' .. seen .. ', now with ' .. contents
   end
@@ -113,7 +116,9 @@ local function cancel(op)
   -- the fold queue are skipped.
   cancelled[op.cancelled] = true
   if redis.call('SET', op.cancelled, 1, 'NX') then return 'applied' end
-  redis.call('PERSIST', op.cancelled) -- written with a TTL by an earlier version
+  -- A marker written with a TTL (before markers were kept for good) is kept for good now.
+  -- This can go once every deployment has seen each such marker expire or be rewritten.
+  redis.call('PERSIST', op.cancelled)
   return 'duplicate'
 end
 

@@ -22,7 +22,9 @@ local NOW_MS = NOW * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local ENTRY_COST = 4
 
 -- The concert index is a sorted set of board keys scored by each board's expiry (inf for
--- the all-time board). One written as a plain set by an earlier version is rewritten once.
+-- the all-time board). One written as a plain set (before indexes carried expiries) is
+-- rewritten once, when next written. An index that lists an all-time board never ends on its
+-- own, so this stays until no deployment holds a plain-set index.
 local upgraded = {}
 local function upgrade_index(index)
   if upgraded[index] then return end
@@ -63,7 +65,7 @@ end
 local function index_boards(index, listed, forever)
   local added = redis.pcall('ZADD', index, unpack(listed))
   if type(added) == 'table' then
-    -- WRONGTYPE: the plain set of an earlier version.
+    -- WRONGTYPE: a plain-set index (see upgrade_index).
     upgrade_index(index)
     added = redis.call('ZADD', index, unpack(listed))
   end

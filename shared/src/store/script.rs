@@ -344,7 +344,8 @@ impl Batch {
 /// failover, `SCRIPT FLUSH`), sends again only the calls that answered NOSCRIPT: those ran
 /// nothing, while the others in the pipeline already ran and must not run twice. A call
 /// whose script text is kept ([`lua_script`]) goes again as `EVAL`, in one round trip more;
-/// for any other, `scripts` are loaded first. A server error in any reply fails the whole send, as before.
+/// for any other, `scripts` are loaded first. A server error in any reply fails the whole
+/// send.
 ///
 /// Each reply waits at most what `limit` allows. A reply given up on is still awaited in the
 /// background, holding `in_flight` (the call's place under the connection's cap) until it
