@@ -1,6 +1,17 @@
 //! Redis time of the board kinds at 10 000 concerts (each on every board, two genres each):
 //! a top-10 read of each, a batch of 10 payments writing every board, and a tick call taking
 //! a full chunk of bucket fields off the rolling boards.
+//!
+//! # What limits the figures
+//!
+//! - A top-10 read costs the same on every board kind: the boards are kept current by the
+//!   writes and the tick, so a read never combines buckets. Each read here is served from the
+//!   page cache (docs/rankings.md, "Caching"), since it is the same read many times with no
+//!   write in between.
+//! - A tick call's cost is linear in its fields: 50 fields of two genres is about half a
+//!   millisecond. A tick makes up to 16 calls.
+//! - What a batch of payments writes on every board kind, and what the tick's fold of it costs:
+//!   `ranking_writes.rs`.
 
 use serde_json::json;
 

@@ -6,6 +6,53 @@
 //! sessions' starts (spread over one mean session, as while a sale runs) are written in directly.
 //! Then the same schedule at 1 000 000 waiters, computed from the rule and the measured costs.
 //! `LINEUP_BENCH_CAPACITY_SCALE=10` runs the whole issue's scale instead of a tenth of it.
+//!
+//! # Method
+//!
+//! - The mean session is written as the expected length and as the range's low end, as once
+//!   sessions have ended.
+//! - Each waiter polls as told, through `WaitingRoom::status`, its first poll at a fixed random
+//!   point of its told interval. The new buyers arrive at a steady pace and then poll as told.
+//! - The figure is Redis's own CPU (`INFO cpu`, user + system) over 30 s, divided by the wall
+//!   time.
+//! - The computed row sums the same rule over 1 000 000 positions and costs it at the run's mean
+//!   Redis time per script call (polls and issues come in the same proportion at both scales).
+//!
+//! # What limits the figures
+//!
+//! - A waiter is told to poll after a tenth of the low end of its estimated wait, at least 1 s
+//!   and at most 320 s (a third of eight default idle periods). Past 40 s, its poll keeps it
+//!   present three times what it is told. See docs/waiting-room.md, "Far from the front".
+//! - The poll rate this gives grows with the admission rate A, because waiters near the front
+//!   poll often, and with the line's length over 320 s. Summed over 1 000 000 positions, where
+//!   position p waits p / A:
+//!
+//! | admissions per second | status polls per second, this schedule | with every waiter at ≤ 40 s |
+//! |---|---|---|
+//! | 10 | 3 749 | 25 416 |
+//! | 30 | 4 998 | 26 247 |
+//! | 100 | 9 369 | 29 156 |
+//! | 500 | 33 868 | 45 780 |
+//! | 1 000 | 60 784 | 66 560 |
+//!
+//! At 1 000 admissions a second, the waiters within 20 s of the front (told 1 s) send a third of
+//! the polls.
+//!
+//! - Measured at the goal's whole scale (`LINEUP_BENCH_CAPACITY_SCALE=10 cargo run --release
+//!   --bin lineup-bench capacity`): 1 000 000 waiters, 2 000 arrivals and 10 admissions a second,
+//!   every waiter polling as told. Redis used 27.7 % of a core (`INFO cpu`). It ran 6 417 script
+//!   calls a second, 4 417 of them status polls (the schedule predicts 4 131; waiters' first
+//!   polls bunch a little), at 36.9 µs each: scripts 23.7 % of a core, network and event loop
+//!   the rest. Goal ≤ 35 %: met.
+//! - Computed from the rule and that run's cost per call: (3 749 polls + 2 000 issues) × 36.9 µs
+//!   = 21.2 % of a core a second. At 100 admissions a second the rule gives 9 369 polls:
+//!   (9 369 + 2 000) × 36.9 µs = 42 %, over the goal. Only a cheaper status call helps there.
+//! - At a tenth of the scale (the default run, release build): 4.4 % of a core for 610 calls a
+//!   second at 53 µs each. A call costs more there: Redis idles between calls, so each finds
+//!   colder caches. Ten times that run overstates the whole scale; the whole-scale run is the
+//!   figure.
+//! - Promotion adds little: 10 admissions a second is a third of a 32-admission slice, about
+//!   0.1 ms a second.
 
 use std::time::{Duration, Instant};
 

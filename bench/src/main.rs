@@ -1,8 +1,10 @@
 //! `cargo run --release --bin lineup-bench`: lineup against raw Redis and against the designs
 //! it replaces, in one run on one machine. Starts its own `redis-server`. Prints a Markdown
-//! report; BENCHMARKS.md holds the last one. Speeds are reported, never asserted.
+//! report; BENCHMARKS.md holds its figures against their goals and baselines. Speeds are
+//! reported, never asserted.
 //!
-//! Each section of the report is a module of its own. [`SECTIONS`] is the one table of them:
+//! Each section of the report is a module of its own, whose doc comment says how it measures
+//! and what limits its figures. [`SECTIONS`] is the one table of them:
 //! each section's name on the command line, whether the full run includes it, and the
 //! function that runs it. `lineup-bench` runs the full run's sections in the table's order.
 //! `lineup-bench <name>` runs that one section alone. An unknown name prints the names.

@@ -1,6 +1,28 @@
 //! Redis memory per waiting buyer at a million waiters, and what presence (one deadline per
 //! place of the span) adds to it. Polling again rewrites a deadline in place: the figure is
 //! the most presence holds.
+//!
+//! # Method
+//!
+//! - The bench fills a queue whose idle period is a day, so nobody is dropped while it fills.
+//!   Presence is one deadline per place of the span, rewritten in place by each poll, so the
+//!   filled queue holds the most presence can. Rate limits are off.
+//! - The figure is Redis's `used_memory` grown by the fill, per waiter; presence is its key's
+//!   `MEMORY USAGE`. The replaced design (`baseline::memory_per_buyer`, a token record per buyer)
+//!   is measured at 100 000 buyers, per buyer.
+//! - The figures are Redis's, so a debug build measures the same.
+//!
+//! # What limits the figures
+//!
+//! - A waiter is a sorted-set entry (user id and ticket) plus its presence.
+//! - Presence is 4 bytes at each place of the presence span (docs/waiting-room.md, "Presence"):
+//!   the span is a power of two, at most four times the line. Polls rewrite a deadline in
+//!   place, and a waiter told to poll late holds no more.
+//! - Presence does not grow with the tickets a queue has issued. `presence::presence_memory…`
+//!   keeps four waiters at ticket 50 million in at most the smallest span (128 places).
+//! - Shorter user ids move it.
+//! - The rate-limit counters add a hash field per buyer, for at most two minutes, while limits
+//!   are on.
 
 use lineup::ids::QueueId;
 use serde_json::json;

@@ -3,6 +3,52 @@
 //! flight, beside a PING sent the same way in the same run. `INFO cpu` counts what a request
 //! costs Redis whole: reading it, running it and writing its reply. commandstats counts only
 //! the running, so it is reported beside it as a diagnostic.
+//!
+//! # Method
+//!
+//! - Each request goes as AWS sends it: 16 containers (the functions' own connections, as cold
+//!   start opens them), each with one request in flight, 4 000 distinct buyers per row. PING is
+//!   sent the same way in the same run.
+//! - Each row goes in five rounds, each right after as many PINGs. The ratio shown is the median
+//!   of the rounds' ratios, with their range, so a burst of load from elsewhere on the machine
+//!   skews one round, not the figure.
+//! - The figure is the Redis main thread's CPU (`INFO cpu`, user + sys) over the row, divided by
+//!   its requests. commandstats' script time is shown beside it.
+//! - The machine's speed moves from run to run (PING 5.5–10.5 µs), so compare ratios.
+//! - The same run sends the least status script (`bench/src/least/status.lua`: the clock, two
+//!   settings fields, the ticket's `ZSCORE`, its `ZRANK` and one presence write) to the same
+//!   waiters, first with status's 15 keys and 8 arguments (2.2–2.4× PING), then with only the
+//!   3 keys and 2 arguments it reads (2.0–2.3×). That is the floor of a status script that
+//!   writes presence, with no wait estimate and no bookkeeping.
+//! - The on-sale rows follow the model of docs/deploy.md ("Cost"), from the row figures of one
+//!   run.
+//!
+//! # What limits the figures
+//!
+//! - A first poll and a next poll do the same work: each reads and writes one presence deadline.
+//!   The pre-queue member's first poll after the opening runs inside the opening's presence
+//!   grace.
+//! - The gatekeeper's check is one pipeline of eight plain commands, no script. As a script, the
+//!   same check costs 2.4–3.3× PING.
+//! - What the least a status could send costs, sent the same way by a small Python client (16
+//!   connections, one request in flight each, against a `redis-server` pinned to one core,
+//!   200 000 in line, five rounds each beside PING at 8–9 µs):
+//!
+//! | sent | ÷ PING, median (range) |
+//! |---|---|
+//! | `ZRANK` alone | 1.32 (1.21–1.42) |
+//! | `HMGET` of 15 settings fields alone | 2.03 (1.93–2.23) |
+//! | pipeline: `ZRANK`, `BITFIELD SET u32` (a presence write) | 1.51 (1.26–1.60) |
+//! | pipeline: `ZRANK`, `GET` of a 60-byte state, `BITFIELD` | 1.66 (1.50–1.76) |
+//! | pipeline: `ZSCORE`, `ZRANK`, `GET`, `BITFIELD` | 1.87 (1.69–2.31) |
+//! | the same in `MULTI`/`EXEC`, with an `HMGET` of 4 fields for the `GET` | 2.32 (1.92–2.56) |
+//! | script: `ZSCORE`, `ZRANK`, `GET`, `BITFIELD` | 1.94 (1.87–2.25) |
+//! | script: `ZSCORE`, `ZRANK`, `HMGET` of 15 fields, `BITFIELD` | 2.41 (2.09–2.55) |
+//! | an empty script with 3 keys | 1.24 (1.04–1.55) |
+//!
+//! So a status within 2× PING has room for four small commands and no more: the ticket's check,
+//! its rank, the queue's state in one small value, and one presence write. A reply field costs
+//! about half a microsecond; the 15-field settings read alone is a PING's worth.
 
 use std::time::Duration;
 

@@ -1,6 +1,30 @@
 //! Redis time and commands of ranking writes on boards holding 10 000 concerts, each with
 //! its details (capacity known, so rate boards are written too): a batch of 10 payments, and
 //! a details update; bytes of details per concert.
+//!
+//! # Method
+//!
+//! - 10 000 concerts, each with details (so a capacity) and a payment in rock and pop, fill
+//!   today's boards. Then 20 batches of 10 payments (2 genres each) go through the updater as SQS
+//!   batches, one script call each.
+//! - The fold queue is never empty during them, so each call spends its whole fold budget; the
+//!   tick's fold then takes what they left.
+//! - `redis.calls` are every command `INFO commandstats` counts between two readings, those run
+//!   inside the script included, less `EVALSHA` and `INFO`; writes leave out the reads (HGET,
+//!   HMGET, EXISTS, ZSCORE, ZRANGE, …).
+//!
+//! # What limits the figures
+//!
+//! - A payment of two genres writes 24 board entries: 12 calendar, 6 rolling (2 windows × 3) and
+//!   6 trending (2 generations × 3), with a rate entry beside each seat entry but trending's, and
+//!   a field in each window's bucket hash.
+//! - Inside the script, ZINCRBY on a 10 000-entry board of equal scores takes 2.2–2.7 µs and ZADD
+//!   1.7–2.1 µs. Written in full, the 440 board writes of a batch of ten payments over ten
+//!   concerts would take 0.9–1.1 ms before the script's own work. So a batch call records its
+//!   payments and folds only what fits its budget (40 board entries); the tick's fold calls
+//!   (80 entries each) take the rest (docs/rankings.md, "The fold").
+//! - A batch for one concert, the shape of a hot sale, writes each (board, concert) once and
+//!   stays near half a millisecond.
 
 use crate::measure::{self, Bench};
 use crate::report::Report;

@@ -1,6 +1,16 @@
 //! Redis time of board reads at 10 000 concerts, through the read the handler makes
 //! (`Rankings::page`, `Rankings::around`): a seat board, its rate board and 10 000 concerts'
 //! details, written straight into Redis in the format the updater writes.
+//!
+//! # Method
+//!
+//! - Each figure is the mean Redis time of 1 000 reads through `Rankings::page` or
+//!   `Rankings::around`, as the handler calls them.
+//! - Read from the board, a top read makes 3 `redis.call`s on a seat board (ZRANGE, HMGET,
+//!   ZCARD), one more on a rate board (ZMSCORE for the seats), one more on a page not at the top
+//!   (ZCOUNT for its first rank); around-me adds ZRANK. The top-10 reads here are served from the
+//!   page cache, one `HGET` (docs/rankings.md, "Caching"): each is the same read many times, with
+//!   no write in between. `redis_time.rs` says what a read costs on a miss.
 
 use lineup::ids::ConcertId;
 use lineup::ranking::{Board, Order, Period};

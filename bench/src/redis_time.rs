@@ -3,6 +3,111 @@
 //! Each window: `CONFIG RESETSTAT`, then prepared calls sent one after another from one client
 //! (nothing else runs), then `INFO commandstats`. The floor of a call is `EVALSHA` of a script
 //! that only returns, with the same keys and arguments.
+//!
+//! # Method
+//!
+//! - Redis time per call is `INFO commandstats` usec per call. One client sends prepared command
+//!   lines, one at a time, and nothing else runs: the load generator is idle during each window.
+//! - A call's bare commands are what a minimal design would send (for status, ZRANK and a
+//!   `BITFIELD SET`). Its least script (`bench/src/least/`) carries the same keys and arguments
+//!   and runs only what any script keeping the call's behaviour must run, on today's keys: for
+//!   status the clock, the settings that can turn a waiter away, the ticket check, the position
+//!   and the presence deadline's read and write. Each file says what it leaves out.
+//! - Each figure is the median of 5 windows of 400 calls; the call, its floor, its least script
+//!   and its bare commands take turns.
+//! - One queue holds 20 000 waiters, one active buyer and one ended session (so status carries a
+//!   wait estimate). Each polled waiter has polled once before, so the measured poll is its
+//!   next one (here told to poll late: 20 000 waiters behind a capacity of 2 wait hours). Issue
+//!   runs with rate limits on, each call from a new user and a new IP.
+//! - The top-10 reads run at 10 000 concerts, served from the page cache (docs/rankings.md,
+//!   "Caching"), as are those of `lineup-bench reads` and `lineup-bench boards`: each measures
+//!   the same read many times, with no write in between. The miss row names a page cache of its
+//!   own in each call, so each call renders and keeps its page, as the first read after a board
+//!   write does.
+//! - Runs differ by a µs or so; compare ratios within one run.
+//!
+//! # Promotion and reaping
+//!
+//! The section also times a promotion slice (a tick admitting 1 000) and a reaping chunk,
+//! through the promoter's and the reaper's own calls.
+//!
+//! - They are sliced so that no script call holds Redis for more than about a millisecond on a
+//!   slow machine. Every buyer's status poll waits behind such a call.
+//! - The slices are 32 admissions and 50 reaped waiters per call.
+//! - Per admission that is one HGET, one ZRANGE on the ticket clock (its wait, for the
+//!   `waitSeconds` metric) and its share of one ZREM, ZADD and HSET: 12–15 µs here, the call's
+//!   own cost shared in.
+//! - A tick calls again only while there is more to admit.
+//!
+//! # What limits the figures
+//!
+//! ## The top-10 read and its page cache
+//!
+//! - Reading a board's rows in a script (18.5 µs against a floor of 1.4 µs, 13 ×) costs Redis
+//!   7.0's Lua bridge more than the commands. Each value a `redis.call` returns becomes a Lua
+//!   string, and Redis hashes every byte of it (about 1 µs per KB here); each table of a reply
+//!   costs a round of lookups before it is sent; each score is formatted and parsed back. A
+//!   nested reply flattened into one array still takes 10 µs.
+//! - So a kept page is one string, and only what a row shows (concertId, rank, score, capacity,
+//!   title, venue, start): about 1 KB for 10 rows, against 2.3 KB with each details value
+//!   whole. A hit is one `HGET` of it: 2.4 × the floor. The same page with whole details costs
+//!   3.1–3.3 ×.
+//! - A miss reads the board's rows, takes title, venue and start out of each details value (with
+//!   plain finds; `cjson.decode` costs 1.6 µs a row) and keeps the page (`HSET`, `EXPIRE`, the
+//!   board's `PEXPIRETIME`): about 1.8 × the read that keeps no page. A page is missed once
+//!   after each board write, and then served from the cache.
+//! - Every apply call deletes the page cache (`UNLINK`, freed off the script's thread when
+//!   large): one more `redis.call` per call.
+//!
+//! ## Where a queue script's time goes
+//!
+//! Counted in instructions by callgrind (repeatable to the instruction; how to rerun it is
+//! below). A status costs about 310 000 instructions; its floor (`EVALSHA` of `return 1` with 26
+//! keys and 7 arguments) about 31 000.
+//!
+//! - Redis 7.0's Lua bridge costs more than the commands it runs. Each `redis.call` turns its
+//!   arguments into Redis strings and its reply into Lua strings and tables: a ZSCORE costs
+//!   6 500 instructions in a script, `TIME` with its parsing 12 500, the HMGET of the 15
+//!   settings fields 25 000, the HMGET of the meta fields 28 000.
+//! - `tonumber` of a string costs about 1 700 (glibc's `strtod`). A status makes about 20.
+//! - Each helper the prelude defines costs about 2 400 to create, most of it finding its
+//!   upvalues (`luaF_findupval`). Garbage collection takes about a tenth of the call.
+//! - So a status that reads its settings, its meta, its entry, its presence, its position and a
+//!   wait estimate (ten commands) costs several times its floor, however the Lua is written. At
+//!   2.5 × the floor a status has about 47 000 instructions left over the floor; `TIME`, the two
+//!   reads and the ZSCORE alone take 72 000.
+//! - Meta's TTL is renewed once per half window, not at every call.
+//! - The gatekeeper's check is no script: one pipeline of plain reads (docs/waiting-room.md,
+//!   "Scripts and plain commands"). It has no row here; its Redis CPU per request is in
+//!   `per_request.rs`.
+//!
+//! ## The least scripts
+//!
+//! The least script of each call (`bench/src/least/`) measures the lowest any script for the
+//! call can cost here. It has no prelude, no helpers and none of the call's rarer paths. It runs
+//! only the commands any script must run to keep the call's behaviour on today's keys, and
+//! returns the call's reply. Each file lists what it leaves out.
+//!
+//! - Status: `TIME`, one settings read, the ticket's ZSCORE, the ZRANK, and the presence
+//!   deadline's read and write (one `BITFIELD`). 4.4–4.6 × the floor, against a goal of 2.5 ×.
+//!   It still leaves out the wait estimate, meta, the outage grace and the priority lane.
+//! - Issue: 4.5–5.2 × (goal 2.5 ×). Leave: 3.1–3.4 × (goal 3 ×), without the presence check
+//!   that tells a dropped waiter so. Summary: 4.3–4.7 × (goal 3 ×).
+//! - So no script keeps these four calls within their goals on this server. Packing settings
+//!   and meta into one field, keeping the estimate's inputs in the tick, or defining the helpers
+//!   once per server (Redis 7 Functions) each cuts only what the least script already does
+//!   without.
+//! - The goal that does hold on the same server: the top-10 read (2.3–2.7 ×). Capacity at
+//!   1 000 000 waiters (`capacity.rs`) holds too, because the poll schedule counts as well as
+//!   the cost per call.
+//!
+//! ## Profiling a call
+//!
+//! `LINEUP_BENCH_DUMP=dir cargo run --bin lineup-bench redis-time` writes each row's calls
+//! (`dir/N.jsonl`), its script (`dir/N.lua`) and the data set (`dir/dump.rdb`). Start `valgrind
+//! --tool=callgrind --toggle-collect=evalShaCommand redis-server --dir dir --dbfilename
+//! dump.rdb`, load the script and send the calls. A `redis-server` with symbols builds from
+//! Debian's source package (`apt-get source redis`, then `make`).
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,4 +1,10 @@
-//! Redis commands a client sends per operation, from `INFO commandstats` deltas.
+//! Redis commands a client sends per operation, from `INFO commandstats` deltas. Commands in one
+//! pipeline share a round trip. Every script runs once before the counts, so each operation is
+//! counted on a server that has its script cached.
+//!
+//! A promotion tick is one round trip: a pipeline of the registry read and one script per queue.
+//! It costs further round trips on a container's first tick, on a tick that discovers new queues,
+//! and for a queue admitting more than 32 in a tick.
 
 use crate::measure::{self, Bench};
 use crate::report::Report;

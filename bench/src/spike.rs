@@ -29,6 +29,52 @@
 //!
 //! This file drives a run; `spike_replay.rs` holds the buyers, the scheduler and the
 //! containers; `spike_report.rs` holds a scale's figures and their report.
+//!
+//! # Method
+//!
+//! - Rate limits are off.
+//! - Every 5 s the bench also reads SLOWLOG (every call over 1 ms; its own readings left out).
+//! - A window's share of a core at the whole scale is Redis's idle share plus the rest ÷ f: the
+//!   window's CPU per call times the calls the whole scale sends.
+//! - Past 1 s of lateness (p99) the report says the bench fell behind: it then sent fewer
+//!   requests than the schedule.
+//! - Bytes per member are the queue's keys (`MEMORY USAGE`, every element) ÷ members, after the
+//!   joins and again at +180 s, by key.
+//!
+//! # What limits the figures
+//!
+//! - SLOWLOG times a call by the wall clock, so it counts Redis's preemptions in. In the run the
+//!   figures come from, Redis was preempted 104 053 and 35 680 times in the 190 s at 1/40 and
+//!   1/160 (PING 5.5–5.8 µs).
+//! - The opening's load, at the whole scale (calls ÷ f from the run at 1/40):
+//!   - the first polls after the opening, spread over 40 s by draw value: 50 000 a second;
+//!   - the front of the line, told to poll every second: a third of all waiting replies. The
+//!     line moves at capacity ÷ session: buyers leave about 5 s after their admission, so
+//!     capacity 5 000 admits about 1 000 a second, and everyone within 20 s of the front polls
+//!     each second;
+//!   - after the first polls, the rest come back after a tenth of the low end of their wait, up
+//!     to 320 s: a member 10 minutes from its turn every minute.
+//! - Calls per member hold with the scale: calls ÷ f are 17.9 million at 1/40 and 17.7 million
+//!   at 1/160. Both runs tell the same shares of waiting replies each interval (31–32 % 1 s,
+//!   15 % 2–4 s, 10 % 5–9 s, 19 % 10–39 s, 24 % longer).
+//! - The load this schedule sends has a floor, whatever a call costs. At 1 000 admissions a
+//!   second the line's polls alone are about 60 000 a second (the poll-rate table in
+//!   `capacity.rs`), and in the first minute the pre-queue's first polls add 33 000 to 50 000.
+//!   At 95 000 requests a second, 70 % of a core leaves 7.4 µs a request: 1.3× this machine's
+//!   PING. The least status script measures 2.0–2.4× PING (`per_request.rs`). So on this machine
+//!   no status script meets the opening's goal at this schedule; it takes fewer polls per
+//!   admitted buyer or a slower line.
+//! - Redis CPU per call falls as the scale grows, as in the capacity rows: a busier Redis finds
+//!   warmer caches. With the calls, this makes the extrapolation an upper bound.
+//! - At 1/20 (100 000 members) the bench falls behind on this machine: p99 lateness over 2 s,
+//!   with Redis at up to 63 % of a core and preempted 1 100 times a second. It sends fewer
+//!   requests than the schedule (calls ÷ f 10.6 million). `LINEUP_BENCH_SPIKE_MEMBERS=100000,25000`
+//!   runs it there.
+//! - Every member's first poll comes within 40.2 s of the opening in every run: the spread over
+//!   a third of the idle period (`pollAfterSeconds`), less up to 20 % at the page. No buyer loses
+//!   its place.
+//! - Memory after the opening: a drawn member's ticket ends in its arrival counter, so the
+//!   pre-queue's presence deadlines are as dense as a plain line's: 4.8–8.4 B a buyer at 180 s.
 
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -1,5 +1,28 @@
 //! Operations per second through the real handler code, against `redis-benchmark` running
 //! the same script (and ZADD) on the same server.
+//!
+//! # Method
+//!
+//! - 64 concurrent callers share one multiplexed connection, as the requests of one Lambda
+//!   container would. `redis-benchmark` runs the same script raw, on 64 connections.
+//! - The bench prepares each event's JSON text before it starts the clock, and drops each
+//!   response. So it times what an invocation does: deserialize the API Gateway event and handle
+//!   it. Status is compared with the status script itself.
+//!
+//! # What limits the figures
+//!
+//! - Both sides share two cores with Redis. So the ratio is mostly the handler's own CPU
+//!   (deserializing the event, checking the token, building the JSON reply) competing with Redis
+//!   for a core. In AWS the handler runs in its own sandbox, and Redis is the only shared part.
+//! - Run to run, the ratios move by a quarter or more on this machine, mostly on
+//!   `redis-benchmark`'s side.
+//! - A ratio above 1 means `redis-benchmark` itself was the limit, not Redis. It has one request
+//!   in flight on each of its 64 connections.
+//! - Top-N is the lowest ratio in most runs. Its reply (ten concerts with scores and ranks) costs
+//!   the most to decode and encode; Redis answers it fastest.
+//! - Redis itself is the ceiling. The issue script does about ten commands, so it runs at about a
+//!   third of raw ZADD.
+//! - More shards (cluster mode) scale it out. Fewer commands per script would move it up.
 
 use std::time::Duration;
 
