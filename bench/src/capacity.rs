@@ -103,7 +103,11 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         let ticket = entry.split(':').next().unwrap();
         let since = now_ms - (k as u64 + 1) * MEAN_MS / capacity as u64;
         redis::pipe()
-            .hset(&keys.active_tickets, user, format!("{ticket}:{since}"))
+            .hset(
+                &keys.active_tickets,
+                user,
+                format!("{ticket}:{since}:{}", since + 600_000),
+            )
             .zadd(&keys.active, user, since + 600_000)
             .query_async::<()>(&mut conn)
             .await

@@ -28,8 +28,11 @@
 //! - A first poll and a next poll do the same work: each reads and writes one presence deadline.
 //!   The pre-queue member's first poll after the opening runs inside the opening's presence
 //!   grace.
-//! - The gatekeeper's check is one pipeline of eight plain commands, no script. As a script, the
-//!   same check costs 2.4–3.3× PING.
+//! - The gatekeeper's check is one pipeline of six plain commands, no script (the primary guard
+//!   goes in once a second per container). As a script, the same check costs 2.4–3.3× PING.
+//! - The same run sends the least issue script (`bench/src/least/issue.lua`) to new buyers, with
+//!   issue's keys and arguments: the floor of an issue script that keeps issue's refusals,
+//!   rate limits and idempotency, with no bookkeeping.
 //! - What the least a status could send costs, sent the same way by a small Python client (16
 //!   connections, one request in flight each, against a `redis-server` pinned to one core,
 //!   200 000 in line, five rounds each beside PING at 8–9 µs):
@@ -297,6 +300,23 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         check,
         "goal ≤ 1.5× PING",
     ));
+    // The one read that answers an active buyer, alone: the floor of any check.
+    let open_keys = lineup::queue::keys::QueueKeys::new(&bench.app.config.key_prefix, &open);
+    let entry = measure(bench, pings, active.iter().collect(), |lane, claims| {
+        send(
+            redis::cmd("HGET")
+                .arg(&open_keys.active_tickets)
+                .arg(claims.user.as_str())
+                .clone(),
+            &pings[lane],
+        )
+    })
+    .await;
+    rows.push((
+        "HGET of an active buyer's session entry alone, the same buyers",
+        entry,
+        "the floor of any check: what answers an active buyer",
+    ));
 
     // New buyers joining a line.
     let arrivals = users("n");
@@ -315,6 +335,36 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         "issue, a new buyer joining the line",
         issue,
         "goal ≤ 3.5× PING",
+    ));
+    // The least a Lua issue can do (least/issue.lua: the clock, four settings, two rate-limit
+    // counters, the look for a live entry, the ticket counter, the place and the first
+    // presence deadline), with issue's keys and arguments, sent the same way: what an issue
+    // script could reach at best on this machine.
+    let least_issue_hash: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(include_str!("least/issue.lua"))
+        .query_async(&mut pings[0].clone())
+        .await
+        .expect("SCRIPT LOAD");
+    let least_issue_hash = &least_issue_hash;
+    let least_issue = measure(bench, pings, users("l").iter().collect(), |lane, user| {
+        let mut parts = lineup::bench_support::issue_command(
+            &rooms[lane],
+            line_ref,
+            &[user.as_str(), "10.0.0.1", "1000000", "1000000", "open", "0"],
+        );
+        parts[1] = least_issue_hash.as_bytes().to_vec();
+        let mut cmd = redis::cmd("EVALSHA");
+        for part in &parts[1..] {
+            cmd.arg(part.as_slice());
+        }
+        send(cmd, &pings[lane])
+    })
+    .await;
+    rows.push((
+        "least issue script (bench/src/least/issue.lua), new buyers",
+        least_issue,
+        "what a Lua issue reaches at best",
     ));
 
     // Admissions: the line's waiters (present: they polled or joined moments ago), admitted

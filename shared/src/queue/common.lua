@@ -47,7 +47,7 @@ local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local function find_active(user, ticket)
   local until_ms = redis.call('ZSCORE', ACTIVE, user)
   if not until_ms then return nil end
-  -- The entry is "ticket:since" (active_entry).
+  -- The entry begins with the ticket (active_entry).
   local raw = redis.call('HGET', TICKETS, user)
   local held = raw and tonumber(string.match(raw, '^%d+'))
   if ticket ~= nil and held ~= ticket then return nil end
@@ -56,11 +56,18 @@ local function find_active(user, ticket)
   return 'expired', held
 end
 
--- An active buyer's ticket and the instant the session began, stored as "ticket:since".
+-- An active buyer's entry: "ticket:since:until", the ticket, the instant the session began
+-- and the instant it ends (also its score in ACTIVE). The gatekeeper's check reads the entry
+-- alone (check.rs). Entries written before the end was added are "ticket:since".
+local function active_entry_text(ticket, until_ms)
+  return string.format('%d:%d:%d', ticket, NOW, until_ms)
+end
+
+-- An active buyer's ticket and the instant the session began.
 local function active_entry(user)
   local raw = redis.call('HGET', TICKETS, user)
   if not raw then return nil end
-  local ticket, since = string.match(raw, '^(%d+):(%d+)$')
+  local ticket, since = string.match(raw, '^(%d+):(%d+)')
   return tonumber(ticket), tonumber(since)
 end
 

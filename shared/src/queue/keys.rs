@@ -15,7 +15,7 @@ pub struct QueueKeys {
     pub waiting: String,
     /// Sorted set: member user id, score the millisecond the session ends.
     pub active: String,
-    /// Hash: user id → `ticket:since` of each active buyer, so a token can be matched and
+    /// Hash: user id → `ticket:since:until` of each active buyer, so a token can be matched and
     /// a payment can tell whether it belongs to this session.
     pub active_tickets: String,
     /// Hash: ticket counter, admission counters, rate estimate, presence bookkeeping (the span,

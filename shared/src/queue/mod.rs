@@ -57,7 +57,7 @@ pub use availability::{
     MESSAGE_MAX_CHARS,
 };
 pub use buyer::{Issued, Left, Paid, QueueSummary, StagedRelease};
-pub use check::{Gate, Refusal};
+pub use check::{Gate, Refusal, PRIMARY_GUARD_EVERY};
 pub use events::{QueueEvent, QueueEventKind};
 pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};

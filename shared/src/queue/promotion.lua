@@ -19,7 +19,7 @@ end
 
 local function activate(user, ticket)
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
-  redis.call('HSET', TICKETS, user, string.format('%d:%d', ticket, NOW))
+  redis.call('HSET', TICKETS, user, active_entry_text(ticket, NOW + SESSION_MS))
   -- The queue's first session: what sessions last at least grows from now, until a fold.
   if not meta[10] then
     meta[10] = string.format('0:1000:%d', NOW)
@@ -74,7 +74,7 @@ local function promote(limit)
           scores[#scores + 1] = NOW + SESSION_MS
           scores[#scores + 1] = user
           tickets[#tickets + 1] = user
-          tickets[#tickets + 1] = string.format('%d:%d', ticket, NOW)
+          tickets[#tickets + 1] = active_entry_text(ticket, NOW + SESSION_MS)
           admitted[#admitted + 1] = {user, ticket, NOW + SESSION_MS}
           last_ticket = math.max(last_ticket, ticket)
         else

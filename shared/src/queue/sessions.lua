@@ -13,8 +13,10 @@ end
 -- the tick that takes it back, half a tick past its end on average (RUN_OUT_MS).
 -- The first sessions to end are the short ones, so the live ones count too, each as the
 -- length it is expected to reach: the ended sessions' mean, or, when longer, its age plus
--- three quarters of what its length leaves it (an even chance that it runs out, else ending
--- halfway) or plus that mean, whichever is shorter. Ended sessions
+-- what it is expected to last yet. That is three quarters of what its length leaves it (an
+-- even chance that it runs out, else ending halfway), or, when the ended mean is shorter, the
+-- average of the two: the first sessions to end are the short ones, so their mean alone
+-- would expect too little of the live ones. Ended sessions
 -- count with a weight that halves every 0.69 session lengths (e^(-t / length)): the
 -- sessions a live one overlaps. Until a session has ended, sessions are expected to run out.
 local RUN_OUT_MS = SESSION_MS + TICK_MS / 2
@@ -75,7 +77,8 @@ local function fold_session_lengths()
     age = age + a / #ages
     local reaches = RUN_OUT_MS
     if ended_mean then
-      reaches = math.max(ended_mean, a + math.min((RUN_OUT_MS - a) * 3 / 4, ended_mean))
+      local left = (RUN_OUT_MS - a) * 3 / 4
+      reaches = math.max(ended_mean, a + (left + math.min(left, ended_mean)) / 2)
     end
     reach = reach + reaches / #ages
   end

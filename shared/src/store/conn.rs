@@ -47,6 +47,8 @@ struct Shared {
     /// holds one until its reply comes, even after it stopped waiting for it; one that finds
     /// none left is shed.
     in_flight: Arc<Semaphore>,
+    /// When a pipeline of plain reads next carries the primary guard (none yet: at once).
+    next_primary_guard: Mutex<Option<Instant>>,
 }
 
 struct Standalone {
@@ -170,6 +172,7 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
         reply_within: settings.response_timeout,
         probing: AtomicBool::new(false),
         in_flight: Arc::new(Semaphore::new(settings.max_in_flight as usize)),
+        next_primary_guard: Mutex::new(None),
     })))
 }
 
@@ -420,6 +423,25 @@ impl Conn {
                 .copied(),
             fixed => Ok(fixed),
         }
+    }
+
+    /// Whether a pipeline of plain reads carries the primary guard
+    /// ([`primary_guard`](super::primary_guard)) now: the first time, then at most once
+    /// `every`. A read-only replica refuses the guarded pipeline, which replaces the
+    /// connection, so a container that only reads follows a failover within `every`, at one
+    /// command a period rather than one a request.
+    pub fn primary_guard_due(&self, every: Duration) -> bool {
+        let mut next = self
+            .0
+            .next_primary_guard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if next.is_some_and(|at| now < at) {
+            return false;
+        }
+        *next = Some(now + every);
+        true
     }
 
     /// What a failed request on standalone connection number `number` says about it. A

@@ -25,11 +25,12 @@ pub fn primary_read_script(body: &str) -> Script {
     lua_script(&format!("#!lua flags=allow-oom\n{body}"))
 }
 
-/// The guard a pipeline of plain reads carries so that it, too, reads only the primary:
-/// `UNLINK` of `key`, a key nothing ever writes. It changes nothing, but it is a write
-/// command, so a read-only replica refuses it with `READONLY`, as it refuses a script read
-/// ([`primary_read_script`]), and the container follows a failover. `UNLINK` is allowed when
-/// Redis is out of memory.
+/// The guard a pipeline of plain reads carries, once a period
+/// ([`Conn::primary_guard_due`](super::Conn::primary_guard_due)), so that it, too, follows
+/// the primary: `UNLINK` of `key`, a key nothing ever writes. It changes nothing, but it is a
+/// write command, so a read-only replica refuses it with `READONLY`, as it refuses a script
+/// read ([`primary_read_script`]), and the container follows a failover. `UNLINK` is allowed
+/// when Redis is out of memory.
 pub fn primary_guard(key: &str) -> Cmd {
     redis::cmd("UNLINK").arg(key).clone()
 }
