@@ -15,8 +15,9 @@ end
 -- length it is expected to reach: the ended sessions' mean, or, when longer, its age plus
 -- what it is expected to last yet. That is three quarters of what its length leaves it (an
 -- even chance that it runs out, else ending halfway), or, when the ended mean is shorter, the
--- average of the two: the first sessions to end are the short ones, so their mean alone
--- would expect too little of the live ones. Ended sessions
+-- geometric mean of the two: the first sessions to end are the short ones, so their mean
+-- alone would expect too little of the live ones, and the geometric mean keeps one very
+-- short ending from being outweighed by a long session length. Ended sessions
 -- count with a weight that halves every 0.69 session lengths (e^(-t / length)): the
 -- sessions a live one overlaps. Until a session has ended, sessions are expected to run out.
 local RUN_OUT_MS = SESSION_MS + TICK_MS / 2
@@ -78,7 +79,7 @@ local function fold_session_lengths()
     local reaches = RUN_OUT_MS
     if ended_mean then
       local left = (RUN_OUT_MS - a) * 3 / 4
-      reaches = math.max(ended_mean, a + (left + math.min(left, ended_mean)) / 2)
+      reaches = math.max(ended_mean, a + math.sqrt(left * math.min(left, ended_mean)))
     end
     reach = reach + reaches / #ages
   end
