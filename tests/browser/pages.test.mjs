@@ -212,10 +212,20 @@ try {
   const evil = 'https://evil.example/book/';
   assert.equal((await u.page.goto(outUrl(evil))).status(), 200);
   await u.page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  // A buyer who joins during the outage is told the page is retrying, and joins by itself,
+  // behind carol, once Redis answers.
+  const j = await open(browser);
+  await j.page.goto(waitUrl);
+  await join(j.page, 'jo');
+  await j.page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  assert.match(await text(j.page, '#notice'), /Retrying in \d+ s/);
   await harness('redis start');
   await c.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
   await state(c.page, 'waiting');
   assert.equal(await text(c.page, '#position'), '1');
+  await state(j.page, 'waiting');
+  assert.equal(await text(j.page, '#position'), '2');
+  await j.context.close();
   // The reloaded page resumes the same place, and shows the return link once the allow-list
   // has checked it.
   await o.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });

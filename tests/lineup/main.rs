@@ -46,3 +46,29 @@ fn every_cluster_suite_is_a_suite_of_this_binary() {
         assert!(main.contains(&format!("\nmod {suite};\n")), "{suite}");
     }
 }
+
+/// `tests/real-time` lists the suites, and the tests of other suites, whose subject is real
+/// time: each waits out sessions, idle periods, TTLs or ticks on the real clock. Every other
+/// test forms the fast tier, which README's fast command runs by skipping these. Each entry
+/// is a suite or a test of this binary, and RELIABILITY.md names each.
+#[test]
+fn every_real_time_entry_is_a_suite_or_a_test_of_this_binary_and_reliability_names_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let main = include_str!("main.rs");
+    let reliability = include_str!("../../RELIABILITY.md");
+    let entries = include_str!("../real-time");
+    assert!(entries.lines().count() > 5);
+    for entry in entries.lines() {
+        let (suite, test) = entry.split_once("::").expect("suite::[test]");
+        assert!(main.contains(&format!("\nmod {suite};\n")), "{entry}");
+        if !test.is_empty() {
+            let source = std::fs::read_to_string(root.join(format!("lineup/{suite}.rs")))
+                .expect("the suite's source");
+            assert!(source.contains(&format!("fn {test}(")), "{entry}");
+        }
+        assert!(
+            reliability.contains(&format!("`{entry}`")),
+            "RELIABILITY.md: {entry}"
+        );
+    }
+}

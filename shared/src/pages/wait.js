@@ -532,7 +532,15 @@
     return null;
   }
 
+  // Joins the line. An answer of load or outage (503, 429, another 5xx, or none) is sent again
+  // after Retry-After, as a poll is, so the buyer need not press again at the on-sale minute.
   async function join(userId) {
+    clearTimeout(timer);
+    const again = (r) => {
+      const delay = retryAfter(r);
+      notice(t(r && r.status === 429 ? 'wait.busy' : 'wait.retrying', { n: delay }));
+      timer = setTimeout(() => join(userId), delay * 1000);
+    };
     try {
       const r = await fetch('tokens', {
         method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' },
@@ -543,10 +551,18 @@
         const p = await problemOf(r);
         // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
         const known = OVER[kindOf(p)];
+        if (!(known && !known.forget) && (r.status === 503 || r.status === 429 || r.status >= 500)) {
+          again(r);
+          return;
+        }
+        backoff = 0;
+        notice('');
         if (known && !known.forget) show({ kind: 'over', title: known.title, detail: p.detail, rejoin: known.rejoin });
         else show({ kind: 'join', error: p.detail || r.status });
         return;
       }
+      backoff = 0;
+      notice('');
       const b = await r.json();
       place = { token: b.token };
       store.set('sessionStorage', KEY, place);
@@ -554,7 +570,7 @@
       if (next) show(next);
       schedule(b.pollAfterSeconds || 5);
     } catch (e) {
-      show({ kind: 'join', error: String(e.message || e) });
+      again(null);
     }
   }
 
