@@ -74,10 +74,22 @@ fn with_languages(body: &str) -> String {
         })
         .collect();
     format!(
-        "window.LINEUP_LANGUAGES = {{{}}};\n{}{body}",
+        "window.LINEUP_LANGUAGES = {{{}}};\n{}{}",
         names.join(","),
-        include_str!("i18n.js")
+        without_comment_lines(include_str!("i18n.js")),
+        without_comment_lines(body)
     )
+}
+
+/// `script` as served: without its lines that are only a `//` comment. The comments are for
+/// whoever reads the source; a buyer's browser fetches only the code. The scripts hold no
+/// multi-line string, so no line of a string is taken for a comment.
+fn without_comment_lines(script: &str) -> String {
+    script
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 /// A language's name in its own words: its table's `lang.name`, else its tag.
@@ -336,6 +348,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_script_is_served_with_every_line_of_code_and_no_line_that_is_only_a_comment() {
+        let source = include_str!("wait.js");
+        let served = super::without_comment_lines(source);
+        let code: Vec<&str> = source
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect();
+        assert_eq!(served.lines().collect::<Vec<_>>(), code);
+        assert!(code.len() > 300 && code.len() < source.lines().count());
+        assert!(
+            code.iter().all(|line| !line.contains('`')),
+            "a multi-line string could hold a line like a comment"
+        );
+        assert!(wait_script().ends_with(&served));
     }
 
     /// What a page load fetches, a page, its script, its styles and one string table as served
