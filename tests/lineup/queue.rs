@@ -300,11 +300,13 @@ async fn wait_estimates_take_sessions_to_run_out_until_one_ends_early() {
     // A live session is expected to last yet the geometric mean of three quarters of what
     // its length leaves it (454 s of 605) and the ended mean (1.1 s): about 22 s. Sessions are
     // expected to last the mean of that and the one that ended, about 12 s: w0's, w1's and
-    // w2's in turn come to about 35 s, far below the 2 400 s of sessions running out.
+    // w2's in turn come to about 35 s (58 s if a loaded machine stretched the ended session
+    // to 3 s), far below the 2 400 s of sessions running out, and far above the 3 s of the
+    // ended session's length alone.
     let estimate = last.body["estimatedWaitSeconds"]
         .as_u64()
         .expect("estimate");
-    assert!((30..=40).contains(&estimate), "{}", last.body);
+    assert!((25..=90).contains(&estimate), "{}", last.body);
     assert!(last.body["estimatedWaitRange"]["low"].as_u64().unwrap() <= estimate);
     assert!(last.body["estimatedWaitRange"]["high"].as_u64().unwrap() >= 1800);
     let nearer = status(&app, "show", &waiters[1]).await;
