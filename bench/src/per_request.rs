@@ -122,6 +122,27 @@ fn send(
     }
 }
 
+/// Loads `script` on the server; its SHA1 hash.
+async fn load(conn: &redis::aio::MultiplexedConnection, script: &str) -> String {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script)
+        .query_async(&mut conn.clone())
+        .await
+        .expect("SCRIPT LOAD")
+}
+
+/// The queue call `parts` (an `EVALSHA` with its keys and arguments) sent to the script with
+/// SHA1 `hash` instead: another script given the same keys and arguments.
+fn as_script(hash: &str, parts: &[Vec<u8>]) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(hash);
+    for part in &parts[2..] {
+        cmd.arg(part.as_slice());
+    }
+    cmd
+}
+
 /// Tokens of `users` in `queue`, as the issue call made them.
 async fn join(room: &WaitingRoom, queue: &QueueId, users: &[String]) -> Vec<TokenClaims> {
     let mut claims = Vec::new();
@@ -199,27 +220,17 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     // The least a Lua status can do (least/status.lua: the clock, two settings, the ticket
     // check, the position and the presence write), with status's keys and arguments, sent
     // the same way: what a status script could reach at best on this machine.
-    let least_hash: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(include_str!("least/status.lua"))
-        .query_async(&mut pings[0].clone())
-        .await
-        .expect("SCRIPT LOAD");
+    let least_hash = load(&pings[0], include_str!("least/status.lua")).await;
     let least_hash = &least_hash;
     let line_ref = &line;
     let least = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
         let ticket = claims.ticket.to_string();
-        let mut parts = lineup::bench_support::status_command(
+        let parts = lineup::bench_support::status_command(
             &rooms[lane],
             line_ref,
             &[claims.user.as_str(), &ticket],
         );
-        parts[1] = least_hash.as_bytes().to_vec();
-        let mut cmd = redis::cmd("EVALSHA");
-        for part in &parts[1..] {
-            cmd.arg(part.as_slice());
-        }
-        send(cmd, &pings[lane])
+        send(as_script(least_hash, &parts), &pings[lane])
     })
     .await;
     rows.push((
@@ -233,12 +244,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         .replace("local ARG = 7", "local ARG = 1")
         .replace("KEYS[4]", "KEYS[3]")
         .replace("KEYS[5]", "KEYS[2]");
-    let own_hash: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(own)
-        .query_async(&mut pings[0].clone())
-        .await
-        .expect("SCRIPT LOAD");
+    let own_hash = load(&pings[0], &own).await;
     let own_hash = &own_hash;
     let least_own = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
         let ticket = claims.ticket.to_string();
@@ -340,25 +346,15 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     // counters, the look for a live entry, the ticket counter, the place and the first
     // presence deadline), with issue's keys and arguments, sent the same way: what an issue
     // script could reach at best on this machine.
-    let least_issue_hash: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(include_str!("least/issue.lua"))
-        .query_async(&mut pings[0].clone())
-        .await
-        .expect("SCRIPT LOAD");
+    let least_issue_hash = load(&pings[0], include_str!("least/issue.lua")).await;
     let least_issue_hash = &least_issue_hash;
     let least_issue = measure(bench, pings, users("l").iter().collect(), |lane, user| {
-        let mut parts = lineup::bench_support::issue_command(
+        let parts = lineup::bench_support::issue_command(
             &rooms[lane],
             line_ref,
             &[user.as_str(), "10.0.0.1", "1000000", "1000000", "open", "0"],
         );
-        parts[1] = least_issue_hash.as_bytes().to_vec();
-        let mut cmd = redis::cmd("EVALSHA");
-        for part in &parts[1..] {
-            cmd.arg(part.as_slice());
-        }
-        send(cmd, &pings[lane])
+        send(as_script(least_issue_hash, &parts), &pings[lane])
     })
     .await;
     rows.push((

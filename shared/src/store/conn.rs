@@ -176,6 +176,18 @@ pub fn connect(settings: &RedisSettings, url: &str) -> Result<Conn, RedisError> 
     })))
 }
 
+/// Whether the instant in `next` has come (or none is set); if so, the next one is `every`
+/// from now. So whatever it gates happens at most once `every`.
+fn once_a_period(next: &Mutex<Option<Instant>>, every: Duration) -> bool {
+    let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
+    let now = Instant::now();
+    if next.is_some_and(|at| now < at) {
+        return false;
+    }
+    *next = Some(now + every);
+    true
+}
+
 /// TLS that trusts only `roots` (PEM).
 fn trusting(roots: &[u8]) -> TlsCertificates {
     TlsCertificates {
@@ -431,17 +443,7 @@ impl Conn {
     /// connection, so a container that only reads follows a failover within `every`, at one
     /// command a period rather than one a request.
     pub fn primary_guard_due(&self, every: Duration) -> bool {
-        let mut next = self
-            .0
-            .next_primary_guard
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        if next.is_some_and(|at| now < at) {
-            return false;
-        }
-        *next = Some(now + every);
-        true
+        once_a_period(&self.0.next_primary_guard, every)
     }
 
     /// What a failed request on standalone connection number `number` says about it. A
@@ -461,18 +463,10 @@ impl Conn {
     /// Whether a connection that reached a demoted server may be replaced now; if so, the
     /// next such replacement waits a response timeout.
     fn demoted_replacement_due(&self) -> bool {
-        let mut next = self
-            .0
-            .standalone
-            .next_demoted_replacement
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        if next.is_some_and(|at| now < at) {
-            return false;
-        }
-        *next = Some(now + self.0.reply_within);
-        true
+        once_a_period(
+            &self.0.standalone.next_demoted_replacement,
+            self.0.reply_within,
+        )
     }
 
     /// Sends standalone connection number `number` a PING, and replaces the connection if no
