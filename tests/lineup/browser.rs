@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use lineup_tests::TestApp;
+use lineup_tests::{reaping_every_second, TestApp};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::Command;
@@ -59,7 +59,6 @@ async fn run_in_chromium(script: &str) {
     let _turn = ONE_SCRIPT_AT_A_TIME.lock().await;
     let mut app = TestApp::spawn_durable(&[
         ("PROMOTE_TICK_SECONDS", "1"),
-        ("REAP_INTERVAL_SECONDS", "1"),
         ("WAITING_IDLE_SECONDS", "15"),
         ("RATE_LIMIT_USER_PER_MINUTE", "0"),
         ("RATE_LIMIT_IP_PER_MINUTE", "0"),
@@ -74,7 +73,7 @@ async fn run_in_chromium(script: &str) {
         app.stack.clone(),
         std::future::pending(),
     ));
-    let schedules = lineup_local::spawn_schedules(&app.stack);
+    let schedules = lineup_local::spawn_schedules(&app.stack, &reaping_every_second());
 
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)

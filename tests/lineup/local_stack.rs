@@ -1,6 +1,7 @@
 //! The local stack over real HTTP: the same handlers behind a TCP listener on port 0.
 
-use lineup_tests::TestApp;
+use lineup::config::LocalSettings;
+use lineup_tests::{reaping_every_second, TestApp};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -142,11 +143,10 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
         ("QUEUE_CAPACITY", "1"),
         ("SESSION_SECONDS", "1"),
         ("PROMOTE_TICK_SECONDS", "1"),
-        ("REAP_INTERVAL_SECONDS", "1"),
     ])
     .await;
     let (addr, server) = serve(&app).await;
-    let schedules = lineup_local::spawn_schedules(&app.stack);
+    let schedules = lineup_local::spawn_schedules(&app.stack, &reaping_every_second());
 
     send(
         addr,
@@ -431,7 +431,10 @@ async fn the_local_stack_serves_coupons_and_publishes_claims_on_its_timer() {
     );
     let app = TestApp::spawn_publishing(&[], publisher).await;
     let (addr, server) = serve(&app).await;
-    let schedules = lineup_local::spawn_schedules(&app.stack);
+    let schedules = lineup_local::spawn_schedules(
+        &app.stack,
+        &LocalSettings::from_lookup(|_| None).expect("the defaults"),
+    );
 
     let (status, _, body) = send(addr, "PUT", "/coupons/local", Some(r#"{"quantity":1}"#)).await;
     assert_eq!(status, 201, "{body}");

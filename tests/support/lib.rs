@@ -68,6 +68,14 @@ pub enum OldPrimary {
 
 static NEXT_PREFIX: AtomicU64 = AtomicU64::new(0);
 
+/// The local stack's own settings with the reaper running every second, as the tests of the
+/// local stack's schedules run it.
+pub fn reaping_every_second() -> lineup::config::LocalSettings {
+    lineup::config::LocalSettings {
+        reap_interval: Duration::from_secs(1),
+    }
+}
+
 /// Suites whose figures depend on the machine's spare CPU (the overload test's capped Redis,
 /// the real-clock on-sales of `estimates::`) take turns, so that they do not starve each other
 /// on a two-core machine.

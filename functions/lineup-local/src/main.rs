@@ -1,7 +1,7 @@
 //! `cargo run --release --bin lineup-local`: the whole stack on http://127.0.0.1:3000.
 
 use lineup::cold_start::{Publishing, Started};
-use lineup::config::{Config, SecretPolicy};
+use lineup::config::{Config, LocalSettings, SecretPolicy};
 use lineup::metrics::MetricsSink;
 use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::{local_setting, serve, spawn_schedules, Stack};
@@ -10,6 +10,7 @@ use lineup_local::{local_setting, serve, spawn_schedules, Stack};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     lineup::telemetry::init_text();
     let config = Config::from_lookup(local_setting, SecretPolicy::GenerateIfMissing)?;
+    let local = LocalSettings::from_lookup(local_setting)?;
 
     // Kept alive for the life of the process; dropping it stops the server.
     let mut embedded = None;
@@ -37,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = listener.local_addr()?;
     println!("lineup-local listening on http://{address}");
 
-    let schedules = spawn_schedules(&stack);
+    let schedules = spawn_schedules(&stack, &local);
     serve(listener, stack, shutdown_signal()).await?;
     schedules.abort();
     if let Some(mut server) = embedded {

@@ -2,6 +2,7 @@
 //! EventBridge gives them in AWS, through their Lambda handlers.
 
 use lambda_runtime::{Context, LambdaEvent};
+use lineup::config::LocalSettings;
 
 use crate::Stack;
 
@@ -9,18 +10,19 @@ use crate::Stack;
 pub const ROLL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the promoter every `PROMOTE_TICK_SECONDS`, the reaper every
-/// `REAP_INTERVAL_SECONDS`, the rankings' tick every [`ROLL_EVERY`] and a coupon outbox
-/// drain every [`coupon_publisher::DRAIN_EVERY`], through their Lambda handlers, until the
-/// task is dropped.
-pub fn spawn_schedules(stack: &Stack) -> tokio::task::JoinHandle<()> {
+/// `REAP_INTERVAL_SECONDS` ([`LocalSettings`]), the rankings' tick every [`ROLL_EVERY`] and a
+/// coupon outbox drain every [`coupon_publisher::DRAIN_EVERY`], through their Lambda
+/// handlers, until the task is dropped.
+pub fn spawn_schedules(stack: &Stack, local: &LocalSettings) -> tokio::task::JoinHandle<()> {
     let promoter = stack.promoter.clone();
     let reaper = stack.reaper.clone();
     let updater = stack.ranking_updater.clone();
     let coupons = stack.coupon_publisher.clone();
     let settings = promoter.room.config().clone();
+    let reap_interval = local.reap_interval;
     tokio::spawn(async move {
         let mut promote = tokio::time::interval(settings.promote_tick);
-        let mut reap = tokio::time::interval(settings.reap_interval);
+        let mut reap = tokio::time::interval(reap_interval);
         let mut roll = tokio::time::interval(ROLL_EVERY);
         let mut drain = tokio::time::interval(coupon_publisher::DRAIN_EVERY);
         loop {

@@ -2,17 +2,19 @@
 //! a message that names the variable, instead of surfacing later as a wrong answer.
 //!
 //! One file a slice: `queue.rs` (the waiting room's defaults and timing), `ranking.rs` (the
-//! rankings), `connection.rs` (Redis), `jwt.rs` (the buyer's identity). `vars.rs` reads and
-//! checks one variable.
+//! rankings), `connection.rs` (Redis), `jwt.rs` (the buyer's identity), `local.rs` (what only
+//! the local stack reads). `vars.rs` reads and checks one variable.
 
 mod connection;
 mod jwt;
+mod local;
 mod queue;
 mod ranking;
 mod vars;
 
 pub use connection::{RedisMode, RedisSettings, MAX_IN_FLIGHT_DEFAULT};
 pub use jwt::JwtSettings;
+pub use local::LocalSettings;
 pub use queue::{QueueConfig, QueueCreation};
 pub use ranking::RankingSettings;
 

@@ -43,8 +43,6 @@ pub struct QueueConfig {
     pub promote_tick: Duration,
     /// How long one promoter invocation keeps ticking.
     pub promote_budget: Duration,
-    /// Pause between reaper runs in the local stack.
-    pub reap_interval: Duration,
     /// An empty queue without arrivals this long leaves the registry.
     pub retire_after: Duration,
     /// Most token requests per user per queue per minute; 0 turns the limit off.
@@ -72,7 +70,6 @@ impl QueueConfig {
             )?,
             promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, Bounds::new(1, 3_600))?,
             promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, Bounds::new(0, 890))?,
-            reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, Bounds::new(1, 86_400))?,
             retire_after: vars.seconds(
                 "QUEUE_RETIRE_AFTER_SECONDS",
                 86_400,
