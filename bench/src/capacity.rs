@@ -102,13 +102,14 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     for (k, (user, entry)) in held.iter().enumerate() {
         let ticket = entry.split(':').next().unwrap();
         let since = now_ms - (k as u64 + 1) * MEAN_MS / capacity as u64;
+        let until = since + 600_000;
         redis::pipe()
             .hset(
                 &keys.active_tickets,
                 user,
-                format!("{ticket}:{since}:{}", since + 600_000),
+                format!("{ticket}:{since}:{until}"),
             )
-            .zadd(&keys.active, user, since + 600_000)
+            .zadd(&keys.active, user, until)
             .query_async::<()>(&mut conn)
             .await
             .unwrap();

@@ -493,11 +493,22 @@
       const r = await fetch('tokens/' + encodeURIComponent(place.token), { headers: headers(), cache: 'no-store' });
       delay = await answer(r);
     } catch (e) {
-      delay = retryAfter(null);
-      notice(t('wait.retrying', { n: delay }));
+      delay = retrying(null);
     }
     inflight = false;
     if (delay != null) schedule(delay);
+  }
+
+  // Whether `r` answers load or an outage (429, 503, another 5xx): asked again after a wait.
+  function overloaded(r) {
+    return r.status === 429 || r.status >= 500;
+  }
+
+  // The wait before asking again after `r` (null: no answer), said in the notice.
+  function retrying(r) {
+    const delay = retryAfter(r);
+    notice(t(r && r.status === 429 ? 'wait.busy' : 'wait.retrying', { n: delay }));
+    return delay;
   }
 
   // Shows what a token route answered; returns when to poll again (null: stop).
@@ -512,11 +523,7 @@
       return next && next.kind === 'over' ? null : b.pollAfterSeconds || 5;
     }
     const p = await problemOf(r);
-    if (r.status === 503 || r.status === 429 || r.status >= 500) {
-      const delay = retryAfter(r);
-      notice(t(r.status === 429 ? 'wait.busy' : 'wait.retrying', { n: delay }));
-      return delay;
-    }
+    if (overloaded(r)) return retrying(r);
     notice('');
     if (r.status === 401 || r.status === 403) {
       show({ kind: 'over', title: 'wait.auth', rejoin: false });
@@ -532,37 +539,35 @@
     return null;
   }
 
-  // Joins the line. An answer of load or outage (503, 429, another 5xx, or none) is sent again
-  // after Retry-After, as a poll is, so the buyer need not press again at the on-sale minute.
+  // Joins the line. An answer of load or outage (or none) is sent again after Retry-After,
+  // as a poll is, so the buyer need not press again at the on-sale minute.
   async function join(userId) {
     clearTimeout(timer);
-    const again = (r) => {
-      const delay = retryAfter(r);
-      notice(t(r && r.status === 429 ? 'wait.busy' : 'wait.retrying', { n: delay }));
-      timer = setTimeout(() => join(userId), delay * 1000);
-    };
+    const again = (r) => { timer = setTimeout(() => join(userId), retrying(r) * 1000); };
     try {
       const r = await fetch('tokens', {
         method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' },
         body: JSON.stringify({ userId }), cache: 'no-store',
       });
       checkReturn(r);
-      if (!r.ok) {
-        const p = await problemOf(r);
-        // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
-        const known = OVER[kindOf(p)];
-        if (!(known && !known.forget) && (r.status === 503 || r.status === 429 || r.status >= 500)) {
-          again(r);
-          return;
-        }
-        backoff = 0;
-        notice('');
-        if (known && !known.forget) show({ kind: 'over', title: known.title, detail: p.detail, rejoin: known.rejoin });
-        else show({ kind: 'join', error: p.detail || r.status });
+      const p = r.ok ? null : await problemOf(r);
+      // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
+      const known = p && OVER[kindOf(p)];
+      const refused = known && !known.forget;
+      if (!r.ok && !refused && overloaded(r)) {
+        again(r);
         return;
       }
       backoff = 0;
       notice('');
+      if (refused) {
+        show({ kind: 'over', title: known.title, detail: p.detail, rejoin: known.rejoin });
+        return;
+      }
+      if (!r.ok) {
+        show({ kind: 'join', error: p.detail || r.status });
+        return;
+      }
       const b = await r.json();
       place = { token: b.token };
       store.set('sessionStorage', KEY, place);
