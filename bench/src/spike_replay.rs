@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lineup::error::Departure;
 use lineup::ids::QueueId;
+use lineup::queue::Departure;
 use lineup::queue::{Standing, TokenState, WaitingRoom};
 use lineup::token::TokenClaims;
 use lineup::Error;
@@ -131,7 +131,7 @@ pub struct Run {
 impl Run {
     fn lost(&self, buyer: &Buyer, err: &Error) {
         // A departure the buyer chose is no loss.
-        if matches!(err, Error::Gone(Departure::Left | Departure::Paid)) {
+        if matches!(err.refusal(), Some(Departure::Left | Departure::Paid)) {
             return;
         }
         self.counts.add(Kind::Lost);
@@ -304,7 +304,7 @@ async fn serve(
             counts.add(Kind::Leave);
             return match room.leave(buyer.claims.as_ref()?).await {
                 Ok(_) => None,
-                Err(err @ (Error::Gone(_) | Error::NotFound(_))) => {
+                Err(err) if lost_place(&err) => {
                     run.lost(buyer, &err);
                     None
                 }
@@ -328,7 +328,7 @@ async fn serve(
             }
             Some((buyer.after(told, run.exact), Step::Poll))
         }
-        Err(err @ (Error::Gone(_) | Error::NotFound(_))) => {
+        Err(err) if lost_place(&err) => {
             run.lost(buyer, &err);
             None
         }
@@ -338,4 +338,9 @@ async fn serve(
             Some((second, step))
         }
     }
+}
+
+/// Whether `err` says the buyer's place is over (a departure) or unknown.
+fn lost_place(err: &Error) -> bool {
+    err.refusal::<Departure>().is_some() || matches!(err, Error::NotFound(_))
 }

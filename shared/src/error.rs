@@ -18,43 +18,16 @@ pub enum Error {
     /// The caller is authenticated as someone else (403).
     #[error("{0}")]
     Forbidden(String),
-    /// A presale's access (list or code) does not let this buyer take a place (403).
-    #[error("{0}")]
-    AccessDenied(String),
     /// The thing named does not exist, or is not the caller's to see (404).
     #[error("{0}")]
     NotFound(String),
-    /// The token's session or place is over, for the reason given (410).
+    /// A domain turned the request away for a reason of its own ([`Refusal`]): a token whose
+    /// place is over, a queue that takes no arrivals, a coupon campaign given out.
     #[error("{0}")]
-    Gone(Departure),
-    /// A coupon campaign has given out every coupon it holds (410), until an operator raises
-    /// its quantity.
-    #[error("all {quantity} coupons of this campaign are claimed")]
-    SoldOut { quantity: u64 },
-    /// The queue is sold out: no new arrivals (410), with the operator's message if any.
-    #[error("{}", message.as_deref().unwrap_or("this queue is sold out"))]
-    QueueSoldOut { message: Option<String> },
-    /// The queue's mode is `closed`: no new arrivals; those in line keep their places (409),
-    /// with the operator's message if any.
-    #[error("{}", message.as_deref().unwrap_or("this queue takes no new arrivals"))]
-    QueueClosed { message: Option<String> },
-    /// The queue's pre-queue has not opened yet; retry after the given delay (409).
-    #[error("this queue does not take arrivals yet; retry after {} s", retry_after.as_secs())]
-    QueueNotOpen { retry_after: Duration },
-    /// The queue holds its most waiters, or in passthrough mode has no free place; retry
-    /// after the given delay (429: a 4xx, as the service itself is well), with the operator's
-    /// message if any.
-    #[error("{}", full_detail(message.as_deref(), *retry_after))]
-    QueueFull {
-        retry_after: Duration,
-        message: Option<String>,
-    },
+    Refused(Box<dyn Refusal>),
     /// The request conflicts with the current state, such as closing a queue in use (409).
     #[error("{0}")]
     Conflict(String),
-    /// The deployment already holds its most live queues, `MAX_QUEUES` (409).
-    #[error("this deployment holds its most live queues ({max}); a queue leaves when it retires")]
-    QueueLimit { max: u32 },
     /// The route exists but not with this method (405).
     #[error("method not allowed; allowed: {allow}")]
     MethodNotAllowed { allow: &'static str },
@@ -76,67 +49,50 @@ pub enum Error {
     Internal(String),
 }
 
-/// Why a token no longer holds a place: the `410 Gone` a buyer is told. The waiting room
-/// records it for one to two generations of `max(session, idle period, 5 min)`; after that
-/// the token is unknown. Which words of its scripts name which departure is the waiting
-/// room's own (`queue::Absence`).
+/// What kind of answer a domain's refusal is. [`crate::http::problem`] maps each to its
+/// status; the domain never names one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Departure {
-    /// The session ran out.
-    Expired,
-    /// The session was released after its payment.
-    Paid,
-    /// Dropped from the line for not polling within the idle period.
-    Dropped,
-    /// The buyer left the line or gave up the session.
-    Left,
-    /// The queue sold out while the buyer waited, and the reaper gave the place back.
-    SoldOut,
+pub enum Turned {
+    /// The caller may not do this (403).
+    Forbidden,
+    /// What the caller held is over for good (410).
+    Gone,
+    /// The thing's state does not allow it now (409).
+    Conflict,
+    /// Not now: retry after [`Refusal::retry_after`] (429, a 4xx: the service itself is well).
+    Busy,
 }
 
-impl Departure {
-    /// The problem type's last segment, and the gatekeeper's deny reason.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Departure::Expired | Departure::Paid => "session-ended",
-            Departure::Dropped => "dropped-for-absence",
-            Departure::Left => "left",
-            Departure::SoldOut => "sold-out",
-        }
-    }
-
+/// A domain's refusal, in the domain's own type and words. The edge needs only these: which
+/// kind of answer it is, the problem type's last segment, its title, its detail (`Display`),
+/// and when to retry. A caller that needs the domain's type gets it back with
+/// [`Error::refusal`].
+pub trait Refusal: std::fmt::Display + std::fmt::Debug + Send + Sync + std::any::Any {
+    fn turned(&self) -> Turned;
+    /// The problem type's last segment, and the gatekeeper's deny reason where it has one.
+    fn kind(&self) -> &'static str;
     /// The problem title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Departure::Expired | Departure::Paid => "Session ended",
-            Departure::Dropped => "Dropped for absence",
-            Departure::Left => "Left the queue",
-            Departure::SoldOut => "Sold out",
-        }
-    }
-}
-
-impl std::fmt::Display for Departure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Departure::Expired => {
-                "the session ended when its time ran out; joining again takes a new place at the \
-                 back of the line"
-            }
-            Departure::Paid => "the session ended with its payment",
-            Departure::Dropped => {
-                "dropped from the line for not polling within the idle period; joining again \
-                 takes a new place at the back of the line"
-            }
-            Departure::Left => "this token left the queue",
-            Departure::SoldOut => {
-                "the queue sold out while this token waited, and its place was given up"
-            }
-        })
+    fn title(&self) -> &'static str;
+    /// When to retry, for a refusal that lifts by itself.
+    fn retry_after(&self) -> Option<Duration> {
+        None
     }
 }
 
 impl Error {
+    /// `refusal` as an error.
+    pub fn refused(refusal: impl Refusal) -> Self {
+        Error::Refused(Box::new(refusal))
+    }
+
+    /// The domain's refusal this error carries, if it carries one of type `R`.
+    pub fn refusal<R: Refusal>(&self) -> Option<&R> {
+        match self {
+            Error::Refused(refusal) => (&**refusal as &dyn std::any::Any).downcast_ref(),
+            _ => None,
+        }
+    }
+
     pub fn invalid(field: &'static str, detail: impl Into<String>) -> Self {
         Error::Invalid {
             field,
@@ -162,17 +118,6 @@ impl Error {
         } else {
             Error::invalid(field, format!("{path}: {inner}"))
         }
-    }
-}
-
-/// A full queue's detail: the operator's message, else what happened and when to retry.
-fn full_detail(message: Option<&str>, retry_after: Duration) -> String {
-    match message {
-        Some(message) => message.to_owned(),
-        None => format!(
-            "this queue is full; retry after {} s",
-            retry_after.as_secs()
-        ),
     }
 }
 

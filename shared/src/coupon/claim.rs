@@ -7,7 +7,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use super::{instant, unknown_campaign};
-use crate::error::Error;
+use crate::error::{Error, Refusal, Turned};
 use crate::ids::{CouponId, QueueId, UserId};
 use crate::store::Fields;
 
@@ -95,7 +95,7 @@ impl ClaimReply {
                 "campaign {coupon} closed at {}",
                 at(closes)
             ))),
-            ClaimReply::SoldOut { quantity } => Err(Error::SoldOut { quantity }),
+            ClaimReply::SoldOut { quantity } => Err(Error::refused(AllClaimed { quantity })),
             ClaimReply::Limited { retry_after } => Err(Error::RateLimited {
                 retry_after: retry_after.max(Duration::from_secs(1)),
             }),
@@ -124,5 +124,27 @@ impl<'a> ClaimView<'a> {
                 .claimed_at
                 .to_rfc3339_opts(SecondsFormat::Millis, true),
         }
+    }
+}
+
+/// A campaign has given out every coupon it holds (410), until an operator raises its
+/// quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("all {quantity} coupons of this campaign are claimed")]
+pub struct AllClaimed {
+    pub quantity: u64,
+}
+
+impl Refusal for AllClaimed {
+    fn turned(&self) -> Turned {
+        Turned::Gone
+    }
+
+    fn kind(&self) -> &'static str {
+        "sold-out"
+    }
+
+    fn title(&self) -> &'static str {
+        "Sold out"
     }
 }

@@ -6,7 +6,7 @@ use lambda_http::{Body, Response};
 use serde::Serialize;
 
 use super::response::{json_with_type, NO_STORE};
-use crate::error::Error;
+use crate::error::{Error, Turned};
 
 pub(super) const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -30,17 +30,18 @@ pub fn problem(err: &Error) -> Response<Body> {
         ),
         Error::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "Unauthorized", "unauthorized"),
         Error::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden", "forbidden"),
-        Error::AccessDenied(_) => (StatusCode::FORBIDDEN, "Access denied", "access-denied"),
         Error::NotFound(_) => (StatusCode::NOT_FOUND, "Not found", "not-found"),
-        Error::Gone(departure) => (StatusCode::GONE, departure.title(), departure.kind()),
-        Error::SoldOut { .. } | Error::QueueSoldOut { .. } => {
-            (StatusCode::GONE, "Sold out", "sold-out")
-        }
-        Error::QueueClosed { .. } => (StatusCode::CONFLICT, "Queue closed", "queue-closed"),
-        Error::QueueNotOpen { .. } => (StatusCode::CONFLICT, "Queue not open", "queue-not-open"),
-        Error::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "Queue full", "queue-full"),
+        Error::Refused(refusal) => (
+            match refusal.turned() {
+                Turned::Forbidden => StatusCode::FORBIDDEN,
+                Turned::Gone => StatusCode::GONE,
+                Turned::Conflict => StatusCode::CONFLICT,
+                Turned::Busy => StatusCode::TOO_MANY_REQUESTS,
+            },
+            refusal.title(),
+            refusal.kind(),
+        ),
         Error::Conflict(_) => (StatusCode::CONFLICT, "Conflict", "conflict"),
-        Error::QueueLimit { .. } => (StatusCode::CONFLICT, "Too many queues", "too-many-queues"),
         Error::MethodNotAllowed { .. } => (
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed",
@@ -88,16 +89,20 @@ pub fn problem(err: &Error) -> Response<Body> {
     let headers = response.headers_mut();
     // An error is never cached: a board that failed to read must not stay failed.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_STORE));
-    match err {
-        Error::Unavailable { retry_after, .. }
-        | Error::RateLimited { retry_after }
-        | Error::QueueFull { retry_after, .. }
-        | Error::QueueNotOpen { retry_after } => {
-            headers.insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(retry_after.as_secs().max(1)),
-            );
+    let retry_after = match err {
+        Error::Unavailable { retry_after, .. } | Error::RateLimited { retry_after } => {
+            Some(*retry_after)
         }
+        Error::Refused(refusal) => refusal.retry_after(),
+        _ => None,
+    };
+    if let Some(retry_after) = retry_after {
+        headers.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(retry_after.as_secs().max(1)),
+        );
+    }
+    match err {
         Error::MethodNotAllowed { allow } => {
             headers.insert(header::ALLOW, HeaderValue::from_static(allow));
         }

@@ -15,8 +15,8 @@ use super::keys::queue_payment_key;
 use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
-    instant, parse_rate, Absence, QueueEvent, QueueEventKind, Standing, TokenState, WaitRange,
-    WaitingRoom, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
+    instant, parse_rate, Absence, Arrival, QueueEvent, QueueEventKind, Standing, TokenState,
+    WaitRange, WaitingRoom, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
@@ -149,7 +149,7 @@ impl WaitingRoom {
     /// Gives `user` a place in `queue`, or their existing one, unless the user or the
     /// source address is over its rate limit ([`Error::RateLimited`]). A queue that no
     /// operator created is [`Error::NotFound`] unless creation is open. A queue's first buyer
-    /// also registers it, within `MAX_QUEUES` ([`Error::QueueLimit`]): two more round trips,
+    /// also registers it, within `MAX_QUEUES` ([`Arrival::QueueLimit`]): two more round trips,
     /// once per queue; nothing is written for a queue that could not register.
     ///
     /// Before a scheduled opening the buyer joins the pre-queue with the draw value this
@@ -167,7 +167,7 @@ impl WaitingRoom {
 
     /// [`Self::issue`] with the buyer's access code, if any: in a queue whose `access` is
     /// `list` or `code`, a new arrival the setting does not let in is
-    /// [`Error::AccessDenied`], checked in the same round trip ([`super::access`]).
+    /// [`Arrival::AccessDenied`], checked in the same round trip ([`super::access`]).
     pub async fn issue_with_access(
         &self,
         queue: &QueueId,
@@ -185,8 +185,8 @@ impl WaitingRoom {
             invocation
                 .named("user", user.as_str())
                 .named("ip", source.map(|ip| ip.to_string()).unwrap_or_default())
-                .named("user_limit", self.config.rate_limit_user_per_minute)
-                .named("ip_limit", self.config.rate_limit_ip_per_minute)
+                .named("user_limit", self.config.rate_limits.user_per_minute)
+                .named("ip_limit", self.config.rate_limits.ip_per_minute)
                 .named("creation", self.config.creation.as_str())
                 .named("registered_now", u8::from(registered_now))
                 .named("commitment", commitment)
@@ -227,7 +227,7 @@ impl WaitingRoom {
     }
 
     /// Where the token stands. Counts as the waiter's heartbeat. A token that is neither
-    /// waiting nor active is [`Error::Gone`] with its departure, or not found.
+    /// waiting nor active is refused with its [`super::Departure`], or not found.
     pub async fn status(&self, claims: &TokenClaims) -> Result<TokenState, Error> {
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation
@@ -240,7 +240,7 @@ impl WaitingRoom {
         reply.answer.into_state()
     }
 
-    /// Gives up the token's place. A token that held none is [`Error::Gone`] with its
+    /// Gives up the token's place. A token that held none is refused with its
     /// departure, or not found.
     pub async fn leave(&self, claims: &TokenClaims) -> Result<Left, Error> {
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
@@ -339,8 +339,8 @@ enum TokenAnswer {
     NoQueue,
     /// The queue is not in the registry; issue wrote nothing.
     Unregistered,
-    /// A new arrival refused: sold out, closed, not open yet or full.
-    Refused(Error),
+    /// A new arrival refused: sold out, closed, not open yet, full or not on the access list.
+    Refused(Arrival),
     /// The queue's draw seed (hex), for the function alone: compute the draw value, call again.
     DrawSeed(String),
 }
@@ -358,7 +358,7 @@ impl TokenAnswer {
             TokenAnswer::Unregistered => Err(Error::Internal(
                 "issue script: the queue is still not registered".into(),
             )),
-            TokenAnswer::Refused(err) => Err(err),
+            TokenAnswer::Refused(arrival) => Err(arrival.into()),
             TokenAnswer::DrawSeed(_) => Err(Error::Internal(
                 "issue script: still asks for the draw value".into(),
             )),
@@ -432,17 +432,17 @@ impl FromRedisValue for TokenReply {
                 opens_at: instant(until_ms)?,
             }),
             "draw-seed" => TokenAnswer::DrawSeed(wait_ms.clone()),
-            "not-open" => TokenAnswer::Refused(Error::QueueNotOpen {
+            "not-open" => TokenAnswer::Refused(Arrival::NotOpen {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
             }),
-            "sold-out" => TokenAnswer::Refused(Error::QueueSoldOut {
+            "sold-out" => TokenAnswer::Refused(Arrival::SoldOut {
                 message: message.clone(),
             }),
-            "closed" => TokenAnswer::Refused(Error::QueueClosed {
+            "closed" => TokenAnswer::Refused(Arrival::Closed {
                 message: message.clone(),
             }),
-            "full" => TokenAnswer::Refused(Error::QueueFull {
+            "full" => TokenAnswer::Refused(Arrival::Full {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
                 message: message.clone(),
@@ -451,10 +451,7 @@ impl FromRedisValue for TokenReply {
                 retry_after: Duration::from_millis(until_ms.max(0) as u64)
                     .max(Duration::from_secs(1)),
             },
-            "access-denied" => TokenAnswer::Refused(Error::AccessDenied(
-                "this presale takes only buyers on its access list or with a valid access code"
-                    .into(),
-            )),
+            "access-denied" => TokenAnswer::Refused(Arrival::AccessDenied),
             "no-queue" => TokenAnswer::NoQueue,
             "unregistered" => TokenAnswer::Unregistered,
             other => TokenAnswer::Absent(

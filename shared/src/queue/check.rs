@@ -13,6 +13,7 @@ use redis::RedisError;
 use super::keys::QueueKeys;
 use super::{instant, Absence, WaitingRoom};
 use crate::error::Error;
+use crate::error::Refusal as _;
 use crate::store::{primary_guard, Batch, Staged};
 use crate::token::TokenClaims;
 
@@ -33,7 +34,7 @@ pub enum Refusal {
     /// Still in line, not yet admitted (or dropped for absence and not yet removed).
     Waiting,
     /// The session or place is over.
-    Gone(crate::error::Departure),
+    Gone(super::Departure),
     /// The queue does not know this token.
     Unknown,
     /// The queue sold out: nobody more is admitted.
@@ -188,7 +189,7 @@ impl Found {
             return Ok(Err(Refusal::SoldOut));
         }
         if expired {
-            return Ok(Err(Refusal::Gone(crate::error::Departure::Expired)));
+            return Ok(Err(Refusal::Gone(super::Departure::Expired)));
         }
         // Tickets are below 2^53, exact as a score.
         let in_line = |score: Option<f64>| score == Some(ticket as f64);
@@ -232,7 +233,7 @@ impl WaitingRoom {
 #[cfg(test)]
 mod tests {
     use super::{Found, Refusal};
-    use crate::error::Departure;
+    use crate::queue::Departure;
 
     const NOW: i64 = 1_800_000_000_000;
 

@@ -33,6 +33,7 @@ pub mod keys;
 mod priority;
 mod promotion;
 mod reaping;
+mod refusals;
 mod registry;
 pub mod schedule;
 pub mod settings;
@@ -44,7 +45,6 @@ use chrono::{DateTime, Utc};
 use redis::Script;
 
 use crate::config::QueueConfig;
-use crate::error::Departure;
 use crate::ids::QueueId;
 use crate::store::{
     assemble, lua_script, primary_read_script, Conn, NamedScript, ScriptCall, RATE_LIMIT_LUA,
@@ -63,6 +63,8 @@ pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};
+use refusals::Absence;
+pub use refusals::{Arrival, Departure};
 pub use settings::{Configured, QueueSettings, SettingsChange};
 
 /// Windows per idle period: the bookkeeping of presence (when it was last seen, meta's TTL)
@@ -263,41 +265,6 @@ pub enum Standing {
     SoldOut,
     /// In the pre-queue: placed by the draw at the opening.
     Prequeue { opens_at: DateTime<Utc> },
-}
-
-/// Why a token holds no place, as the scripts say it: its departure, or `unknown`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Absence {
-    Departed(Departure),
-    Unknown,
-}
-
-impl Absence {
-    /// The absence a script names, if it names one. The scripts' words: a session
-    /// `expired` or was `paid` for, a waiter `dropped` for absence or who `left`, a place
-    /// `given-back` when the queue sold out, or `unknown`.
-    fn from_script(raw: &str) -> Option<Self> {
-        let departed = match raw {
-            "unknown" => return Some(Absence::Unknown),
-            "expired" => Departure::Expired,
-            "paid" => Departure::Paid,
-            "dropped" => Departure::Dropped,
-            "left" => Departure::Left,
-            "given-back" => Departure::SoldOut,
-            _ => return None,
-        };
-        Some(Absence::Departed(departed))
-    }
-}
-
-/// A token that holds no place is [`crate::Error::Gone`] with its departure, or not found.
-impl From<Absence> for crate::Error {
-    fn from(absence: Absence) -> Self {
-        match absence {
-            Absence::Departed(departure) => crate::Error::Gone(departure),
-            Absence::Unknown => crate::Error::unknown_token(),
-        }
-    }
 }
 
 /// A live token's state, as the scripts report it.

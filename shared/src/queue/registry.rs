@@ -4,7 +4,7 @@
 //! mark, so a buyer's script can tell when its queue must be registered again.
 
 use super::keys::{queue_registry_key, QueueKeys};
-use super::{WaitingRoom, REGISTER, RETIRE};
+use super::{Arrival, WaitingRoom, REGISTER, RETIRE};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::store::{Batch, ScriptCall, Staged};
@@ -40,9 +40,10 @@ impl WaitingRoom {
             .named("most", self.config.max_queues);
         let registered: bool = self.conn.invoke(call).await?;
         if !registered {
-            return Err(Error::QueueLimit {
+            return Err(Arrival::QueueLimit {
                 max: self.config.max_queues,
-            });
+            }
+            .into());
         }
         Ok(())
     }
