@@ -16,7 +16,7 @@ use super::period::{local_day, Period};
 use super::windows::{bucket_of, LAST_24H, LAST_7D};
 use super::{Rankings, FOLD_PRELUDES};
 use crate::error::Error;
-use crate::ids::Genre;
+use crate::ids::{ConcertId, Genre};
 use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
 
 /// The apply script: the board helpers, the fold, then the commands. Its keys after the
@@ -183,10 +183,7 @@ impl Rankings {
         command: &Command,
         keys: &mut Vec<String>,
     ) -> (serde_json::Value, Option<String>) {
-        let mut note = |key: String| {
-            keys.push(key.clone());
-            key
-        };
+        let mut keys = Noted(keys);
         let op = match command {
             Command::Payment {
                 payment,
@@ -194,62 +191,15 @@ impl Rankings {
                 seats,
                 genres,
                 completed_at,
-                ..
             } => {
-                let record = note(self.key(&format!("payment:{payment}")));
-                let cancelled = note(self.key(&format!("concert:{concert}:cancelled")));
-                let index = note(self.key(&format!("concert:{concert}:boards")));
-                let bucket = bucket_of(*completed_at);
-                let csv = genres
-                    .iter()
-                    .map(Genre::as_str)
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let boards = self.boards_for(*completed_at, genres);
-                let generations = self.trend().generations_for(*completed_at);
-                // The fold's entry (fold.lua): words, as no key or id holds a space. First
-                // what is the payment's own, then its shape, which the payments of one
-                // concert in one bucket share.
-                let weights = generations
-                    .iter()
-                    .map(|generation| generation.weight.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let mut fold = format!(
-                    "{record} {} {concert} {index} {cancelled} {} {bucket} {}",
-                    if weights.is_empty() { "-" } else { &weights },
-                    if csv.is_empty() { "-" } else { &csv },
-                    boards.len()
-                );
-                for (board, expires) in boards {
-                    let key = note(self.board_key(&board));
-                    fold += &format!(" {key} {}", expires.map_or(0, |t| t.timestamp()));
-                }
-                for generation in generations {
-                    let key = note(self.board_key(&Board {
-                        period: Period::Trending,
-                        bucket: generation.index.to_string(),
-                        genre: None,
-                    }));
-                    fold += &format!(" {key} {}", generation.expires_at);
-                }
-                // Declare the window keys this payment may write, as for every other key.
-                for (window, period) in [(LAST_24H, Period::Last24h), (LAST_7D, Period::Last7d)] {
-                    note(self.key(&format!("window:{}:{bucket}", window.name)));
-                    for genre in std::iter::once(None).chain(genres.iter().cloned().map(Some)) {
-                        note(self.board_key(&Board {
-                            period,
-                            bucket: "rolling".into(),
-                            genre,
-                        }));
-                    }
-                }
+                let record = keys.note(self.key(&format!("payment:{payment}")));
+                let fold = self.fold_entry(&mut keys, &record, concert, genres, *completed_at);
                 let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
                 let op = json!({
                     "op": "pay",
                     "record": record,
-                    "pending": note(self.pending_key(payment)),
-                    "cancelled": cancelled,
+                    "pending": keys.note(self.pending_key(payment)),
+                    "cancelled": self.key(&format!("concert:{concert}:cancelled")),
                     "concert": concert.as_str(),
                     "seats": seats,
                     "genres": genres,
@@ -269,10 +219,10 @@ impl Rankings {
                 };
                 json!({
                     "op": "refund",
-                    "record": note(self.key(&format!("payment:{payment}"))),
-                    "pending": note(self.pending_key(payment)),
-                    "dedupe": note(self.key(&dedupe)),
-                    "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                    "record": keys.note(self.key(&format!("payment:{payment}"))),
+                    "pending": keys.note(self.pending_key(payment)),
+                    "dedupe": keys.note(self.key(&dedupe)),
+                    "cancelled": keys.note(self.key(&format!("concert:{concert}:cancelled"))),
                     "payment": payment.as_str(),
                     "concert": concert.as_str(),
                     "seats": seats,
@@ -280,8 +230,8 @@ impl Rankings {
             }
             Command::Cancel { concert } => json!({
                 "op": "cancel",
-                "index": note(self.key(&format!("concert:{concert}:boards"))),
-                "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                "index": keys.note(self.key(&format!("concert:{concert}:boards"))),
+                "cancelled": keys.note(self.key(&format!("concert:{concert}:cancelled"))),
                 "concert": concert.as_str(),
             }),
             Command::Details {
@@ -290,8 +240,8 @@ impl Rankings {
                 updated_at,
             } => json!({
                 "op": "details",
-                "index": note(self.key(&format!("concert:{concert}:boards"))),
-                "cancelled": note(self.key(&format!("concert:{concert}:cancelled"))),
+                "index": keys.note(self.key(&format!("concert:{concert}:boards"))),
+                "cancelled": keys.note(self.key(&format!("concert:{concert}:cancelled"))),
                 "concert": concert.as_str(),
                 // What the hash holds: the script reads the first two words only.
                 "value": format!(
@@ -303,6 +253,65 @@ impl Rankings {
             }),
         };
         (op, None)
+    }
+
+    /// A payment's entry in the fold queue (`fold.lua`), noting every key the fold may
+    /// write: words, as no key or id holds a space. First what is the payment's own, then its
+    /// shape, which the payments of one concert in one bucket share: the concert's index and
+    /// cancellation, the bucket, the genres, and each board with its expiry.
+    fn fold_entry(
+        &self,
+        keys: &mut Noted,
+        record: &str,
+        concert: &ConcertId,
+        genres: &[Genre],
+        completed_at: DateTime<Utc>,
+    ) -> String {
+        let cancelled = keys.note(self.key(&format!("concert:{concert}:cancelled")));
+        let index = keys.note(self.key(&format!("concert:{concert}:boards")));
+        let bucket = bucket_of(completed_at);
+        let csv = genres
+            .iter()
+            .map(Genre::as_str)
+            .collect::<Vec<_>>()
+            .join(",");
+        let boards = self.boards_for(completed_at, genres);
+        let generations = self.trend().generations_for(completed_at);
+        let weights = generations
+            .iter()
+            .map(|generation| generation.weight.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut fold = format!(
+            "{record} {} {concert} {index} {cancelled} {} {bucket} {}",
+            if weights.is_empty() { "-" } else { &weights },
+            if csv.is_empty() { "-" } else { &csv },
+            boards.len()
+        );
+        for (board, expires) in boards {
+            let key = keys.note(self.board_key(&board));
+            fold += &format!(" {key} {}", expires.map_or(0, |t| t.timestamp()));
+        }
+        for generation in generations {
+            let key = keys.note(self.board_key(&Board {
+                period: Period::Trending,
+                bucket: generation.index.to_string(),
+                genre: None,
+            }));
+            fold += &format!(" {key} {}", generation.expires_at);
+        }
+        // Declare the window keys this payment may write, as for every other key.
+        for (window, period) in [(LAST_24H, Period::Last24h), (LAST_7D, Period::Last7d)] {
+            keys.note(self.key(&format!("window:{}:{bucket}", window.name)));
+            for genre in std::iter::once(None).chain(genres.iter().cloned().map(Some)) {
+                keys.note(self.board_key(&Board {
+                    period,
+                    bucket: "rolling".into(),
+                    genre,
+                }));
+            }
+        }
+        fold
     }
 
     /// Every board a payment at `at` counts on, with each board's expiry.
@@ -323,6 +332,16 @@ impl Rankings {
                 })
             })
             .collect()
+    }
+}
+
+/// The keys a batch's script names, noted as its instructions are written.
+struct Noted<'a>(&'a mut Vec<String>);
+
+impl Noted<'_> {
+    fn note(&mut self, key: String) -> String {
+        self.0.push(key.clone());
+        key
     }
 }
 
