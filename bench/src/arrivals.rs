@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lineup::cold_start::{Publishing, Started};
+use lineup::config::RateLimits;
 use lineup::ids::QueueId;
 use lineup::queue::WaitingRoom;
 use serde_json::json;
@@ -58,16 +59,23 @@ const SLOW_US: u64 = 1_000;
 /// A container as deployed: the bench's settings, with the rate limits at their defaults
 /// (`RATE_LIMIT_USER_PER_MINUTE`, `RATE_LIMIT_IP_PER_MINUTE`) when `limits`.
 async fn container(bench: &Bench, limits: bool) -> WaitingRoom {
-    let mut config = bench.app.config.clone();
-    if limits {
-        config.queue.rate_limit_user_per_minute = 60;
-        config.queue.rate_limit_ip_per_minute = 600;
-    }
+    let config = bench.app.config.clone();
     let url = config.redis.url.clone().expect("REDIS_URL is set");
-    Started::connect(config, &url, Publishing::Nothing)
+    let started = Started::connect(config, &url, Publishing::Nothing)
         .await
-        .expect("connect")
-        .room()
+        .expect("connect");
+    let mut settings = started
+        .config
+        .env
+        .queue()
+        .expect("the bench's queue settings");
+    if limits {
+        settings.rate_limits = RateLimits {
+            user_per_minute: 60,
+            ip_per_minute: 600,
+        };
+    }
+    WaitingRoom::new(started.conn.clone(), &started.config.key_prefix, settings)
 }
 
 /// One 10 s burst of new buyers.

@@ -159,8 +159,8 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     let scratch_line = format!("{}:bare-waiting", keys.meta);
     let config = room.config();
     let (user_limit, ip_limit) = (
-        config.rate_limit_user_per_minute.max(10).to_string(),
-        config.rate_limit_ip_per_minute.max(100).to_string(),
+        config.rate_limits.user_per_minute.max(10).to_string(),
+        config.rate_limits.ip_per_minute.max(100).to_string(),
     );
     let creation = config.creation.as_str();
     let waiters = bench.random_waiters(queue, 2 * CALLS).await;

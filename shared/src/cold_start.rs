@@ -1,14 +1,16 @@
-//! What every Lambda binary does once per container before serving: logging, configuration
-//! (with secrets from Secrets Manager), the Redis connection and, for the functions that
-//! publish queue events, the EventBridge client. The others never build an AWS client for
-//! it. The client is built while the connection waits for the server's first answer.
+//! What every Lambda binary does once per container before serving: logging, the settings
+//! every function reads (with secrets from Secrets Manager), the Redis connection and, for
+//! the functions that publish queue events, the EventBridge client. The others never build
+//! an AWS client for it. The client is built while the connection waits for the server's
+//! first answer. Each function's `Deps::new` then reads its own settings ([`Started::room`]
+//! and the like).
 //!
 //! The functions run on tokio's current-thread runtime: a Lambda sandbox serves one
 //! invocation at a time, and starting worker threads, then handing every I/O event from them
 //! to the main thread, cost about a fifth of a cold start (BENCHMARKS.md).
 
-use crate::config::{Config, ConfigError, SecretPolicy};
-use crate::coupon::{Coupons, RateLimits};
+use crate::config::{Config, ConfigError, RateLimits, SecretPolicy};
+use crate::coupon::Coupons;
 use crate::publish::Publisher;
 use crate::queue::WaitingRoom;
 use crate::ranking::Rankings;
@@ -65,31 +67,27 @@ impl Started {
         })
     }
 
-    pub fn room(&self) -> WaitingRoom {
-        WaitingRoom::new(
+    /// The waiting room, with its settings read from the environment.
+    pub fn room(&self) -> Result<WaitingRoom, ConfigError> {
+        Ok(WaitingRoom::new(
             self.conn.clone(),
             &self.config.key_prefix,
-            self.config.queue.clone(),
-        )
+            self.config.env.queue()?,
+        ))
     }
 
-    pub fn coupons(&self) -> Coupons {
-        Coupons::new(
-            self.conn.clone(),
-            &self.config.key_prefix,
-            RateLimits {
-                user_per_minute: self.config.queue.rate_limit_user_per_minute,
-                ip_per_minute: self.config.queue.rate_limit_ip_per_minute,
-            },
-        )
+    /// The coupon campaigns, taking claims within `limits`.
+    pub fn coupons(&self, limits: RateLimits) -> Coupons {
+        Coupons::new(self.conn.clone(), &self.config.key_prefix, limits)
     }
 
-    pub fn rankings(&self) -> Rankings {
-        Rankings::new(
+    /// The rankings, with their settings read from the environment.
+    pub fn rankings(&self) -> Result<Rankings, ConfigError> {
+        Ok(Rankings::new(
             self.conn.clone(),
             &self.config.key_prefix,
-            self.config.ranking.clone(),
-        )
+            self.config.env.ranking()?,
+        ))
     }
 }
 

@@ -7,8 +7,9 @@
 //! uses a module above it, or closes a circle in its layer.
 //!
 //! 1. What everything else builds on:
-//!    - [`error`]: the one error type every handler returns, and which Redis failures are
-//!      an outage.
+//!    - [`error`]: the one error type every handler returns, which Redis failures are an
+//!      outage, and the `Refusal` each domain gives its own refusals (a departed token, a
+//!      queue that takes no arrivals, a campaign given out) for the edge to map.
 //!    - [`ids`]: the validated identifiers (`QueueId`, `UserId`, …); `parse` is the only way in.
 //!    - [`bounds`]: the one range-checked number parser, and the queue settings' bounds.
 //!    - [`tls`]: the Amazon Trust Services roots and the reader of a PEM bundle replacing them.
@@ -16,7 +17,8 @@
 //!    - [`telemetry`]: tracing set-up shared by every binary.
 //! 2. Settings and tokens:
 //!    - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
-//!    - [`config`]: every setting, read from the environment and checked once at start-up.
+//!    - [`config`]: every setting, read from the environment and checked once at start-up:
+//!      cold start's own, and the slices each function reads for itself.
 //! 3. Redis access:
 //!    - [`store`]: the Redis connection, its health and renewal, and the script and pipeline
 //!      plumbing.
@@ -42,7 +44,8 @@
 //!      identity.
 //!    - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
 //! 7. Start-up:
-//!    - [`cold_start`]: what every Lambda binary does before serving.
+//!    - [`cold_start`]: what every Lambda binary does before serving, and the domains built
+//!      with the settings the function reads.
 
 pub mod aws;
 pub mod bench_support;

@@ -27,7 +27,7 @@ pub async fn load_config(policy: SecretPolicy) -> Result<Config, ConfigError> {
     if vars.contains_key("TOKEN_SECRET_ARN") || vars.contains_key("REDIS_SECRET_ARN") {
         fill(&mut vars, &Client::new(crate::aws::sdk_config().await?)).await?;
     }
-    Config::from_lookup(|name| vars.get(name).cloned(), policy)
+    Config::from_lookup(move |name| vars.get(name).cloned(), policy)
 }
 
 /// Replaces `*_SECRET_ARN` entries of `vars` by the values they point at.

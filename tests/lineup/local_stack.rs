@@ -1,6 +1,5 @@
 //! The local stack over real HTTP: the same handlers behind a TCP listener on port 0.
 
-use lineup::config::LocalSettings;
 use lineup_tests::{reaping_every_second, TestApp};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -431,10 +430,8 @@ async fn the_local_stack_serves_coupons_and_publishes_claims_on_its_timer() {
     );
     let app = TestApp::spawn_publishing(&[], publisher).await;
     let (addr, server) = serve(&app).await;
-    let schedules = lineup_local::spawn_schedules(
-        &app.stack,
-        &LocalSettings::from_lookup(|_| None).expect("the defaults"),
-    );
+    let schedules =
+        lineup_local::spawn_schedules(&app.stack, &app.config.env.local().expect("the defaults"));
 
     let (status, _, body) = send(addr, "PUT", "/coupons/local", Some(r#"{"quantity":1}"#)).await;
     assert_eq!(status, 201, "{body}");

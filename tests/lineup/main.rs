@@ -32,6 +32,7 @@ mod replay;
 mod samples;
 mod secrets;
 mod settings;
+mod startup;
 mod tls;
 mod windows;
 

@@ -49,7 +49,8 @@ async fn secrets_named_by_arn_fill_the_token_secret_and_redis_credentials() {
     lineup::secrets::fill(&mut vars, &client).await.unwrap();
     assert_eq!(vars["REDIS_USERNAME"], "lineup");
     assert_eq!(vars["REDIS_PASSWORD"], "s3cret-pass");
-    let config = Config::from_lookup(|n| vars.get(n).cloned(), SecretPolicy::Required).unwrap();
+    let config =
+        Config::from_lookup(move |n| vars.get(n).cloned(), SecretPolicy::Required).unwrap();
     assert_eq!(config.redis.password.as_deref(), Some("s3cret-pass"));
     // The configuration never prints a secret.
     let shown = format!("{config:?}");

@@ -357,14 +357,15 @@ impl TestApp {
         for (k, v) in vars {
             all.insert(k.to_string(), v.to_string());
         }
-        let config = Config::from_lookup(|name| all.get(name).cloned(), SecretPolicy::Required)
-            .expect("test config");
+        let config =
+            Config::from_lookup(move |name| all.get(name).cloned(), SecretPolicy::Required)
+                .expect("test config");
         let mut started = Started::connect(config.clone(), &url, Publishing::Nothing)
             .await
             .expect("connect");
         started.publisher = publisher;
         let metrics = MetricsSink::memory();
-        let stack = Stack::new(&started, metrics.clone());
+        let stack = Stack::new(&started, metrics.clone()).expect("test settings");
         // Private servers' plaintext ports, even when the functions use TLS.
         let plain = redis.as_ref().map_or(url.clone(), EmbeddedRedis::url);
         let (inspect, nodes) = match &cluster {
@@ -417,7 +418,7 @@ impl TestApp {
             .await
             .expect("connect");
         started.publisher = self.stack.queue_api.publisher.clone();
-        Stack::new(&started, self.metrics.clone())
+        Stack::new(&started, self.metrics.clone()).expect("test settings")
     }
 
     pub fn room(&self) -> &WaitingRoom {

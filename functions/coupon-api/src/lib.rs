@@ -22,6 +22,7 @@ use chrono::Utc;
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
 use lineup::http::{self, json, json_body, json_cached, no_route, segments};
 use lineup::ids::CouponId;
@@ -51,13 +52,14 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// The handler's dependencies from what cold start built: the one place they are wired.
-    pub fn new(started: &Started) -> Self {
-        Deps {
-            coupons: started.coupons(),
+    /// The handler's dependencies from what cold start built, with the settings this
+    /// function reads: the one place they are wired.
+    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            coupons: started.coupons(started.config.env.rate_limits()?),
             token_key: started.config.token_key.clone(),
-            allow_body_user_id: started.config.allow_body_user_id,
-        }
+            allow_body_user_id: started.config.env.body_user_id()?,
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use lineup::config::SecretPolicy;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::Required, Publishing::Nothing).await?;
-    let deps = Deps::new(&started);
+    let deps = Deps::new(&started)?;
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))
     }))

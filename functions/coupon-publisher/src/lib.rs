@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::future::join_all;
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
+use lineup::config::{ConfigError, RateLimits};
 use lineup::coupon::{CouponClaimed, Coupons, Pending, Registered, DETAIL_TYPE, SOURCE};
 use lineup::ids::UserId;
 use lineup::publish::{Outgoing, Publisher, ENTRIES_PER_CALL};
@@ -45,12 +46,14 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// The handler's dependencies from what cold start built: the one place they are wired.
-    pub fn new(started: &Started) -> Self {
-        Deps {
-            coupons: started.coupons(),
+    /// The handler's dependencies from what cold start built, with the settings this
+    /// function reads: the one place they are wired.
+    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            // It takes no claims, so no claim limits.
+            coupons: started.coupons(RateLimits::OFF),
             publisher: started.publisher.clone(),
-        }
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! `cargo run --release --bin lineup-local`: the whole stack on http://127.0.0.1:3000.
 
 use lineup::cold_start::{Publishing, Started};
-use lineup::config::{Config, LocalSettings, SecretPolicy};
+use lineup::config::{Config, SecretPolicy};
 use lineup::metrics::MetricsSink;
 use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::{local_setting, serve, spawn_schedules, Stack};
@@ -10,7 +10,7 @@ use lineup_local::{local_setting, serve, spawn_schedules, Stack};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     lineup::telemetry::init_text();
     let config = Config::from_lookup(local_setting, SecretPolicy::GenerateIfMissing)?;
-    let local = LocalSettings::from_lookup(local_setting)?;
+    let local = config.env.local()?;
 
     // Kept alive for the life of the process; dropping it stops the server.
     let mut embedded = None;
@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let started = Started::connect(config, &url, Publishing::QueueEvents).await?;
-    let stack = Stack::new(&started, MetricsSink::Stdout);
+    let stack = Stack::new(&started, MetricsSink::Stdout)?;
 
     let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());

@@ -2,6 +2,7 @@
 //! and the settings the local stack runs with where the environment says nothing.
 
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::metrics::MetricsSink;
 
 /// The settings the local stack runs with where the environment does not say otherwise:
@@ -35,17 +36,17 @@ pub struct Stack {
 
 impl Stack {
     /// Every function's dependencies, built by each function's own `Deps::new`, as its
-    /// `main.rs` builds them; metrics go to `metrics`.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
-        Stack {
-            queue_api: queue_api::Deps::new(started),
-            coupon_api: coupon_api::Deps::new(started),
-            coupon_publisher: coupon_publisher::Deps::new(started),
-            authorizer: queue_authorizer::Deps::new(started),
-            promoter: queue_promoter::Deps::new(started, metrics.clone()),
-            reaper: queue_reaper::Deps::new(started, metrics.clone()),
-            ranking_api: ranking_api::Deps::new(started),
-            ranking_updater: ranking_updater::Deps::new(started, metrics),
-        }
+    /// `main.rs` builds them; metrics go to `metrics`. A bad setting is named.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
+        Ok(Stack {
+            queue_api: queue_api::Deps::new(started)?,
+            coupon_api: coupon_api::Deps::new(started)?,
+            coupon_publisher: coupon_publisher::Deps::new(started)?,
+            authorizer: queue_authorizer::Deps::new(started)?,
+            promoter: queue_promoter::Deps::new(started, metrics.clone())?,
+            reaper: queue_reaper::Deps::new(started, metrics.clone())?,
+            ranking_api: ranking_api::Deps::new(started)?,
+            ranking_updater: ranking_updater::Deps::new(started, metrics)?,
+        })
     }
 }

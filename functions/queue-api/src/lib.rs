@@ -42,6 +42,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::http::{self, json, json_body, lambda_authorizer_context, no_route, segments};
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
@@ -85,14 +86,15 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// The handler's dependencies from what cold start built: the one place they are wired.
-    pub fn new(started: &Started) -> Self {
-        Deps {
-            room: started.room(),
+    /// The handler's dependencies from what cold start built, with the settings this
+    /// function reads: the one place they are wired.
+    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            room: started.room()?,
             token_key: started.config.token_key.clone(),
             publisher: started.publisher.clone(),
-            allow_body_user_id: started.config.allow_body_user_id,
-        }
+            allow_body_user_id: started.config.env.body_user_id()?,
+        })
     }
 }
 

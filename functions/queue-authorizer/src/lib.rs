@@ -35,6 +35,7 @@ use aws_lambda_events::event::apigw::{
 use chrono::SecondsFormat;
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::ids::QueueId;
 use lineup::queue::{Refusal, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
@@ -61,18 +62,20 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// The handler's dependencies from what cold start built: the one place they are wired.
-    pub fn new(started: &Started) -> Self {
-        Deps {
-            room: started.room(),
+    /// The handler's dependencies from what cold start built, with the settings this
+    /// function reads: the one place they are wired.
+    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            room: started.room()?,
             token_key: started.config.token_key.clone(),
-            queue_path_parameter: started.config.authorizer_queue_path_parameter.clone(),
+            queue_path_parameter: started.config.env.authorizer_queue_path_parameter(),
             identity: started
                 .config
-                .jwt
+                .env
+                .jwt()?
                 .as_ref()
                 .map(|settings| Arc::new(Identity::new(settings))),
-        }
+        })
     }
 }
 

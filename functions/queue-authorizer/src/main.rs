@@ -6,6 +6,6 @@ use queue_authorizer::{handle, Deps};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::Required, Publishing::Nothing).await?;
-    let deps = Deps::new(&started);
+    let deps = Deps::new(&started)?;
     run(service_fn(|event| handle(event, &deps))).await
 }

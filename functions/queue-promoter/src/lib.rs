@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::ids::QueueId;
 use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
@@ -30,13 +31,13 @@ pub struct Deps {
 impl Deps {
     /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
     /// the one place they are wired.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
-        Deps {
-            room: started.room(),
+    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            room: started.room()?,
             publisher: started.publisher.clone(),
             metrics,
             known_queues: KnownQueues::default(),
-        }
+        })
     }
 }
 

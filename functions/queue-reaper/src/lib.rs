@@ -12,6 +12,7 @@
 
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::metrics::MetricsSink;
 use lineup::publish::Publisher;
 use lineup::queue::{ReapReport, WaitingRoom};
@@ -28,12 +29,12 @@ pub struct Deps {
 impl Deps {
     /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
     /// the one place they are wired.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
-        Deps {
-            room: started.room(),
+    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            room: started.room()?,
             publisher: started.publisher.clone(),
             metrics,
-        }
+        })
     }
 }
 

@@ -17,6 +17,7 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::http::{self, json_cached, no_route, segments};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
@@ -34,11 +35,12 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// The handler's dependencies from what cold start built: the one place they are wired.
-    pub fn new(started: &Started) -> Self {
-        Deps {
-            rankings: started.rankings(),
-        }
+    /// The handler's dependencies from what cold start built, with the settings this
+    /// function reads: the one place they are wired.
+    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            rankings: started.rankings()?,
+        })
     }
 }
 

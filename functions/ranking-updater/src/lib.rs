@@ -18,6 +18,7 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
+use lineup::config::ConfigError;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Publisher;
 use lineup::queue::{Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom};
@@ -37,13 +38,13 @@ pub struct Deps {
 impl Deps {
     /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
     /// the one place they are wired.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Self {
-        Deps {
-            rankings: started.rankings(),
-            room: started.room(),
+    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
+        Ok(Deps {
+            rankings: started.rankings()?,
+            room: started.room()?,
             publisher: started.publisher.clone(),
             metrics,
-        }
+        })
     }
 }
 

@@ -7,6 +7,6 @@ use ranking_updater::{handle, Deps};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let started = cold_start(SecretPolicy::GenerateIfMissing, Publishing::QueueEvents).await?;
-    let deps = Deps::new(&started, MetricsSink::Stdout);
+    let deps = Deps::new(&started, MetricsSink::Stdout)?;
     run(service_fn(|event| handle(event, &deps))).await
 }

@@ -15,9 +15,7 @@ pub struct LocalSettings {
 }
 
 impl LocalSettings {
-    /// Reads variables from `lookup`.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let vars = Vars(&lookup);
+    pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         Ok(LocalSettings {
             reap_interval: vars.seconds("REAP_INTERVAL_SECONDS", 60, Bounds::new(1, 86_400))?,
         })
@@ -27,15 +25,17 @@ impl LocalSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Environment;
 
     #[test]
     fn the_reaper_runs_every_minute_unless_told_and_a_bad_period_names_its_variable() {
-        let none = LocalSettings::from_lookup(|_| None).unwrap();
+        let none = Environment::new(|_| None).local().unwrap();
         assert_eq!(none.reap_interval, Duration::from_secs(60));
         let set = |value: &'static str| {
-            LocalSettings::from_lookup(move |name| {
+            Environment::new(move |name| {
                 (name == "REAP_INTERVAL_SECONDS").then(|| value.to_owned())
             })
+            .local()
         };
         assert_eq!(set("1").unwrap().reap_interval, Duration::from_secs(1));
         assert_eq!(set("0").unwrap_err().variable, "REAP_INTERVAL_SECONDS");

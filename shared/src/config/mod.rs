@@ -1,22 +1,32 @@
 //! Settings, read from the environment once at start-up. A bad value stops the process with
 //! a message that names the variable, instead of surfacing later as a wrong answer.
 //!
-//! One file a slice: `queue.rs` (the waiting room's defaults and timing), `ranking.rs` (the
-//! rankings), `connection.rs` (Redis), `jwt.rs` (the buyer's identity), `local.rs` (what only
-//! the local stack reads). `vars.rs` reads and checks one variable.
+//! Cold start reads what every function needs ([`Config`]: Redis, the key prefix, the token
+//! key, the event bus). Each function's `Deps::new` reads the slices it uses from the
+//! [`Environment`], so a function never parses, or fails on, another's settings. README's
+//! configuration table says which functions read each variable.
+//!
+//! One file a slice: `queue.rs` (the waiting room's defaults and timing), `rate_limits.rs`
+//! (arrivals per buyer and per source), `ranking.rs` (the rankings), `connection.rs` (Redis),
+//! `jwt.rs` (the buyer's identity), `local.rs` (what only the local stack reads). `vars.rs`
+//! reads and checks one variable.
 
 mod connection;
 mod jwt;
 mod local;
 mod queue;
 mod ranking;
+mod rate_limits;
 mod vars;
+
+use std::sync::Arc;
 
 pub use connection::{RedisMode, RedisSettings, MAX_IN_FLIGHT_DEFAULT};
 pub use jwt::JwtSettings;
 pub use local::LocalSettings;
 pub use queue::{QueueConfig, QueueCreation};
 pub use ranking::RankingSettings;
+pub use rate_limits::RateLimits;
 
 use crate::token::TokenKey;
 use vars::Vars;
@@ -45,26 +55,78 @@ pub enum SecretPolicy {
     GenerateIfMissing,
 }
 
-/// Everything a lineup function needs to know.
+/// The variables a function started with, its secrets filled in. Cheap to clone.
+#[derive(Clone)]
+pub struct Environment(Arc<Lookup>);
+
+/// How a variable's value is found.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Environment {
+    pub fn new(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        Environment(Arc::new(lookup))
+    }
+
+    fn vars(&self) -> Vars<'_> {
+        Vars(&*self.0)
+    }
+
+    /// The waiting room's settings: queue-api, queue-authorizer, the promoter, the reaper and
+    /// ranking-updater (which marks queues sold out).
+    pub fn queue(&self) -> Result<QueueConfig, ConfigError> {
+        QueueConfig::read(&self.vars())
+    }
+
+    /// The rankings' settings: ranking-api and ranking-updater.
+    pub fn ranking(&self) -> Result<RankingSettings, ConfigError> {
+        RankingSettings::read(&self.vars())
+    }
+
+    /// The limits on arrivals per buyer and per source: queue-api (in [`QueueConfig`]) and
+    /// coupon-api.
+    pub fn rate_limits(&self) -> Result<RateLimits, ConfigError> {
+        RateLimits::read(&self.vars())
+    }
+
+    /// The buyers' JWT issuer, for queue-authorizer; `None` (the local stack): the gatekeeper
+    /// checks the queue token only.
+    pub fn jwt(&self) -> Result<Option<JwtSettings>, ConfigError> {
+        JwtSettings::read(&self.vars())
+    }
+
+    /// `ALLOW_BODY_USER_ID=unsafe`: a buyer without a verified JWT is whoever the body's
+    /// `userId` names. Only for the local stack and tests: anyone can then be anyone. Read by
+    /// queue-api and coupon-api.
+    pub fn body_user_id(&self) -> Result<bool, ConfigError> {
+        self.vars()
+            .one_of("ALLOW_BODY_USER_ID", &[("no", false), ("unsafe", true)])
+    }
+
+    /// The path parameter queue-authorizer reads the queue id from, when the `x-queue-id`
+    /// header is absent.
+    pub fn authorizer_queue_path_parameter(&self) -> String {
+        self.vars()
+            .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
+            .unwrap_or_else(|| "queueId".into())
+    }
+
+    /// What only the local stack reads.
+    pub fn local(&self) -> Result<LocalSettings, ConfigError> {
+        LocalSettings::read(&self.vars())
+    }
+}
+
+/// What every lineup function needs to know at cold start.
 #[derive(Clone)]
 pub struct Config {
     pub redis: RedisSettings,
     /// Every key lineup writes starts with this.
     pub key_prefix: String,
-    pub queue: QueueConfig,
-    pub ranking: RankingSettings,
     pub token_key: TokenKey,
     /// Where queue state events go; `None` turns publishing off.
     pub event_bus: Option<String>,
-    /// The path parameter `queue-authorizer` reads the queue id from, when the
-    /// `x-queue-id` header is absent.
-    pub authorizer_queue_path_parameter: String,
-    /// `ALLOW_BODY_USER_ID=unsafe`: a buyer without a verified JWT is whoever the body's
-    /// `userId` names. Only for the local stack and tests: anyone can then be anyone.
-    pub allow_body_user_id: bool,
-    /// The buyers' JWT issuer; `None` (the local stack): the gatekeeper checks the queue
-    /// token only.
-    pub jwt: Option<JwtSettings>,
+    /// Where each function reads its own slices.
+    pub env: Environment,
 }
 
 impl std::fmt::Debug for Config {
@@ -72,7 +134,6 @@ impl std::fmt::Debug for Config {
         f.debug_struct("Config")
             .field("redis", &self.redis.url.as_deref().map(|_| "<set>"))
             .field("key_prefix", &self.key_prefix)
-            .field("queue", &self.queue)
             .finish_non_exhaustive()
     }
 }
@@ -85,24 +146,22 @@ impl Config {
 
     /// Reads variables from `lookup`.
     pub fn from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
         secrets: SecretPolicy,
     ) -> Result<Self, ConfigError> {
-        let vars = Vars(&lookup);
+        let env = Environment::new(lookup);
+        let vars = env.vars();
         // Read in this order: of several bad variables, the first here is the one named.
+        let key_prefix = key_prefix(&vars)?;
+        let redis = RedisSettings::read(&vars)?;
+        let token_key = token_key(&vars, secrets)?;
+        let event_bus = vars.string("EVENT_BUS_NAME");
         Ok(Config {
-            key_prefix: key_prefix(&vars)?,
-            queue: QueueConfig::read(&vars)?,
-            ranking: RankingSettings::read(&vars)?,
-            redis: RedisSettings::read(&vars)?,
-            token_key: token_key(&vars, secrets)?,
-            allow_body_user_id: vars
-                .one_of("ALLOW_BODY_USER_ID", &[("no", false), ("unsafe", true)])?,
-            event_bus: vars.string("EVENT_BUS_NAME"),
-            authorizer_queue_path_parameter: vars
-                .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
-                .unwrap_or_else(|| "queueId".into()),
-            jwt: JwtSettings::read(&vars)?,
+            key_prefix,
+            redis,
+            token_key,
+            event_bus,
+            env,
         })
     }
 
@@ -150,12 +209,29 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    /// What the functions read between them: cold start's settings and every slice.
+    #[derive(Debug)]
+    struct Read {
+        config: Config,
+        queue: QueueConfig,
+        ranking: RankingSettings,
+        jwt: Option<JwtSettings>,
+        allow_body_user_id: bool,
+    }
+
+    impl std::ops::Deref for Read {
+        type Target = Config;
+        fn deref(&self) -> &Config {
+            &self.config
+        }
+    }
+
+    fn config(vars: &[(&str, &str)]) -> Result<Read, ConfigError> {
         let owned: Vec<(String, String)> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Config::from_lookup(
+        let config = Config::from_lookup(
             move |name| {
                 owned
                     .iter()
@@ -163,7 +239,15 @@ mod tests {
                     .map(|(_, v)| v.clone())
             },
             SecretPolicy::Required,
-        )
+        )?;
+        let env = &config.env;
+        Ok(Read {
+            queue: env.queue()?,
+            ranking: env.ranking()?,
+            jwt: env.jwt()?,
+            allow_body_user_id: env.body_user_id()?,
+            config,
+        })
     }
 
     const SECRET: (&str, &str) = ("TOKEN_SECRET", "0123456789abcdef0123456789abcdef");
@@ -301,7 +385,7 @@ mod tests {
             ("REDIS_PASSWORD", "password-secret"),
         ])
         .unwrap();
-        let printed = format!("{:?} {:?}", c.redis, c);
+        let printed = format!("{:?} {:?}", c.redis, c.config);
         assert!(!printed.contains("secret"), "{printed}");
         assert!(printed.contains("password: \"<set>\""), "{printed}");
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::vars::Vars;
 use super::ConfigError;
+use super::RateLimits;
 use crate::bounds::{self, Bounds};
 
 /// Who may create a queue (`QUEUE_CREATION`).
@@ -45,10 +46,8 @@ pub struct QueueConfig {
     pub promote_budget: Duration,
     /// An empty queue without arrivals this long leaves the registry.
     pub retire_after: Duration,
-    /// Most token requests per user per queue per minute; 0 turns the limit off.
-    pub rate_limit_user_per_minute: u32,
-    /// Most token requests per source IP per queue per minute; 0 turns the limit off.
-    pub rate_limit_ip_per_minute: u32,
+    /// Most token requests per user and per source IP per queue per minute.
+    pub rate_limits: RateLimits,
     /// Who may create a queue.
     pub creation: QueueCreation,
     /// Most queues live (in the registry) at once: the promoter and the reaper visit each
@@ -75,16 +74,7 @@ impl QueueConfig {
                 86_400,
                 Bounds::new(1, 31_536_000),
             )?,
-            rate_limit_user_per_minute: vars.count(
-                "RATE_LIMIT_USER_PER_MINUTE",
-                60,
-                Bounds::new(0, 1_000_000),
-            )?,
-            rate_limit_ip_per_minute: vars.count(
-                "RATE_LIMIT_IP_PER_MINUTE",
-                600,
-                Bounds::new(0, 1_000_000),
-            )?,
+            rate_limits: RateLimits::read(vars)?,
             creation: vars.one_of(
                 "QUEUE_CREATION",
                 &[

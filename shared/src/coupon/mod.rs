@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::config::RateLimits;
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
 use crate::store::{
@@ -104,14 +105,6 @@ static CAMPAIGNS: NamedScript = NamedScript::new(
     &["REGISTRY"],
     &[],
 );
-
-/// The most claim requests per minute per user and per source IP in one campaign (0: no
-/// limit): `RATE_LIMIT_USER_PER_MINUTE` and `RATE_LIMIT_IP_PER_MINUTE`, as for tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimits {
-    pub user_per_minute: u32,
-    pub ip_per_minute: u32,
-}
 
 /// The coupon campaigns over one Redis. Cheap to clone.
 #[derive(Clone)]
