@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createHash, createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import {
-  BASE, chromium, CHROMIUM, harness, api, check, open, join, state, text, opensIn, admission, endHarness, done,
+  BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, admission, endHarness, done,
 } from './common.mjs';
 
 // A pre-queue countdown, then the draw: two buyers in two time zones join before the
@@ -80,6 +80,14 @@ async function prequeueThenDraw(browser) {
   // "How to verify the draw", opened by keyboard: the page ran the recipe itself.
   for (const page of [y.page, m.page]) {
     await page.focus('#verify summary');
+    // A redraw (after each poll) keeps the keyboard where it was.
+    await page.evaluate(() => new Promise((redrawn) => {
+      new MutationObserver((_, o) => { o.disconnect(); redrawn(); })
+        .observe(document.getElementById('body'), { childList: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }));
+    assert.equal(await page.evaluate(() => document.activeElement?.closest('#verify') !== null
+      && document.activeElement.tagName), 'SUMMARY', 'a redraw keeps the keyboard on the summary');
     await page.keyboard.press('Enter');
     await page.waitForSelector('#draw-check', { timeout: 20000 });
     assert.equal(await page.textContent('#draw-seed'), after.seed);
@@ -263,7 +271,8 @@ try {
   await join(e.page, 'erin');
   await state(e.page, 'waiting');
   await e.page.goto('about:blank');
-  await new Promise((r) => setTimeout(r, 9000));
+  // Away from the page, the waiter stops polling, and the reaper drops it after the idle period.
+  await dropped('brief');
   await e.page.goBack();
   await e.page.waitForFunction(() => document.getElementById('headline')?.textContent === 'You were dropped from the line', null, { timeout: 20000 });
   assert.equal(await text(e.page, '#message'), 'The page stopped checking in for too long.');

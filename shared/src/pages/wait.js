@@ -151,7 +151,7 @@
     return [
       el('p', {}, el('span', { class: 'muted', text: t('wait.draw.value') + t('ui.colon') }), el('code', { id: 'draw-value', text: v.draw })),
       el('details', { id: 'verify', ontoggle: (e) => { verifyOpen = e.target.open; }, ...(verifyOpen ? { open: '' } : {}) },
-        el('summary', { text: t('wait.draw.verify') }),
+        el('summary', { id: 'verify-summary', text: t('wait.draw.verify') }),
         el('dl', {}, ...row('wait.draw.commit', d.seedSha256 || t('wait.draw.pending'), 'draw-commit'),
           ...row('wait.draw.seed', d.seed || t('wait.draw.pending'), 'draw-seed')),
         el('p', { text: t('wait.draw.recipe') }),
@@ -274,7 +274,8 @@
   // Renders `view` into the card. Every text comes from the string table.
   function render() {
     const v = view;
-    // A redraw keeps keyboard focus where it was (the leave button, the join field).
+    // A redraw keeps keyboard focus where it was (the leave button, the join field, the
+    // draw's summary): each focusable element has an id.
     const focused = $('card').contains(document.activeElement) ? document.activeElement.id : '';
     const card = $('card');
     const body = $('body');
