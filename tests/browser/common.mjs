@@ -35,6 +35,18 @@ export async function api(method, path, body) {
   return { status: r.status, body: text ? JSON.parse(text) : null };
 }
 
+// Waits until `holds()` answers true, asking every quarter second; fails after `timeout` ms.
+export async function until(holds, what, timeout = 20000) {
+  for (const end = Date.now() + timeout; !(await holds()); await new Promise((r) => setTimeout(r, 250))) {
+    assert.ok(Date.now() < end, `still not: ${what}`);
+  }
+}
+
+// Waits until the reaper has dropped every absent waiter of `queue`: its summary counts none.
+export async function dropped(queue) {
+  await until(async () => (await api('GET', `/queues/${queue}`)).body.waiting === 0, `${queue} has no waiter left`);
+}
+
 export const violations = [];
 // Every state is checked by axe-core, run inside the page (through DevTools, so the page's
 // CSP stays as served), and screenshotted.

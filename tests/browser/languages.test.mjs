@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import {
-  BASE, chromium, CHROMIUM, harness, api, check, open, join, state, text, opensIn, endHarness, done,
+  BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, endHarness, done,
 } from './common.mjs';
 
 // Each language, as a buyer's browser that speaks it: its locale and a time zone of its market.
@@ -158,6 +158,38 @@ try {
     await waiters[lang].context.close();
   });
 
+  // Before the pre-queue opens; then the pre-queue's countdown and the opening's date and time
+  // in the buyer's locale and zone; then, once the steps below have run while the opening
+  // comes, the draw, checked by the page.
+  const drawing = {};
+  await each(async (lang) => {
+    const early = id('early', lang);
+    assert.equal((await api('PUT', `/queues/${early}/settings`, {
+      opensAt: new Date(Date.now() + 7200e3).toISOString(),
+      prequeueOpensAt: new Date(Date.now() + 3600e3).toISOString(),
+    })).status, 200);
+    const n = await buyer(browser, lang);
+    await n.page.goto(`${BASE}/queues/${early}/wait`);
+    await join(n.page, 'noa');
+    await state(n.page, 'over');
+    await expectText(n.page, '#headline', T[lang]['wait.notopen']);
+    await check(n.page, `not-open-${lang}`);
+    await n.context.close();
+
+    const gig = id('gig', lang);
+    const opens = new Date(Math.ceil((Date.now() + 25000) / 1000) * 1000);
+    assert.equal((await api('PUT', `/queues/${gig}/settings`, { capacity: 1, sessionSeconds: 600, opensAt: opens.toISOString() })).status, 200);
+    const y = await buyer(browser, lang);
+    await y.page.goto(`${BASE}/queues/${gig}/wait`);
+    await join(y.page, 'yui');
+    await state(y.page, 'prequeue');
+    await expectText(y.page, '#headline', T[lang]['wait.prequeue']);
+    const at = await opensIn(y.page, opens, BUYERS[lang].locale, BUYERS[lang].timezoneId);
+    await expectText(y.page, '#opens', says(lang, 'wait.prequeue.at', { at }));
+    await expectText(y.page, '#countdown', /^0:[0-5]\d$/);
+    await check(y.page, `prequeue-${lang}`);
+    drawing[lang] = y;
+  });
   // A token the queue does not know.
   await each(async (lang) => {
     const u = await buyer(browser, lang);
@@ -170,7 +202,7 @@ try {
   });
 
   // A session that ends, and a waiter dropped for absence.
-  await each(async (lang) => {
+  const brief = each(async (lang) => {
     const queue = id('brief', lang);
     assert.equal((await api('PUT', `/queues/${queue}/settings`, { capacity: 1, sessionSeconds: 3, waitingIdleSeconds: 5 })).status, 200);
     const d = await buyer(browser, lang);
@@ -187,7 +219,8 @@ try {
     await join(e.page, 'eve');
     await state(e.page, 'waiting');
     await e.page.goto('about:blank');
-    await new Promise((r) => setTimeout(r, 9000));
+    // Away from the page, the waiter stops polling, and the reaper drops it after the idle period.
+    await dropped(queue);
     await e.page.goBack();
     await e.page.waitForFunction((s) => document.getElementById('headline')?.textContent === s, T[lang]['wait.dropped'], { timeout: 20000 });
     await expectText(e.page, '#message', T[lang]['wait.dropped.why']);
@@ -196,7 +229,7 @@ try {
   });
 
   // Paused with a message, then closed, then full; and sold out by the booking system.
-  await each(async (lang) => {
+  const hold = each(async (lang) => {
     const queue = id('hold', lang);
     assert.equal((await api('PUT', `/queues/${queue}/settings`, { capacity: 1, sessionSeconds: 600 })).status, 200);
     assert.equal((await api('POST', `/queues/${queue}/tokens`, { userId: 'holder' })).body.status, 'active');
@@ -245,37 +278,10 @@ try {
     await p.context.close();
   });
 
-  // Before the pre-queue opens; then the pre-queue's countdown and the opening's date and time
-  // in the buyer's locale and zone; then the draw, checked by the page.
-  const drawing = {};
-  await each(async (lang) => {
-    const early = id('early', lang);
-    assert.equal((await api('PUT', `/queues/${early}/settings`, {
-      opensAt: new Date(Date.now() + 7200e3).toISOString(),
-      prequeueOpensAt: new Date(Date.now() + 3600e3).toISOString(),
-    })).status, 200);
-    const n = await buyer(browser, lang);
-    await n.page.goto(`${BASE}/queues/${early}/wait`);
-    await join(n.page, 'noa');
-    await state(n.page, 'over');
-    await expectText(n.page, '#headline', T[lang]['wait.notopen']);
-    await check(n.page, `not-open-${lang}`);
-    await n.context.close();
+  // The two steps above wait on real time (a session's end, an idle period), so they run
+  // side by side.
+  await Promise.all([brief, hold]);
 
-    const gig = id('gig', lang);
-    const opens = new Date(Math.ceil((Date.now() + 25000) / 1000) * 1000);
-    assert.equal((await api('PUT', `/queues/${gig}/settings`, { capacity: 1, sessionSeconds: 600, opensAt: opens.toISOString() })).status, 200);
-    const y = await buyer(browser, lang);
-    await y.page.goto(`${BASE}/queues/${gig}/wait`);
-    await join(y.page, 'yui');
-    await state(y.page, 'prequeue');
-    await expectText(y.page, '#headline', T[lang]['wait.prequeue']);
-    const at = await opensIn(y.page, opens, BUYERS[lang].locale, BUYERS[lang].timezoneId);
-    await expectText(y.page, '#opens', says(lang, 'wait.prequeue.at', { at }));
-    await expectText(y.page, '#countdown', /^0:[0-5]\d$/);
-    await check(y.page, `prequeue-${lang}`);
-    drawing[lang] = y;
-  });
   await each(async (lang) => {
     const y = drawing[lang];
     await y.page.waitForSelector('#draw-value', { timeout: 60000 });

@@ -601,7 +601,7 @@ async fn a_redis_crash_mid_claims_loses_no_acknowledged_claim() {
                             assert!(reply.headers.contains_key("retry-after"));
                             assert!(started.elapsed() < OUTAGE_BOUND);
                             unavailable.fetch_add(1, Ordering::Relaxed);
-                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            lineup_tests::sleep(Duration::from_millis(20)).await;
                         }
                         other => panic!("{user}: {other} {}", reply.body),
                     }
@@ -609,15 +609,15 @@ async fn a_redis_crash_mid_claims_loses_no_acknowledged_claim() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    lineup_tests::sleep(Duration::from_millis(500)).await;
     let before = acknowledged.lock().unwrap().len();
     server.stop().await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    lineup_tests::sleep(Duration::from_millis(1000)).await;
     server
         .restart()
         .await
         .expect("restart from the append-only file");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    lineup_tests::sleep(Duration::from_millis(1500)).await;
     stop.store(true, Ordering::Relaxed);
     for buyer in buyers {
         buyer.await.unwrap();

@@ -101,7 +101,7 @@ async fn thousands_of_concurrent_requests_keep_every_invariant() {
             let mut runs = 0u64;
             while !done.load(Ordering::Relaxed) {
                 runs += work(app.clone()).await;
-                tokio::time::sleep(Duration::from_millis(3)).await;
+                lineup_tests::sleep(Duration::from_millis(3)).await;
             }
             runs
         })
@@ -175,7 +175,7 @@ async fn thousands_of_concurrent_requests_keep_every_invariant() {
     .await;
     let load_time = started.elapsed();
     // A few more ticks after the load, then stop everything and check the end state.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    lineup_tests::sleep(Duration::from_millis(300)).await;
     done.store(true, Ordering::Relaxed);
     let ticks: u64 = join_all(promoters)
         .await

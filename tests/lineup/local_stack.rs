@@ -173,7 +173,7 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
             admitted = true;
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        lineup_tests::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(admitted, "the local promoter admitted the waiter");
 
@@ -458,7 +458,7 @@ async fn the_local_stack_serves_coupons_and_publishes_claims_on_its_timer() {
         if !published.is_empty() {
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        lineup_tests::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(
         published,

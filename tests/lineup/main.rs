@@ -73,3 +73,27 @@ fn every_real_time_entry_is_a_suite_or_a_test_of_this_binary_and_reliability_nam
         );
     }
 }
+
+/// Every test of this binary sleeps through `lineup_tests::sleep`, which fails a sleep longer
+/// than two seconds outside `tests/real-time`: no suite calls a clock's sleep by itself.
+#[test]
+fn every_test_sleeps_through_the_one_sleep_that_knows_the_real_time_tier() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lineup");
+    let mut checked = 0;
+    for file in std::fs::read_dir(&dir).expect("tests/lineup") {
+        let path = file.expect("an entry").path();
+        if path.ends_with("main.rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("a suite's source");
+        for own in ["tokio::time::sleep", "thread::sleep", "time::{sleep"] {
+            assert!(
+                !source.contains(own),
+                "{}: {own}; use lineup_tests::sleep",
+                path.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 20);
+}

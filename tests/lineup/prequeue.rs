@@ -543,7 +543,8 @@ async fn the_opening_is_reported_once_even_when_a_leave_admits_first() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1"), ("WAITING_IDLE_SECONDS", "30")]).await;
     let ana = join(&app, "gig", "ana").await;
     assert_eq!(ana.body["status"], "active", "{}", ana.body);
-    let opens = in_seconds(2);
+    // Within the fast tier's longest sleep, with time to join before it.
+    let opens = in_seconds(1) + chrono::Duration::milliseconds(700);
     let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
     assert_eq!(set.status, 200, "{}", set.body);
     let bob = join(&app, "gig", "bob").await;
@@ -645,7 +646,8 @@ async fn closes_at_passing_is_reported_once() {
 #[tokio::test]
 async fn passthrough_and_a_draw_are_refused_together() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "2"), ("WAITING_IDLE_SECONDS", "30")]).await;
-    let opens = in_seconds(2);
+    // Within the fast tier's longest sleep, with time to set and join before it.
+    let opens = in_seconds(1) + chrono::Duration::milliseconds(700);
     let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
     assert_eq!(set.status, 200, "{}", set.body);
     let refused = put_settings(&app, "gig", &json!({ "mode": "passthrough" })).await;

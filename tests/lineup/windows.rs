@@ -156,7 +156,7 @@ async fn late_events_inside_a_window_count_and_older_ones_never_recreate_anythin
 async fn wait_for_next_bucket(app: &TestApp) {
     let now = server_now(app).await.timestamp_millis();
     let next = (now.div_euclid(BUCKET_MS) + 1) * BUCKET_MS;
-    tokio::time::sleep(Duration::from_millis((next - now + 1_000) as u64)).await;
+    lineup_tests::sleep(Duration::from_millis((next - now + 1_000) as u64)).await;
 }
 
 #[tokio::test]

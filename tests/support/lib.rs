@@ -777,7 +777,6 @@ pub fn json_files(dir: &std::path::Path) -> Vec<(String, String)> {
     files
 }
 
-/// Waits `d`; tests that cross a time edge sleep real time against the server's clock.
 /// A loopback port nobody listens on right now, whose cluster bus port (port + 10 000) is
 /// free and valid too, so any server may take it, a cluster node included.
 fn free_port() -> u16 {
@@ -799,8 +798,40 @@ fn info_field(info: &str, field: &str) -> Option<i64> {
         .and_then(|value| value.trim().parse().ok())
 }
 
+/// The longest a test outside `tests/real-time` sleeps at once on the real clock
+/// (RELIABILITY.md, "Real-time suites").
+pub const LONGEST_FAST_SLEEP: Duration = Duration::from_secs(2);
+
+/// Waits `d`; tests that cross a time edge sleep real time against the server's clock. Every
+/// test sleeps through here (a test of the binary keeps it so). A sleep longer than
+/// [`LONGEST_FAST_SLEEP`] fails the test, unless `tests/real-time` lists it.
 pub async fn sleep(d: Duration) {
+    if d > LONGEST_FAST_SLEEP {
+        assert_real_time(d);
+    }
     tokio::time::sleep(d).await;
+}
+
+/// Fails unless the test on this thread is a real-time one. libtest names a test's thread
+/// after the test; a thread with another name (a runtime's worker, a run of one thread) is
+/// not checked.
+fn assert_real_time(d: Duration) {
+    let thread = std::thread::current();
+    let Some(test) = thread.name().filter(|name| name.contains("::")) else {
+        return;
+    };
+    let listed = include_str!("../real-time").lines().any(|entry| {
+        if entry.ends_with("::") {
+            test.starts_with(entry)
+        } else {
+            test == entry
+        }
+    });
+    assert!(
+        listed,
+        "{test} sleeps {d:?} on the real clock: more than {LONGEST_FAST_SLEEP:?} is for the \
+         tests listed in tests/real-time"
+    );
 }
 
 /// A moto server on a free loopback port: a real AWS-compatible endpoint for the SDK calls
