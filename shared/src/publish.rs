@@ -13,6 +13,7 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
 use crate::config::ConfigError;
+use crate::metrics::{MetricsSink, Record};
 use crate::queue::QueueEvent;
 
 /// The `source` of every queue state event.
@@ -85,6 +86,20 @@ impl Publisher {
             None => Publisher::disabled(),
             Some(bus) => Publisher::new(Client::new(crate::aws::sdk_config().await?), bus),
         })
+    }
+
+    /// What the promoter and the reaper do after each pass: writes its metrics, then
+    /// publishes its events. Returns how many events were not published.
+    pub async fn measure_and_publish<'e>(
+        &self,
+        metrics: &MetricsSink,
+        records: impl IntoIterator<Item = Record>,
+        events: impl IntoIterator<Item = &'e QueueEvent>,
+    ) -> u64 {
+        for record in records {
+            metrics.emit(&record);
+        }
+        self.publish(events).await.failed
     }
 
     /// Sends `events`; never fails. Failures are in the report and the log.

@@ -64,11 +64,8 @@ impl Deps {
 }
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
-pub async fn handle(
-    request: Request,
-    deps: &Deps,
-) -> Result<Response<Body>, std::convert::Infallible> {
-    Ok(http::answer(route(&request, deps)).await)
+pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
+    http::answer(route(&request, deps)).await
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {

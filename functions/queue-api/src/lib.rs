@@ -102,11 +102,19 @@ impl Deps {
 pub const SUMMARY_CACHE_CONTROL: &str = "public, max-age=2";
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
-pub async fn handle(
-    request: Request,
-    deps: &Deps,
-) -> Result<Response<Body>, std::convert::Infallible> {
-    Ok(http::answer(route(&request, deps)).await)
+pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
+    http::answer(route(&request, deps)).await
+}
+
+/// Whether `method` adds (`PUT`) or removes (`DELETE`); any other is 405.
+fn put_or_delete(method: &Method) -> Result<bool, Error> {
+    match *method {
+        Method::PUT => Ok(true),
+        Method::DELETE => Ok(false),
+        _ => Err(Error::MethodNotAllowed {
+            allow: "PUT, DELETE",
+        }),
+    }
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
@@ -129,28 +137,18 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 allow: "PUT, DELETE",
             }),
         },
-        ["queues", queue, "priority", user] => match *method {
-            Method::PUT | Method::DELETE => {
-                let (queue, user) = (QueueId::parse(queue)?, UserId::parse(user)?);
-                priority(deps, &queue, &user, method == Method::PUT).await
-            }
-            _ => Err(Error::MethodNotAllowed {
-                allow: "PUT, DELETE",
-            }),
-        },
+        ["queues", queue, "priority", user] => {
+            let put = put_or_delete(method)?;
+            priority(deps, &QueueId::parse(queue)?, &UserId::parse(user)?, put).await
+        }
         ["queues", queue, "access"] => match *method {
             Method::PUT => add_access(request, deps, &QueueId::parse(queue)?).await,
             _ => Err(Error::MethodNotAllowed { allow: "PUT" }),
         },
-        ["queues", queue, "access", user] => match *method {
-            Method::PUT | Method::DELETE => {
-                let (queue, user) = (QueueId::parse(queue)?, UserId::parse(user)?);
-                access_one(deps, &queue, &user, method == Method::PUT).await
-            }
-            _ => Err(Error::MethodNotAllowed {
-                allow: "PUT, DELETE",
-            }),
-        },
+        ["queues", queue, "access", user] => {
+            let put = put_or_delete(method)?;
+            access_one(deps, &QueueId::parse(queue)?, &UserId::parse(user)?, put).await
+        }
         ["queues", queue, "access-codes"] => match *method {
             Method::POST => mint_codes(request, deps, &QueueId::parse(queue)?).await,
             _ => Err(Error::MethodNotAllowed { allow: "POST" }),

@@ -138,10 +138,9 @@ pub async fn publish_and_measure(report: &PromotionReport, deps: &Deps) -> u64 {
         waiting = report.still_waiting(),
         "promotion tick"
     );
-    for record in report.records() {
-        deps.metrics.emit(&record);
-    }
-    deps.publisher.publish(report.events()).await.failed
+    deps.publisher
+        .measure_and_publish(&deps.metrics, report.records(), report.events())
+        .await
 }
 
 fn remaining_time(event: &LambdaEvent<Value>) -> Option<Duration> {

@@ -70,9 +70,8 @@ pub async fn reap_all(deps: &Deps) -> ReapReport {
         retired = total.retired(),
         "reaped"
     );
-    for record in total.records() {
-        deps.metrics.emit(&record);
-    }
-    deps.publisher.publish(total.events()).await;
+    deps.publisher
+        .measure_and_publish(&deps.metrics, total.records(), total.events())
+        .await;
     total
 }

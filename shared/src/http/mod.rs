@@ -14,5 +14,5 @@ pub use body::{bulk_json_body, json_body, json_document, MAX_BODY_BYTES, MAX_BUL
 pub use identity::{buyer, jwt_subject, lambda_authorizer_context, source_ip, verified_subject};
 pub use lambda::answer_lambda_event;
 pub use problem::problem;
-pub use response::{answer, empty, json, json_cached, page, respond};
+pub use response::{answer, empty, json, json_cached, page, respond, Answered};
 pub use route::{no_route, path_segments, segments};
