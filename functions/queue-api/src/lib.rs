@@ -5,7 +5,6 @@
 //! | `POST /queues/{queueId}/tokens` | take a place (201), or get one's existing place (200) |
 //! | `GET /queues/{queueId}/tokens/{token}` | where the token stands; a waiter's heartbeat |
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
-//!
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
