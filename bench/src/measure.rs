@@ -240,6 +240,19 @@ impl Bench {
             .expect("random waiters")
     }
 
+    /// How long one status call took for each of `count` random waiters of `queue`, sorted.
+    pub async fn status_latencies(&self, queue: &str, count: usize) -> Vec<Duration> {
+        let tokens = self.tokens_for(queue, count).await;
+        let mut samples = Vec::with_capacity(tokens.len());
+        for token in &tokens {
+            let t = Instant::now();
+            self.status(queue, token).await;
+            samples.push(t.elapsed());
+        }
+        samples.sort();
+        samples
+    }
+
     /// Tokens of `count` random waiters of `queue`.
     pub async fn tokens_for(&self, queue: &str, count: usize) -> Vec<String> {
         self.random_waiters(queue, count)

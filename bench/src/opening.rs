@@ -75,14 +75,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     tokio::time::sleep(Duration::from_millis(2100)).await;
     // The first tick after the opening: records the draw, admits the first slices.
     bench.promote_tick().await;
-    let tokens = bench.tokens_for(queue, 2000).await;
-    let mut samples = Vec::new();
-    for token in &tokens {
-        let t = Instant::now();
-        bench.status(queue, token).await;
-        samples.push(t.elapsed());
-    }
-    samples.sort();
+    let samples = bench.status_latencies(queue, 2000).await;
     bench.promote_tick().await;
     let slow: Vec<redis::Value> = redis::cmd("SLOWLOG")
         .arg("GET")

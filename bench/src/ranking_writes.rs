@@ -51,57 +51,36 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     bench.settle().await;
     // The batches below find the fold queue as a busy on-sale leaves it: never empty, so
     // each call spends its whole fold budget.
-    let (mut usec, mut commands, mut writes) = (0.0, 0, 0);
-    for round in 0..ROUNDS {
-        let batch: Vec<_> = (0..10)
-            .map(|i| {
-                let concert = &concerts[(round * 10 + i) * 37 % CONCERTS];
-                bench.payment(&format!("rw-{round}-{i}"), concert, &["rock", "pop"])
-            })
-            .collect();
-        let before = bench.commandstats().await;
-        bench.sqs_batch(batch).await;
-        let after = bench.commandstats().await;
-        usec += measure::usec_per_call(&before, &after, "evalsha");
-        let (all, written) = measure::commands_run(&before, &after);
-        commands += all;
-        writes += written;
-    }
-    let payments = (ROUNDS * 10) as f64;
-    report.row(
+    batch_row(
+        bench,
+        report,
         "batch of 10 payments, 2 genres each (recorded, then folded within the call's budget)",
-        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
-        &format!(
-            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
-            commands as f64 / payments,
-            writes as f64 / payments
-        ),
-    );
+        ROUNDS,
+        |round| {
+            (0..10)
+                .map(|i| {
+                    let concert = &concerts[(round * 10 + i) * 37 % CONCERTS];
+                    bench.payment(&format!("rw-{round}-{i}"), concert, &["rock", "pop"])
+                })
+                .collect()
+        },
+    )
+    .await;
     fold_rows(bench, report, "10 concerts a batch").await;
     // An on-sale: every payment of the batch for the one concert.
-    let (mut usec, mut commands, mut writes) = (0.0, 0, 0);
-    for round in 0..ROUNDS {
-        let concert = &concerts[round * 53 % CONCERTS];
-        let batch: Vec<_> = (0..10)
-            .map(|i| bench.payment(&format!("hot-{round}-{i}"), concert, &["rock", "pop"]))
-            .collect();
-        let before = bench.commandstats().await;
-        bench.sqs_batch(batch).await;
-        let after = bench.commandstats().await;
-        usec += measure::usec_per_call(&before, &after, "evalsha");
-        let (all, written) = measure::commands_run(&before, &after);
-        commands += all;
-        writes += written;
-    }
-    report.row(
+    batch_row(
+        bench,
+        report,
         "batch of 10 payments for one concert, 2 genres each",
-        &format!("{:.3} ms", usec / ROUNDS as f64 / 1000.0),
-        &format!(
-            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
-            commands as f64 / payments,
-            writes as f64 / payments
-        ),
-    );
+        ROUNDS,
+        |round| {
+            let concert = &concerts[round * 53 % CONCERTS];
+            (0..10)
+                .map(|i| bench.payment(&format!("hot-{round}-{i}"), concert, &["rock", "pop"]))
+                .collect()
+        },
+    )
+    .await;
     fold_rows(bench, report, "one concert a batch").await;
     let (mut usec, mut commands) = (0.0, 0);
     let now = chrono::Utc::now().to_rfc3339();
@@ -131,6 +110,38 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         "details hash bytes per concert",
         &format!("{:.1} B", bytes.unwrap_or(0) as f64 / CONCERTS as f64),
         "MEMORY USAGE of the one details hash ÷ 10 000 concerts",
+    );
+}
+
+/// Sends `batch(round)` as one SQS batch for each of `rounds` rounds, and reports the row
+/// `what`: the Redis time of a call, and the commands run per payment (all, and writes).
+async fn batch_row(
+    bench: &Bench,
+    report: &mut Report,
+    what: &str,
+    rounds: usize,
+    batch: impl Fn(usize) -> Vec<serde_json::Value>,
+) {
+    let (mut usec, mut commands, mut writes, mut payments) = (0.0, 0, 0, 0);
+    for round in 0..rounds {
+        let batch = batch(round);
+        payments += batch.len();
+        let before = bench.commandstats().await;
+        bench.sqs_batch(batch).await;
+        let after = bench.commandstats().await;
+        usec += measure::usec_per_call(&before, &after, "evalsha");
+        let (all, written) = measure::commands_run(&before, &after);
+        commands += all;
+        writes += written;
+    }
+    report.row(
+        what,
+        &format!("{:.3} ms", usec / rounds as f64 / 1000.0),
+        &format!(
+            "goal < 1 ms; {:.1} redis.calls per payment, of which {:.1} writes",
+            commands as f64 / payments as f64,
+            writes as f64 / payments as f64
+        ),
     );
 }
 

@@ -38,14 +38,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         bench.fill(queue, filled, target).await;
         let fill_rate = (target - filled) as f64 / started.elapsed().as_secs_f64();
         filled = target;
-        let tokens = bench.tokens_for(queue, 2000).await;
-        let mut samples = Vec::new();
-        for token in &tokens {
-            let t = Instant::now();
-            bench.status(queue, token).await;
-            samples.push(t.elapsed());
-        }
-        samples.sort();
+        let samples = bench.status_latencies(queue, 2000).await;
         let (p50, p99) = (percentile(&samples, 50.0), percentile(&samples, 99.0));
         let baseline = baseline::global_status_latency(bench, target).await;
         report.row(

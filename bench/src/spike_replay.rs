@@ -129,6 +129,18 @@ pub struct Run {
 }
 
 impl Run {
+    /// What follows a call that failed: a buyer whose place is over stops, counted as lost
+    /// unless it chose to go; after any other failure (Redis) the page tries again a second
+    /// later.
+    fn after_failure(&self, buyer: &Buyer, err: &Error, step: Step) -> Option<(Duration, Step)> {
+        if lost_place(err) {
+            self.lost(buyer, err);
+            return None;
+        }
+        self.counts.add(Kind::Failed);
+        Some((Duration::from_secs(1), step))
+    }
+
     fn lost(&self, buyer: &Buyer, err: &Error) {
         // A departure the buyer chose is no loss.
         if matches!(err.refusal(), Some(Departure::Left | Departure::Paid)) {
@@ -304,14 +316,7 @@ async fn serve(
             counts.add(Kind::Leave);
             return match room.leave(buyer.claims.as_ref()?).await {
                 Ok(_) => None,
-                Err(err) if lost_place(&err) => {
-                    run.lost(buyer, &err);
-                    None
-                }
-                Err(_) => {
-                    counts.add(Kind::Failed);
-                    Some((second, step))
-                }
+                Err(err) => run.after_failure(buyer, &err, step),
             };
         }
     };
@@ -328,15 +333,7 @@ async fn serve(
             }
             Some((buyer.after(told, run.exact), Step::Poll))
         }
-        Err(err) if lost_place(&err) => {
-            run.lost(buyer, &err);
-            None
-        }
-        Err(_) => {
-            // Redis failed the call: the page tries again a second later.
-            counts.add(Kind::Failed);
-            Some((second, step))
-        }
+        Err(err) => run.after_failure(buyer, &err, step),
     }
 }
 

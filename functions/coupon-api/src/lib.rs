@@ -70,12 +70,8 @@ pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request)?;
-    match segments
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match parts.as_slice() {
         ["coupons", coupon] => match *request.method() {
             Method::GET => read(deps, &CouponId::parse(coupon)?).await,
             Method::PUT => configure(request, deps, &CouponId::parse(coupon)?).await,

@@ -119,12 +119,8 @@ fn put_or_delete(method: &Method) -> Result<bool, Error> {
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let method = request.method();
     let segments = segments(request)?;
-    match segments
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match parts.as_slice() {
         ["queues", queue] => match *method {
             Method::GET => summary(deps, QueueId::parse(queue)?).await,
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),

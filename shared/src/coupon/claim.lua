@@ -17,12 +17,8 @@ local RATE_KEYS = {RATE_0, RATE_1}
 local user, ip, user_limit, ip_limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local ticket = ARGV[5]
 
-local c = redis.call('HMGET', CAMPAIGN, 'quantity', 'claimed', 'opens-at', 'closes-at',
-  'queue', 'expires-at', 'locator')
-if not c[1] then
-  if c[7] then return {'elsewhere', c[7]} end
-  return {'unknown'}
-end
+local c, absent = read_campaign()
+if not c then return absent end
 
 local held = redis.call('HGET', CLAIMS, user)
 if held then

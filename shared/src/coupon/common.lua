@@ -4,15 +4,23 @@ local CAMPAIGN = KEYS[1]
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
--- The campaign as every script answers it: {'campaign', quantity, claimed, opens-at,
--- closes-at, queue, expires-at} ('' for what is unset); {'elsewhere', queue} for the
--- locator of a campaign kept under its queue's tag; {'unknown'} when there is none.
-local function campaign_reply()
+-- The campaign's fields {quantity, claimed, opens-at, closes-at, queue, expires-at}
+-- (false for what is unset); or nil and the answer when it is not here: {'elsewhere', queue}
+-- for the locator of a campaign kept under its queue's tag, {'unknown'} when there is none.
+local function read_campaign()
   local c = redis.call('HMGET', CAMPAIGN, 'quantity', 'claimed', 'opens-at', 'closes-at',
     'queue', 'expires-at', 'locator')
   if not c[1] then
-    if c[7] then return {'elsewhere', c[7]} end
-    return {'unknown'}
+    if c[7] then return nil, {'elsewhere', c[7]} end
+    return nil, {'unknown'}
   end
+  return c
+end
+
+-- The campaign as every script answers it: {'campaign', quantity, claimed, opens-at,
+-- closes-at, queue, expires-at} ('' for what is unset), or read_campaign's answer.
+local function campaign_reply()
+  local c, absent = read_campaign()
+  if not c then return absent end
   return {'campaign', c[1], c[2] or '0', c[3] or '', c[4] or '', c[5] or '', c[6] or ''}
 end
