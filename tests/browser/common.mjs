@@ -35,10 +35,12 @@ export async function api(method, path, body) {
   return { status: r.status, body: text ? JSON.parse(text) : null };
 }
 
-// Waits until `holds()` answers true, asking every quarter second; fails after `timeout` ms.
-export async function until(holds, what, timeout = 20000) {
-  for (const end = Date.now() + timeout; !(await holds()); await new Promise((r) => setTimeout(r, 250))) {
-    assert.ok(Date.now() < end, `still not: ${what}`);
+// fn()'s first truthy answer, asked every 100 ms (waitForFunction does not wait on a promise).
+export async function until(fn, what, timeout = 20000) {
+  for (const end = Date.now() + timeout; ; await new Promise((r) => setTimeout(r, 100))) {
+    const answer = await fn();
+    if (answer) return answer;
+    if (Date.now() > end) throw new Error('timed out waiting for ' + what);
   }
 }
 

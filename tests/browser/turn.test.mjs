@@ -5,7 +5,7 @@
 // fires (emulate() below). axe-core checks every new state; screenshots go to SCREENSHOTS.
 import assert from 'node:assert/strict';
 import {
-  BASE, chromium, CHROMIUM, api, check, open, join, state, text, admission, endHarness, done,
+  BASE, chromium, CHROMIUM, api, check, open, join, state, text, until, admission, endHarness, done,
 } from './common.mjs';
 
 // Runs in the page before its script: setHidden() sets what the page reads of its visibility
@@ -48,15 +48,6 @@ async function heldQueue(queue, settings = {}) {
   const holder = await api('POST', `/queues/${queue}/tokens`, { userId: 'holder-' + queue });
   assert.equal(holder.body.status, 'active', JSON.stringify(holder.body));
   return holder.body.token;
-}
-
-// fn()'s first truthy answer, asked every 100 ms (waitForFunction does not wait on a promise).
-async function until(fn, what, timeout = 20000) {
-  for (const end = Date.now() + timeout; ; await new Promise((r) => setTimeout(r, 100))) {
-    const answer = await fn();
-    if (answer) return answer;
-    if (Date.now() > end) throw new Error('timed out waiting for ' + what);
-  }
 }
 
 // The notifications the page's service worker shows.

@@ -57,7 +57,7 @@ fn every_real_time_entry_is_a_suite_or_a_test_of_this_binary_and_reliability_nam
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let main = include_str!("main.rs");
     let reliability = include_str!("../../RELIABILITY.md");
-    let entries = include_str!("../real-time");
+    let entries = lineup_tests::REAL_TIME;
     assert!(entries.lines().count() > 5);
     for entry in entries.lines() {
         let (suite, test) = entry.split_once("::").expect("suite::[test]");

@@ -812,6 +812,21 @@ pub async fn sleep(d: Duration) {
     tokio::time::sleep(d).await;
 }
 
+/// `tests/real-time`: the suites (`suite::`) and the tests whose subject is real time, one a
+/// line (RELIABILITY.md, "Real-time suites").
+pub const REAL_TIME: &str = include_str!("../real-time");
+
+/// Whether `test`, a test's path in the binary, is listed in [`REAL_TIME`].
+pub fn is_real_time(test: &str) -> bool {
+    REAL_TIME.lines().any(|entry| {
+        if entry.ends_with("::") {
+            test.starts_with(entry)
+        } else {
+            test == entry
+        }
+    })
+}
+
 /// Fails unless the test on this thread is a real-time one. libtest names a test's thread
 /// after the test; a thread with another name (a runtime's worker, a run of one thread) is
 /// not checked.
@@ -820,15 +835,8 @@ fn assert_real_time(d: Duration) {
     let Some(test) = thread.name().filter(|name| name.contains("::")) else {
         return;
     };
-    let listed = include_str!("../real-time").lines().any(|entry| {
-        if entry.ends_with("::") {
-            test.starts_with(entry)
-        } else {
-            test == entry
-        }
-    });
     assert!(
-        listed,
+        is_real_time(test),
         "{test} sleeps {d:?} on the real clock: more than {LONGEST_FAST_SLEEP:?} is for the \
          tests listed in tests/real-time"
     );

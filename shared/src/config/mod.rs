@@ -82,8 +82,8 @@ impl Environment {
         RankingSettings::read(&self.vars())
     }
 
-    /// The limits on arrivals per buyer and per source: queue-api (in [`QueueConfig`]) and
-    /// coupon-api.
+    /// The limits on arrivals per buyer and per source: coupon-api, and every function that
+    /// reads [`QueueConfig`], which holds them for queue-api's token requests.
     pub fn rate_limits(&self) -> Result<RateLimits, ConfigError> {
         RateLimits::read(&self.vars())
     }
