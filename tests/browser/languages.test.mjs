@@ -202,7 +202,7 @@ try {
   });
 
   // A session that ends, and a waiter dropped for absence.
-  const brief = each(async (lang) => {
+  await each(async (lang) => {
     const queue = id('brief', lang);
     assert.equal((await api('PUT', `/queues/${queue}/settings`, { capacity: 1, sessionSeconds: 3, waitingIdleSeconds: 5 })).status, 200);
     const d = await buyer(browser, lang);
@@ -229,7 +229,7 @@ try {
   });
 
   // Paused with a message, then closed, then full; and sold out by the booking system.
-  const hold = each(async (lang) => {
+  await each(async (lang) => {
     const queue = id('hold', lang);
     assert.equal((await api('PUT', `/queues/${queue}/settings`, { capacity: 1, sessionSeconds: 600 })).status, 200);
     assert.equal((await api('POST', `/queues/${queue}/tokens`, { userId: 'holder' })).body.status, 'active');
@@ -277,10 +277,6 @@ try {
     await check(p.page, `sold-out-${lang}`);
     await p.context.close();
   });
-
-  // The two steps above wait on real time (a session's end, an idle period), so they run
-  // side by side.
-  await Promise.all([brief, hold]);
 
   await each(async (lang) => {
     const y = drawing[lang];
