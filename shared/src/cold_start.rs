@@ -11,7 +11,8 @@
 
 use crate::config::{Config, ConfigError, RateLimits, SecretPolicy};
 use crate::coupon::Coupons;
-use crate::publish::Publisher;
+use crate::metrics::MetricsSink;
+use crate::publish::{Outlet, Publisher};
 use crate::queue::WaitingRoom;
 use crate::ranking::Rankings;
 use crate::store::Conn;
@@ -65,6 +66,14 @@ impl Started {
             conn,
             publisher,
         })
+    }
+
+    /// Where the function's counts and events go, writing metrics to `metrics`.
+    pub fn outlet(&self, metrics: MetricsSink) -> Outlet {
+        Outlet {
+            publisher: self.publisher.clone(),
+            metrics,
+        }
     }
 
     /// The waiting room, with its settings read from the environment.

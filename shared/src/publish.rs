@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::config::ConfigError;
 use crate::metrics::{MetricsSink, Record};
 use crate::queue::QueueEvent;
+use crate::telemetry::Totals;
 
 /// The `source` of every queue state event.
 pub const SOURCE: &str = "lineup.queue";
@@ -37,6 +38,32 @@ pub struct Publisher {
 struct Target {
     client: Client,
     bus: String,
+}
+
+/// Where a function's counts and events go: CloudWatch metrics and the bus. A pass of the
+/// promoter or the reaper reports through [`Outlet::report`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Outlet {
+    pub publisher: Publisher,
+    pub metrics: MetricsSink,
+}
+
+impl Outlet {
+    /// Logs the pass's `totals` under `what`, writes its `records`, then publishes its
+    /// `events`. Returns how many events were not published.
+    pub async fn report<'e>(
+        &self,
+        what: &str,
+        totals: Totals,
+        records: impl IntoIterator<Item = Record>,
+        events: impl IntoIterator<Item = &'e QueueEvent>,
+    ) -> u64 {
+        tracing::info!(%totals, "{what}");
+        for record in records {
+            self.metrics.emit(&record);
+        }
+        self.publisher.publish(events).await.failed
+    }
 }
 
 /// What one `publish` did.
@@ -86,20 +113,6 @@ impl Publisher {
             None => Publisher::disabled(),
             Some(bus) => Publisher::new(Client::new(crate::aws::sdk_config().await?), bus),
         })
-    }
-
-    /// What the promoter and the reaper do after each pass: writes its metrics, then
-    /// publishes its events. Returns how many events were not published.
-    pub async fn measure_and_publish<'e>(
-        &self,
-        metrics: &MetricsSink,
-        records: impl IntoIterator<Item = Record>,
-        events: impl IntoIterator<Item = &'e QueueEvent>,
-    ) -> u64 {
-        for record in records {
-            metrics.emit(&record);
-        }
-        self.publish(events).await.failed
     }
 
     /// Sends `events`; never fails. Failures are in the report and the log.

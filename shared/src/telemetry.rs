@@ -4,6 +4,8 @@
 //! `RUST_LOG` takes a level (`debug`) or per-target levels (`warn,lineup=debug`); it is
 //! parsed as [`Targets`], which needs no regex engine in the binaries.
 
+use std::fmt;
+
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
 
@@ -36,4 +38,33 @@ pub fn init_text() {
     let _ = tracing_subscriber::registry()
         .with(text.with_filter(filter()))
         .try_init();
+}
+
+/// A pass's totals for its one log line (the promoter's tick, the reaper's run), shown as
+/// `name=value` pairs in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Totals(pub Vec<(&'static str, u64)>);
+
+impl fmt::Display for Totals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (name, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{name}={value}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Totals;
+
+    #[test]
+    fn totals_read_as_name_value_pairs_in_order() {
+        let totals = Totals(vec![("queues", 2), ("admitted", 10)]);
+        assert_eq!(totals.to_string(), "queues=2 admitted=10");
+        assert_eq!(Totals(vec![]).to_string(), "");
+    }
 }

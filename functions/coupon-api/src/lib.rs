@@ -24,7 +24,7 @@ use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
-use lineup::http::{self, json, json_body, json_cached, no_route, segments};
+use lineup::http::{self, allow, json, json_body, json_cached, no_route, segments};
 use lineup::ids::CouponId;
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -77,10 +77,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             Method::PUT => configure(request, deps, &CouponId::parse(coupon)?).await,
             _ => Err(Error::MethodNotAllowed { allow: "GET, PUT" }),
         },
-        ["coupons", coupon, "claims"] => match *request.method() {
-            Method::POST => claim(request, deps, &CouponId::parse(coupon)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "POST" }),
-        },
+        ["coupons", coupon, "claims"] => {
+            allow(request.method(), "POST")?;
+            claim(request, deps, &CouponId::parse(coupon)?).await
+        }
         _ => Err(no_route(request)),
     }
 }

@@ -42,12 +42,12 @@ use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
-use lineup::http::{self, json, json_body, lambda_authorizer_context, no_route, segments};
+use lineup::http::{self, allow, json, json_body, lambda_authorizer_context, no_route, segments};
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
 use lineup::publish::Publisher;
-use lineup::queue::access::{AccessCode, AccessList, ACCESS_BULK_MAX};
+use lineup::queue::access::{AccessCode, ListSize, ACCESS_BULK_MAX};
 use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -107,13 +107,8 @@ pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
 
 /// Whether `method` adds (`PUT`) or removes (`DELETE`); any other is 405.
 fn put_or_delete(method: &Method) -> Result<bool, Error> {
-    match *method {
-        Method::PUT => Ok(true),
-        Method::DELETE => Ok(false),
-        _ => Err(Error::MethodNotAllowed {
-            allow: "PUT, DELETE",
-        }),
-    }
+    allow(method, "PUT, DELETE")?;
+    Ok(*method == Method::PUT)
 }
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
@@ -121,10 +116,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     let segments = segments(request)?;
     let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
     match parts.as_slice() {
-        ["queues", queue] => match *method {
-            Method::GET => summary(deps, QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
-        },
+        ["queues", queue] => {
+            allow(method, "GET")?;
+            summary(deps, QueueId::parse(queue)?).await
+        }
         ["queues", queue, "settings"] => match *method {
             Method::PUT => configure(request, deps, QueueId::parse(queue)?).await,
             Method::DELETE => close(deps, QueueId::parse(queue)?).await,
@@ -132,34 +127,41 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 allow: "PUT, DELETE",
             }),
         },
-        ["queues", queue, "priority", user] => {
+        ["queues", queue, list @ ("priority" | "access"), user] => {
             let put = put_or_delete(method)?;
-            priority(deps, &QueueId::parse(queue)?, &UserId::parse(user)?, put).await
+            let list = match *list {
+                "priority" => BuyerList::Priority,
+                _ => BuyerList::Access,
+            };
+            edit_list(
+                deps,
+                list,
+                &QueueId::parse(queue)?,
+                &UserId::parse(user)?,
+                put,
+            )
+            .await
         }
-        ["queues", queue, "access"] => match *method {
-            Method::PUT => add_access(request, deps, &QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "PUT" }),
-        },
-        ["queues", queue, "access", user] => {
-            let put = put_or_delete(method)?;
-            access_one(deps, &QueueId::parse(queue)?, &UserId::parse(user)?, put).await
+        ["queues", queue, "access"] => {
+            allow(method, "PUT")?;
+            add_access(request, deps, &QueueId::parse(queue)?).await
         }
-        ["queues", queue, "access-codes"] => match *method {
-            Method::POST => mint_codes(request, deps, &QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "POST" }),
-        },
-        ["queues", queue, "admission"] => match *method {
-            Method::GET => admission(request, &QueueId::parse(queue)?),
-            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
-        },
-        ["queues", queue, "wait"] => match *method {
-            Method::GET => wait_page(request, deps, &QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
-        },
-        ["queues", queue, "wait", asset] => match *method {
-            Method::GET => wait_asset(deps, &QueueId::parse(queue)?, asset).await,
-            _ => Err(Error::MethodNotAllowed { allow: "GET" }),
-        },
+        ["queues", queue, "access-codes"] => {
+            allow(method, "POST")?;
+            mint_codes(request, deps, &QueueId::parse(queue)?).await
+        }
+        ["queues", queue, "admission"] => {
+            allow(method, "GET")?;
+            admission(request, &QueueId::parse(queue)?)
+        }
+        ["queues", queue, "wait"] => {
+            allow(method, "GET")?;
+            wait_page(request, deps, &QueueId::parse(queue)?).await
+        }
+        ["queues", queue, "wait", asset] => {
+            allow(method, "GET")?;
+            wait_asset(deps, &QueueId::parse(queue)?, asset).await
+        }
         ["queues", queue, "wait", "i18n", lang] => match *method {
             Method::GET => {
                 QueueId::parse(queue)?;
@@ -172,18 +174,18 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             }
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),
         },
-        ["queues", queue, "tokens"] => match *method {
-            Method::POST => issue(request, deps, QueueId::parse(queue)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "POST" }),
-        },
+        ["queues", queue, "tokens"] => {
+            allow(method, "POST")?;
+            issue(request, deps, QueueId::parse(queue)?).await
+        }
         ["queues", queue, "tokens", token] => {
             let queue = QueueId::parse(queue)?;
-            match *method {
-                Method::GET => status(request, deps, &queue, token).await,
-                Method::DELETE => leave(request, deps, &queue, token).await,
-                _ => Err(Error::MethodNotAllowed {
-                    allow: "GET, DELETE",
-                }),
+            allow(method, "GET, DELETE")?;
+            let claims = claims_on(request, &queue, token, deps)?;
+            if *method == Method::GET {
+                status(deps, &claims).await
+            } else {
+                leave(deps, &claims).await
             }
         }
         _ => Err(no_route(request)),
@@ -255,28 +257,17 @@ fn claims_on(
 }
 
 /// A token's standing; 410 with the reason when its session or place is over.
-async fn status(
-    request: &Request,
-    deps: &Deps,
-    queue: &QueueId,
-    token: &str,
-) -> Result<Response<Body>, Error> {
-    let claims = claims_on(request, queue, token, deps)?;
-    let state = deps.room.status(&claims).await?;
+async fn status(deps: &Deps, claims: &TokenClaims) -> Result<Response<Body>, Error> {
+    let state = deps.room.status(claims).await?;
     Ok(json(
         StatusCode::OK,
-        &TokenStatus::new(&claims, &state, deps),
+        &TokenStatus::new(claims, &state, deps),
     ))
 }
 
-async fn leave(
-    request: &Request,
-    deps: &Deps,
-    queue: &QueueId,
-    token: &str,
-) -> Result<Response<Body>, Error> {
-    let claims = claims_on(request, queue, token, deps)?;
-    let left = deps.room.leave(&claims).await?;
+/// Leaves the line, or gives up the session.
+async fn leave(deps: &Deps, claims: &TokenClaims) -> Result<Response<Body>, Error> {
+    let left = deps.room.leave(claims).await?;
     deps.publisher.publish(&left.events).await;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
@@ -301,27 +292,32 @@ async fn configure(
     Ok(json(StatusCode::OK, &configured.settings))
 }
 
-/// Puts `user` on `queue`'s priority list (`add`) or takes them off; answers the list's size.
-async fn priority(
+/// A list of buyers an operator edits one user id at a time.
+#[derive(Clone, Copy, Debug)]
+enum BuyerList {
+    /// Admitted first, in a lane of their own.
+    Priority,
+    /// Who may join a presale.
+    Access,
+}
+
+/// Puts `user` on `queue`'s `list` (`add`) or takes them off; answers the list's size.
+async fn edit_list(
     deps: &Deps,
+    list: BuyerList,
     queue: &QueueId,
     user: &UserId,
     add: bool,
 ) -> Result<Response<Body>, Error> {
-    let size = if add {
-        deps.room.add_priority(queue, user).await?
-    } else {
-        deps.room.remove_priority(queue, user).await?
+    let room = &deps.room;
+    let size = match (list, add) {
+        (BuyerList::Priority, true) => room.add_priority(queue, user).await?,
+        (BuyerList::Priority, false) => room.remove_priority(queue, user).await?,
+        (BuyerList::Access, true) => room.add_access(queue, std::slice::from_ref(user)).await?,
+        (BuyerList::Access, false) => room.remove_access(queue, user).await?,
     };
-    tracing::info!(%queue, add, size, "priority list changed");
-    Ok(json(StatusCode::OK, &PriorityList { size }))
-}
-
-/// The answer of the priority routes.
-#[derive(Serialize)]
-struct PriorityList {
-    /// How many user ids the list holds now.
-    size: u64,
+    tracing::info!(%queue, ?list, add, size, "buyer list changed");
+    Ok(json(StatusCode::OK, &ListSize { size }))
 }
 
 /// The body of `PUT /queues/{queueId}/access`.
@@ -352,25 +348,7 @@ async fn add_access(
         .collect::<Result<Vec<_>, _>>()?;
     let size = deps.room.add_access(queue, &users).await?;
     tracing::info!(%queue, added = users.len(), size, "access list changed");
-    Ok(json(StatusCode::OK, &AccessList { size }))
-}
-
-/// Puts `user` on `queue`'s access list (`add`) or takes them off; answers the list's size.
-async fn access_one(
-    deps: &Deps,
-    queue: &QueueId,
-    user: &UserId,
-    add: bool,
-) -> Result<Response<Body>, Error> {
-    let size = if add {
-        deps.room
-            .add_access(queue, std::slice::from_ref(user))
-            .await?
-    } else {
-        deps.room.remove_access(queue, user).await?
-    };
-    tracing::info!(%queue, add, size, "access list changed");
-    Ok(json(StatusCode::OK, &AccessList { size }))
+    Ok(json(StatusCode::OK, &ListSize { size }))
 }
 
 /// The body of `POST /queues/{queueId}/access-codes`.

@@ -13,7 +13,7 @@ use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::ids::QueueId;
 use lineup::metrics::MetricsSink;
-use lineup::publish::Publisher;
+use lineup::publish::Outlet;
 use lineup::queue::{PromotionReport, WaitingRoom};
 use serde::Serialize;
 use serde_json::Value;
@@ -22,8 +22,7 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Deps {
     pub room: WaitingRoom,
-    pub publisher: Publisher,
-    pub metrics: MetricsSink,
+    pub outlet: Outlet,
     /// The registry as read by the last tick, kept while the container lives.
     pub known_queues: KnownQueues,
 }
@@ -34,8 +33,7 @@ impl Deps {
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Deps {
             room: started.room()?,
-            publisher: started.publisher.clone(),
-            metrics,
+            outlet: started.outlet(metrics),
             known_queues: KnownQueues::default(),
         })
     }
@@ -130,16 +128,13 @@ pub async fn tick(deps: &Deps) -> Result<PromotionReport, lineup::Error> {
 
 /// Publishes the tick's events and writes its metrics; returns the events not published.
 pub async fn publish_and_measure(report: &PromotionReport, deps: &Deps) -> u64 {
-    tracing::info!(
-        queues = report.queues.len(),
-        admitted = report.admitted(),
-        abandoned = report.abandoned(),
-        expired = report.expired(),
-        waiting = report.still_waiting(),
-        "promotion tick"
-    );
-    deps.publisher
-        .measure_and_publish(&deps.metrics, report.records(), report.events())
+    deps.outlet
+        .report(
+            "promotion tick",
+            report.totals(),
+            report.records(),
+            report.events(),
+        )
         .await
 }
 

@@ -14,7 +14,7 @@ use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::metrics::MetricsSink;
-use lineup::publish::Publisher;
+use lineup::publish::Outlet;
 use lineup::queue::{ReapReport, WaitingRoom};
 use serde_json::Value;
 
@@ -22,8 +22,7 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Deps {
     pub room: WaitingRoom,
-    pub publisher: Publisher,
-    pub metrics: MetricsSink,
+    pub outlet: Outlet,
 }
 
 impl Deps {
@@ -32,8 +31,7 @@ impl Deps {
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Deps {
             room: started.room()?,
-            publisher: started.publisher.clone(),
-            metrics,
+            outlet: started.outlet(metrics),
         })
     }
 }
@@ -62,16 +60,8 @@ pub async fn reap_all(deps: &Deps) -> ReapReport {
             Err(err) => tracing::warn!(%queue, error = %err, "reaping failed"),
         }
     }
-    tracing::info!(
-        queues = total.queues.len(),
-        expired = total.expired(),
-        abandoned = total.abandoned(),
-        given_back = total.given_back(),
-        retired = total.retired(),
-        "reaped"
-    );
-    deps.publisher
-        .measure_and_publish(&deps.metrics, total.records(), total.events())
+    deps.outlet
+        .report("reaped", total.totals(), total.records(), total.events())
         .await;
     total
 }

@@ -13,12 +13,12 @@
 
 use std::collections::HashMap;
 
-use lambda_http::http::{Method, StatusCode};
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
-use lineup::http::{self, json_cached, no_route, segments};
+use lineup::http::{self, allow, json_cached, no_route, segments};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
 use lineup::ranking::{parse_date, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
@@ -62,10 +62,12 @@ pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request)?;
     let (period, concert) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["rankings"] => return get_only(request).and_then(|()| page_part("")),
-        ["rankings", "assets", asset] => return get_only(request).and_then(|()| page_part(asset)),
+        ["rankings"] => return allow(request.method(), "GET").and_then(|()| page_part("")),
+        ["rankings", "assets", asset] => {
+            return allow(request.method(), "GET").and_then(|()| page_part(asset))
+        }
         ["rankings", "assets", "i18n", lang] => {
-            get_only(request)?;
+            allow(request.method(), "GET")?;
             return http::page(
                 pages::strings(lang)?,
                 pages::JSON,
@@ -77,7 +79,7 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         ["rankings", period, "concerts", concert] => (period, Some(concert)),
         _ => return Err(no_route(request)),
     };
-    get_only(request)?;
+    allow(request.method(), "GET")?;
     let period = Period::parse(period)?;
     let query = Query::parse(request.uri().query().unwrap_or(""))?;
     let genre = query.get("genre").map(Genre::parse).transpose()?;
@@ -146,13 +148,6 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             ))
         }
     }
-}
-
-fn get_only(request: &Request) -> Result<(), Error> {
-    if request.method() != Method::GET {
-        return Err(Error::MethodNotAllowed { allow: "GET" });
-    }
-    Ok(())
 }
 
 /// The rankings page (`""`), its script or its styles.

@@ -20,7 +20,7 @@ use lambda_runtime::LambdaEvent;
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::metrics::{MetricsSink, Record};
-use lineup::publish::Publisher;
+use lineup::publish::Outlet;
 use lineup::queue::{Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom};
 use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
 use lineup::store::Batch;
@@ -31,8 +31,7 @@ use serde_json::Value;
 pub struct Deps {
     pub rankings: Rankings,
     pub room: WaitingRoom,
-    pub publisher: Publisher,
-    pub metrics: MetricsSink,
+    pub outlet: Outlet,
 }
 
 impl Deps {
@@ -42,8 +41,7 @@ impl Deps {
         Ok(Deps {
             rankings: started.rankings()?,
             room: started.room()?,
-            publisher: started.publisher.clone(),
-            metrics,
+            outlet: started.outlet(metrics),
         })
     }
 }
@@ -80,7 +78,7 @@ pub async fn handle(
                 "the tick left work for the next one"
             );
         }
-        deps.metrics.emit(
+        deps.outlet.metrics.emit(
             &Record::new()
                 .dimension("service", "rankings")
                 .count("tickFolded", tick.folded)
@@ -196,7 +194,7 @@ pub async fn apply_events_reporting(
         }
     };
     let late = late_payments(&commands, &applied.outcomes, deps);
-    deps.publisher.publish(&applied.events).await;
+    deps.outlet.publisher.publish(&applied.events).await;
     let released = applied
         .events
         .iter()
@@ -225,7 +223,9 @@ pub async fn apply_events_reporting(
             _ => {}
         }
     }
-    deps.metrics.emit(&metrics(&verdicts, late, released));
+    deps.outlet
+        .metrics
+        .emit(&metrics(&verdicts, late, released));
     (verdicts, error)
 }
 

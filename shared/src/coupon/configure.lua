@@ -28,15 +28,7 @@ local claimed = tonumber(held[3] or '0')
 if quantity < claimed then return {'below-claimed', claimed} end
 if not write then return {'ok', held[2] and 0 or 1} end
 redis.call('HSET', CAMPAIGN, 'quantity', quantity, 'claimed', claimed, 'expires-at', expires)
-local optional = {{'queue', queue}, {'opens-at', opens_at}, {'closes-at', closes_at}}
-for _, pair in ipairs(optional) do
-  local field, value = pair[1], pair[2]
-  if value == '' then
-    redis.call('HDEL', CAMPAIGN, field)
-  else
-    redis.call('HSET', CAMPAIGN, field, value)
-  end
-end
+write_fields(CAMPAIGN, {['queue'] = queue, ['opens-at'] = opens_at, ['closes-at'] = closes_at})
 for _, key in ipairs({CAMPAIGN, CLAIMS, OUTBOX}) do
   redis.call('PEXPIREAT', key, expires)
 end

@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
 use crate::store::{
     assemble, lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged,
-    RATE_LIMIT_LUA,
+    FIELDS_LUA, RATE_LIMIT_LUA,
 };
 use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
 
@@ -51,9 +51,9 @@ pub const MAX_QUANTITY: u64 = 10_000_000;
 /// The prelude every coupon script that reads a campaign begins with (`common.lua`).
 const COMMON_LUA: &str = include_str!("common.lua");
 
-/// A coupon script's text: the prelude and the store's rate limit, then `body`.
+/// A coupon script's text: the prelude and the store's helpers, then `body`.
 fn coupon_lua(body: &str) -> String {
-    assemble(&[COMMON_LUA, RATE_LIMIT_LUA], body)
+    assemble(&[COMMON_LUA, RATE_LIMIT_LUA, FIELDS_LUA], body)
 }
 
 /// The keys the configure and pending scripts take ([`CouponKeys::stored`]).

@@ -15,4 +15,4 @@ pub use identity::{buyer, jwt_subject, lambda_authorizer_context, source_ip, ver
 pub use lambda::answer_lambda_event;
 pub use problem::problem;
 pub use response::{answer, empty, json, json_cached, page, respond, Answered};
-pub use route::{no_route, path_segments, segments};
+pub use route::{allow, no_route, path_segments, segments};

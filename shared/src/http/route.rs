@@ -1,6 +1,7 @@
-//! Path matching: a request's path as its decoded segments, and the error of a path no route
-//! takes.
+//! Path matching: a request's path as its decoded segments, the error of a path no route
+//! takes, and the error of a method a route does not take.
 
+use lambda_http::http::Method;
 use lambda_http::Request;
 use percent_encoding::percent_decode_str;
 
@@ -32,4 +33,14 @@ pub fn path_segments(path: &str) -> Option<Vec<String>> {
 /// The 404 for a path no route matches.
 pub fn no_route(request: &Request) -> Error {
     Error::NotFound(format!("no route for {}", request.uri().path()))
+}
+
+/// `Ok` when `method` is one of `allowed`, the methods a route takes as an `Allow` header
+/// lists them (`"PUT, DELETE"`); else the 405 that names them.
+pub fn allow(method: &Method, allowed: &'static str) -> Result<(), Error> {
+    if allowed.split(", ").any(|name| name == method.as_str()) {
+        Ok(())
+    } else {
+        Err(Error::MethodNotAllowed { allow: allowed })
+    }
 }

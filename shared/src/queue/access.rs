@@ -104,10 +104,10 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What a bulk upload did.
+/// The answer of the routes that edit a list of buyers (access, priority).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AccessList {
+pub struct ListSize {
     /// How many user ids the list holds now.
     pub size: u64,
 }

@@ -90,13 +90,7 @@ redis.call('HSETNX', SETTINGS, 'created', NOW)
 -- The operator owns the hash from now on, also one a sold-out event made with an expiry.
 redis.call('PERSIST', SETTINGS)
 keep_meta()
-for field, value in pairs(changed) do
-  if value == '' then
-    redis.call('HDEL', SETTINGS, field)
-  else
-    redis.call('HSET', SETTINGS, field, value)
-  end
-end
+write_fields(SETTINGS, changed)
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access')

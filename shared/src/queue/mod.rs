@@ -47,7 +47,8 @@ use redis::Script;
 use crate::config::QueueConfig;
 use crate::ids::QueueId;
 use crate::store::{
-    assemble, lua_script, primary_read_script, Conn, NamedScript, ScriptCall, RATE_LIMIT_LUA,
+    assemble, lua_script, primary_read_script, Conn, NamedScript, ScriptCall, FIELDS_LUA,
+    RATE_LIMIT_LUA,
 };
 use keys::QueueKeys;
 use schedule::SeedCache;
@@ -74,11 +75,12 @@ pub const IDLE_WINDOWS: u32 = 10;
 
 /// The prelude every queue script begins with, in this order: `common.lua` (its keys, the
 /// environment's defaults, the queue's settings and meta, the outage clock), then the helpers
-/// by concern: the rate limit (the store's), presence, sessions (their lengths), departures, promotion and replies (the
+/// by concern: the rate limit and the field writer (the store's), presence, sessions (their lengths), departures, promotion and replies (the
 /// answers, the wait estimate and the poll interval). Each file uses only those before it.
-const PRELUDE: [&str; 7] = [
+const PRELUDE: [&str; 8] = [
     include_str!("common.lua"),
     RATE_LIMIT_LUA,
+    FIELDS_LUA,
     include_str!("presence.lua"),
     include_str!("sessions.lua"),
     include_str!("departures.lua"),

@@ -55,12 +55,12 @@ local function heartbeat(ticket, present_ms)
   read_ticket = nil
   if is_stale(SEEN_AT) or (long and is_stale(LONG_SEEN_AT)) then
     SEEN_AT, KEPT_AT = NOW, nil
+    local noted = {'seen-at', NOW}
     if long then
       LONG_SEEN_AT = NOW
-      redis.call('HSET', META, 'seen-at', NOW, 'long-seen-at', NOW)
-    else
-      redis.call('HSET', META, 'seen-at', NOW)
+      noted[3], noted[4] = 'long-seen-at', NOW
     end
+    redis.call('HSET', META, unpack(noted))
   end
 end
 

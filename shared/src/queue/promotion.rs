@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::ids::QueueId;
 use crate::metrics::{Record, Unit, MAX_VALUES};
 use crate::store::{Batch, Staged};
+use crate::telemetry::Totals;
 
 /// Most follow-up script calls per queue in one tick, beyond the first.
 const MAX_EXTRA_SLICES: usize = 100;
@@ -91,6 +92,17 @@ impl PromotionReport {
 
     pub fn still_waiting(&self) -> u64 {
         self.queues.iter().map(|q| q.waiting).sum()
+    }
+
+    /// The tick's totals for its log line.
+    pub fn totals(&self) -> Totals {
+        Totals(vec![
+            ("queues", self.queues.len() as u64),
+            ("admitted", self.admitted()),
+            ("abandoned", self.abandoned()),
+            ("expired", self.expired()),
+            ("waiting", self.still_waiting()),
+        ])
     }
 
     /// Every event of the tick, queue by queue.

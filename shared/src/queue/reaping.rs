@@ -9,6 +9,7 @@ use super::{QueueEvent, QueueEventKind, WaitingRoom, REAP};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::metrics::Record;
+use crate::telemetry::Totals;
 
 /// Waiters the reaper examines per script call, so no call blocks Redis for long.
 pub(crate) const REAP_CHUNK: u32 = 50;
@@ -55,6 +56,17 @@ impl ReapReport {
 
     pub fn script_calls(&self) -> u64 {
         self.queues.iter().map(|q| q.script_calls).sum()
+    }
+
+    /// The run's totals for its log line.
+    pub fn totals(&self) -> Totals {
+        Totals(vec![
+            ("queues", self.queues.len() as u64),
+            ("expired", self.expired()),
+            ("abandoned", self.abandoned()),
+            ("givenBack", self.given_back()),
+            ("retired", self.retired()),
+        ])
     }
 
     pub fn events(&self) -> impl Iterator<Item = &QueueEvent> {

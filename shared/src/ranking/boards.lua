@@ -55,28 +55,40 @@ local function count(key, concert, seats, capacity, expires_at, fixed)
   return total
 end
 
--- Seats the fold (fold.lua) has taken and not yet put on the boards, one sum per (board,
--- concert): many payments for one concert write each board once. write_tallies() counts
--- them, in order; the fold calls it before a refund and at its end.
-local tallies, tallied = {}, {}
-local function tally(key, concert, seats, capacity, expires_at, fixed)
-  local id = key .. ' ' .. concert
-  local t = tallies[id]
+-- Sums of seats per (key, member), kept in the order first added, so that a batch writes
+-- each once: add_sum gathers, write_sums hands each sum to a writer and empties them. An
+-- entry is {key, member, seats, capacity, expires_at, fixed}; a later expiry wins.
+local function new_sums()
+  return {entries = {}, order = {}}
+end
+
+local function add_sum(sums, key, member, seats, capacity, expires_at, fixed)
+  local id = key .. ' ' .. member
+  local t = sums.entries[id]
   if t then
     t[3] = t[3] + seats
-    if expires_at > t[5] then t[5] = expires_at end
+    if expires_at and expires_at > t[5] then t[5] = expires_at end
   else
-    tallies[id] = {key, concert, seats, capacity or false, expires_at, fixed}
-    tallied[#tallied + 1] = id
+    sums.entries[id] = {key, member, seats, capacity or false, expires_at, fixed}
+    sums.order[#sums.order + 1] = id
   end
 end
 
+local function write_sums(sums, write)
+  for _, id in ipairs(sums.order) do write(unpack(sums.entries[id], 1, 6)) end
+  sums.entries, sums.order = {}, {}
+end
+
+-- Seats the fold (fold.lua) has taken and not yet put on the boards, one sum per (board,
+-- concert): many payments for one concert write each board once. write_tallies() counts
+-- them, in order; the fold calls it before a refund and at its end.
+local board_sums = new_sums()
+local function tally(key, concert, seats, capacity, expires_at, fixed)
+  add_sum(board_sums, key, concert, seats, capacity, expires_at, fixed)
+end
+
 local function write_tallies()
-  for _, id in ipairs(tallied) do
-    local t = tallies[id]
-    count(t[1], t[2], t[3], t[4], t[5], t[6])
-  end
-  tallies, tallied = {}, {}
+  write_sums(board_sums, count)
 end
 
 -- Takes back up to `seats` from the concert on `key`: at zero it leaves the board and its

@@ -17,25 +17,18 @@ local window_marks = nil
 -- What this call's payments add to bucket hash fields, one sum per (hash, field): a batch of
 -- payments for one concert writes each once. Written before any other command and at the end
 -- (write_window_tallies); their boards go through boards.lua's tally.
-local field_tallies, field_order = {}, {}
+local field_sums = new_sums()
 
 local function tally_field(hash, field, seats)
-  local id = hash .. ' ' .. field
-  local t = field_tallies[id]
-  if t then
-    t[3] = t[3] + seats
-  else
-    field_tallies[id] = {hash, field, seats}
-    field_order[#field_order + 1] = id
-  end
+  add_sum(field_sums, hash, field, seats)
+end
+
+local function hincrby(hash, field, seats)
+  redis.call('HINCRBY', hash, field, seats)
 end
 
 local function write_window_tallies()
-  for _, id in ipairs(field_order) do
-    local t = field_tallies[id]
-    redis.call('HINCRBY', t[1], t[2], t[3])
-  end
-  field_tallies, field_order = {}, {}
+  write_sums(field_sums, hincrby)
 end
 
 local function genre_boards(board, infix, genres)

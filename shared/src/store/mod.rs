@@ -55,6 +55,9 @@ pub use fields::Fields;
 /// A fixed-window rate limit per user and per source IP, in two hashes used in turn, that any
 /// script may begin with (`over_rate_limit`); assembled out of a script that never calls it.
 pub const RATE_LIMIT_LUA: &str = include_str!("rate_limit.lua");
+/// `write_fields`: sets a hash's changed fields and deletes those changed to `''`; a helper any
+/// script may begin with, assembled out of a script that never calls it.
+pub const FIELDS_LUA: &str = include_str!("fields.lua");
 pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
 #[cfg(test)]
