@@ -8,24 +8,26 @@ use crate::queue::WaitingRoom;
 use crate::ranking::{Board, Order, Rankings};
 
 /// The issue script's call as `room` sends it for `queue` (`EVALSHA`, hash, key count,
-/// keys, the configuration's leading arguments), then `rest`.
+/// keys with the redemption bitmap a join without a solution is given, the configuration's
+/// leading arguments), then `rest`.
 pub fn issue_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
-    queue_command(room, crate::queue::issue_script(), queue, rest)
+    let redeemed = crate::queue::keys::redeemed_key(room.prefix(), queue, 0);
+    queue_command(room, crate::queue::issue_script(), queue, &[redeemed], rest)
 }
 
 /// The status script's call, built as [`issue_command`] builds the issue script's.
 pub fn status_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
-    queue_command(room, crate::queue::status_script(), queue, rest)
+    queue_command(room, crate::queue::status_script(), queue, &[], rest)
 }
 
 /// The leave script's call, built as [`issue_command`] builds the issue script's.
 pub fn leave_command(room: &WaitingRoom, queue: &QueueId, rest: &[&str]) -> Vec<Vec<u8>> {
-    queue_command(room, crate::queue::leave_script(), queue, rest)
+    queue_command(room, crate::queue::leave_script(), queue, &[], rest)
 }
 
 /// The summary script's call, built as [`issue_command`] builds the issue script's.
 pub fn summary_command(room: &WaitingRoom, queue: &QueueId) -> Vec<Vec<u8>> {
-    queue_command(room, crate::queue::summary_script(), queue, &[])
+    queue_command(room, crate::queue::summary_script(), queue, &[], &[])
 }
 
 /// Waiters the reaper examines per script call: the bench times one such chunk.
@@ -55,15 +57,20 @@ pub fn window_templates(rankings: &crate::ranking::Rankings) -> serde_json::Valu
     rankings.window_templates()
 }
 
-/// `script`'s call with `rest` as its own arguments, named as the script binds them. The
-/// arguments `rest` leaves out at its end are sent empty, as the handlers send one unset.
+/// `script`'s call with its own `keys` after the queue's, and `rest` as its own arguments,
+/// named as the script binds them. The arguments `rest` leaves out at its end are sent
+/// empty, as the handlers send one unset.
 fn queue_command(
     room: &WaitingRoom,
     script: &'static crate::queue::QueueScript,
     queue: &QueueId,
+    keys: &[String],
     rest: &[&str],
 ) -> Vec<Vec<u8>> {
     let mut call = room.invocation(script, queue);
+    for key in keys {
+        call.key(key);
+    }
     let tail = script
         .arg_names()
         .last()

@@ -41,6 +41,11 @@ impl Bounds {
         }))
     }
 
+    /// Whether `value` lies within the bounds.
+    pub fn holds(self, value: u64) -> bool {
+        (self.min..=self.max).contains(&value)
+    }
+
     fn check(self, whole: Option<u64>) -> Result<u64, OutOfBounds> {
         let Bounds { min, max } = self;
         whole
@@ -61,6 +66,10 @@ pub const ADMIT_PER_TICK: Bounds = Bounds::new(1, 1_000_000);
 pub const WAITING_IDLE_SECONDS: Bounds = Bounds::new(5, 86_400);
 /// Most buyers waiting in one queue before new arrivals are refused as full.
 pub const MAX_WAITING: Bounds = Bounds::new(1, 100_000_000);
+/// A door challenge's cost, PBKDF2 iterations per try (`challengeCostMin`,
+/// `challengeCostMax`). A solver tries 256 times on average; the function verifies with one
+/// derivation.
+pub const CHALLENGE_COST: Bounds = Bounds::new(100, 1_000_000);
 
 #[cfg(test)]
 mod tests {

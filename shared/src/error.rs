@@ -77,6 +77,11 @@ pub trait Refusal: std::fmt::Display + std::fmt::Debug + Send + Sync + std::any:
     fn retry_after(&self) -> Option<Duration> {
         None
     }
+    /// A resource that lifts the refusal, as its relation and path: sent as a `Link` header
+    /// and as a member of the problem named by the relation.
+    fn link(&self) -> Option<(&'static str, &str)> {
+        None
+    }
 }
 
 impl Error {

@@ -38,6 +38,14 @@ impl TokenKey {
         TokenKey(bytes)
     }
 
+    /// A key for another purpose, named by `label`: HMAC-SHA256 of the label under this key.
+    /// It rotates with `TOKEN_SECRET`; the secret itself never leaves this module.
+    pub fn derive(&self, label: &[u8]) -> [u8; 32] {
+        let mut mac = self.mac();
+        mac.update(label);
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self) -> HmacSha256 {
         // HMAC accepts keys of any length, so this cannot fail.
         HmacSha256::new_from_slice(&self.0).expect("HMAC takes keys of any length")

@@ -132,6 +132,27 @@ try {
     waiters[lang] = b;
   });
 
+  // The door's check, in every language: held until it is checked, then solved and joined.
+  await each(async (lang) => {
+    const queue = id('door', lang);
+    const set = await api('PUT', `/queues/${queue}/settings`, { capacity: 1, challenge: 'on', challengeCostMin: 1000 });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    const b = await buyer(browser, lang);
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await b.page.route('**/wait/altcha.js', async (route) => { await held; await route.continue(); });
+    await b.page.goto(`${BASE}/queues/${queue}/wait`);
+    await join(b.page, 'dora');
+    await state(b.page, 'checking');
+    await inLanguage(b, lang, 'wait.title');
+    await expectText(b.page, '#headline', T[lang]['wait.checking']);
+    await expectText(b.page, '#checking-note', T[lang]['wait.checking.note']);
+    await check(b.page, `checking-${lang}`);
+    release();
+    await state(b.page, 'active');
+    await b.context.close();
+  });
+
   // Redis out of reach: the waiting room says it is retrying, and the rankings page that it
   // could not refresh.
   await harness('redis stop');

@@ -167,6 +167,24 @@ try {
   assert.equal(second.status, 200, JSON.stringify(second.body));
   assert.equal(second.body.userId, 'bob');
 
+  // The door: a queue that asks each new arrival for a proof of work. The page fetches a
+  // challenge, says it is checking the browser while ALTCHA's own worker solves it, and joins
+  // with the solution. The worker is held back until the checking state has been checked.
+  assert.equal((await api('PUT', '/queues/door/settings', { capacity: 1, challenge: 'on', challengeCostMin: 1000 })).status, 200);
+  const door = await open(browser);
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await door.page.route('**/wait/altcha.js', async (route) => { await held; await route.continue(); });
+  await door.page.goto(`${BASE}/queues/door/wait`);
+  await join(door.page, 'dora');
+  await state(door.page, 'checking');
+  assert.equal(await text(door.page, '#headline'), 'Checking your browser');
+  await check(door.page, 'checking');
+  release();
+  await state(door.page, 'active');
+  assert.equal((await api('GET', '/queues/door')).body.active, 1);
+  await door.context.close();
+
   // A reload keeps the place: the token is in sessionStorage, and no second place is taken.
   const c = await open(browser);
   await c.page.goto(waitUrl);

@@ -128,3 +128,23 @@ async fn every_state_of_both_pages_reads_in_every_language() {
 async fn the_turn_reaches_a_buyer_whose_page_is_in_the_background() {
     run_in_chromium("turn.test.mjs").await;
 }
+
+/// The door's solver is ALTCHA's own PBKDF2 worker, unchanged: the file of the `altcha` npm
+/// package that `tests/browser/package.json` pins.
+#[test]
+fn the_door_serves_altchas_own_worker_unchanged() {
+    let pinned = repo().join("tests/browser/node_modules/altcha/dist/workers/pbkdf2.js");
+    let Ok(pinned) = std::fs::read_to_string(&pinned) else {
+        assert!(
+            std::env::var("LINEUP_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "LINEUP_REQUIRE_BROWSER=1 but no {}",
+            pinned.display()
+        );
+        eprintln!("skipped: no tests/browser/node_modules/altcha (npm ci in tests/browser)");
+        return;
+    };
+    assert!(
+        lineup::pages::ALTCHA_WORKER == pinned,
+        "shared/src/pages/altcha/pbkdf2.js differs from the pinned altcha package's worker"
+    );
+}

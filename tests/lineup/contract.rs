@@ -322,7 +322,8 @@ fn openapi_lists_exactly_the_pages_languages() {
 
 /// The routes where the caller is a buyer. In AWS a buyer is who a verified JWT says, so
 /// API Gateway checks the JWT before the function runs.
-const BUYER_ROUTES: [(&str, &str); 4] = [
+const BUYER_ROUTES: [(&str, &str); 5] = [
+    ("GET", "/queues/{queueId}/challenge"),
     ("POST", "/queues/{queueId}/tokens"),
     ("POST", "/coupons/{couponId}/claims"),
     ("GET", "/queues/{queueId}/tokens/{token}"),

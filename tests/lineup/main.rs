@@ -9,6 +9,7 @@ mod cluster;
 mod contract;
 mod coupon;
 mod departures;
+mod door;
 mod estimates;
 mod faults;
 mod fixtures;

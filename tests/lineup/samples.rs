@@ -10,11 +10,13 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 30] = [
+const EXPECTED: [(&str, &str); 31] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
     ("queue-api.issue-jwt.json", "201"),
+    // A door challenge for the JWT's buyer (answered whatever the queue's setting).
+    ("queue-api.challenge.json", "200"),
     ("queue-api.status.json", "200"),
     ("queue-api.summary.json", "200"),
     // The buyer's page, HTML.

@@ -19,6 +19,7 @@ use lineup_local::Stack;
 
 mod cluster;
 mod cpu_cap;
+pub mod door;
 pub mod draw;
 pub mod issuer;
 mod link;

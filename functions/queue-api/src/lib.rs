@@ -2,6 +2,7 @@
 //!
 //! | route | does |
 //! |---|---|
+//! | `GET /queues/{queueId}/challenge` | a door challenge (ALTCHA PoW v2) for the buyer to solve before joining a queue that asks for one |
 //! | `POST /queues/{queueId}/tokens` | take a place (201), or get one's existing place (200) |
 //! | `GET /queues/{queueId}/tokens/{token}` | where the token stands; a waiter's heartbeat |
 //! | `DELETE /queues/{queueId}/tokens/{token}` | leave the line or give up the session (204) |
@@ -16,7 +17,7 @@
 //! | `POST /queues/{queueId}/access-codes` | mint up to 10,000 presale access codes, shown once (IAM-protected in AWS) |
 //! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
-//! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`) and its service worker (`worker.js`) |
+//! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`), its service worker (`worker.js`) and the door's solver (`altcha.js`) |
 //! | `GET /queues/{queueId}/wait/i18n/{lang}` | its string table in one language (JSON) |
 //!
 //! A token that no longer holds a place is 410 Gone on both token routes, with a problem type
@@ -48,6 +49,7 @@ use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
 use lineup::publish::Publisher;
 use lineup::queue::access::{AccessCode, ListSize, ACCESS_BULK_MAX};
+use lineup::queue::door::{DoorKey, Proof};
 use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -66,6 +68,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/queues/{queueId}/access/{userId}"),
     ("POST", "/queues/{queueId}/access-codes"),
     ("GET", "/queues/{queueId}/admission"),
+    ("GET", "/queues/{queueId}/challenge"),
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
     ("DELETE", "/queues/{queueId}/tokens/{token}"),
@@ -79,6 +82,8 @@ pub const ROUTES: &[(&str, &str)] = &[
 pub struct Deps {
     pub room: WaitingRoom,
     pub token_key: TokenKey,
+    /// Signs and checks the door's challenges; derived from the token key.
+    pub door_key: DoorKey,
     pub publisher: Publisher,
     /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
     pub allow_body_user_id: bool,
@@ -91,6 +96,7 @@ impl Deps {
         Ok(Deps {
             room: started.room()?,
             token_key: started.config.token_key.clone(),
+            door_key: DoorKey::derive(&started.config.token_key),
             publisher: started.publisher.clone(),
             allow_body_user_id: started.config.env.body_user_id()?,
         })
@@ -174,6 +180,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             }
             _ => Err(Error::MethodNotAllowed { allow: "GET" }),
         },
+        ["queues", queue, "challenge"] => {
+            allow(method, "GET")?;
+            challenge(request, deps, &QueueId::parse(queue)?).await
+        }
         ["queues", queue, "tokens"] => {
             allow(method, "POST")?;
             issue(request, deps, QueueId::parse(queue)?).await
@@ -198,30 +208,75 @@ struct IssueBody {
     user_id: Option<String>,
     /// A presale's access code (`access` `code`).
     access_code: Option<String>,
+    /// A solved door challenge, where no `x-altcha` header brings one.
+    altcha: Option<String>,
+}
+
+/// The header that brings a solved door challenge: base64 of ALTCHA's `{challenge, solution}`.
+const ALTCHA_HEADER: &str = "x-altcha";
+
+/// Who is joining and what they bring to the door.
+struct Caller {
+    user: UserId,
+    code: Option<AccessCode>,
+    altcha: Option<String>,
 }
 
 /// The caller's user id: the JWT `sub` when an authorizer ran, else the body's `userId`
-/// where the deployment allows it; and the access code the body brings, if any.
-fn caller(request: &Request, deps: &Deps) -> Result<(UserId, Option<AccessCode>), Error> {
+/// where the deployment allows it; the access code the body brings, if any; and the solved
+/// challenge the `x-altcha` header or the body brings, if any.
+fn caller(request: &Request, deps: &Deps) -> Result<Caller, Error> {
     let subject = http::verified_subject(request, deps.allow_body_user_id)?;
     let body: Option<IssueBody> = match (&subject, request.body().as_ref().is_empty()) {
         // With a verified identity the body is optional.
         (Some(_), true) => None,
         _ => Some(json_body(request)?),
     };
-    let (claimed, code) = match body {
-        Some(body) => (body.user_id, body.access_code),
-        None => (None, None),
+    let (claimed, code, altcha) = match body {
+        Some(body) => (body.user_id, body.access_code, body.altcha),
+        None => (None, None, None),
     };
+    let header = match request.headers().get(ALTCHA_HEADER) {
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| Error::invalid("x-altcha", "must be base64 text"))?
+                .to_owned(),
+        ),
+        None => None,
+    };
+    Ok(Caller {
+        user: http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)?,
+        code: code.as_deref().map(AccessCode::parse).transpose()?,
+        altcha: header.or(altcha),
+    })
+}
+
+/// A door challenge for the caller to join `queue` (docs/door.md): the buyer is the JWT `sub`,
+/// else `?userId=` where the deployment takes a named buyer. Never cached.
+async fn challenge(
+    request: &Request,
+    deps: &Deps,
+    queue: &QueueId,
+) -> Result<Response<Body>, Error> {
+    let claimed = pages::query_param(request.uri().query().unwrap_or(""), "userId")?;
     let user = http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)?;
-    Ok((user, code.as_deref().map(AccessCode::parse).transpose()?))
+    let challenge = deps.room.challenge(&deps.door_key, queue, &user).await?;
+    Ok(json(StatusCode::OK, &challenge))
 }
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
-    let (user, code) = caller(request, deps)?;
+    let Caller { user, code, altcha } = caller(request, deps)?;
+    let proof = Proof::check(altcha.as_deref(), &deps.door_key, &queue, &user);
     let issued = deps
         .room
-        .issue_with_access(&queue, &user, http::source_ip(request), code.as_ref())
+        .issue_at_door(
+            &queue,
+            &user,
+            http::source_ip(request),
+            code.as_ref(),
+            &proof,
+        )
         .await?;
     deps.publisher.publish(&issued.events()).await;
     let status = if issued.created {
@@ -454,6 +509,12 @@ async fn wait_asset(deps: &Deps, queue: &QueueId, asset: &str) -> Result<Respons
             &csp,
         ),
         "page.css" => http::page(pages::STYLES, pages::CSS, pages::ASSET_CACHE_CONTROL, &csp),
+        "altcha.js" => http::page(
+            pages::ALTCHA_WORKER,
+            pages::JAVASCRIPT,
+            pages::ASSET_CACHE_CONTROL,
+            &csp,
+        ),
         "worker.js" => {
             let mut worker = http::page(
                 pages::WORKER,

@@ -1,6 +1,8 @@
 //! RFC 9457 problem responses: [`problem`] is the one place an [`Error`] becomes a status
 //! code. Internal details are logged, never sent.
 
+use std::collections::BTreeMap;
+
 use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use serde::Serialize;
@@ -18,6 +20,9 @@ struct Problem<'a> {
     title: &'a str,
     status: u16,
     detail: String,
+    /// A refusal's link, as a member named by its relation (RFC 9457 extension member).
+    #[serde(flatten)]
+    link: Option<BTreeMap<&'static str, &'a str>>,
 }
 
 /// The response for `err`. Internal details are logged, never sent.
@@ -79,11 +84,16 @@ pub fn problem(err: &Error) -> Response<Body> {
         }
         other => other.to_string(),
     };
+    let link = match err {
+        Error::Refused(refusal) => refusal.link(),
+        _ => None,
+    };
     let body = Problem {
         kind: &format!("https://lineup.dev/problems/{kind}"),
         title,
         status: status.as_u16(),
         detail,
+        link: link.map(|(rel, href)| BTreeMap::from([(rel, href)])),
     };
     let mut response = json_with_type(status, &body, PROBLEM_JSON);
     let headers = response.headers_mut();
@@ -101,6 +111,11 @@ pub fn problem(err: &Error) -> Response<Body> {
             header::RETRY_AFTER,
             HeaderValue::from(retry_after.as_secs().max(1)),
         );
+    }
+    if let Some((rel, href)) = link {
+        if let Ok(value) = HeaderValue::from_str(&format!("<{href}>; rel=\"{rel}\"")) {
+            headers.insert(header::LINK, value);
+        }
     }
     match err {
         Error::MethodNotAllowed { allow } => {

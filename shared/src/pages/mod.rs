@@ -53,6 +53,11 @@ pub const STYLES: &str = include_str!("page.css");
 /// The waiting room's service worker (`…/wait/worker.js`): the page shows the turn's
 /// notification through it, and a click on that notification brings the page back.
 pub const WORKER: &str = include_str!("worker.js");
+/// The door's solver (`…/wait/altcha.js`): the ALTCHA project's own PBKDF2 Web Worker
+/// (`altcha` on npm, `dist/workers/pbkdf2.js`, MIT, `altcha/LICENSE.txt`), unchanged; a test
+/// holds it equal to the version `tests/browser/package.json` pins. The page posts it a
+/// challenge and gets the solution back.
+pub const ALTCHA_WORKER: &str = include_str!("altcha/pbkdf2.js");
 /// `Service-Worker-Allowed` of [`WORKER`], resolved against the worker's own URL: from
 /// `…/queues/{queueId}/wait/worker.js`, the page's path `…/queues/{queueId}/wait`, so the
 /// worker's scope can be the page (a worker's default scope is its own folder, `…/wait/`).
@@ -184,7 +189,8 @@ impl WaitPage<'_> {
     }
 }
 
-/// The Content-Security-Policy of every page: `default-src 'self'`, no inline script, and
+/// The Content-Security-Policy of every page: `default-src 'self'`, no inline script, workers
+/// from lineup's own origin only (the door's solver, the notification worker), and
 /// `img_origin` (a queue's logo) added to `img-src`.
 pub fn csp(img_origin: Option<&str>) -> String {
     let img = match img_origin {
@@ -192,7 +198,7 @@ pub fn csp(img_origin: Option<&str>) -> String {
         None => "'self'".into(),
     };
     format!(
-        "default-src 'self'; img-src {img}; base-uri 'none'; form-action 'self'; \
+        "default-src 'self'; img-src {img}; worker-src 'self'; base-uri 'none'; form-action 'self'; \
          frame-ancestors 'none'; object-src 'none'"
     )
 }

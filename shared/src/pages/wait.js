@@ -370,6 +370,20 @@
           el('button', { type: 'button', class: 'secondary', id: 'leave', text: t('wait.leave'), onclick: leave })].filter(Boolean));
         break;
       }
+      case 'checking': {
+        // The door's proof of work: no puzzle, a bar that fills toward the expected time and
+        // slows near its end.
+        head.textContent = t('wait.checking');
+        const bar = el('progress', { id: 'checking', max: '100', value: '0', 'aria-label': t('wait.checking') });
+        const update = () => {
+          bar.value = Math.round(99 * (1 - Math.exp(-(Date.now() - v.since) / Math.max(1, v.expected))));
+        };
+        update();
+        tick = setInterval(update, 250);
+        body.append(el('p', { id: 'checking-note', text: t('wait.checking.note') }), bar);
+        announce(t('wait.checking'), true);
+        break;
+      }
       case 'over': {
         head.textContent = t(v.title);
         if (v.why || v.detail) body.append(el('p', { id: 'message', text: v.why ? t(v.why) : v.detail }));
@@ -540,18 +554,56 @@
     return null;
   }
 
-  // Joins the line. An answer of load or outage (or none) is sent again after Retry-After,
-  // as a poll is, so the buyer need not press again at the on-sale minute.
-  async function join(userId) {
+  // The door (docs/door.md): a queue that asks a new arrival to solve a challenge refuses a
+  // join without one as `challenge-required` (or `challenge-failed`). The page then fetches a
+  // challenge, solves it in a Web Worker, ALTCHA's own (wait/altcha.js), while it says it is
+  // checking the browser, and joins again with the solution in x-altcha.
+  const DOOR = ['challenge-required', 'challenge-failed'];
+  // PBKDF2 iterations a browser derives per ms, roughly: the progress bar's pace. A solver
+  // tries 256 times on average (a one-byte key prefix).
+  const ITERATIONS_PER_MS = 1000;
+  const TRIES = 256;
+
+  // The payload that solves a fresh challenge for `userId`, or null when none came.
+  async function passDoor(userId) {
+    const r = await fetch('challenge?userId=' + encodeURIComponent(userId), { headers: { accept: 'application/json' }, cache: 'no-store' });
+    if (!r.ok) return null;
+    const challenge = await r.json();
+    show({ kind: 'checking', since: Date.now(), expected: TRIES * challenge.parameters.cost / ITERATIONS_PER_MS });
+    const worker = new Worker('wait/altcha.js');
+    try {
+      const solution = await new Promise((resolve, reject) => {
+        worker.onmessage = (m) => resolve(m.data);
+        worker.onerror = reject;
+        worker.postMessage({ type: 'work', challenge, counterStart: 0, counterStep: 1, timeout: 0 });
+      });
+      if (!solution || solution.error) return null;
+      return btoa(JSON.stringify({ challenge: { parameters: challenge.parameters, signature: challenge.signature }, solution }));
+    } finally {
+      worker.terminate();
+    }
+  }
+
+  // Joins the line, bringing `altcha` (a solved challenge) when it has one. An answer of load
+  // or outage (or none) is sent again after Retry-After, as a poll is, so the buyer need not
+  // press again at the on-sale minute.
+  async function join(userId, altcha) {
     clearTimeout(timer);
-    const again = (r) => { timer = setTimeout(() => join(userId), retrying(r) * 1000); };
+    const again = (r) => { timer = setTimeout(() => join(userId, altcha), retrying(r) * 1000); };
     try {
       const r = await fetch('tokens', {
-        method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' },
+        method: 'POST',
+        headers: Object.assign({ 'content-type': 'application/json', accept: 'application/json' }, altcha ? { 'x-altcha': altcha } : {}),
         body: JSON.stringify({ userId }), cache: 'no-store',
       });
       checkReturn(r);
       const p = r.ok ? null : await problemOf(r);
+      if (p && DOOR.includes(kindOf(p)) && !altcha) {
+        const solved = await passDoor(userId);
+        if (solved) join(userId, solved);
+        else show({ kind: 'join', error: p.detail || r.status });
+        return;
+      }
       // A refusal of the queue's (sold out, closed, full) shows with the operator's message.
       const known = p && OVER[kindOf(p)];
       const refused = known && !known.forget;

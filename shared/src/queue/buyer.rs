@@ -10,8 +10,9 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
 use super::access::AccessCode;
+use super::door::{Proof, ProofFailure};
 use super::events::{admitted_events, seat_events, Admission, Seat};
-use super::keys::queue_payment_key;
+use super::keys::{queue_payment_key, redeemed_key};
 use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
@@ -162,20 +163,27 @@ impl WaitingRoom {
         user: &UserId,
         source: Option<IpAddr>,
     ) -> Result<Issued, Error> {
-        self.issue_with_access(queue, user, source, None).await
+        self.issue_at_door(queue, user, source, None, &Proof::Absent)
+            .await
     }
 
-    /// [`Self::issue`] with the buyer's access code, if any: in a queue whose `access` is
+    /// [`Self::issue`] with what the buyer brought to the door: in a queue whose `access` is
     /// `list` or `code`, a new arrival the setting does not let in is
-    /// [`Arrival::AccessDenied`], checked in the same round trip ([`super::access`]).
-    pub async fn issue_with_access(
+    /// [`Arrival::AccessDenied`] ([`super::access`]); in a queue whose `challenge` is on, one
+    /// without a `proof` that holds and was not redeemed yet is [`Arrival::ChallengeRequired`]
+    /// or [`Arrival::ChallengeFailed`] ([`super::door`]). Both are checked in the same round
+    /// trip; a buyer who already holds a place is not checked again.
+    pub async fn issue_at_door(
         &self,
         queue: &QueueId,
         user: &UserId,
         source: Option<IpAddr>,
         code: Option<&AccessCode>,
+        proof: &Proof,
     ) -> Result<Issued, Error> {
         let code_hash = code.map(AccessCode::hash).unwrap_or_default();
+        let (door, redeemed_until) = proof.args();
+        let redeemed = redeemed_key(&self.prefix, queue, proof.serial());
         let call = |registered_now: bool, draw: &Option<(String, u64)>, again: bool| {
             let mut invocation = self.invocation(&ISSUE, queue);
             let (commitment, value) = match draw {
@@ -183,6 +191,7 @@ impl WaitingRoom {
                 None => ("", String::new()),
             };
             invocation
+                .key(&redeemed)
                 .named("user", user.as_str())
                 .named("ip", source.map(|ip| ip.to_string()).unwrap_or_default())
                 .named("user_limit", self.config.rate_limits.user_per_minute)
@@ -192,7 +201,9 @@ impl WaitingRoom {
                 .named("commitment", commitment)
                 .named("draw_value", value)
                 .named("again", u8::from(again))
-                .named("code_hash", &code_hash);
+                .named("code_hash", &code_hash)
+                .named("door", &door)
+                .named("redeemed_until", redeemed_until);
             invocation
         };
         let mut draw = self.seeds.value(queue, user);
@@ -213,6 +224,9 @@ impl WaitingRoom {
         }
         if reply.register {
             self.reregister(queue).await?;
+        }
+        if let TokenAnswer::Door(refusal) = reply.answer {
+            return Err(refusal.arrival(queue, proof).into());
         }
         let state = reply.answer.into_state()?;
         Ok(Issued {
@@ -341,8 +355,40 @@ enum TokenAnswer {
     Unregistered,
     /// A new arrival refused: sold out, closed, not open yet, full or not on the access list.
     Refused(Arrival),
+    /// A new arrival refused at the door: no solution, a bad one, or one used already.
+    Door(DoorRefusal),
     /// The queue's draw seed (hex), for the function alone: compute the draw value, call again.
     DrawSeed(String),
+}
+
+/// The issue script's refusals at the door.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DoorRefusal {
+    Required,
+    Failed,
+    Replayed,
+}
+
+impl DoorRefusal {
+    /// The refusal a buyer who brought `proof` to `queue` is told.
+    fn arrival(self, queue: &QueueId, proof: &Proof) -> Arrival {
+        let challenge = format!("/queues/{queue}/challenge");
+        match (self, proof) {
+            (DoorRefusal::Required, _) => Arrival::ChallengeRequired { challenge },
+            (DoorRefusal::Failed, Proof::Failed(why)) => Arrival::ChallengeFailed {
+                why: *why,
+                challenge,
+            },
+            (DoorRefusal::Failed, _) => Arrival::ChallengeFailed {
+                why: ProofFailure::Malformed,
+                challenge,
+            },
+            (DoorRefusal::Replayed, _) => Arrival::ChallengeFailed {
+                why: ProofFailure::Replayed,
+                challenge,
+            },
+        }
+    }
 }
 
 impl TokenAnswer {
@@ -359,6 +405,9 @@ impl TokenAnswer {
                 "issue script: the queue is still not registered".into(),
             )),
             TokenAnswer::Refused(arrival) => Err(arrival.into()),
+            TokenAnswer::Door(_) => Err(Error::Internal(
+                "issue script: a door refusal outside issue".into(),
+            )),
             TokenAnswer::DrawSeed(_) => Err(Error::Internal(
                 "issue script: still asks for the draw value".into(),
             )),
@@ -452,6 +501,9 @@ impl FromRedisValue for TokenReply {
                     .max(Duration::from_secs(1)),
             },
             "access-denied" => TokenAnswer::Refused(Arrival::AccessDenied),
+            "challenge-required" => TokenAnswer::Door(DoorRefusal::Required),
+            "challenge-failed" => TokenAnswer::Door(DoorRefusal::Failed),
+            "challenge-replayed" => TokenAnswer::Door(DoorRefusal::Replayed),
             "no-queue" => TokenAnswer::NoQueue,
             "unregistered" => TokenAnswer::Unregistered,
             other => TokenAnswer::Absent(

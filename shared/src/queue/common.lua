@@ -73,7 +73,8 @@ end
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access')
+  'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access',
+  'challenge')
 local CAPACITY = tonumber(stored[1] or DEFAULT_CAPACITY)
 local SESSION_MS = tonumber(stored[2] or DEFAULT_SESSION_MS)
 local IDLE_MS = tonumber(stored[3] or DEFAULT_IDLE_MS)
@@ -91,6 +92,9 @@ local MAX_WAITING = tonumber(stored[9]) or 0
 local LANE_ON = stored[15] == '1'
 -- Who may take a new place (the setting `access`): 'open', 'list' or 'code' (access.rs).
 local ACCESS_MODE = stored[16] or 'open'
+-- Whether a new arrival solves a challenge first (the setting `challenge`): 'off', 'on' or
+-- 'adaptive' (door.rs).
+local CHALLENGE = stored[17] or 'off'
 -- Whether find() found the buyer in the priority lane.
 local IN_LANE = false
 -- Whether the lane is admitted before the opening (the setting laneBeforeOpening). Read with

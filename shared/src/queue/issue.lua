@@ -5,7 +5,10 @@
 -- the caller computed ARGV[ARG + 7], the buyer's draw value, under ('' when it knows none),
 -- ARGV[ARG + 8] 1 when the caller calls again after a 'draw-seed' answer (already counted
 -- against the rate limits), ARGV[ARG + 9] the SHA-256 (hex) of the buyer's access code ('' when
--- none).
+-- none), ARGV[ARG + 10] what the buyer brought to the door ('' nothing, 'bad' a solution that
+-- does not hold, else the serial of a solved challenge) and ARGV[ARG + 11] when its
+-- redemption may expire (ms). KEYS[OWN_KEYS] is the redemption bitmap holding that serial
+-- (keys.rs redeemed_key; any of the queue's bitmaps without one).
 -- A queue exists once an operator gave it settings, or, with open creation, at once. For a
 -- queue that does not exist the answer is 'no-queue', and nothing is written. A queue not
 -- in the registry is answered 'unregistered', and nothing is written: the caller adds it
@@ -25,11 +28,17 @@
 -- caller to compute the value and call again).
 -- Presale access (docs/door.md): a new arrival the setting `access` does not let in is refused
 -- 'access-denied', with nothing written (see its block below).
+-- The door (docs/door.md): where the setting `challenge` asks for one, a new arrival without a
+-- solved challenge is refused 'challenge-required', one with a bad solution
+-- 'challenge-failed', and one whose challenge took a place already 'challenge-replayed'; each
+-- writes nothing but the rate-limit counters (see its block below).
 local user, ip = ARGV[ARG], ARGV[ARG + 1]
 local user_limit, ip_limit = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3])
 local creation, registered_now = ARGV[ARG + 4], ARGV[ARG + 5]
 local commitment, draw_value, again = ARGV[ARG + 6], ARGV[ARG + 7], ARGV[ARG + 8]
 local code_hash = ARGV[ARG + 9]
+local door, redeemed_until = ARGV[ARG + 10], tonumber(ARGV[ARG + 11])
+local REDEEMED = KEYS[OWN_KEYS]
 
 if creation ~= 'open' and redis.call('EXISTS', SETTINGS) == 0 then
   return token_reply(0, 'no-queue')
@@ -79,6 +88,28 @@ local function bind_access()
   if ACCESS_MODE == 'code' then redis.call('HSET', ACCESS_CODES, ACCESS_CODE_HASH, user) end
 end
 
+-- The door, a block of its own: a solved challenge (door.rs) is redeemed, its serial's bit set
+-- in the redemption bitmap, only when the place is made (redeem), so a refusal writes nothing.
+-- The bitmap lives until the last challenge it redeemed may expire.
+local SERIALS_PER_BITMAP = 1048576
+local DOOR_SERIAL = tonumber(door)
+local function door_refusal()
+  if CHALLENGE == 'off' then return nil end
+  if door == '' then return 'challenge-required' end
+  if not DOOR_SERIAL then return 'challenge-failed' end
+  if redis.call('GETBIT', REDEEMED, DOOR_SERIAL % SERIALS_PER_BITMAP) == 1 then
+    return 'challenge-replayed'
+  end
+  return nil
+end
+local function redeem()
+  if CHALLENGE == 'off' or not DOOR_SERIAL then return end
+  redis.call('SETBIT', REDEEMED, DOOR_SERIAL % SERIALS_PER_BITMAP, 1)
+  if redis.call('PTTL', REDEEMED) < redeemed_until - NOW then
+    redis.call('PEXPIREAT', REDEEMED, redeemed_until)
+  end
+end
+
 -- The next ticket. The ticket clock gains an entry when its last is a second old: a few
 -- calls a second at most, whatever the arrival rate. The counter's 1 starts a new clock.
 -- Tickets are TICKET_BASE plus the counter (common.lua: a queue with a draw); a pre-queue
@@ -92,6 +123,7 @@ local function next_count()
 end
 local function issue_ticket()
   bind_access()
+  redeem()
   local issued = next_count()
   if issued == 1 or NOW - CLOCK_AT >= 1000 or NOW < CLOCK_AT then
     redis.call('ZADD', CLOCK, TICKET_BASE + issued, string.format('%d', NOW))
@@ -109,6 +141,8 @@ if BEFORE_OPENING and PREQUEUE_OPENS_AT and NOW < PREQUEUE_OPENS_AT then
   return token_reply(0, 'not-open', 0, 0, PREQUEUE_OPENS_AT - NOW)
 end
 if access_denied() then return token_reply(0, 'access-denied') end
+local door_refused = door_refusal()
+if door_refused then return token_reply(0, door_refused) end
 
 -- The priority lane, a block of its own: the main line's gates (the pre-queue, full) come
 -- after it. In queue mode, someone on the operator's list takes a ticket in the lane, behind
@@ -148,6 +182,7 @@ if BEFORE_OPENING then
   local index = (next_count() - 1) % (DRAW_INDEX_SPAN - 1) + 1
   ticket = value - value % DRAW_INDEX_SPAN + index
   bind_access()
+  redeem()
   redis.call('ZADD', WAITING, ticket, user)
   redis.call('HSET', META, 'last-issue', NOW)
   return prequeue_reply(1, ticket)

@@ -134,6 +134,22 @@ impl QueueKeys {
     }
 }
 
+/// The door's hash in `queue`, under the queue's hash tag: the last challenge serial handed
+/// out and the arrival-rate window `adaptive` reads (`challenge.lua`). Expires
+/// [`super::door::CHALLENGE_TTL`] and a minute after the last challenge.
+pub fn door_key(prefix: &str, queue: &QueueId) -> String {
+    format!("{prefix}:{{q:{queue}}}:door")
+}
+
+/// The redemption bitmap holding `serial` in `queue`: one bit per challenge serial, set when
+/// its solution takes a place, [`super::door::SERIALS_PER_BITMAP`] serials to a bitmap
+/// (`issue.lua`). Expires a minute after the last challenge it redeemed could, which is never
+/// after the door hash: a serial is never handed out again while its bit is kept.
+pub fn redeemed_key(prefix: &str, queue: &QueueId, serial: u64) -> String {
+    let bitmap = serial / super::door::SERIALS_PER_BITMAP;
+    format!("{prefix}:{{q:{queue}}}:redeemed:{bitmap}")
+}
+
 /// The marker of a payment's release in `queue`, under the queue's hash tag: set by the
 /// payment's first delivery, so a redelivery releases nothing.
 pub fn queue_payment_key(prefix: &str, queue: &QueueId, payment: &PaymentId) -> String {

@@ -28,6 +28,7 @@ pub mod access;
 mod availability;
 mod buyer;
 mod check;
+pub mod door;
 mod events;
 pub mod keys;
 mod priority;
@@ -133,7 +134,13 @@ static ISSUE: QueueScript = QueueScript {
         "draw_value",
         "again",
         "code_hash",
+        "door",
+        "redeemed_until",
     ],
+};
+static CHALLENGE: QueueScript = QueueScript {
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("challenge.lua")))),
+    args: &["creation", "keep_ms"],
 };
 static STATUS: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("status.lua")))),
@@ -232,6 +239,11 @@ impl WaitingRoom {
 
     pub fn config(&self) -> &QueueConfig {
         &self.config
+    }
+
+    /// `KEY_PREFIX`, which every key of the waiting room begins with.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     /// A script call with the keys and leading arguments every queue script expects: the
@@ -429,6 +441,16 @@ mod tests {
         assert!(include_str!("configure.lua").contains(&line), "{line}");
     }
 
+    /// The issue script keeps as many serials in a redemption bitmap as the key names say.
+    #[test]
+    fn issue_knows_the_serials_per_redemption_bitmap() {
+        let line = format!(
+            "local SERIALS_PER_BITMAP = {}\n",
+            super::door::SERIALS_PER_BITMAP
+        );
+        assert!(include_str!("issue.lua").contains(&line), "{line}");
+    }
+
     /// Status carries the helpers it calls, and not the promotion's.
     #[test]
     fn status_carries_its_helpers_and_not_the_promotions() {
@@ -452,8 +474,9 @@ mod tests {
             bound(include_str!("common.lua"), "ARGV", Base::One),
             PRELUDE_ARGS.to_vec()
         );
-        let scripts: [(&str, &QueueScript); 13] = [
+        let scripts: [(&str, &QueueScript); 14] = [
             (include_str!("issue.lua"), &ISSUE),
+            (include_str!("challenge.lua"), &CHALLENGE),
             (include_str!("status.lua"), &STATUS),
             (include_str!("leave.lua"), &LEAVE),
             (include_str!("release.lua"), &RELEASE),

@@ -7,9 +7,19 @@ end
 
 local PAUSED_FLAG = PAUSED and 1 or 0
 
+-- The door's settings in force (door.rs DoorSettings): {challenge, cost min, cost max}, a
+-- cost '' where the queue sets none. Read with an HMGET of its own, after any change this call
+-- made: only the calls that answer settings or make a challenge need them.
+local function door_settings()
+  local door = redis.call('HMGET', SETTINGS, 'challenge', 'challenge-cost-min',
+    'challenge-cost-max')
+  return {door[1] or 'off', door[2] or '', door[3] or ''}
+end
+
 -- The settings in force as configure and summary reply (decoded by `QueueSettings`):
 -- {capacity, session ms, admit per tick, idle ms, paused, {mode, sold out, message, max
--- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1), access}, from `set`,
+-- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1), access,
+-- door settings}, from `set`,
 -- the fields as read (nil: the default; the schedule's ms as stored, '' when not set).
 local function settings_reply(set)
   return {tonumber(set.capacity or DEFAULT_CAPACITY),
@@ -18,7 +28,7 @@ local function settings_reply(set)
     set.paused and 1 or 0,
     {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},
     {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''},
-    set.lane_before_opening and 1 or 0, set.access or 'open'}
+    set.lane_before_opening and 1 or 0, set.access or 'open', door_settings()}
 end
 
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 use super::access::Access;
 use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
+use super::door::{ChallengeMode, DoorSettings};
 use super::keys::QueueKeys;
 use super::schedule::{DrawSeed, Schedule, ScheduleChange};
 use super::{QueueEvent, WaitingRoom, CLOSE, CONFIGURE};
@@ -48,11 +49,14 @@ pub struct QueueSettings {
     pub lane_before_opening: bool,
     /// Who may take a new place: `open`, `list` or `code` (see [`super::access`]).
     pub access: Access,
+    /// challenge, challengeCostMin and challengeCostMax (see [`super::door`]).
+    #[serde(flatten)]
+    pub door: DoorSettings,
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule, lane before opening, access}` (`settings_reply` in `replies.lua`: part of configure's and
-/// summary's replies).
+/// schedule, lane before opening, access, door}` (`settings_reply` in `replies.lua`: part of
+/// configure's and summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (
@@ -65,8 +69,19 @@ impl FromRedisValue for QueueSettings {
             schedule,
             lane_early,
             access,
-        ): (u32, u64, u32, u64, u8, Availability, Schedule, u8, String) =
-            FromRedisValue::from_redis_value(v)?;
+            door,
+        ): (
+            u32,
+            u64,
+            u32,
+            u64,
+            u8,
+            Availability,
+            Schedule,
+            u8,
+            String,
+            DoorSettings,
+        ) = FromRedisValue::from_redis_value(v)?;
         let access = serde_json::from_value(serde_json::Value::String(access.clone()))
             .map_err(|_| format!("settings hold access {access:?}"))?;
         Ok(QueueSettings {
@@ -79,6 +94,7 @@ impl FromRedisValue for QueueSettings {
             schedule,
             lane_before_opening: lane_early == 1,
             access,
+            door,
         })
     }
 }
@@ -186,6 +202,15 @@ pub struct SettingsChange {
     /// Who may take a new place (default `open`).
     #[serde(default, deserialize_with = "present")]
     pub access: Option<Option<Access>>,
+    /// Whether a new arrival solves a challenge first (default `off`).
+    #[serde(default, deserialize_with = "present")]
+    pub challenge: Option<Option<ChallengeMode>>,
+    /// The floor of a challenge's cost (PBKDF2 iterations per try).
+    #[serde(default, deserialize_with = "present")]
+    pub challenge_cost_min: Option<Option<Number>>,
+    /// The ceiling of a challenge's cost, which `adaptive` rises to.
+    #[serde(default, deserialize_with = "present")]
+    pub challenge_cost_max: Option<Option<Number>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -243,6 +268,20 @@ impl SettingsChange {
             bounds::WAITING_IDLE_SECONDS,
             1000,
         )?;
+        number(
+            "challengeCostMin",
+            "challenge-cost-min",
+            &self.challenge_cost_min,
+            bounds::CHALLENGE_COST,
+            1,
+        )?;
+        number(
+            "challengeCostMax",
+            "challenge-cost-max",
+            &self.challenge_cost_max,
+            bounds::CHALLENGE_COST,
+            1,
+        )?;
         match self.paused {
             None => {}
             Some(None) | Some(Some(false)) => args.push(("paused", String::new())),
@@ -258,6 +297,15 @@ impl SettingsChange {
             Some(access) => args.push((
                 "access",
                 access.and_then(Access::stored).unwrap_or_default().into(),
+            )),
+        }
+        match self.challenge {
+            None => {}
+            Some(mode) => args.push((
+                "challenge",
+                mode.and_then(ChallengeMode::stored)
+                    .unwrap_or_default()
+                    .into(),
             )),
         }
         match &self.page {
