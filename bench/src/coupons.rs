@@ -28,6 +28,7 @@
 
 use std::time::Duration;
 
+use lineup::door::Proof;
 use lineup::ids::UserId;
 use serde_json::json;
 
@@ -152,7 +153,10 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         let coupon = &coupon;
         async move {
             let user = UserId::parse(&format!("raw{i}")).unwrap();
-            let reply = coupons.claim(coupon, &user, None, None).await.unwrap();
+            let reply = coupons
+                .claim(coupon, &user, None, None, &Proof::Absent)
+                .await
+                .unwrap();
             assert!(matches!(reply, lineup::coupon::ClaimReply::Claimed(_)));
         }
     })

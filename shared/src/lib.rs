@@ -19,6 +19,8 @@
 //!    - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
 //!    - [`config`]: every setting, read from the environment and checked once at start-up:
 //!      cold start's own, and the slices each function reads for itself.
+//!    - [`door`]: the door's proof of work (ALTCHA PoW v2): challenges signed with a key
+//!      derived from the token key, solutions checked in the function, and the refusal.
 //! 3. Redis access:
 //!    - [`store`]: the Redis connection, its health and renewal, and the script and pipeline
 //!      plumbing.
@@ -53,6 +55,7 @@ pub mod bounds;
 pub mod cold_start;
 pub mod config;
 pub mod coupon;
+pub mod door;
 pub mod error;
 pub mod http;
 pub mod ids;

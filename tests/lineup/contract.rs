@@ -322,8 +322,9 @@ fn openapi_lists_exactly_the_pages_languages() {
 
 /// The routes where the caller is a buyer. In AWS a buyer is who a verified JWT says, so
 /// API Gateway checks the JWT before the function runs.
-const BUYER_ROUTES: [(&str, &str); 5] = [
+const BUYER_ROUTES: [(&str, &str); 6] = [
     ("GET", "/queues/{queueId}/challenge"),
+    ("GET", "/coupons/{couponId}/challenge"),
     ("POST", "/queues/{queueId}/tokens"),
     ("POST", "/coupons/{couponId}/claims"),
     ("GET", "/queues/{queueId}/tokens/{token}"),

@@ -7,8 +7,8 @@
 
 use chrono::Utc;
 use lambda_http::http::HeaderValue;
+use lineup::door::{DoorKey, Scope};
 use lineup::ids::{QueueId, UserId};
-use lineup::queue::door::DoorKey;
 use lineup::queue::keys::QueueKeys;
 use lineup_tests::door::{solve, solver_ready};
 use lineup_tests::queue::{assert_kind, join, leave, put_settings, summary};
@@ -46,9 +46,8 @@ async fn solved(app: &TestApp, queue: &str, user: &str) -> String {
 
 /// A door refusal: 403 of `kind`, linking a fresh challenge for the queue.
 fn assert_refused(reply: &Reply, queue: &str, kind: &str) {
-    assert_kind(reply, 403, kind);
     let link = format!("/queues/{queue}/challenge");
-    assert_eq!(reply.body["challenge"], link.as_str(), "{}", reply.body);
+    assert_refused_at(reply, &link, kind);
     assert_eq!(
         reply.headers.get("link").and_then(|v| v.to_str().ok()),
         Some(format!("<{link}>; rel=\"challenge\"").as_str())
@@ -197,9 +196,9 @@ async fn replayed_expired_foreign_forged_unsolved_and_malformed_solutions_are_re
     let key = DoorKey::derive(&app.config.token_key);
     let expired_challenge = key
         .challenge(
-            &QueueId::parse("gig").unwrap(),
+            Scope::Queue(&QueueId::parse("gig").unwrap()),
             &UserId::parse("ben").unwrap(),
-            999,
+            Some(999),
             100,
             Utc::now().timestamp() - 1,
         )
@@ -318,6 +317,91 @@ async fn the_door_settings_are_checked_and_a_challenge_needs_a_queue_and_a_buyer
     let settings = summary(&app, "gig").await.body["settings"].clone();
     assert_eq!(settings["challenge"], "off");
     assert_eq!(settings["challengeCostMin"], 1000);
+}
+
+#[tokio::test]
+async fn a_campaign_that_asks_for_it_takes_claims_with_a_solution_for_it_alone() {
+    if !solver_ready() {
+        return;
+    }
+    let app = TestApp::spawn(&[]).await;
+    let put = |body: Value| {
+        let body = body.to_string();
+        let app = &app;
+        async move {
+            app.coupon_api(api_request("PUT", "/coupons/fan-gift", Some(&body)))
+                .await
+        }
+    };
+    let claim = |user: &str, payload: Option<&str>| {
+        let body = json!({ "userId": user }).to_string();
+        let mut request = api_request("POST", "/coupons/fan-gift/claims", Some(&body));
+        if let Some(payload) = payload {
+            request.headers_mut().insert(
+                "x-altcha",
+                HeaderValue::from_str(payload).expect("a header value"),
+            );
+        }
+        app.coupon_api(request)
+    };
+    let created = put(json!({ "quantity": 10, "challenge": "on", "challengeCost": 150 })).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.body["challenge"], "on");
+    assert_eq!(created.body["challengeCost"], 150);
+    assert_eq!(
+        put(json!({ "quantity": 10, "challenge": "adaptive" }))
+            .await
+            .status,
+        400
+    );
+
+    assert_refused_at(
+        &claim("ann", None).await,
+        "/coupons/fan-gift/challenge",
+        "challenge-required",
+    );
+    let reply = app
+        .coupon_api(api_request(
+            "GET",
+            "/coupons/fan-gift/challenge?userId=ann",
+            None,
+        ))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["parameters"]["cost"], 150);
+    assert_eq!(reply.body["parameters"]["data"]["coupon"], "fan-gift");
+    let payload = solve(&reply.body).await;
+    // Another buyer's solution, and a queue's challenge of the same id, do not hold here.
+    assert_refused_at(
+        &claim("ben", Some(&payload)).await,
+        "/coupons/fan-gift/challenge",
+        "challenge-failed",
+    );
+    door_on(
+        &app,
+        "fan-gift",
+        json!({ "challenge": "on", "challengeCostMin": 100 }),
+    )
+    .await;
+    let queue_payload = solved(&app, "fan-gift", "ann").await;
+    assert_refused_at(
+        &claim("ann", Some(&queue_payload)).await,
+        "/coupons/fan-gift/challenge",
+        "challenge-failed",
+    );
+    let claimed = claim("ann", Some(&payload)).await;
+    assert_eq!(claimed.status, 201, "{}", claimed.body);
+    // Her claim again needs no solution.
+    assert_eq!(claim("ann", None).await.status, 200);
+
+    // Off again: claims need nothing.
+    put(json!({ "quantity": 10 })).await;
+    assert_eq!(claim("cat", None).await.status, 201);
+}
+
+fn assert_refused_at(reply: &Reply, link: &str, kind: &str) {
+    assert_kind(reply, 403, kind);
+    assert_eq!(reply.body["challenge"], link, "{}", reply.body);
 }
 
 fn base64_encode(value: &Value) -> String {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 31] = [
+const EXPECTED: [(&str, &str); 32] = [
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -54,6 +54,7 @@ const EXPECTED: [(&str, &str); 31] = [
     // An operator's coupon campaign, a buyer's claim (the JWT's sub), its read, and the
     // publisher's schedule (no bus in the samples: it sends nothing).
     ("coupon-api.put.json", "201"),
+    ("coupon-api.challenge.json", "200"),
     ("coupon-api.claim.json", "201"),
     ("coupon-api.read.json", "200"),
     ("coupon-publisher.schedule.json", "drained"),

@@ -5,12 +5,15 @@
 //! |---|---|
 //! | `PUT /coupons/{couponId}` | create (201) or update (200) a campaign (IAM-protected in AWS) |
 //! | `GET /coupons/{couponId}` | the campaign and how many coupons remain; cacheable for a second |
+//! | `GET /coupons/{couponId}/challenge` | a door challenge (ALTCHA PoW v2) to solve before claiming from a campaign that asks for one |
 //! | `POST /coupons/{couponId}/claims` | claim a coupon (201), or get one's claim again (200) |
 //!
 //! A claim's answers, in the order checked: 404 for an unknown campaign, 200 with the
 //! buyer's claim when it holds one (whatever its token), 409 before `opensAt` or from
-//! `closesAt`, 410 `sold-out`, 429 past the rate limit, 403 when the campaign has a queue and
-//! the body's `token` is not an active token of that queue, 201 for a new claim. A claim is
+//! `closesAt`, 410 `sold-out`, 429 past the rate limit, 403 `challenge-required` or
+//! `challenge-failed` when the campaign asks for a solved challenge (`x-altcha`, docs/door.md)
+//! and none or a bad one came, 403 when the campaign has a queue and the body's `token` is not
+//! an active token of that queue, 201 for a new claim. A claim is
 //! one round trip to Redis, two for a campaign with a queue asked without a token of it.
 //!
 //! Who the buyer is: as for tokens, the `sub` of the verified JWT, or the body's `userId`
@@ -24,6 +27,7 @@ use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
+use lineup::door::{DoorKey, Proof, Scope};
 use lineup::http::{self, allow, json, json_body, json_cached, no_route, segments};
 use lineup::ids::CouponId;
 use lineup::token::{TokenClaims, TokenKey};
@@ -35,6 +39,7 @@ use serde::Deserialize;
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/coupons/{couponId}"),
     ("PUT", "/coupons/{couponId}"),
+    ("GET", "/coupons/{couponId}/challenge"),
     ("POST", "/coupons/{couponId}/claims"),
 ];
 
@@ -47,6 +52,8 @@ pub struct Deps {
     pub coupons: Coupons,
     /// Verifies the queue tokens a campaign with a queue asks for.
     pub token_key: TokenKey,
+    /// Signs and checks the door's challenges; derived from the token key.
+    pub door_key: DoorKey,
     /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
     pub allow_body_user_id: bool,
 }
@@ -58,6 +65,7 @@ impl Deps {
         Ok(Deps {
             coupons: started.coupons(started.config.env.rate_limits()?),
             token_key: started.config.token_key.clone(),
+            door_key: DoorKey::derive(&started.config.token_key),
             allow_body_user_id: started.config.env.body_user_id()?,
         })
     }
@@ -77,6 +85,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             Method::PUT => configure(request, deps, &CouponId::parse(coupon)?).await,
             _ => Err(Error::MethodNotAllowed { allow: "GET, PUT" }),
         },
+        ["coupons", coupon, "challenge"] => {
+            allow(request.method(), "GET")?;
+            challenge(request, deps, &CouponId::parse(coupon)?).await
+        }
         ["coupons", coupon, "claims"] => {
             allow(request.method(), "POST")?;
             claim(request, deps, &CouponId::parse(coupon)?).await
@@ -121,6 +133,25 @@ struct ClaimBody {
     /// The buyer's queue token, for a campaign with a queue.
     #[serde(default)]
     token: Option<String>,
+    /// A solved door challenge, where no `x-altcha` header brings one.
+    #[serde(default)]
+    altcha: Option<String>,
+}
+
+/// A door challenge for the caller to claim from `coupon` (docs/door.md): the buyer is the JWT
+/// `sub`, else `?userId=` where the deployment takes a named buyer.
+async fn challenge(
+    request: &Request,
+    deps: &Deps,
+    coupon: &CouponId,
+) -> Result<Response<Body>, Error> {
+    let claimed = lineup::pages::query_param(request.uri().query().unwrap_or(""), "userId")?;
+    let user = http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)?;
+    let challenge = deps
+        .coupons
+        .challenge(&deps.door_key, coupon, &user, Utc::now())
+        .await?;
+    Ok(json(StatusCode::OK, &challenge))
 }
 
 async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Response<Body>, Error> {
@@ -130,6 +161,7 @@ async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Resp
         (Some(_), true) => ClaimBody {
             user_id: None,
             token: None,
+            altcha: None,
         },
         _ => json_body(request)?,
     };
@@ -140,6 +172,13 @@ async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Resp
         TokenClaims::verify(token, &deps.token_key).filter(|claims| claims.user == user)
     });
     let refused_token = body.token.is_some() && session.is_none();
+    let payload = http::door_payload(request, body.altcha)?;
+    let proof = Proof::check(
+        payload.as_deref(),
+        &deps.door_key,
+        Scope::Coupon(coupon),
+        &user,
+    );
     let reply = deps
         .coupons
         .claim(
@@ -149,9 +188,10 @@ async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Resp
             session
                 .as_ref()
                 .map(|claims| (&claims.queue, claims.ticket)),
+            &proof,
         )
         .await?;
-    let (claim, created) = reply.into_result(coupon).map_err(|err| match err {
+    let (claim, created) = reply.into_result(coupon, &proof).map_err(|err| match err {
         Error::Forbidden(detail) if refused_token => Error::Forbidden(format!(
             "the token is not a queue token of this buyer; {detail}"
         )),

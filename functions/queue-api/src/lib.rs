@@ -43,13 +43,13 @@ use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
+use lineup::door::{DoorKey, Proof, Scope};
 use lineup::http::{self, allow, json, json_body, lambda_authorizer_context, no_route, segments};
 use lineup::ids::{QueueId, UserId};
 use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
 use lineup::publish::Publisher;
 use lineup::queue::access::{AccessCode, ListSize, ACCESS_BULK_MAX};
-use lineup::queue::door::{DoorKey, Proof};
 use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -212,9 +212,6 @@ struct IssueBody {
     altcha: Option<String>,
 }
 
-/// The header that brings a solved door challenge: base64 of ALTCHA's `{challenge, solution}`.
-const ALTCHA_HEADER: &str = "x-altcha";
-
 /// Who is joining and what they bring to the door.
 struct Caller {
     user: UserId,
@@ -236,19 +233,10 @@ fn caller(request: &Request, deps: &Deps) -> Result<Caller, Error> {
         Some(body) => (body.user_id, body.access_code, body.altcha),
         None => (None, None, None),
     };
-    let header = match request.headers().get(ALTCHA_HEADER) {
-        Some(value) => Some(
-            value
-                .to_str()
-                .map_err(|_| Error::invalid("x-altcha", "must be base64 text"))?
-                .to_owned(),
-        ),
-        None => None,
-    };
     Ok(Caller {
         user: http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)?,
         code: code.as_deref().map(AccessCode::parse).transpose()?,
-        altcha: header.or(altcha),
+        altcha: http::door_payload(request, altcha)?,
     })
 }
 
@@ -267,7 +255,12 @@ async fn challenge(
 
 async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Response<Body>, Error> {
     let Caller { user, code, altcha } = caller(request, deps)?;
-    let proof = Proof::check(altcha.as_deref(), &deps.door_key, &queue, &user);
+    let proof = Proof::check(
+        altcha.as_deref(),
+        &deps.door_key,
+        Scope::Queue(&queue),
+        &user,
+    );
     let issued = deps
         .room
         .issue_at_door(

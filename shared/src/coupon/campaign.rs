@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
 
 use super::{MAX_QUANTITY, RETENTION};
-use crate::bounds::Bounds;
+use crate::bounds::{Bounds, CHALLENGE_COST};
+use crate::door::{ChallengeMode, DEFAULT_COST_MIN};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId};
 use crate::store::Fields;
@@ -23,6 +24,12 @@ pub struct CampaignChange {
     pub closes_at: Option<String>,
     #[serde(default)]
     pub queue_id: Option<String>,
+    /// Whether a claim solves a door challenge first: `off` (the default) or `on`.
+    #[serde(default)]
+    pub challenge: Option<ChallengeMode>,
+    /// The challenge's cost, PBKDF2 iterations per try (default 1 000).
+    #[serde(default)]
+    pub challenge_cost: Option<Number>,
 }
 
 /// A campaign's settings, every value checked.
@@ -32,6 +39,8 @@ pub struct CampaignSettings {
     pub opens_at: Option<DateTime<Utc>>,
     pub closes_at: Option<DateTime<Utc>>,
     pub queue: Option<QueueId>,
+    /// The door's cost when a claim solves a challenge first; `None` when it does not.
+    pub challenge_cost: Option<u32>,
 }
 
 impl TryFrom<&CampaignChange> for CampaignSettings {
@@ -60,11 +69,29 @@ impl TryFrom<&CampaignChange> for CampaignSettings {
             }
         }
         let queue = change.queue_id.as_deref().map(QueueId::parse).transpose()?;
+        let cost = change
+            .challenge_cost
+            .as_ref()
+            .map(|cost| CHALLENGE_COST.json(cost))
+            .transpose()
+            .map_err(|err| Error::invalid("challengeCost", err.to_string()))?
+            .map_or(DEFAULT_COST_MIN, |cost| cost as u32);
+        let challenge_cost = match change.challenge.unwrap_or_default() {
+            ChallengeMode::Off => None,
+            ChallengeMode::On => Some(cost),
+            ChallengeMode::Adaptive => {
+                return Err(Error::invalid(
+                    "challenge",
+                    "a campaign takes off or on; adaptive is a queue's",
+                ))
+            }
+        };
         Ok(CampaignSettings {
             quantity,
             opens_at,
             closes_at,
             queue,
+            challenge_cost,
         })
     }
 }
@@ -108,6 +135,9 @@ pub struct Campaign {
     #[serde(serialize_with = "rfc3339")]
     pub closes_at: Option<DateTime<Utc>>,
     pub queue_id: Option<QueueId>,
+    /// Whether a claim solves a door challenge first (docs/door.md), and at what cost.
+    pub challenge: ChallengeMode,
+    pub challenge_cost: Option<u32>,
     /// When every key of the campaign expires, its claims with it.
     #[serde(serialize_with = "rfc3339")]
     pub expires_at: Option<DateTime<Utc>>,
@@ -133,6 +163,12 @@ fn campaign_from(fields: &[Value]) -> Result<Campaign, ParsingError> {
     let quantity: u64 = fields.number(0)?;
     let claimed: u64 = fields.number(1)?;
     let queue = fields.text(4)?;
+    let cost = fields.text(6)?;
+    let challenge_cost = if cost.is_empty() {
+        None
+    } else {
+        Some(fields.number::<u32>(6)?)
+    };
     Ok(Campaign {
         coupon_id: None,
         quantity,
@@ -146,6 +182,12 @@ fn campaign_from(fields: &[Value]) -> Result<Campaign, ParsingError> {
             Some(QueueId::parse(&queue).map_err(|err| ParsingError::from(err.to_string()))?)
         },
         expires_at: fields.instant(5)?,
+        challenge: if challenge_cost.is_some() {
+            ChallengeMode::On
+        } else {
+            ChallengeMode::Off
+        },
+        challenge_cost,
     })
 }
 

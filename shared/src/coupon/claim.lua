@@ -2,20 +2,23 @@
 -- campaign kept under its queue's tag that queue's active sorted set and active-tickets
 -- hash. Arguments: user; ip, the source IP ('' when unknown); user_limit and ip_limit, the
 -- most claim requests per minute per user and per IP (0: no limit); ticket, the ticket of
--- the buyer's queue token ('' when none was shown).
+-- the buyer's queue token ('' when none was shown); door, what the buyer brought to the door
+-- ('' nothing, 'bad' a solution that does not hold, 'ok' one that does).
 -- O(1) whatever the campaign's size. Answers, in the order checked:
 --   {'unknown'}; {'elsewhere', queue} (only a locator here: the campaign is under that
 --   queue's tag, where the caller asks again);
 --   {'held', number, claimed-at} (this buyer's claim, again);
 --   {'not-open', opens-at}; {'closed', closes-at}; {'sold-out', quantity};
 --   {'limited', ms until the window ends} (counted only for a request that got this far);
+--   {'challenge-required'} or {'challenge-failed'} (a campaign with a challenge cost, and no
+--   solution or a bad one);
 --   {'inactive', queue} (no ticket, or no active session in the campaign's queue with it);
 --   {'claimed', number, claimed-at}: the claim and its outbox entry, written together.
 local CLAIMS, OUTBOX, RATE_0, RATE_1 = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local QUEUE_ACTIVE, QUEUE_TICKETS = KEYS[6], KEYS[7]
 local RATE_KEYS = {RATE_0, RATE_1}
 local user, ip, user_limit, ip_limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local ticket = ARGV[5]
+local ticket, door = ARGV[5], ARGV[6]
 
 local c, absent = read_campaign()
 if not c then return absent end
@@ -33,6 +36,11 @@ if claimed >= quantity then return {'sold-out', c[1]} end
 
 local retry_in = over_rate_limit(RATE_KEYS, NOW, user, ip, user_limit, ip_limit)
 if retry_in then return {'limited', retry_in} end
+
+if c[8] and door ~= 'ok' then
+  if door == '' then return {'challenge-required'} end
+  return {'challenge-failed'}
+end
 
 if c[5] then
   if ticket == '' or not QUEUE_TICKETS then return {'inactive', c[5]} end

@@ -7,6 +7,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use super::{instant, unknown_campaign};
+use crate::door::{Proof, Refused, Scope};
 use crate::error::{Error, Refusal, Turned};
 use crate::ids::{CouponId, QueueId, UserId};
 use crate::store::Fields;
@@ -39,6 +40,10 @@ pub enum ClaimReply {
     Limited {
         retry_after: Duration,
     },
+    /// The campaign asks for a solved challenge; none came (`required`), or a bad one.
+    Door {
+        required: bool,
+    },
 }
 
 impl FromRedisValue for ClaimReply {
@@ -65,6 +70,8 @@ impl FromRedisValue for ClaimReply {
                 quantity: number(1)? as u64,
             },
             "inactive" => ClaimReply::Inactive(queue()?),
+            "challenge-required" => ClaimReply::Door { required: true },
+            "challenge-failed" => ClaimReply::Door { required: false },
             "limited" => ClaimReply::Limited {
                 retry_after: Duration::from_millis(number(1)?.max(0) as u64),
             },
@@ -74,8 +81,9 @@ impl FromRedisValue for ClaimReply {
 }
 
 impl ClaimReply {
-    /// The buyer's claim and whether it is new, or the error that answers the buyer.
-    pub fn into_result(self, coupon: &CouponId) -> Result<(Claim, bool), Error> {
+    /// The buyer's claim and whether it is new, or the error that answers the buyer, who
+    /// brought `proof` to the door.
+    pub fn into_result(self, coupon: &CouponId, proof: &Proof) -> Result<(Claim, bool), Error> {
         let at = |at: DateTime<Utc>| at.to_rfc3339_opts(SecondsFormat::Millis, true);
         match self {
             ClaimReply::Claimed(claim) => Ok((claim, true)),
@@ -99,6 +107,7 @@ impl ClaimReply {
             ClaimReply::Limited { retry_after } => Err(Error::RateLimited {
                 retry_after: retry_after.max(Duration::from_secs(1)),
             }),
+            ClaimReply::Door { .. } => Err(Refused::of(Scope::Coupon(coupon), proof, false).into()),
         }
     }
 }

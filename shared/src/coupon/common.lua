@@ -4,12 +4,12 @@ local CAMPAIGN = KEYS[1]
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
--- The campaign's fields {quantity, claimed, opens-at, closes-at, queue, expires-at}
--- (false for what is unset); or nil and the answer when it is not here: {'elsewhere', queue}
+-- The campaign's fields {quantity, claimed, opens-at, closes-at, queue, expires-at, locator,
+-- challenge-cost} (false for what is unset; a challenge cost: claims solve a challenge first); or nil and the answer when it is not here: {'elsewhere', queue}
 -- for the locator of a campaign kept under its queue's tag, {'unknown'} when there is none.
 local function read_campaign()
   local c = redis.call('HMGET', CAMPAIGN, 'quantity', 'claimed', 'opens-at', 'closes-at',
-    'queue', 'expires-at', 'locator')
+    'queue', 'expires-at', 'locator', 'challenge-cost')
   if not c[1] then
     if c[7] then return nil, {'elsewhere', c[7]} end
     return nil, {'unknown'}
@@ -18,9 +18,11 @@ local function read_campaign()
 end
 
 -- The campaign as every script answers it: {'campaign', quantity, claimed, opens-at,
--- closes-at, queue, expires-at} ('' for what is unset), or read_campaign's answer.
+-- closes-at, queue, expires-at, challenge-cost} ('' for what is unset), or read_campaign's
+-- answer.
 local function campaign_reply()
   local c, absent = read_campaign()
   if not c then return absent end
-  return {'campaign', c[1], c[2] or '0', c[3] or '', c[4] or '', c[5] or '', c[6] or ''}
+  return {'campaign', c[1], c[2] or '0', c[3] or '', c[4] or '', c[5] or '', c[6] or '',
+    c[8] or ''}
 end

@@ -28,6 +28,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::config::RateLimits;
+use crate::door::{Challenge, DoorKey, Proof, Scope, CHALLENGE_TTL, DEFAULT_COST_MIN};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
 use crate::store::{
@@ -70,7 +71,7 @@ static CLAIM: NamedScript = NamedScript::new(
         "QUEUE_ACTIVE?",
         "QUEUE_TICKETS?",
     ],
-    &["user", "ip", "user_limit", "ip_limit", "ticket"],
+    &["user", "ip", "user_limit", "ip_limit", "ticket", "door"],
 );
 static CONFIGURE: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(&coupon_lua(include_str!("configure.lua")))),
@@ -83,6 +84,7 @@ static CONFIGURE: NamedScript = NamedScript::new(
         "closes_at",
         "expires",
         "write",
+        "challenge_cost",
     ],
 );
 static READ: NamedScript = NamedScript::new(
@@ -242,6 +244,13 @@ impl Coupons {
                 Write::Write => "write",
                 Write::Check => "check",
             },
+        )
+        .named(
+            "challenge_cost",
+            settings
+                .challenge_cost
+                .map(|cost| cost.to_string())
+                .unwrap_or_default(),
         );
         call
     }
@@ -277,16 +286,27 @@ impl Coupons {
         user: &UserId,
         ip: Option<std::net::IpAddr>,
         session: Option<(&QueueId, u64)>,
+        proof: &Proof,
     ) -> Result<ClaimReply, Error> {
         let ip = ip.map(|ip| ip.to_string()).unwrap_or_default();
+        let door = match proof {
+            Proof::Absent => "",
+            Proof::Failed(_) => "bad",
+            Proof::Solved { .. } => "ok",
+        };
+        let claim_call = |home: &Home, ticket: Option<u64>| {
+            let mut call = self.claim_call(coupon, user, &ip, home, ticket);
+            call.named("door", door);
+            call
+        };
         let mut batch = Batch::new();
-        let own = batch.stage(self.claim_call(coupon, user, &ip, &Home::Own, None));
+        let own = batch.stage(claim_call(&Home::Own, None));
         // With a token, the campaign is looked for under the token's queue too, in the same
         // round trip. A campaign lives under one tag only, so at most one of the two calls
         // finds it; the other answers Unknown, or Elsewhere for a locator, and writes nothing.
         let queued = session.map(|(queue, ticket)| {
             let home = Home::Queue(queue.clone());
-            batch.stage(self.claim_call(coupon, user, &ip, &home, Some(ticket)))
+            batch.stage(claim_call(&home, Some(ticket)))
         });
         let replies = self.conn.send(&batch).await?;
         let reply = match queued {
@@ -298,7 +318,7 @@ impl Coupons {
         };
         match reply {
             ClaimReply::Elsewhere(queue) if session.is_none_or(|(shown, _)| *shown != queue) => {
-                let call = self.claim_call(coupon, user, &ip, &Home::Queue(queue), None);
+                let call = claim_call(&Home::Queue(queue), None);
                 Ok(self.conn.invoke(call).await?)
             }
             reply => Ok(reply),
@@ -326,6 +346,22 @@ impl Coupons {
                 ticket.map(|ticket| ticket.to_string()).unwrap_or_default(),
             );
         call
+    }
+
+    /// A door challenge for `user` to claim from `coupon`, signed with `key`, at the
+    /// campaign's challenge cost (the default floor where it asks for none). The campaign is
+    /// read as [`Self::campaign`] reads it; an unknown one is [`Error::NotFound`].
+    pub async fn challenge(
+        &self,
+        key: &DoorKey,
+        coupon: &CouponId,
+        user: &UserId,
+        now: DateTime<Utc>,
+    ) -> Result<Challenge, Error> {
+        let campaign = self.campaign(coupon).await?;
+        let cost = campaign.challenge_cost.unwrap_or(DEFAULT_COST_MIN);
+        let expires_at = (now + CHALLENGE_TTL).timestamp();
+        key.challenge(Scope::Coupon(coupon), user, None, cost, expires_at)
     }
 
     /// The campaigns whose keys have not expired, from the registry.

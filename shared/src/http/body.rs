@@ -1,5 +1,5 @@
 //! Request bodies: JSON objects parsed into their types, naming the field that does not
-//! fit, within a size limit.
+//! fit, within a size limit; and the solved door challenge a request brings.
 
 use lambda_http::Request;
 use serde::de::DeserializeOwned;
@@ -54,4 +54,20 @@ fn parse_body<T: DeserializeOwned>(
         .end()
         .map_err(|err| Error::invalid("body", err.to_string()))?;
     Ok(value)
+}
+
+/// The header that brings a solved door challenge: base64 of ALTCHA's `{challenge, solution}`
+/// (docs/door.md).
+pub const ALTCHA_HEADER: &str = "x-altcha";
+
+/// The solved door challenge a request brings: its `x-altcha` header, else `from_body` (the
+/// body's `altcha`). A header that is not text is 400.
+pub fn door_payload(request: &Request, from_body: Option<String>) -> Result<Option<String>, Error> {
+    match request.headers().get(ALTCHA_HEADER) {
+        Some(value) => value
+            .to_str()
+            .map(|text| Some(text.to_owned()))
+            .map_err(|_| Error::invalid("x-altcha", "must be base64 text")),
+        None => Ok(from_body),
+    }
 }

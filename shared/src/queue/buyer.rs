@@ -10,7 +10,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
 use super::access::AccessCode;
-use super::door::{Proof, ProofFailure};
+use super::door;
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::keys::{queue_payment_key, redeemed_key};
 use super::schedule::{Draw, DrawReply, Schedule};
@@ -19,6 +19,7 @@ use super::{
     instant, parse_rate, Absence, Arrival, QueueEvent, QueueEventKind, Standing, TokenState,
     WaitRange, WaitingRoom, ISSUE, LEAVE, RELEASE, STATUS, SUMMARY,
 };
+use crate::door::{Proof, Refused, Scope};
 use crate::error::Error;
 use crate::ids::{PaymentId, QueueId, UserId};
 use crate::store::{Batch, Staged};
@@ -170,8 +171,7 @@ impl WaitingRoom {
     /// [`Self::issue`] with what the buyer brought to the door: in a queue whose `access` is
     /// `list` or `code`, a new arrival the setting does not let in is
     /// [`Arrival::AccessDenied`] ([`super::access`]); in a queue whose `challenge` is on, one
-    /// without a `proof` that holds and was not redeemed yet is [`Arrival::ChallengeRequired`]
-    /// or [`Arrival::ChallengeFailed`] ([`super::door`]). Both are checked in the same round
+    /// without a `proof` that holds and was not redeemed yet is [`Refused`] ([`super::door`]). Both are checked in the same round
     /// trip; a buyer who already holds a place is not checked again.
     pub async fn issue_at_door(
         &self,
@@ -182,8 +182,8 @@ impl WaitingRoom {
         proof: &Proof,
     ) -> Result<Issued, Error> {
         let code_hash = code.map(AccessCode::hash).unwrap_or_default();
-        let (door, redeemed_until) = proof.args();
-        let redeemed = redeemed_key(&self.prefix, queue, proof.serial());
+        let (door, redeemed_until) = door::issue_args(proof);
+        let redeemed = redeemed_key(&self.prefix, queue, door::serial(proof));
         let call = |registered_now: bool, draw: &Option<(String, u64)>, again: bool| {
             let mut invocation = self.invocation(&ISSUE, queue);
             let (commitment, value) = match draw {
@@ -226,7 +226,8 @@ impl WaitingRoom {
             self.reregister(queue).await?;
         }
         if let TokenAnswer::Door(refusal) = reply.answer {
-            return Err(refusal.arrival(queue, proof).into());
+            let replayed = refusal == DoorRefusal::Replayed;
+            return Err(Refused::of(Scope::Queue(queue), proof, replayed).into());
         }
         let state = reply.answer.into_state()?;
         Ok(Issued {
@@ -367,28 +368,6 @@ enum DoorRefusal {
     Required,
     Failed,
     Replayed,
-}
-
-impl DoorRefusal {
-    /// The refusal a buyer who brought `proof` to `queue` is told.
-    fn arrival(self, queue: &QueueId, proof: &Proof) -> Arrival {
-        let challenge = format!("/queues/{queue}/challenge");
-        match (self, proof) {
-            (DoorRefusal::Required, _) => Arrival::ChallengeRequired { challenge },
-            (DoorRefusal::Failed, Proof::Failed(why)) => Arrival::ChallengeFailed {
-                why: *why,
-                challenge,
-            },
-            (DoorRefusal::Failed, _) => Arrival::ChallengeFailed {
-                why: ProofFailure::Malformed,
-                challenge,
-            },
-            (DoorRefusal::Replayed, _) => Arrival::ChallengeFailed {
-                why: ProofFailure::Replayed,
-                challenge,
-            },
-        }
-    }
 }
 
 impl TokenAnswer {

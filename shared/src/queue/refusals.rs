@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use super::door::ProofFailure;
 use crate::error::{Error, Refusal, Turned};
 
 /// Why a token no longer holds a place: the `410 Gone` a buyer is told. The waiting room
@@ -128,15 +127,6 @@ pub enum Arrival {
     },
     /// A presale's access (list or code) does not let this buyer take a place (403).
     AccessDenied,
-    /// The queue asks a new arrival for a solved challenge, and none came (403). `challenge`
-    /// is the path of a fresh one.
-    ChallengeRequired { challenge: String },
-    /// The solution that came does not hold, or was used already (403). `challenge` is the
-    /// path of a fresh one.
-    ChallengeFailed {
-        why: ProofFailure,
-        challenge: String,
-    },
     /// The deployment already holds its most live queues, `MAX_QUEUES` (409).
     QueueLimit { max: u32 },
 }
@@ -149,9 +139,7 @@ impl Refusal for Arrival {
                 Turned::Conflict
             }
             Arrival::Full { .. } => Turned::Busy,
-            Arrival::AccessDenied
-            | Arrival::ChallengeRequired { .. }
-            | Arrival::ChallengeFailed { .. } => Turned::Forbidden,
+            Arrival::AccessDenied => Turned::Forbidden,
         }
     }
 
@@ -162,8 +150,6 @@ impl Refusal for Arrival {
             Arrival::NotOpen { .. } => "queue-not-open",
             Arrival::Full { .. } => "queue-full",
             Arrival::AccessDenied => "access-denied",
-            Arrival::ChallengeRequired { .. } => "challenge-required",
-            Arrival::ChallengeFailed { .. } => "challenge-failed",
             Arrival::QueueLimit { .. } => "too-many-queues",
         }
     }
@@ -175,8 +161,6 @@ impl Refusal for Arrival {
             Arrival::NotOpen { .. } => "Queue not open",
             Arrival::Full { .. } => "Queue full",
             Arrival::AccessDenied => "Access denied",
-            Arrival::ChallengeRequired { .. } => "Challenge required",
-            Arrival::ChallengeFailed { .. } => "Challenge failed",
             Arrival::QueueLimit { .. } => "Too many queues",
         }
     }
@@ -186,14 +170,6 @@ impl Refusal for Arrival {
             Arrival::NotOpen { retry_after } | Arrival::Full { retry_after, .. } => {
                 Some(*retry_after)
             }
-            _ => None,
-        }
-    }
-
-    fn link(&self) -> Option<(&'static str, &str)> {
-        match self {
-            Arrival::ChallengeRequired { challenge }
-            | Arrival::ChallengeFailed { challenge, .. } => Some(("challenge", challenge)),
             _ => None,
         }
     }
@@ -229,15 +205,6 @@ impl std::fmt::Display for Arrival {
             ),
             Arrival::AccessDenied => f.write_str(
                 "this presale takes only buyers on its access list or with a valid access code",
-            ),
-            Arrival::ChallengeRequired { .. } => f.write_str(
-                "this queue asks a new arrival to solve a challenge first: fetch one from the \
-                 link, solve it, and send the solution in x-altcha",
-            ),
-            Arrival::ChallengeFailed { why, .. } => write!(
-                f,
-                "{}: fetch a fresh challenge from the link and solve it",
-                why.describe()
             ),
             Arrival::QueueLimit { max } => write!(
                 f,

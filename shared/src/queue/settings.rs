@@ -15,11 +15,12 @@ use chrono::{DateTime, Utc};
 
 use super::access::Access;
 use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
-use super::door::{ChallengeMode, DoorSettings};
+use super::door::DoorSettings;
 use super::keys::QueueKeys;
 use super::schedule::{DrawSeed, Schedule, ScheduleChange};
 use super::{QueueEvent, WaitingRoom, CLOSE, CONFIGURE};
 use crate::bounds::{self, Bounds};
+use crate::door::ChallengeMode;
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::pages::settings::PageSettings;
