@@ -87,14 +87,21 @@ impl Publisher {
     /// module's, and each call is bounded, so a dead endpoint costs a request at most
     /// about [`ATTEMPTS`] × [`CALL_TIMEOUT`].
     pub fn new(client: Client, bus: impl Into<String>) -> Self {
+        Self::with_call_timeout(client, bus, CALL_TIMEOUT)
+    }
+
+    /// [`Self::new`] with each call bounded by `timeout` instead of [`CALL_TIMEOUT`]. A call
+    /// that times out is sent again, and EventBridge may then hold it twice: delivery is at
+    /// least once.
+    pub fn with_call_timeout(client: Client, bus: impl Into<String>, timeout: Duration) -> Self {
         let config = client
             .config()
             .to_builder()
             .retry_config(RetryConfig::disabled())
             .timeout_config(
                 TimeoutConfig::builder()
-                    .connect_timeout(CALL_TIMEOUT / 2)
-                    .operation_timeout(CALL_TIMEOUT)
+                    .connect_timeout(timeout / 2)
+                    .operation_timeout(timeout)
                     .build(),
             )
             .build();

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use lineup::publish::{Publisher, SOURCE};
 use lineup_tests::queue::{assert_kind, join, leave, promote, put_settings, status, summary};
@@ -363,7 +364,8 @@ async fn selling_out_and_closing_are_announced_on_the_bus() {
         return;
     };
     let (bus, queue_url) = crate::queue_events::bus_to_queue(&moto).await;
-    let publisher = Publisher::new(moto.eventbridge(), &bus);
+    // What arrives is the subject, so a slow moto never times a call out into a resend.
+    let publisher = Publisher::with_call_timeout(moto.eventbridge(), &bus, Duration::from_secs(30));
     let app = TestApp::spawn_publishing(&[("QUEUE_CAPACITY", "1")], publisher).await;
     join(&app, "show", "u1").await;
     join(&app, "show", "u2").await;

@@ -116,8 +116,23 @@ async fn revocation_is_immediate_after_leaving_expiry_or_payment() {
     );
 }
 
-/// What one check sends, by command name, and whether it wrote anything.
+/// What one check sends, by command name; it must arrive in one read and write nothing.
+/// Another client's read (a connection's health check) may land inside the window and spoil
+/// the count: such a measurement is taken again, three times at most.
 async fn sent_by_one_check(app: &TestApp, token: &str) -> Vec<(String, u64)> {
+    let mut counted = Vec::new();
+    for _ in 0..3 {
+        let (reads, sent) = measure_one_check(app, token).await;
+        if reads == 1 {
+            return sent;
+        }
+        counted.push(reads);
+    }
+    panic!("the check never arrived in one read: {counted:?}");
+}
+
+/// The reads one check took, and what it sent by command name.
+async fn measure_one_check(app: &TestApp, token: &str) -> (i64, Vec<(String, u64)>) {
     let reads = || app.info_number("stats", "total_reads_processed");
     let changes = || app.info_number("persistence", "rdb_changes_since_last_save");
     let changed = changes().await;
@@ -128,7 +143,6 @@ async fn sent_by_one_check(app: &TestApp, token: &str) -> Vec<(String, u64)> {
     assert!(gate(app, token, "show").await);
     let gate_reads = reads().await - counted - (second - first);
     let after = app.command_calls().await;
-    assert_eq!(gate_reads, 1, "the check arrives in one read");
     assert_eq!(changes().await, changed, "the check wrote something");
     let mut sent: Vec<(String, u64)> = after
         .iter()
@@ -136,7 +150,7 @@ async fn sent_by_one_check(app: &TestApp, token: &str) -> Vec<(String, u64)> {
         .filter(|(name, delta)| *delta > 0 && name != "info")
         .collect();
     sent.sort();
-    sent
+    (gate_reads, sent)
 }
 
 /// The check is plain commands in one pipeline, no script: two `ZSCORE`s (the lines), an

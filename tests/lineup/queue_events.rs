@@ -93,7 +93,9 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
         return;
     };
     let (bus, queue_url) = bus_to_queue(&moto).await;
-    let publisher = Publisher::new(moto.eventbridge(), &bus);
+    // What arrives is the subject, so a slow moto never times a call out into a resend.
+    let publisher =
+        Publisher::with_call_timeout(moto.eventbridge(), &bus, std::time::Duration::from_secs(30));
     let app = TestApp::spawn_publishing(
         &[
             ("QUEUE_CAPACITY", "1"),
