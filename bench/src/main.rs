@@ -19,6 +19,7 @@ mod boards;
 mod capacity;
 mod cold_start;
 mod coupons;
+mod door;
 mod ingest;
 mod memory;
 mod opening;
@@ -126,6 +127,11 @@ const SECTIONS: &[Section] = &[
         name: "coupons",
         full: true,
         run: |bench, report| Box::pin(coupons::run(bench, report)),
+    },
+    Section {
+        name: "door",
+        full: true,
+        run: |bench, report| Box::pin(door::run(bench, report)),
     },
     Section {
         name: "opening",

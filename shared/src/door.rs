@@ -8,6 +8,7 @@
 //!   expiry, the queue or campaign and the buyer it was made for, and the work.
 //! - A domain's script then decides with its own settings, in its one round trip, and a
 //!   refusal is [`Refused`]: 403 with a link to a fresh challenge.
+//! - [`Counted`] names what the functions count in EMF: challenges issued, solved, refused.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use serde_json::json;
 use crate::bounds::CHALLENGE_COST;
 use crate::error::{Error, Refusal, Turned};
 use crate::ids::{CouponId, QueueId, UserId};
+use crate::metrics::Record;
 use crate::token::TokenKey;
 
 /// A challenge as a client receives it: ALTCHA's `{parameters, signature}`.
@@ -346,6 +348,48 @@ impl std::fmt::Display for Refused {
 impl From<Refused> for Error {
     fn from(refused: Refused) -> Self {
         Error::refused(refused)
+    }
+}
+
+/// What the door did for one request, counted per queue or campaign in EMF (namespace
+/// `lineup`, dimension `queueId` or `couponId`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// A challenge was handed out (`challengesIssued`).
+    Issued,
+    /// A solution took a place or a claim (`challengesSolved`).
+    Solved,
+    /// A buyer was turned away at the door (`challengesRefused`).
+    Refused,
+}
+
+impl Counted {
+    /// The metric record counting this for `scope`.
+    pub fn record(self, scope: Scope<'_>) -> Record {
+        let metric = match self {
+            Counted::Issued => "challengesIssued",
+            Counted::Solved => "challengesSolved",
+            Counted::Refused => "challengesRefused",
+        };
+        let (dimension, id) = match scope {
+            Scope::Queue(queue) => ("queueId", queue.as_str()),
+            Scope::Coupon(coupon) => ("couponId", coupon.as_str()),
+        };
+        Record::new().dimension(dimension, id).count(metric, 1)
+    }
+
+    /// What an answer to a buyer who brought `proof` counts, if anything: a door refusal, or
+    /// a solution that made something new (`created`).
+    pub fn answer<T>(
+        result: &Result<T, Error>,
+        created: impl Fn(&T) -> bool,
+        proof: &Proof,
+    ) -> Option<Self> {
+        match result {
+            Err(err) if err.refusal::<Refused>().is_some() => Some(Counted::Refused),
+            Ok(answer) if created(answer) && proof.solved() => Some(Counted::Solved),
+            _ => None,
+        }
     }
 }
 

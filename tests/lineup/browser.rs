@@ -42,9 +42,6 @@ fn tools() -> Result<PathBuf, String> {
     Ok(chromium)
 }
 
-/// One script at a time: the machine's cores are few, and the scripts wait on real timers.
-static ONE_SCRIPT_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Runs `tests/browser/<script>` in Node against a fresh local stack, stopping and starting
 /// its Redis when the script asks; fails if the script fails.
 async fn run_in_chromium(script: &str) {
@@ -56,7 +53,9 @@ async fn run_in_chromium(script: &str) {
         }
         Err(missing) => panic!("LINEUP_REQUIRE_BROWSER=1 but {missing}"),
     };
-    let _turn = ONE_SCRIPT_AT_A_TIME.lock().await;
+    // One script at a time, and never beside the real-clock on-sales: Chromium takes both
+    // cores, and the scripts wait on real timers.
+    let _turn = lineup_tests::CPU_HEAVY.lock().await;
     let mut app = TestApp::spawn_durable(&[
         ("PROMOTE_TICK_SECONDS", "1"),
         ("WAITING_IDLE_SECONDS", "15"),

@@ -131,14 +131,41 @@ async fn a_queue_with_the_door_on_takes_a_solution_made_by_altchas_own_solver() 
     assert_eq!(again.status, 200, "{}", again.body);
     assert_eq!(again.token(), first.token());
 
-    // The solution may come in the body's `altcha` too.
+    // The solution may come in the body's `altcha` too. The join stays one round trip: one
+    // script call.
     let payload = solved(&app, "gig", "ben").await;
     let body = json!({ "userId": "ben", "altcha": payload }).to_string();
-    let ben = app
-        .queue_api(api_request("POST", "/queues/gig/tokens", Some(&body)))
+    let (ben, sent) = app
+        .client_commands_during(app.queue_api(api_request(
+            "POST",
+            "/queues/gig/tokens",
+            Some(&body),
+        )))
         .await;
     assert_eq!(ben.status, 201, "{}", ben.body);
     assert_eq!(ben.body["status"], "waiting");
+    assert_eq!(sent, [("evalsha", 1)].into_iter().collect(), "{sent:?}");
+
+    // Each is counted per queue in EMF: three challenges issued, two solved, one refused.
+    let counted = |metric: &str| {
+        app.metrics
+            .lines()
+            .iter()
+            .filter(|line| {
+                line.contains(&format!("\"{metric}\":1")) && line.contains("\"queueId\":\"gig\"")
+            })
+            .count()
+    };
+    assert_eq!(
+        (
+            counted("challengesIssued"),
+            counted("challengesSolved"),
+            counted("challengesRefused")
+        ),
+        (2, 2, 1),
+        "{:?}",
+        app.metrics.lines()
+    );
 
     // The redemption bitmap ends: a TTL past the challenge's expiry, one bit a serial.
     let keys = app.keys_with_ttl().await;
@@ -397,6 +424,26 @@ async fn a_campaign_that_asks_for_it_takes_claims_with_a_solution_for_it_alone()
     // Off again: claims need nothing.
     put(json!({ "quantity": 10 })).await;
     assert_eq!(claim("cat", None).await.status, 201);
+
+    // Counted per campaign in EMF.
+    let counted = |metric: &str| {
+        app.metrics
+            .lines()
+            .iter()
+            .filter(|line| {
+                line.contains(&format!("\"{metric}\":1"))
+                    && line.contains("\"couponId\":\"fan-gift\"")
+            })
+            .count()
+    };
+    assert_eq!(
+        (
+            counted("challengesIssued"),
+            counted("challengesSolved"),
+            counted("challengesRefused")
+        ),
+        (1, 1, 3)
+    );
 }
 
 fn assert_refused_at(reply: &Reply, link: &str, kind: &str) {

@@ -27,7 +27,10 @@ async fn started_with(variable: &str, value: &str) -> HashMap<&'static str, Opti
     let named = |result: Result<(), ConfigError>| result.err().map(|err| err.variable.to_owned());
     let metrics = || MetricsSink::memory();
     HashMap::from([
-        ("queue-api", named(queue_api::Deps::new(&started).map(drop))),
+        (
+            "queue-api",
+            named(queue_api::Deps::new(&started, MetricsSink::memory()).map(drop)),
+        ),
         (
             "queue-authorizer",
             named(queue_authorizer::Deps::new(&started).map(drop)),
@@ -50,7 +53,7 @@ async fn started_with(variable: &str, value: &str) -> HashMap<&'static str, Opti
         ),
         (
             "coupon-api",
-            named(coupon_api::Deps::new(&started).map(drop)),
+            named(coupon_api::Deps::new(&started, MetricsSink::memory()).map(drop)),
         ),
         (
             "coupon-publisher",

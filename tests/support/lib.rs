@@ -78,8 +78,9 @@ pub fn reaping_every_second() -> lineup::config::LocalSettings {
 }
 
 /// Suites whose figures depend on the machine's spare CPU (the overload test's capped Redis,
-/// the real-clock on-sales of `estimates::`) take turns, so that they do not starve each other
-/// on a two-core machine.
+/// the real-clock on-sales of `estimates::`), and the tests that load both cores (`load::`, the
+/// crash under load of `faults::`, the Chromium scripts of `browser::`), take turns, so that they do not starve each other on a
+/// two-core machine.
 pub static CPU_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl TestApp {

@@ -27,9 +27,10 @@ use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
-use lineup::door::{DoorKey, Proof, Scope};
+use lineup::door::{Counted, DoorKey, Proof, Scope};
 use lineup::http::{self, allow, json, json_body, json_cached, no_route, segments};
 use lineup::ids::CouponId;
+use lineup::metrics::MetricsSink;
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
 use serde::Deserialize;
@@ -56,17 +57,20 @@ pub struct Deps {
     pub door_key: DoorKey,
     /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
     pub allow_body_user_id: bool,
+    /// Where the door's counts go.
+    pub metrics: MetricsSink,
 }
 
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this
-    /// function reads: the one place they are wired.
-    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+    /// function reads, writing metrics to `metrics`: the one place they are wired.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Deps {
             coupons: started.coupons(started.config.env.rate_limits()?),
             token_key: started.config.token_key.clone(),
             door_key: DoorKey::derive(&started.config.token_key),
             allow_body_user_id: started.config.env.body_user_id()?,
+            metrics,
         })
     }
 }
@@ -151,6 +155,8 @@ async fn challenge(
         .coupons
         .challenge(&deps.door_key, coupon, &user, Utc::now())
         .await?;
+    deps.metrics
+        .emit(&Counted::Issued.record(Scope::Coupon(coupon)));
     Ok(json(StatusCode::OK, &challenge))
 }
 
@@ -191,12 +197,16 @@ async fn claim(request: &Request, deps: &Deps, coupon: &CouponId) -> Result<Resp
             &proof,
         )
         .await?;
-    let (claim, created) = reply.into_result(coupon, &proof).map_err(|err| match err {
+    let answer = reply.into_result(coupon, &proof).map_err(|err| match err {
         Error::Forbidden(detail) if refused_token => Error::Forbidden(format!(
             "the token is not a queue token of this buyer; {detail}"
         )),
         err => err,
-    })?;
+    });
+    if let Some(counted) = Counted::answer(&answer, |(_, created)| *created, &proof) {
+        deps.metrics.emit(&counted.record(Scope::Coupon(coupon)));
+    }
+    let (claim, created) = answer?;
     let status = if created {
         StatusCode::CREATED
     } else {

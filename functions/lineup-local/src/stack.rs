@@ -39,8 +39,8 @@ impl Stack {
     /// `main.rs` builds them; metrics go to `metrics`. A bad setting is named.
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Stack {
-            queue_api: queue_api::Deps::new(started)?,
-            coupon_api: coupon_api::Deps::new(started)?,
+            queue_api: queue_api::Deps::new(started, metrics.clone())?,
+            coupon_api: coupon_api::Deps::new(started, metrics.clone())?,
             coupon_publisher: coupon_publisher::Deps::new(started)?,
             authorizer: queue_authorizer::Deps::new(started)?,
             promoter: queue_promoter::Deps::new(started, metrics.clone())?,

@@ -43,9 +43,10 @@ use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
-use lineup::door::{DoorKey, Proof, Scope};
+use lineup::door::{Counted, DoorKey, Proof, Scope};
 use lineup::http::{self, allow, json, json_body, lambda_authorizer_context, no_route, segments};
 use lineup::ids::{QueueId, UserId};
+use lineup::metrics::MetricsSink;
 use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
 use lineup::publish::Publisher;
@@ -87,18 +88,21 @@ pub struct Deps {
     pub publisher: Publisher,
     /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
     pub allow_body_user_id: bool,
+    /// Where the door's counts go.
+    pub metrics: MetricsSink,
 }
 
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this
-    /// function reads: the one place they are wired.
-    pub fn new(started: &Started) -> Result<Self, ConfigError> {
+    /// function reads, writing metrics to `metrics`: the one place they are wired.
+    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Deps {
             room: started.room()?,
             token_key: started.config.token_key.clone(),
             door_key: DoorKey::derive(&started.config.token_key),
             publisher: started.publisher.clone(),
             allow_body_user_id: started.config.env.body_user_id()?,
+            metrics,
         })
     }
 }
@@ -250,6 +254,8 @@ async fn challenge(
     let claimed = pages::query_param(request.uri().query().unwrap_or(""), "userId")?;
     let user = http::buyer(request, claimed.as_deref(), deps.allow_body_user_id)?;
     let challenge = deps.room.challenge(&deps.door_key, queue, &user).await?;
+    deps.metrics
+        .emit(&Counted::Issued.record(Scope::Queue(queue)));
     Ok(json(StatusCode::OK, &challenge))
 }
 
@@ -270,7 +276,11 @@ async fn issue(request: &Request, deps: &Deps, queue: QueueId) -> Result<Respons
             code.as_ref(),
             &proof,
         )
-        .await?;
+        .await;
+    if let Some(counted) = Counted::answer(&issued, |issued| issued.created, &proof) {
+        deps.metrics.emit(&counted.record(Scope::Queue(&queue)));
+    }
+    let issued = issued?;
     deps.publisher.publish(&issued.events()).await;
     let status = if issued.created {
         StatusCode::CREATED
