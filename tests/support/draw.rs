@@ -20,11 +20,13 @@ pub fn rfc(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// Sleeps until `at` (at once when it has passed).
+/// Sleeps until `at` has passed by the millisecond the server's clock counts in (at once when
+/// it has). The wait is rounded up, never down: a wake a fraction of a millisecond early would
+/// find the server's `NOW` still before `at`.
 pub async fn until(at: DateTime<Utc>) {
-    let left = (at - Utc::now()).num_milliseconds();
-    if left > 0 {
-        sleep(Duration::from_millis(left as u64)).await;
+    let left = (at - Utc::now()).num_microseconds().unwrap_or(i64::MAX);
+    if left >= 0 {
+        sleep(Duration::from_micros(left as u64) + Duration::from_millis(1)).await;
     }
 }
 
