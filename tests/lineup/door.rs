@@ -269,6 +269,13 @@ async fn a_refusal_counts_against_the_rate_limit_and_a_queue_without_the_door_ig
     door_on(&app, "open", json!({ "capacity": 5 })).await;
     let reply = join_with(&app, "open", "ben", "garbage").await;
     assert_eq!(reply.status, 201, "{}", reply.body);
+    // One longer than any solution is refused whatever the queue asks.
+    let long = "A".repeat(4097);
+    assert_kind(
+        &join_with(&app, "open", "cat", &long).await,
+        400,
+        "invalid-request",
+    );
     let keys = QueueKeys::new(&app.config.key_prefix, &QueueId::parse("open").unwrap());
     let mut conn = app.inspect.clone();
     let settings: std::collections::HashMap<String, String> =

@@ -61,13 +61,28 @@ fn parse_body<T: DeserializeOwned>(
 pub const ALTCHA_HEADER: &str = "x-altcha";
 
 /// The solved door challenge a request brings: its `x-altcha` header, else `from_body` (the
-/// body's `altcha`). A header that is not text is 400.
+/// body's `altcha`). A header that is not text, or either one over
+/// [`crate::door::PAYLOAD_MAX_BYTES`], is 400, whether or not the door is on.
 pub fn door_payload(request: &Request, from_body: Option<String>) -> Result<Option<String>, Error> {
+    let within = |field: &'static str, payload: String| {
+        if payload.len() > crate::door::PAYLOAD_MAX_BYTES {
+            return Err(Error::invalid(
+                field,
+                format!("at most {} bytes", crate::door::PAYLOAD_MAX_BYTES),
+            ));
+        }
+        Ok(payload)
+    };
+    let from_body = from_body
+        .map(|payload| within("altcha", payload))
+        .transpose()?;
     match request.headers().get(ALTCHA_HEADER) {
-        Some(value) => value
-            .to_str()
-            .map(|text| Some(text.to_owned()))
-            .map_err(|_| Error::invalid("x-altcha", "must be base64 text")),
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| Error::invalid("x-altcha", "must be base64 text"))?;
+            within("x-altcha", text.to_owned()).map(Some)
+        }
         None => Ok(from_body),
     }
 }
