@@ -19,6 +19,9 @@
 //!    - [`token`]: signed queue tokens (HMAC-SHA256) carrying queue, user and ticket.
 //!    - [`config`]: every setting, read from the environment and checked once at start-up:
 //!      cold start's own, and the slices each function reads for itself.
+//!    - [`admission`]: the admission JWT an active buyer shows the booking API: its signing
+//!      keys (a private JWK set, each key with its span), claims, signature, JWKS and OpenID
+//!      discovery document.
 //!    - [`door`]: the door's proof of work (ALTCHA PoW v2): challenges signed with a key
 //!      derived from the token key, solutions checked in the function, and the refusal.
 //! 3. Redis access:
@@ -49,6 +52,7 @@
 //!    - [`cold_start`]: what every Lambda binary does before serving, and the domains built
 //!      with the settings the function reads.
 
+pub mod admission;
 pub mod aws;
 pub mod bench_support;
 pub mod bounds;

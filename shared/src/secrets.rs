@@ -1,7 +1,8 @@
-//! Secrets from AWS Secrets Manager, read once at cold start. When `TOKEN_SECRET_ARN` or
-//! `REDIS_SECRET_ARN` is set, the secret's value stands in for `TOKEN_SECRET`, or for
-//! `REDIS_USERNAME` and `REDIS_PASSWORD`, before the configuration is checked. Without
-//! either variable no AWS client is created, so nothing is added to cold start.
+//! Secrets from AWS Secrets Manager, read once at cold start. When `TOKEN_SECRET_ARN`,
+//! `REDIS_SECRET_ARN` or `ADMISSION_KEYS_ARN` is set, the secret's value stands in for
+//! `TOKEN_SECRET`, for `REDIS_USERNAME` and `REDIS_PASSWORD`, or for `ADMISSION_KEYS` (the
+//! admission JWT's private JWK set), before the configuration is checked. Without any of
+//! them no AWS client is created, so nothing is added to cold start.
 
 use std::collections::HashMap;
 
@@ -18,13 +19,16 @@ struct RedisSecret {
     password: String,
 }
 
+/// The variables that name a secret.
+const ARNS: [&str; 3] = ["TOKEN_SECRET_ARN", "REDIS_SECRET_ARN", "ADMISSION_KEYS_ARN"];
+
 /// Reads the process environment, fills in secrets from Secrets Manager, and checks it all.
 pub async fn load_config(policy: SecretPolicy) -> Result<Config, ConfigError> {
     // Empty values count as unset, so `sam local` can blank the ARNs in env.json.
     let mut vars: HashMap<String, String> = std::env::vars()
         .filter(|(_, value)| !value.is_empty())
         .collect();
-    if vars.contains_key("TOKEN_SECRET_ARN") || vars.contains_key("REDIS_SECRET_ARN") {
+    if ARNS.iter().any(|arn| vars.contains_key(*arn)) {
         fill(&mut vars, &Client::new(crate::aws::sdk_config().await?)).await?;
     }
     Config::from_lookup(move |name| vars.get(name).cloned(), policy)
@@ -35,6 +39,10 @@ pub async fn fill(vars: &mut HashMap<String, String>, client: &Client) -> Result
     if let Some(arn) = vars.get("TOKEN_SECRET_ARN").cloned() {
         let value = fetch(client, "TOKEN_SECRET_ARN", &arn).await?;
         vars.insert("TOKEN_SECRET".into(), value);
+    }
+    if let Some(arn) = vars.get("ADMISSION_KEYS_ARN").cloned() {
+        let value = fetch(client, "ADMISSION_KEYS_ARN", &arn).await?;
+        vars.insert("ADMISSION_KEYS".into(), value);
     }
     if let Some(arn) = vars.get("REDIS_SECRET_ARN").cloned() {
         let value = fetch(client, "REDIS_SECRET_ARN", &arn).await?;

@@ -2,7 +2,10 @@
 //! the `lambda_http::Request` the Lambda runtime would build, sends it to the function that
 //! owns its first path segment, and turns the answer back into HTTP. For the protected
 //! sample route it first builds the authorizer event API Gateway would send and runs
-//! `queue-authorizer` on it. `POST /events` hands EventBridge events to `ranking-updater`.
+//! `queue-authorizer` on it. The sample browse route it puts behind the JWT authorizer on
+//! lineup's own issuer, as the template's `AdmissionJwt` does: the admission JWT is verified
+//! against the JWKS and its claims reach the function as API Gateway hands them on.
+//! `POST /events` hands EventBridge events to `ranking-updater`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,6 +54,13 @@ async fn dispatch(
                 // the function's 405.
                 ["queues", _, "admission"] if method == Method::GET => {
                     match authorize(request, &stack).await {
+                        Ok(request) => queue_api::handle(request, &stack.queue_api).await,
+                        Err(err) => Ok(lineup::http::problem(&err)),
+                    }
+                }
+                // The sample browse route, behind the template's `AdmissionJwt`.
+                ["queues", _, "seats"] if method == Method::GET => {
+                    match admitted(request, &stack.queue_api) {
                         Ok(request) => queue_api::handle(request, &stack.queue_api).await,
                         Err(err) => Ok(lineup::http::problem(&err)),
                     }
@@ -126,6 +136,44 @@ async fn authorize(
         Value::Object(fields) => fields.into_iter().collect(),
         _ => Default::default(),
     };
+    let mut context = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.clone(),
+        _ => ApiGatewayV2httpRequestContext::default(),
+    };
+    context.authorizer = Some(authorizer);
+    Ok(request.with_request_context(RequestContext::ApiGatewayV2(context)))
+}
+
+/// Checks the admission JWT as API Gateway's JWT authorizer on lineup's issuer would, and
+/// attaches its claims (as strings) to the request; 401 without a valid one.
+fn admitted(
+    request: lambda_http::Request,
+    deps: &queue_api::Deps,
+) -> Result<lambda_http::Request, Error> {
+    let unauthorized = || Error::Unauthorized("a valid admission JWT is required".into());
+    let issuer = deps.admission.as_ref().ok_or_else(unauthorized)?;
+    let token = request
+        .headers()
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or_else(unauthorized)?;
+    let claims = issuer
+        .verify(token.trim(), chrono::Utc::now())
+        .ok_or_else(unauthorized)?;
+    let mut jwt = aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizerJwtDescription::default();
+    jwt.claims = match serde_json::to_value(&claims) {
+        Ok(Value::Object(fields)) => fields
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(text) => (name, text),
+                other => (name, other.to_string()),
+            })
+            .collect(),
+        _ => Default::default(),
+    };
+    let mut authorizer = aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizer::default();
+    authorizer.jwt = Some(jwt);
     let mut context = match request.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(context)) => context.clone(),
         _ => ApiGatewayV2httpRequestContext::default(),

@@ -4,12 +4,29 @@ use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
 use lineup::metrics::MetricsSink;
 use lineup_local::embedded_redis::EmbeddedRedis;
-use lineup_local::{local_setting, serve, spawn_schedules, Stack};
+use lineup_local::{admission_defaults, local_setting, serve, spawn_schedules, Stack};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     lineup::telemetry::init_text();
-    let config = Config::from_lookup(local_setting, SecretPolicy::GenerateIfMissing)?;
+    let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
+    let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
+    let listener = tokio::net::TcpListener::bind(format!("{host}:{port}"))
+        .await
+        .map_err(|err| format!("cannot listen on {host}:{port} ({err}); set HOST or PORT"))?;
+    let address = listener.local_addr()?;
+    // The admission issuer is this address, so its discovery document is served here.
+    let admission = admission_defaults(address)?;
+    let config = Config::from_lookup(
+        move |name| {
+            admission
+                .iter()
+                .find(|(variable, _)| variable == name)
+                .map(|(_, value)| value.clone())
+                .or_else(|| local_setting(name))
+        },
+        SecretPolicy::GenerateIfMissing,
+    )?;
     let local = config.env.local()?;
 
     // Kept alive for the life of the process; dropping it stops the server.
@@ -30,12 +47,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Started::connect(config, &url, Publishing::QueueEvents).await?;
     let stack = Stack::new(&started, MetricsSink::Stdout)?;
 
-    let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
-    let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
-    let listener = tokio::net::TcpListener::bind(format!("{host}:{port}"))
-        .await
-        .map_err(|err| format!("cannot listen on {host}:{port} ({err}); set HOST or PORT"))?;
-    let address = listener.local_addr()?;
     println!("lineup-local listening on http://{address}");
 
     let schedules = spawn_schedules(&stack, &local);

@@ -22,6 +22,39 @@ pub fn local_setting(name: &str) -> Option<String> {
 }
 
 /// The dependencies of every function, built once.
+/// The admission JWT's settings the local stack adds where the environment has none: the
+/// issuer is the stack's own address, the audience `booking`, and the key a fresh one for
+/// `ADMISSION_ALGORITHM` (RS256 by default), made now and kept for the run. An empty
+/// `ADMISSION_ISSUER` turns admission off. Listening on every interface, the issuer is
+/// `127.0.0.1` (an `http://` issuer must be a loopback one).
+pub fn admission_defaults(
+    mut address: std::net::SocketAddr,
+) -> Result<Vec<(String, String)>, String> {
+    if address.ip().is_unspecified() {
+        address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let mut defaults = Vec::new();
+    if std::env::var_os("ADMISSION_ISSUER").is_none() {
+        defaults.push(("ADMISSION_ISSUER".into(), format!("http://{address}")));
+    }
+    if std::env::var_os("ADMISSION_AUDIENCE").is_none() {
+        defaults.push(("ADMISSION_AUDIENCE".into(), "booking".into()));
+    }
+    let off = std::env::var("ADMISSION_ISSUER").is_ok_and(|issuer| issuer.trim().is_empty());
+    if std::env::var_os("ADMISSION_KEYS").is_none() && !off {
+        let named = std::env::var("ADMISSION_ALGORITHM").unwrap_or_default();
+        let alg = lineup::admission::ALGORITHMS
+            .iter()
+            .find(|(name, _)| *name == named.trim())
+            .map_or(lineup::admission::ALGORITHMS[0].1, |(_, alg)| *alg);
+        let now = chrono::Utc::now();
+        let kid = format!("local-{}", now.timestamp());
+        let (_, keys) = lineup::admission::KeySet::generate(alg, &kid, now, None)?;
+        defaults.push(("ADMISSION_KEYS".into(), keys));
+    }
+    Ok(defaults)
+}
+
 #[derive(Clone)]
 pub struct Stack {
     pub queue_api: queue_api::Deps,

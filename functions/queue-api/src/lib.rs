@@ -15,7 +15,10 @@
 //! | `PUT /queues/{queueId}/access/{userId}` | put one user on it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/access/{userId}` | take a user off it (IAM-protected in AWS) |
 //! | `POST /queues/{queueId}/access-codes` | mint up to 10,000 presale access codes, shown once (IAM-protected in AWS) |
-//! | `GET /queues/{queueId}/admission` | a sample route behind `queue-authorizer`: shows what it let through |
+//! | `GET /queues/{queueId}/admission` | a sample payment route behind `queue-authorizer`: shows what it let through |
+//! | `GET /queues/{queueId}/seats` | a sample browse route behind API Gateway's JWT authorizer on lineup's own issuer: shows the admission claims it let through |
+//! | `GET /.well-known/jwks.json` | the admission JWT's public keys (JWKS); public, cacheable |
+//! | `GET /.well-known/openid-configuration` | the issuer's OpenID discovery document, naming the JWKS; public, cacheable |
 //! | `GET /queues/{queueId}/wait?return=…` | the waiting-room page (HTML); the token comes in the URL fragment |
 //! | `GET /queues/{queueId}/wait/{asset}` | its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`), its service worker (`worker.js`) and the door's solver (`altcha.js`) |
 //! | `GET /queues/{queueId}/wait/i18n/{lang}` | its string table in one language (JSON) |
@@ -24,6 +27,8 @@
 //! saying why (`session-ended`, `dropped-for-absence`, `left`, `sold-out`); one the queue does
 //! not know (forged, malformed, another queue's, or gone too long ago) is 404 `not-found`.
 //! A held token's status is `waiting`, `active` or `soldout` (with the operator's message).
+//! An active buyer's answer carries `admission`, a JWT the booking API verifies by itself
+//! against the JWKS (docs/booking.md); each status poll renews it until the session ends.
 //! A new arrival that cannot join is refused: 410 `sold-out`, 409 `queue-closed`, or 429
 //! `queue-full` with `Retry-After`; the detail is the operator's message when there is one.
 //! In a presale (`access` `list` or `code`), a new arrival not on the list, or without a
@@ -41,6 +46,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
+use lineup::admission::{self, Issuer, Session};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::door::{Counted, DoorKey, Proof, Scope};
@@ -69,6 +75,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/queues/{queueId}/access/{userId}"),
     ("POST", "/queues/{queueId}/access-codes"),
     ("GET", "/queues/{queueId}/admission"),
+    ("GET", "/queues/{queueId}/seats"),
+    ("GET", "/.well-known/jwks.json"),
+    ("GET", "/.well-known/openid-configuration"),
     ("GET", "/queues/{queueId}/challenge"),
     ("POST", "/queues/{queueId}/tokens"),
     ("GET", "/queues/{queueId}/tokens/{token}"),
@@ -90,6 +99,8 @@ pub struct Deps {
     pub allow_body_user_id: bool,
     /// Where the door's counts go.
     pub metrics: MetricsSink,
+    /// Signs the admission JWT; `None` without `ADMISSION_ISSUER`.
+    pub admission: Option<Issuer>,
 }
 
 impl Deps {
@@ -103,6 +114,7 @@ impl Deps {
             publisher: started.publisher.clone(),
             allow_body_user_id: started.config.env.body_user_id()?,
             metrics,
+            admission: started.config.env.admission()?,
         })
     }
 }
@@ -163,6 +175,27 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         ["queues", queue, "admission"] => {
             allow(method, "GET")?;
             admission(request, &QueueId::parse(queue)?)
+        }
+        ["queues", queue, "seats"] => {
+            allow(method, "GET")?;
+            seats(request, &QueueId::parse(queue)?)
+        }
+        [".well-known", "jwks.json"] => {
+            allow(method, "GET")?;
+            let issuer = issuer(deps)?;
+            Ok(http::json_cached(
+                StatusCode::OK,
+                &issuer.jwks(Utc::now()),
+                admission::DISCOVERY_CACHE_CONTROL,
+            ))
+        }
+        [".well-known", "openid-configuration"] => {
+            allow(method, "GET")?;
+            Ok(http::json_cached(
+                StatusCode::OK,
+                &issuer(deps)?.discovery(),
+                admission::DISCOVERY_CACHE_CONTROL,
+            ))
         }
         ["queues", queue, "wait"] => {
             allow(method, "GET")?;
@@ -554,6 +587,24 @@ fn admission(request: &Request, queue: &QueueId) -> Result<Response<Body>, Error
     Ok(json(StatusCode::OK, &context))
 }
 
+/// The admission issuer, or 404 where none is configured.
+fn issuer(deps: &Deps) -> Result<&Issuer, Error> {
+    deps.admission.as_ref().ok_or_else(|| {
+        Error::NotFound("this deployment issues no admission JWT (ADMISSION_ISSUER is unset)".into())
+    })
+}
+
+/// What API Gateway's JWT authorizer on lineup's issuer let through: the admission's claims,
+/// for this queue only (a booking API checks `qid` against the route's concert the same way).
+fn seats(request: &Request, queue: &QueueId) -> Result<Response<Body>, Error> {
+    let claims = http::jwt_claims(request)
+        .ok_or_else(|| Error::Unauthorized("an admission JWT (Authorization: Bearer) is required".into()))?;
+    if claims.get("qid").map(String::as_str) != Some(queue.as_str()) {
+        return Err(Error::Forbidden("the admission is for another queue".into()));
+    }
+    Ok(json(StatusCode::OK, claims))
+}
+
 /// The token status body.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -580,6 +631,9 @@ struct TokenStatus<'a> {
     /// Placed by the draw: the value that placed the buyer, to check (docs/draw.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     draw: Option<DrawValue>,
+    /// An active buyer's admission JWT (docs/booking.md), renewed by each poll.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    admission: Option<String>,
 }
 
 /// The range of a waiter's wait, in whole seconds.
@@ -599,9 +653,25 @@ impl<'a> TokenStatus<'a> {
     fn new(claims: &'a TokenClaims, state: &TokenState, deps: &Deps) -> Self {
         let now: DateTime<Utc> = Utc::now();
         let mut opens_at = None;
+        let admission = match (&state.standing, &deps.admission) {
+            (Standing::Active { since, until }, Some(issuer)) => {
+                let session = Session {
+                    queue: &claims.queue,
+                    user: &claims.user,
+                    ticket: state.ticket,
+                    since: *since,
+                    until: *until,
+                };
+                issuer.sign(&session, now).unwrap_or_else(|reason| {
+                    tracing::error!(%reason, "no admission JWT was signed");
+                    None
+                })
+            }
+            _ => None,
+        };
         let (status, position, active_until) = match &state.standing {
             Standing::Waiting { position } => ("waiting", Some(*position), None),
-            Standing::Active { until } => (
+            Standing::Active { until, .. } => (
                 "active",
                 None,
                 Some(until.to_rfc3339_opts(SecondsFormat::Millis, true)),
@@ -629,6 +699,7 @@ impl<'a> TokenStatus<'a> {
             message: state.message.clone(),
             opens_at,
             draw: state.draw_value().map(|value| DrawValue { value }),
+            admission,
         }
     }
 }

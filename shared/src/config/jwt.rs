@@ -69,9 +69,10 @@ impl JwtSettings {
     }
 }
 
-/// Whether `issuer` is a URL the gatekeeper may fetch keys below: `https://`, or `http://` on
+/// Whether `issuer` is a URL the gatekeeper may fetch keys below (and the admission issuer
+/// serve them below): `https://`, or `http://` on
 /// a loopback host; no user, query or fragment.
-fn issuer_url_is_usable(issuer: &str) -> bool {
+pub(super) fn issuer_url_is_usable(issuer: &str) -> bool {
     let Ok(url) = url::Url::parse(issuer) else {
         return false;
     };

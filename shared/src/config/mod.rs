@@ -8,9 +8,10 @@
 //!
 //! One file a slice: `queue.rs` (the waiting room's defaults and timing), `rate_limits.rs`
 //! (arrivals per buyer and per source), `ranking.rs` (the rankings), `connection.rs` (Redis),
-//! `jwt.rs` (the buyer's identity), `local.rs` (what only the local stack reads). `vars.rs`
+//! `jwt.rs` (the buyer's identity), `admission.rs` (the admission JWT), `local.rs` (what only the local stack reads). `vars.rs`
 //! reads and checks one variable.
 
+mod admission;
 mod connection;
 mod jwt;
 mod local;
@@ -108,6 +109,12 @@ impl Environment {
         self.vars()
             .string("AUTHORIZER_QUEUE_PATH_PARAMETER")
             .unwrap_or_else(|| "queueId".into())
+    }
+
+    /// The admission JWT's issuer and keys, for queue-api; `None` without
+    /// `ADMISSION_ISSUER`: no admission is issued.
+    pub fn admission(&self) -> Result<Option<crate::admission::Issuer>, ConfigError> {
+        admission::read(&self.vars())
     }
 
     /// What only the local stack reads.

@@ -1,27 +1,29 @@
 //! Who is calling: the buyer a verified JWT names, the source IP, and a Lambda authorizer's
 //! context. A body field never names the buyer.
 
+use std::collections::HashMap;
+
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
 use crate::error::Error;
 use crate::ids::UserId;
 
-/// The `sub` claim of an API Gateway JWT authorizer, when one ran: the only buyer identity
-/// API Gateway has verified.
-pub fn jwt_subject(request: &Request) -> Option<String> {
+/// The claims an API Gateway JWT authorizer verified, when one ran.
+pub fn jwt_claims(request: &Request) -> Option<&HashMap<String, String>> {
     match request.request_context_ref()? {
-        RequestContext::ApiGatewayV2(context) => context
-            .authorizer
-            .as_ref()?
-            .jwt
-            .as_ref()?
-            .claims
-            .get("sub")
-            .cloned(),
+        RequestContext::ApiGatewayV2(context) => {
+            Some(&context.authorizer.as_ref()?.jwt.as_ref()?.claims)
+        }
         #[allow(unreachable_patterns)]
         _ => None,
     }
+}
+
+/// The `sub` claim of an API Gateway JWT authorizer, when one ran: the only buyer identity
+/// API Gateway has verified.
+pub fn jwt_subject(request: &Request) -> Option<String> {
+    jwt_claims(request)?.get("sub").cloned()
 }
 
 /// The buyer a request speaks for: the JWT `sub` when an authorizer verified one, else

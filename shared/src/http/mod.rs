@@ -14,7 +14,9 @@ pub use body::{
     bulk_json_body, door_payload, json_body, json_document, ALTCHA_HEADER, MAX_BODY_BYTES,
     MAX_BULK_BODY_BYTES,
 };
-pub use identity::{buyer, jwt_subject, lambda_authorizer_context, source_ip, verified_subject};
+pub use identity::{
+    buyer, jwt_claims, jwt_subject, lambda_authorizer_context, source_ip, verified_subject,
+};
 pub use lambda::answer_lambda_event;
 pub use problem::problem;
 pub use response::{answer, empty, json, json_cached, page, respond, Answered};

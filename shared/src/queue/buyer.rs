@@ -38,7 +38,7 @@ impl Issued {
     /// The admission to report when the new token was active at once.
     pub fn events(&self) -> Vec<QueueEvent> {
         match (&self.state.standing, self.created) {
-            (super::Standing::Active { until }, true) => vec![QueueEvent::activated(
+            (super::Standing::Active { until, .. }, true) => vec![QueueEvent::activated(
                 &self.claims.queue,
                 self.claims.user.as_str(),
                 self.claims.ticket,
@@ -394,7 +394,8 @@ impl TokenAnswer {
     }
 }
 
-/// `token_reply`'s fields in `replies.lua`, in order: created, status, ticket, position,
+/// `token_reply`'s fields in `replies.lua`, in order: created, status, ticket, position (for
+/// an active buyer, the ms its session began),
 /// active_until_ms, wait_ms, present_ms, paused, register, message, drawn, range.
 type TokenReplyFields = (
     u8,
@@ -453,6 +454,7 @@ impl FromRedisValue for TokenReply {
         let answer = match status.as_str() {
             "waiting" => live(Standing::Waiting { position }),
             "active" => live(Standing::Active {
+                since: instant(position as i64)?,
                 until: instant(until_ms)?,
             }),
             "soldout" => live(Standing::SoldOut),

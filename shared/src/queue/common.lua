@@ -47,12 +47,17 @@ local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local function find_active(user, ticket)
   local until_ms = redis.call('ZSCORE', ACTIVE, user)
   if not until_ms then return nil end
-  -- The entry begins with the ticket (active_entry).
+  -- The entry begins with the ticket and the instant the session began (active_entry).
   local raw = redis.call('HGET', TICKETS, user)
-  local held = raw and tonumber(string.match(raw, '^%d+'))
+  local held, since
+  if raw then
+    held, since = string.match(raw, '^(%d+):?(%d*)')
+    held, since = tonumber(held), tonumber(since)
+  end
   if ticket ~= nil and held ~= ticket then return nil end
   until_ms = tonumber(until_ms)
-  if until_ms > NOW then return 'active', held, until_ms end
+  -- An entry without its start (none is written so) counts as begun now.
+  if until_ms > NOW then return 'active', held, until_ms, since or NOW end
   return 'expired', held
 end
 

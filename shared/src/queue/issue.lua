@@ -59,13 +59,13 @@ if again ~= '1' then
   end
 end
 
-local state, ticket, until_ms = find(user, nil)
+local state, ticket, until_ms, since_ms = find(user, nil)
 if state == 'waiting' then
   if SOLD_OUT then return sold_out_reply(state, user, ticket) end
   if BEFORE_OPENING and not IN_LANE then return prequeue_reply(0, ticket) end
   return waiting_reply(0, user, ticket)
 elseif state == 'active' then
-  return active_reply(0, ticket, until_ms)
+  return active_reply(0, ticket, until_ms, since_ms)
 end
 
 -- A new arrival (or one whose place lapsed).
@@ -158,7 +158,7 @@ if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 
   if not PAUSED and (not BEFORE_OPENING or lane_before_opening())
       and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
     activate(user, ticket)
-    return active_reply(1, ticket, NOW + SESSION_MS)
+    return active_reply(1, ticket, NOW + SESSION_MS, NOW)
   end
   redis.call('ZADD', LANE, ticket, user)
   IN_LANE = true
@@ -212,7 +212,7 @@ if not PAUSED and (MODE == 'passthrough' or waiting_count() == 0)
   -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
   if state == 'dropped' then redis.call('ZREM', WAITING, user) end
   activate(user, ticket)
-  return active_reply(1, ticket, NOW + SESSION_MS)
+  return active_reply(1, ticket, NOW + SESSION_MS, NOW)
 end
 redis.call('ZADD', WAITING, ticket, user)
 return waiting_reply(1, user, ticket)

@@ -273,8 +273,11 @@ impl WaitingRoom {
 pub enum Standing {
     /// In line, `position` (1-based) among the waiting.
     Waiting { position: u64 },
-    /// Admitted until the given instant.
-    Active { until: DateTime<Utc> },
+    /// Admitted: the session that began at `since` and ends at `until`.
+    Active {
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+    },
     /// In a queue that sold out: nobody more is admitted.
     SoldOut,
     /// In the pre-queue: placed by the draw at the opening.
@@ -372,7 +375,7 @@ impl TokenState {
             Standing::Waiting { position } => {
                 self.estimated_wait_range().map_or(position, |(low, _)| low) / 10
             }
-            Standing::Active { until } => (until - now).num_seconds().max(0) as u64 / 4,
+            Standing::Active { until, .. } => (until - now).num_seconds().max(0) as u64 / 4,
             // Only an operator reverses a sell-out: poll as seldom as presence allows.
             Standing::SoldOut | Standing::Prequeue { .. } => ceiling,
         };

@@ -158,9 +158,10 @@ local function waiting_count()
   return count
 end
 
-local function active_reply(created, ticket, until_ms)
+-- An active buyer's reply: in place of a position, the ms the session began.
+local function active_reply(created, ticket, until_ms, since_ms)
   keep_meta()
-  return token_reply(created, 'active', ticket, 0, until_ms, '', needs_registration())
+  return token_reply(created, 'active', ticket, since_ms, until_ms, '', needs_registration())
 end
 
 -- Whether the queue is empty and has had no arrival for `idle_after` ms.
@@ -181,8 +182,8 @@ local function find(user, ticket)
     if is_present(waiting) then return 'waiting', waiting end
     return 'dropped', waiting
   end
-  local state, held, until_ms = find_active(user, ticket)
-  if state then return state, held, until_ms end
+  local state, held, until_ms, since = find_active(user, ticket)
+  if state then return state, held, until_ms, since end
   -- The priority lane, last: only its members pay for the look.
   if LANE_ON then
     local laned = redis.call('ZSCORE', LANE, user)
