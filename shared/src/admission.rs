@@ -262,9 +262,18 @@ fn private_key(jwk: &PrivateJwk, alg: Algorithm) -> Result<AdmissionKey, String>
 /// Signs a probe and verifies it with the public JWK, so a key whose halves disagree, or
 /// which ring cannot read, stops the function at start-up rather than at the first buyer.
 fn probe(key: &AdmissionKey) -> Result<(), String> {
-    let broken = || format!("key {:?}: its public half does not verify what its private half signs", key.kid);
-    let token = jsonwebtoken::encode(&Header::new(key.alg), &json!({"probe": true}), &key.encoding)
-        .map_err(|_| format!("key {:?} cannot sign", key.kid))?;
+    let broken = || {
+        format!(
+            "key {:?}: its public half does not verify what its private half signs",
+            key.kid
+        )
+    };
+    let token = jsonwebtoken::encode(
+        &Header::new(key.alg),
+        &json!({"probe": true}),
+        &key.encoding,
+    )
+    .map_err(|_| format!("key {:?} cannot sign", key.kid))?;
     let decoding = DecodingKey::from_jwk(&key.public).map_err(|_| broken())?;
     let mut validation = Validation::new(key.alg);
     validation.required_spec_claims.clear();
@@ -600,7 +609,10 @@ mod tests {
         let (_, b) = KeySet::generate(Algorithm::ES256, "b", at(100), None).unwrap();
         let mut both: Value = serde_json::from_str(&a).unwrap();
         let b: Value = serde_json::from_str(&b).unwrap();
-        both["keys"].as_array_mut().unwrap().push(b["keys"][0].clone());
+        both["keys"]
+            .as_array_mut()
+            .unwrap()
+            .push(b["keys"][0].clone());
         let set = KeySet::parse(&both.to_string(), Algorithm::ES256, at(50)).unwrap();
         assert_eq!(set.signing_key(at(99)).unwrap().kid(), "a");
         assert_eq!(set.signing_key(at(100)).unwrap().kid(), "b");
@@ -612,7 +624,11 @@ mod tests {
                 .map(|k| k.common.key_id.clone().unwrap())
                 .collect()
         };
-        assert_eq!(kids(50), ["a", "b"], "the next key is published before it signs");
+        assert_eq!(
+            kids(50),
+            ["a", "b"],
+            "the next key is published before it signs"
+        );
         assert_eq!(kids(219), ["a", "b"]);
         assert_eq!(kids(220), ["b"], "retired, TTL and slack past: gone");
     }

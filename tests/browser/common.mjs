@@ -123,6 +123,17 @@ export async function admission(page, queue) {
   }, queue);
 }
 
+// What the booking front end does with the fragment's admission JWT: send it as a bearer
+// token to a route behind the JWT authorizer on lineup's issuer.
+export async function seats(page, queue) {
+  return page.evaluate(async (q) => {
+    const jwt = new URLSearchParams(location.hash.slice(1)).get('admission');
+    if (!jwt) return { status: 0, body: null };
+    const r = await fetch('/queues/' + q + '/seats', { headers: { authorization: 'Bearer ' + jwt } });
+    return { status: r.status, body: await r.json() };
+  }, queue);
+}
+
 // The opening as a buyer in `locale` and `timeZone` reads it, by Chromium's own Intl (Node's
 // ICU words Korean differently).
 export function opensIn(page, at, locale, timeZone) {

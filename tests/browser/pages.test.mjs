@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createHash, createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import {
-  BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, admission, endHarness, done,
+  BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, admission, seats, endHarness, done,
 } from './common.mjs';
 
 // A pre-queue countdown, then the draw: two buyers in two time zones join before the
@@ -153,6 +153,11 @@ try {
   const first = await admission(a.page, 'duo');
   assert.equal(first.status, 200, JSON.stringify(first.body));
   assert.equal(first.body.userId, 'alice');
+  // The handover carries the admission JWT too, which the browse route's JWT authorizer takes.
+  const browsed = await seats(a.page, 'duo');
+  assert.equal(browsed.status, 200, JSON.stringify(browsed.body));
+  assert.equal(browsed.body.sub, 'alice');
+  assert.equal(browsed.body.qid, 'duo');
   await a.page.goBack();
   await state(a.page, 'active');
   await a.page.click('#leave');
@@ -260,7 +265,13 @@ try {
   await o.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
   await state(o.page, 'active');
   await o.page.waitForSelector('#go', { timeout: 20000 });
-  assert.equal(await o.page.getAttribute('#go', 'href'), go, 'the same place, and the checked return link');
+  // The same place and return link; the admission JWT in it is a renewed one.
+  const handover = (href) => {
+    const url = new URL(href);
+    const fragment = new URLSearchParams(url.hash.slice(1));
+    return [url.origin + url.pathname, fragment.get('queueToken'), !!fragment.get('admission')];
+  };
+  assert.deepEqual(handover(await o.page.getAttribute('#go', 'href')), handover(go), 'the same place, and the checked return link');
   await u.page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 60000 });
   await state(u.page, 'active');
   // The page asked for itself again once Redis answered: the allow-list refused the URL.

@@ -32,7 +32,7 @@ async fn send(
     send_with_headers(addr, method, path, body, &[]).await
 }
 
-async fn send_with_headers(
+pub(crate) async fn send_with_headers(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,

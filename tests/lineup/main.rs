@@ -2,6 +2,7 @@
 
 mod abuse;
 mod access;
+mod admission;
 mod availability;
 mod bad_input;
 mod browser;

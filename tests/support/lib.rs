@@ -28,6 +28,7 @@ pub mod queue;
 pub mod rankings;
 mod throttle;
 mod tls;
+pub mod verifiers;
 pub use cluster::EmbeddedCluster;
 pub use cpu_cap::{CpuCap, Throttling};
 pub use link::Link;
@@ -36,6 +37,15 @@ pub use throttle::ThrottlingEndpoint;
 pub use tls::{Certificates, CERTIFIED_HOST};
 
 /// A running test environment.
+/// The admission issuer of a test app that serves nothing over HTTP.
+pub const ADMISSION_ISSUER: &str = "http://127.0.0.1:9";
+/// The audience test apps sign admissions for.
+pub const ADMISSION_AUDIENCE: &str = "booking-test";
+/// The test apps' admission key set: one RS256 key, `test-1`, signing since 2026-01-01.
+pub const ADMISSION_KEYS: &str = include_str!("../fixtures/admission/keys.json");
+/// A key that is in no test app's set, `stranger`.
+pub const STRANGER_KEYS: &str = include_str!("../fixtures/admission/stranger.json");
+
 pub struct TestApp {
     pub config: Config,
     pub stack: Stack,
@@ -347,6 +357,11 @@ impl TestApp {
             ),
             // One promotion tick per promoter invocation unless a test asks for more.
             ("PROMOTE_BUDGET_SECONDS".into(), "0".into()),
+            // The admission JWT, signed with the fixed test key; a test that serves the
+            // discovery routes over HTTP names its own address as the issuer.
+            ("ADMISSION_ISSUER".into(), ADMISSION_ISSUER.into()),
+            ("ADMISSION_AUDIENCE".into(), ADMISSION_AUDIENCE.into()),
+            ("ADMISSION_KEYS".into(), ADMISSION_KEYS.into()),
         ]);
         // The local stack's defaults (a body `userId` names the buyer, any buyer creates a
         // queue); a test of the deployed defaults overrides them.

@@ -161,7 +161,8 @@ fn admitted(
     let claims = issuer
         .verify(token.trim(), chrono::Utc::now())
         .ok_or_else(unauthorized)?;
-    let mut jwt = aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizerJwtDescription::default();
+    let mut jwt =
+        aws_lambda_events::event::apigw::ApiGatewayRequestAuthorizerJwtDescription::default();
     jwt.claims = match serde_json::to_value(&claims) {
         Ok(Value::Object(fields)) => fields
             .into_iter()

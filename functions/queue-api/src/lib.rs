@@ -590,17 +590,22 @@ fn admission(request: &Request, queue: &QueueId) -> Result<Response<Body>, Error
 /// The admission issuer, or 404 where none is configured.
 fn issuer(deps: &Deps) -> Result<&Issuer, Error> {
     deps.admission.as_ref().ok_or_else(|| {
-        Error::NotFound("this deployment issues no admission JWT (ADMISSION_ISSUER is unset)".into())
+        Error::NotFound(
+            "this deployment issues no admission JWT (ADMISSION_ISSUER is unset)".into(),
+        )
     })
 }
 
 /// What API Gateway's JWT authorizer on lineup's issuer let through: the admission's claims,
 /// for this queue only (a booking API checks `qid` against the route's concert the same way).
 fn seats(request: &Request, queue: &QueueId) -> Result<Response<Body>, Error> {
-    let claims = http::jwt_claims(request)
-        .ok_or_else(|| Error::Unauthorized("an admission JWT (Authorization: Bearer) is required".into()))?;
+    let claims = http::jwt_claims(request).ok_or_else(|| {
+        Error::Unauthorized("an admission JWT (Authorization: Bearer) is required".into())
+    })?;
     if claims.get("qid").map(String::as_str) != Some(queue.as_str()) {
-        return Err(Error::Forbidden("the admission is for another queue".into()));
+        return Err(Error::Forbidden(
+            "the admission is for another queue".into(),
+        ));
     }
     Ok(json(StatusCode::OK, claims))
 }
@@ -694,7 +699,13 @@ impl<'a> TokenStatus<'a> {
                 .estimated_wait_range()
                 .map(|(low, high)| WaitRangeSeconds { low, high }),
             active_until,
-            poll_after_seconds: state.poll_after_seconds(now),
+            poll_after_seconds: match (&admission, &deps.admission) {
+                // A front end that polls as told renews the admission before it expires.
+                (Some(_), Some(issuer)) => state
+                    .poll_after_seconds(now)
+                    .min(issuer.ttl.as_secs() * 3 / 4),
+                _ => state.poll_after_seconds(now),
+            },
             paused: state.paused,
             message: state.message.clone(),
             opens_at,

@@ -332,7 +332,9 @@
         let go;
         if (returnUrl) {
           const target = new URL(returnUrl);
-          target.hash = 'queueToken=' + encodeURIComponent(place.token);
+          // The handover: the queue token, and the admission JWT the booking API verifies
+          // by itself (docs/booking.md), renewed by each poll.
+          target.hash = new URLSearchParams({ queueToken: place.token, ...(v.admission && { admission: v.admission }) });
           go = el('a', { class: 'button', id: 'go', href: target.href, text: t('wait.active.go') });
         } else {
           go = el('p', { text: t('wait.active.noreturn') });
@@ -445,7 +447,10 @@
       store.set('sessionStorage', KEY, place);
       return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, range: b.estimatedWaitRange, paused: !!b.paused, message: b.message, draw, user: b.userId };
     }
-    if (b.status === 'active') return { kind: 'active', until: Date.parse(b.activeUntil), message: b.message, draw, user: b.userId };
+    if (b.status === 'active') {
+      const admission = typeof b.admission === 'string' ? b.admission : null;
+      return { kind: 'active', until: Date.parse(b.activeUntil), message: b.message, draw, user: b.userId, admission };
+    }
     if (b.status === 'prequeue') return { kind: 'prequeue', opensAt: b.opensAt, message: b.message };
     const known = OVER[b.status];
     if (known) return { kind: 'over', title: known.title, detail: b.message };
