@@ -197,6 +197,40 @@ impl KeySet {
         Ok((set, text))
     }
 
+    /// The next step of a rotation: the private JWK set `current` (JSON, as
+    /// [`KeySet::parse`] reads it at `now`) with a fresh key `kid` for `alg` signing from
+    /// `active_from`, and the key that would sign then retiring at that instant. Publish it at
+    /// least two hours before `active_from` (API Gateway caches JWKS that long). The keys of
+    /// `current` keep every member they had.
+    pub fn rotate(
+        current: &str,
+        alg: Algorithm,
+        kid: &str,
+        active_from: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<String, String> {
+        let parsed = KeySet::parse(current, alg, now)?;
+        let retiring = parsed
+            .signing_key(active_from)
+            .map(|key| key.kid.clone())
+            .ok_or("no key of the current set signs at the new key's activeFrom")?;
+        let mut set: Value = serde_json::from_str(current).map_err(|err| err.to_string())?;
+        let keys = set["keys"]
+            .as_array_mut()
+            .ok_or("the current set has no \"keys\"")?;
+        for key in keys.iter_mut() {
+            if key["kid"] == json!(retiring) {
+                key["retiresAt"] = json!(active_from);
+            }
+        }
+        let (_, next) = KeySet::generate(alg, kid, active_from, None)?;
+        let next: Value = serde_json::from_str(&next).map_err(|err| err.to_string())?;
+        keys.push(next["keys"][0].clone());
+        let text = serde_json::to_string_pretty(&set).map_err(|err| err.to_string())?;
+        KeySet::parse(&text, alg, now)?;
+        Ok(text)
+    }
+
     /// The key that signs at `now`: of those whose span holds `now`, the one that started
     /// last. `None` once every key has retired.
     pub fn signing_key(&self, now: DateTime<Utc>) -> Option<&AdmissionKey> {
@@ -631,6 +665,21 @@ mod tests {
         );
         assert_eq!(kids(219), ["a", "b"]);
         assert_eq!(kids(220), ["b"], "retired, TTL and slack past: gone");
+    }
+
+    #[test]
+    fn a_rotation_retires_the_signing_key_when_the_next_one_starts() {
+        let (_, first) = KeySet::generate(Algorithm::EdDSA, "a", at(0), None).unwrap();
+        let rotated = KeySet::rotate(&first, Algorithm::EdDSA, "b", at(7_500), at(100)).unwrap();
+        let set = KeySet::parse(&rotated, Algorithm::EdDSA, at(100)).unwrap();
+        assert_eq!(set.signing_key(at(7_499)).unwrap().kid(), "a");
+        assert_eq!(set.signing_key(at(7_500)).unwrap().kid(), "b");
+        assert_eq!(set.published(at(100), Duration::ZERO).keys.len(), 2);
+        // The first key's private members are kept as they were.
+        let before: Value = serde_json::from_str(&first).unwrap();
+        let after: Value = serde_json::from_str(&rotated).unwrap();
+        assert_eq!(after["keys"][0]["d"], before["keys"][0]["d"]);
+        assert!(KeySet::rotate(&first, Algorithm::EdDSA, "a", at(7_500), at(100)).is_err());
     }
 
     #[test]
