@@ -147,3 +147,66 @@ async fn cold_start_reaches_secrets_manager_with_only_the_lambda_environment() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The admission JWT's private key set comes from the secret `ADMISSION_KEYS_ARN` names, and
+/// signs what the published JWKS verifies; the configuration never prints it.
+#[tokio::test]
+async fn the_admission_keys_come_from_the_secret_named_by_arn() {
+    let Some(moto) = Moto::start().await else {
+        eprintln!("skipped: moto_server is not installed (pip install \"moto[server]\")");
+        return;
+    };
+    let client = moto.secrets_manager();
+    let created = client
+        .create_secret()
+        .name("lineup/admission-keys")
+        .secret_string(lineup_tests::ADMISSION_KEYS)
+        .send()
+        .await
+        .unwrap();
+    let mut vars = HashMap::from([
+        (
+            "ADMISSION_ISSUER".to_string(),
+            "https://queue.example".to_string(),
+        ),
+        ("ADMISSION_AUDIENCE".to_string(), "booking".to_string()),
+        (
+            "ADMISSION_KEYS_ARN".to_string(),
+            created.arn().unwrap().to_string(),
+        ),
+    ]);
+    lineup::secrets::fill(&mut vars, &client).await.unwrap();
+    assert_eq!(vars["ADMISSION_KEYS"], lineup_tests::ADMISSION_KEYS);
+    let env = lineup::config::Environment::new(move |n| vars.get(n).cloned());
+    let issuer = env.admission().unwrap().expect("an issuer");
+    let kids: Vec<Option<String>> = issuer
+        .jwks(chrono::Utc::now())
+        .keys
+        .into_iter()
+        .map(|key| key.common.key_id)
+        .collect();
+    assert_eq!(kids, [Some("test-1".to_string())]);
+
+    // A secret that is not a key set stops start-up, naming the variable, not the value.
+    let bad = client
+        .create_secret()
+        .name("lineup/admission-bad")
+        .secret_string(r#"{"keys": [{"kty": "RSA", "kid": "x"}]}"#)
+        .send()
+        .await
+        .unwrap();
+    let mut vars = HashMap::from([
+        (
+            "ADMISSION_ISSUER".to_string(),
+            "https://queue.example".to_string(),
+        ),
+        ("ADMISSION_AUDIENCE".to_string(), "booking".to_string()),
+        (
+            "ADMISSION_KEYS_ARN".to_string(),
+            bad.arn().unwrap().to_string(),
+        ),
+    ]);
+    lineup::secrets::fill(&mut vars, &client).await.unwrap();
+    let env = lineup::config::Environment::new(move |n| vars.get(n).cloned());
+    assert_eq!(env.admission().err().unwrap().variable, "ADMISSION_KEYS");
+}
