@@ -147,8 +147,29 @@ async fn stub() -> (SocketAddr, mpsc::UnboundedReceiver<Instant>) {
     (addr, rx)
 }
 
+/// queue-api as deployed with the admission JWT on: the issuer, and the key set it reads at
+/// cold start (one RS256 key, as ring signs with it, checked by a probe signature).
+const ADMISSION: &str = "queue-api, admission keys loaded";
+
+/// The variables that turn the admission JWT on, with a fresh RS256 key set.
+fn admission_vars() -> Vec<(&'static str, String)> {
+    let (_, keys) = lineup::admission::KeySet::generate(
+        jsonwebtoken::Algorithm::RS256,
+        "bench",
+        chrono::Utc::now(),
+        None,
+    )
+    .expect("an RS256 key");
+    vec![
+        ("ADMISSION_ISSUER", "https://queue.example".into()),
+        ("ADMISSION_AUDIENCE", "booking".into()),
+        ("ADMISSION_KEYS", keys),
+    ]
+}
+
 async fn init_time(
     binary: &PathBuf,
+    vars: &[(&'static str, String)],
     api: SocketAddr,
     polls: &mut mpsc::UnboundedReceiver<Instant>,
     bench: &Bench,
@@ -156,6 +177,7 @@ async fn init_time(
     let started = Instant::now();
     let mut child = tokio::process::Command::new(binary)
         .env_clear()
+        .envs(vars.iter().map(|(name, value)| (name, value)))
         .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
         .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
@@ -194,17 +216,19 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_default();
     let (api, mut polls) = stub().await;
-    let binaries: Vec<(&str, PathBuf)> = ["hello-lambda", CURRENT_THREAD_HELLO]
-        .into_iter()
-        .chain(FUNCTIONS)
-        .map(|name| (name, dir.join(name)))
-        .collect();
+    let binaries: Vec<(&str, PathBuf, Vec<(&'static str, String)>)> =
+        ["hello-lambda", CURRENT_THREAD_HELLO]
+            .into_iter()
+            .chain(FUNCTIONS)
+            .map(|name| (name, dir.join(name), Vec::new()))
+            .chain([(ADMISSION, dir.join("queue-api"), admission_vars())])
+            .collect();
     // Round by round, every binary once, so that whatever else the machine does falls on
     // the yardstick and the functions alike.
     let mut times = vec![Vec::new(); binaries.len()];
     for _ in 0..RUNS {
-        for ((_, binary), times) in binaries.iter().zip(&mut times) {
-            if let Some(t) = init_time(binary, api, &mut polls, bench).await {
+        for ((_, binary, vars), times) in binaries.iter().zip(&mut times) {
+            if let Some(t) = init_time(binary, vars, api, &mut polls, bench).await {
                 times.push(t);
             }
         }
@@ -237,7 +261,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     // The functions run on the current-thread runtime, so their ratio to a current-thread
     // hello is shown too: the part of the gain that is only the runtime flavour.
     let current_thread_median = medians[1];
-    for ((function, binary), median) in binaries.iter().zip(&medians).skip(1) {
+    for ((function, binary, _), median) in binaries.iter().zip(&medians).skip(1) {
         match median {
             Some(median) if *function == CURRENT_THREAD_HELLO => report.row(
                 &format!("{function} (reference)"),

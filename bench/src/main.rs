@@ -14,6 +14,7 @@
 //! `cargo build --release --bins`.
 
 // The sections.
+mod admission;
 mod arrivals;
 mod boards;
 mod capacity;
@@ -132,6 +133,11 @@ const SECTIONS: &[Section] = &[
         name: "door",
         full: true,
         run: |bench, report| Box::pin(door::run(bench, report)),
+    },
+    Section {
+        name: "admission",
+        full: true,
+        run: |bench, report| Box::pin(admission::run(bench, report)),
     },
     Section {
         name: "opening",
