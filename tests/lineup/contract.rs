@@ -331,10 +331,11 @@ const BUYER_ROUTES: [(&str, &str); 6] = [
     ("DELETE", "/queues/{queueId}/tokens/{token}"),
 ];
 
-#[test]
-fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
-    let template = read_yaml("template.yaml");
-    for parameter in ["JwtIssuer", "JwtAudience"] {
+/// The template's JWT authorizer whose issuer is the parameter `issuer`: its name, after
+/// checking that it takes the token from the Authorization header for the audience in the
+/// parameter `audience`, and only that one.
+fn jwt_authorizer(template: &Value, issuer: &str, audience: &str) -> String {
+    for parameter in [issuer, audience] {
         assert!(
             template["Parameters"].get(parameter).is_some(),
             "the template takes {parameter}"
@@ -345,63 +346,141 @@ fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
         .as_mapping()
         .unwrap()
         .iter()
-        .find(|(_, a)| a.get("JwtConfiguration").is_some())
-        .expect("a JWT authorizer");
-    let name = name.as_str().unwrap();
-    let configuration = &jwt["JwtConfiguration"];
-    assert_eq!(get_att(&configuration["issuer"]), "!Ref JwtIssuer");
-    let audiences: Vec<String> = configuration["audience"]
+        .find(|(_, a)| get_att(&a["JwtConfiguration"]["issuer"]) == format!("!Ref {issuer}"))
+        .unwrap_or_else(|| panic!("a JWT authorizer whose issuer is {issuer}"));
+    let audiences: Vec<String> = jwt["JwtConfiguration"]["audience"]
         .as_sequence()
         .unwrap()
         .iter()
         .map(get_att)
         .collect();
-    assert_eq!(audiences, ["!Ref JwtAudience"]);
+    assert_eq!(audiences, [format!("!Ref {audience}")]);
     assert_eq!(
         jwt["IdentitySource"].as_str(),
         Some("$request.header.Authorization")
     );
+    name.as_str().unwrap().to_owned()
+}
 
-    let mut guarded = BTreeSet::new();
+/// The template's HttpApi routes whose `Auth` is `auth` (`None`: routes without `Auth`).
+fn routes_with_auth(template: &Value, auth: Option<&str>) -> BTreeSet<(String, String)> {
+    let mut routes = BTreeSet::new();
     for (_, resource) in template["Resources"].as_mapping().unwrap() {
         let Some(events) = resource["Properties"]["Events"].as_mapping() else {
             continue;
         };
         for (_, event) in events {
             let properties = &event["Properties"];
-            if event["Type"].as_str() == Some("HttpApi")
-                && properties["Auth"]["Authorizer"].as_str() == Some(name)
-            {
-                guarded.insert((
+            let authorizer = properties
+                .get("Auth")
+                .map(|auth| auth["Authorizer"].as_str().unwrap());
+            if event["Type"].as_str() == Some("HttpApi") && authorizer == auth {
+                routes.insert((
                     properties["Method"].as_str().unwrap().to_uppercase(),
                     properties["Path"].as_str().unwrap().to_owned(),
                 ));
             }
         }
     }
-    let buyer: BTreeSet<(String, String)> = BUYER_ROUTES
+    routes
+}
+
+fn route_set(routes: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    routes
         .iter()
         .map(|(m, p)| (m.to_string(), p.to_string()))
-        .collect();
-    assert_eq!(guarded, buyer, "exactly the buyer routes check the JWT");
+        .collect()
+}
+
+/// Checks that the spec's security scheme `name` (named as the template's authorizer) is a
+/// bearer JWT, and that each of `routes` requires it and documents `statuses`.
+fn spec_requires_jwt(spec: &Value, name: &str, routes: &[(&str, &str)], statuses: &[&str]) {
+    let scheme = &spec["components"]["securitySchemes"][name];
+    assert_eq!(scheme["type"].as_str(), Some("http"), "{name}");
+    assert_eq!(scheme["scheme"].as_str(), Some("bearer"), "{name}");
+    assert_eq!(scheme["bearerFormat"].as_str(), Some("JWT"), "{name}");
+    for (method, path) in routes {
+        let operation = &spec["paths"][*path][method.to_lowercase().as_str()];
+        let security = operation["security"].as_sequence().unwrap();
+        assert!(
+            security.iter().any(|s| s.get(name).is_some()),
+            "{method} {path}: {security:?}"
+        );
+        for status in statuses {
+            assert!(
+                operation["responses"].get(*status).is_some(),
+                "{method} {path} documents {status}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
+    let template = read_yaml("template.yaml");
+    let name = jwt_authorizer(&template, "JwtIssuer", "JwtAudience");
+    assert_eq!(
+        routes_with_auth(&template, Some(&name)),
+        route_set(&BUYER_ROUTES),
+        "exactly the buyer routes check the JWT"
+    );
+    spec_requires_jwt(&read_yaml("openapi.yaml"), &name, &BUYER_ROUTES, &["401"]);
+}
+
+/// The routes behind the admission JWT lineup issues itself, verified by API Gateway
+/// against lineup's own JWKS: no Lambda and no Redis per request.
+const ADMISSION_ROUTES: [(&str, &str); 1] = [("GET", "/queues/{queueId}/seats")];
+
+/// Where API Gateway and booking APIs fetch the admission issuer's keys: public.
+const DISCOVERY_ROUTES: [(&str, &str); 2] = [
+    ("GET", "/.well-known/jwks.json"),
+    ("GET", "/.well-known/openid-configuration"),
+];
+
+#[test]
+fn the_browse_route_needs_the_admission_jwt_and_its_keys_are_public() {
+    let template = read_yaml("template.yaml");
+    let name = jwt_authorizer(&template, "AdmissionIssuer", "AdmissionAudience");
+    assert_eq!(
+        routes_with_auth(&template, Some(&name)),
+        route_set(&ADMISSION_ROUTES),
+        "exactly the sample browse route checks the admission JWT"
+    );
+    // No default authorizer: a route without Auth is open.
+    let auth = &template["Resources"]["HttpApi"]["Properties"]["Auth"];
+    assert!(auth.get("DefaultAuthorizer").is_none(), "{auth:?}");
+    let open = routes_with_auth(&template, None);
+    for route in route_set(&DISCOVERY_ROUTES) {
+        assert!(open.contains(&route), "{route:?} is public");
+    }
+    // The function signs for the issuer and audience the authorizer trusts, with the keys of
+    // the secret it may read.
+    let function = &template["Resources"]["QueueApiFunction"]["Properties"];
+    let variables = &function["Environment"]["Variables"];
+    for (variable, parameter) in [
+        ("ADMISSION_ISSUER", "AdmissionIssuer"),
+        ("ADMISSION_AUDIENCE", "AdmissionAudience"),
+        ("ADMISSION_KEYS_ARN", "AdmissionKeysSecretArn"),
+    ] {
+        assert_eq!(
+            get_att(&variables[variable]),
+            format!("!Ref {parameter}"),
+            "{variable}"
+        );
+    }
+    let policies = format!("{:?}", function["Policies"]);
+    assert!(policies.contains("AdmissionKeysSecretArn"), "{policies}");
 
     let spec = read_yaml("openapi.yaml");
-    let scheme = spec["components"]["securitySchemes"]
-        .as_mapping()
-        .unwrap()
-        .iter()
-        .find(|(_, s)| {
-            s["type"].as_str() == Some("http") && s["bearerFormat"].as_str() == Some("JWT")
-        })
-        .map(|(n, _)| n.as_str().unwrap().to_owned())
-        .expect("a bearer JWT security scheme");
-    for (method, path) in BUYER_ROUTES {
+    spec_requires_jwt(&spec, &name, &ADMISSION_ROUTES, &["401", "403"]);
+    assert!(spec.get("security").is_none(), "no global security");
+    for (method, path) in DISCOVERY_ROUTES {
         let operation = &spec["paths"][path][method.to_lowercase().as_str()];
-        let security = format!("{:?}", operation["security"]);
-        assert!(security.contains(&scheme), "{method} {path}: {security}");
+        assert!(operation.get("security").is_none(), "{method} {path}");
+        // No issuer configured: 404.
         assert!(
-            operation["responses"].get("401").is_some(),
-            "{method} {path} documents 401"
+            operation["responses"].get("404").is_some(),
+            "{method} {path}"
         );
     }
 }

@@ -10,7 +10,11 @@ use serde_json::Value;
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 32] = [
+const EXPECTED: [(&str, &str); 35] = [
+    // A booking API (and API Gateway's JWT authorizer) reads the admission issuer's
+    // discovery document and keys.
+    ("queue-api.openid-configuration.json", "200"),
+    ("queue-api.jwks.json", "200"),
     // An operator creates the queue first.
     ("queue-api.settings.json", "200"),
     ("queue-api.issue.json", "201"),
@@ -23,6 +27,8 @@ const EXPECTED: [(&str, &str); 32] = [
     ("queue-api.wait-page.json", "200"),
     ("queue-authorizer.request.json", "allowed"),
     ("queue-api.admission.json", "200"),
+    // The sample browse route, with the admission claims API Gateway verified: this queue's.
+    ("queue-api.seats.json", "200"),
     ("queue-api.leave.json", "204"),
     // An operator schedules the next on-sale: an opening with a pre-queue and a draw.
     ("queue-api.schedule.json", "200"),
@@ -66,8 +72,13 @@ async fn every_sample_event_runs_through_its_handler() {
     let env: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("env.json")).unwrap()).unwrap();
     let sample_env = &env["QueueApiFunction"];
+    let setting = |name: &str| sample_env[name].as_str().unwrap();
     let app = TestApp::spawn(&[
-        ("TOKEN_SECRET", sample_env["TOKEN_SECRET"].as_str().unwrap()),
+        ("TOKEN_SECRET", setting("TOKEN_SECRET")),
+        // The admission issuer of env.json, signing with its key set.
+        ("ADMISSION_ISSUER", setting("ADMISSION_ISSUER")),
+        ("ADMISSION_AUDIENCE", setting("ADMISSION_AUDIENCE")),
+        ("ADMISSION_KEYS", setting("ADMISSION_KEYS")),
         // As deployed: the buyer is the JWT's sub, and only an operator creates a queue.
         ("ALLOW_BODY_USER_ID", "no"),
         ("QUEUE_CREATION", "operator"),
@@ -99,8 +110,12 @@ async fn every_sample_event_runs_through_its_handler() {
             "queue-api" => {
                 let answer =
                     answer_lambda_event(event(), |r| queue_api::handle(r, &app.stack.queue_api))
-                        .await;
-                answer.unwrap().status_code.to_string()
+                        .await
+                        .unwrap();
+                if answer.status_code == 200 {
+                    check_admission_answer(name, &answer_text(&answer), &payload, sample_env);
+                }
+                answer.status_code.to_string()
             }
             "ranking-api" => {
                 let answer = answer_lambda_event(event(), |r| {
@@ -165,6 +180,57 @@ async fn every_sample_event_runs_through_its_handler() {
             other => panic!("no handler for {other}"),
         };
         assert_eq!(got, expected, "{name}");
+    }
+}
+
+/// What the admission samples answer agrees with `events/env.json` and with the sample itself:
+/// the discovery document names its issuer, the JWKS holds only the public half of its key,
+/// the browse route shows the claims API Gateway handed on, and an active buyer's status
+/// carries an admission JWT.
+fn check_admission_answer(name: &str, text: &str, payload: &Value, sample_env: &Value) {
+    const CHECKED: [&str; 4] = [
+        "queue-api.openid-configuration.json",
+        "queue-api.jwks.json",
+        "queue-api.seats.json",
+        "queue-api.status.json",
+    ];
+    if !CHECKED.contains(&name) {
+        return; // the page samples answer HTML
+    }
+    let body: &Value = &serde_json::from_str(text).unwrap();
+    let issuer = &sample_env["ADMISSION_ISSUER"];
+    match name {
+        "queue-api.openid-configuration.json" => {
+            assert_eq!(&body["issuer"], issuer, "{name}");
+            let jwks = format!("{}/.well-known/jwks.json", issuer.as_str().unwrap());
+            assert_eq!(body["jwks_uri"], jwks.as_str(), "{name}");
+        }
+        "queue-api.jwks.json" => {
+            let keys: Value =
+                serde_json::from_str(sample_env["ADMISSION_KEYS"].as_str().unwrap()).unwrap();
+            let published = body["keys"].as_array().unwrap();
+            assert_eq!(published.len(), 1, "{name}: {body}");
+            assert_eq!(published[0]["kid"], keys["keys"][0]["kid"], "{name}");
+            assert_eq!(published[0]["n"], keys["keys"][0]["n"], "{name}");
+            assert!(published[0].get("d").is_none(), "{name}: no private member");
+        }
+        "queue-api.seats.json" => {
+            let claims = &payload["requestContext"]["authorizer"]["jwt"]["claims"];
+            assert_eq!(body, claims, "{name}");
+            assert_eq!(&claims["iss"], issuer, "{name}");
+            assert_eq!(claims["aud"], sample_env["ADMISSION_AUDIENCE"], "{name}");
+            assert_eq!(
+                claims["qid"], payload["pathParameters"]["queueId"],
+                "{name}"
+            );
+        }
+        // The sample's buyer was the first in line: active, so admitted.
+        "queue-api.status.json" => {
+            assert_eq!(body["status"], "active", "{name}: {body}");
+            let admission = body["admission"].as_str().unwrap_or_default();
+            assert_eq!(admission.split('.').count(), 3, "{name}: {body}");
+        }
+        _ => {}
     }
 }
 

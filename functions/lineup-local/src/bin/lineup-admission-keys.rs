@@ -8,8 +8,9 @@ use lineup::admission::{KeySet, ALGORITHMS};
 const HELP: &str = "\
 lineup-admission-keys: the admission JWT's private key set (JSON) on stdout
 
-  --algorithm RS256|ES256|EdDSA  the keys' algorithm (default RS256: API Gateway's JWT
-                                 authorizer takes RSA only)
+  --algorithm RS256|ES256|EdDSA  the keys' algorithm (default: with --rotate, the set's
+                                 own; else RS256, as API Gateway's JWT authorizer takes RSA
+                                 only)
   --rotate FILE                  the key set in FILE, with a new key added and the key that
                                  would sign at its activeFrom retiring then
   --active-from RFC3339          when the new key starts signing (default: now for a new
@@ -27,8 +28,7 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let (mut algorithm, mut rotate, mut active_from, mut kid) =
-        ("RS256".to_owned(), None, None, None);
+    let (mut algorithm, mut rotate, mut active_from, mut kid) = (None, None, None, None);
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
             print!("{HELP}");
@@ -38,7 +38,7 @@ fn run() -> Result<(), String> {
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n\n{HELP}"))?;
         match flag.as_str() {
-            "--algorithm" => algorithm = value,
+            "--algorithm" => algorithm = Some(value),
             "--rotate" => rotate = Some(value),
             "--active-from" => {
                 active_from = Some(
@@ -51,6 +51,17 @@ fn run() -> Result<(), String> {
             other => return Err(format!("unknown argument {other:?}\n\n{HELP}")),
         }
     }
+    let current = match &rotate {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|err| format!("{path}: {err}"))?),
+        None => None,
+    };
+    // Rotating, the set's own algorithm (its keys' `alg`) unless one is named.
+    let algorithm = algorithm
+        .or_else(|| {
+            let set: serde_json::Value = serde_json::from_str(current.as_deref()?).ok()?;
+            Some(set["keys"][0]["alg"].as_str()?.to_owned())
+        })
+        .unwrap_or_else(|| "RS256".to_owned());
     let alg = ALGORITHMS
         .iter()
         .find(|(name, _)| *name == algorithm)
@@ -58,18 +69,17 @@ fn run() -> Result<(), String> {
         .ok_or_else(|| format!("--algorithm must be RS256, ES256 or EdDSA, not {algorithm:?}"))?;
     let now = Utc::now();
     let lead = chrono::Duration::minutes(125);
-    let active_from = active_from.unwrap_or(if rotate.is_some() { now + lead } else { now });
+    let active_from = active_from.unwrap_or(if current.is_some() { now + lead } else { now });
     let kid = kid.unwrap_or_else(|| format!("{algorithm}-{}", active_from.format("%Y%m%dT%H%MZ")));
-    let text = match rotate {
+    let text = match current {
         None => KeySet::generate(alg, &kid, active_from, None)?.1,
-        Some(path) => {
+        Some(current) => {
             if active_from < now + chrono::Duration::hours(2) {
                 eprintln!(
                     "lineup-admission-keys: warning: the new key signs within two hours; \
                      API Gateway may not have fetched it by then"
                 );
             }
-            let current = std::fs::read_to_string(&path).map_err(|err| format!("{path}: {err}"))?;
             KeySet::rotate(&current, alg, &kid, active_from, now)?
         }
     };
