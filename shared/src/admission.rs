@@ -36,6 +36,8 @@ pub const ALGORITHMS: &[(&str, Algorithm)] = &[
 
 /// The smallest RSA modulus a key set may hold, in bits.
 pub const RSA_MIN_BITS: usize = 2048;
+/// The largest: ring signs with moduli of up to 4096 bits.
+pub const RSA_MAX_BITS: usize = 4096;
 
 /// How long a key stays in the JWKS after it retires, beyond the longest admission it can
 /// have signed: clock skew between the function and the verifiers.
@@ -252,7 +254,9 @@ impl KeySet {
     }
 }
 
-/// Reads one private JWK for `alg`, and proves its halves match by signing and verifying.
+/// Reads one private JWK for `alg`. The public half is computed from the private one (and
+/// compared with the JWK's own, where it gives one), so the JWKS always verifies what the key
+/// signs. No probe signature: an RS256 one costs ring 0.6–0.8 ms, half a cold start.
 fn private_key(jwk: &PrivateJwk, alg: Algorithm) -> Result<AdmissionKey, String> {
     let kid = jwk.kid.as_str();
     if kid.is_empty() || kid.len() > 128 || kid.chars().any(char::is_control) {
@@ -289,31 +293,7 @@ fn private_key(jwk: &PrivateJwk, alg: Algorithm) -> Result<AdmissionKey, String>
         active_from: jwk.active_from,
         retires_at: jwk.retires_at,
     };
-    probe(&key)?;
     Ok(key)
-}
-
-/// Signs a probe and verifies it with the public JWK, so a key whose halves disagree, or
-/// which ring cannot read, stops the function at start-up rather than at the first buyer.
-fn probe(key: &AdmissionKey) -> Result<(), String> {
-    let broken = || {
-        format!(
-            "key {:?}: its public half does not verify what its private half signs",
-            key.kid
-        )
-    };
-    let token = jsonwebtoken::encode(
-        &Header::new(key.alg),
-        &json!({"probe": true}),
-        &key.encoding,
-    )
-    .map_err(|_| format!("key {:?} cannot sign", key.kid))?;
-    let decoding = DecodingKey::from_jwk(&key.public).map_err(|_| broken())?;
-    let mut validation = Validation::new(key.alg);
-    validation.required_spec_claims.clear();
-    validation.validate_exp = false;
-    jsonwebtoken::decode::<Value>(&token, &decoding, &validation).map_err(|_| broken())?;
-    Ok(())
 }
 
 fn rsa_key(jwk: &PrivateJwk) -> Result<(EncodingKey, AlgorithmParameters), String> {
@@ -330,8 +310,10 @@ fn rsa_key(jwk: &PrivateJwk) -> Result<(EncodingKey, AlgorithmParameters), Strin
     )
     .and_then(|key| key.validate().map(|()| key))
     .map_err(|_| format!("key {kid:?} is not a valid RSA private key"))?;
-    if key.size() * 8 < RSA_MIN_BITS {
-        return Err(format!("key {kid:?} is under {RSA_MIN_BITS} bits"));
+    if !(RSA_MIN_BITS..=RSA_MAX_BITS).contains(&(key.size() * 8)) {
+        return Err(format!(
+            "key {kid:?} is not of {RSA_MIN_BITS} to {RSA_MAX_BITS} bits"
+        ));
     }
     let der = key
         .to_pkcs1_der()

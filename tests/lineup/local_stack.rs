@@ -468,3 +468,43 @@ async fn the_local_stack_serves_coupons_and_publishes_claims_on_its_timer() {
     schedules.abort();
     server.abort();
 }
+
+/// A booking front end on another origin renews the admission through status: the local
+/// stack answers CORS as the template has API Gateway answer it (any origin by default).
+#[tokio::test]
+async fn the_local_stack_lets_another_origin_call_status_as_api_gateway_would() {
+    let app = TestApp::spawn(&[]).await;
+    let (addr, _server) = serve(&app).await;
+    let (_, _, joined) = send(
+        addr,
+        "POST",
+        "/queues/cors/tokens",
+        Some(r#"{"userId":"ana"}"#),
+    )
+    .await;
+    let token = serde_json::from_str::<Value>(&joined).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/queues/cors/tokens/{token}");
+    let origin = ("origin", "https://booking.example");
+    let (status, head, _) = send_with_headers(
+        addr,
+        "OPTIONS",
+        &path,
+        None,
+        &[
+            origin,
+            ("access-control-request-method", "GET"),
+            ("access-control-request-headers", "authorization"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("access-control-allow-origin: *"), "{head}");
+    assert!(head.contains("authorization"), "{head}");
+    let (status, head, body) = send_with_headers(addr, "GET", &path, None, &[origin]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(head.contains("access-control-allow-origin: *"), "{head}");
+    assert!(serde_json::from_str::<Value>(&body).unwrap()["admission"].is_string());
+}

@@ -157,27 +157,35 @@ async fn the_admission_keys_come_from_the_secret_named_by_arn() {
         return;
     };
     let client = moto.secrets_manager();
-    let created = client
-        .create_secret()
-        .name("lineup/admission-keys")
-        .secret_string(lineup_tests::ADMISSION_KEYS)
-        .send()
-        .await
-        .unwrap();
-    let mut vars = HashMap::from([
-        (
-            "ADMISSION_ISSUER".to_string(),
-            "https://queue.example".to_string(),
-        ),
-        ("ADMISSION_AUDIENCE".to_string(), "booking".to_string()),
-        (
-            "ADMISSION_KEYS_ARN".to_string(),
-            created.arn().unwrap().to_string(),
-        ),
-    ]);
-    lineup::secrets::fill(&mut vars, &client).await.unwrap();
-    assert_eq!(vars["ADMISSION_KEYS"], lineup_tests::ADMISSION_KEYS);
-    let env = lineup::config::Environment::new(move |n| vars.get(n).cloned());
+    // The admission settings of a function whose key set is the secret `name` holding `value`,
+    // read as cold start reads them.
+    let environment = |name: &'static str, value: &'static str| {
+        let client = client.clone();
+        async move {
+            let created = client
+                .create_secret()
+                .name(name)
+                .secret_string(value)
+                .send()
+                .await
+                .unwrap();
+            let mut vars = HashMap::from([
+                (
+                    "ADMISSION_ISSUER".to_string(),
+                    "https://queue.example".to_string(),
+                ),
+                ("ADMISSION_AUDIENCE".to_string(), "booking".to_string()),
+                (
+                    "ADMISSION_KEYS_ARN".to_string(),
+                    created.arn().unwrap().to_string(),
+                ),
+            ]);
+            lineup::secrets::fill(&mut vars, &client).await.unwrap();
+            assert_eq!(vars["ADMISSION_KEYS"], value);
+            lineup::config::Environment::new(move |n| vars.get(n).cloned())
+        }
+    };
+    let env = environment("lineup/admission-keys", lineup_tests::ADMISSION_KEYS).await;
     let issuer = env.admission().unwrap().expect("an issuer");
     let kids: Vec<Option<String>> = issuer
         .jwks(chrono::Utc::now())
@@ -188,25 +196,10 @@ async fn the_admission_keys_come_from_the_secret_named_by_arn() {
     assert_eq!(kids, [Some("test-1".to_string())]);
 
     // A secret that is not a key set stops start-up, naming the variable, not the value.
-    let bad = client
-        .create_secret()
-        .name("lineup/admission-bad")
-        .secret_string(r#"{"keys": [{"kty": "RSA", "kid": "x"}]}"#)
-        .send()
-        .await
-        .unwrap();
-    let mut vars = HashMap::from([
-        (
-            "ADMISSION_ISSUER".to_string(),
-            "https://queue.example".to_string(),
-        ),
-        ("ADMISSION_AUDIENCE".to_string(), "booking".to_string()),
-        (
-            "ADMISSION_KEYS_ARN".to_string(),
-            bad.arn().unwrap().to_string(),
-        ),
-    ]);
-    lineup::secrets::fill(&mut vars, &client).await.unwrap();
-    let env = lineup::config::Environment::new(move |n| vars.get(n).cloned());
+    let env = environment(
+        "lineup/admission-bad",
+        r#"{"keys": [{"kty": "RSA", "kid": "x"}]}"#,
+    )
+    .await;
     assert_eq!(env.admission().err().unwrap().variable, "ADMISSION_KEYS");
 }

@@ -27,9 +27,26 @@ use tokio::net::TcpListener;
 
 use crate::Stack;
 
-/// The HTTP router: every path goes to the function that owns its first segment.
+/// The HTTP router: every path goes to the function that owns its first segment. CORS is
+/// answered as the template's `CorsConfiguration` has API Gateway answer it with its default
+/// origin (`*`): a booking front end on another origin renews the admission through status.
 pub fn router(stack: Stack) -> Router {
-    Router::new().fallback(dispatch).with_state(Arc::new(stack))
+    use lambda_http::http::header::{HeaderName, AUTHORIZATION, CONTENT_TYPE};
+    let cors = tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::Any)
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers([
+            CONTENT_TYPE,
+            AUTHORIZATION,
+            HeaderName::from_static("x-queue-token"),
+            HeaderName::from_static("x-queue-id"),
+            HeaderName::from_static("x-altcha"),
+        ])
+        .max_age(std::time::Duration::from_secs(600));
+    Router::new()
+        .fallback(dispatch)
+        .with_state(Arc::new(stack))
+        .layer(cors)
 }
 
 async fn dispatch(
