@@ -151,8 +151,11 @@ async fn stub() -> (SocketAddr, mpsc::UnboundedReceiver<Instant>) {
 /// cold start (one RS256 key, as ring signs with it, checked by a probe signature).
 const ADMISSION: &str = "queue-api, admission keys loaded";
 
+/// Variables a binary starts with beyond every function's.
+type Vars = Vec<(&'static str, String)>;
+
 /// The variables that turn the admission JWT on, with a fresh RS256 key set.
-fn admission_vars() -> Vec<(&'static str, String)> {
+fn admission_vars() -> Vars {
     let (_, keys) = lineup::admission::KeySet::generate(
         jsonwebtoken::Algorithm::RS256,
         "bench",
@@ -216,13 +219,12 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_default();
     let (api, mut polls) = stub().await;
-    let binaries: Vec<(&str, PathBuf, Vec<(&'static str, String)>)> =
-        ["hello-lambda", CURRENT_THREAD_HELLO]
-            .into_iter()
-            .chain(FUNCTIONS)
-            .map(|name| (name, dir.join(name), Vec::new()))
-            .chain([(ADMISSION, dir.join("queue-api"), admission_vars())])
-            .collect();
+    let binaries: Vec<(&str, PathBuf, Vars)> = ["hello-lambda", CURRENT_THREAD_HELLO]
+        .into_iter()
+        .chain(FUNCTIONS)
+        .map(|name| (name, dir.join(name), Vec::new()))
+        .chain([(ADMISSION, dir.join("queue-api"), admission_vars())])
+        .collect();
     // Round by round, every binary once, so that whatever else the machine does falls on
     // the yardstick and the functions alike.
     let mut times = vec![Vec::new(); binaries.len()];
