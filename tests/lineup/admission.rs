@@ -98,7 +98,7 @@ async fn an_active_buyer_holds_an_admission_that_each_poll_renews_until_the_sess
     assert!(bob.body.get("admission").is_none(), "{}", bob.body);
 
     // A poll a second later renews it: a later iat and exp, a new jti, the same session.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    lineup_tests::sleep(Duration::from_millis(1_100)).await;
     let polled = status(&app, "show", &alice.token()).await;
     assert_eq!(polled.status, 200);
     let (_, renewed) = parts(&admission_of(&polled));
@@ -392,12 +392,7 @@ async fn pyjwt_and_jose_verify_the_admission_against_the_jwks_route_through_a_ke
 
     // The switch passes while the buyer holds the session: the next poll signs with test-2,
     // and test-1's admission still verifies.
-    tokio::time::sleep_until(
-        tokio::time::Instant::now()
-            + (switch - Utc::now()).to_std().unwrap()
-            + Duration::from_millis(300),
-    )
-    .await;
+    lineup_tests::sleep((switch - Utc::now()).to_std().unwrap() + Duration::from_millis(300)).await;
     let polled = status(&app, "show", &alice.token()).await;
     let after = admission_of(&polled);
     assert_eq!(parts(&after).0["kid"], "test-2");
