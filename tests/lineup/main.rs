@@ -22,6 +22,7 @@ mod load;
 mod local_stack;
 mod metrics;
 mod overload;
+mod pace;
 mod prequeue;
 mod presence;
 mod priority;

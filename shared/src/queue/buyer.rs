@@ -13,6 +13,7 @@ use super::access::AccessCode;
 use super::door;
 use super::events::{admitted_events, seat_events, Admission, Seat};
 use super::keys::{queue_payment_key, redeemed_key};
+use super::pace::Pace;
 use super::schedule::{Draw, DrawReply, Schedule};
 use super::settings::QueueSettings;
 use super::{
@@ -145,6 +146,8 @@ pub struct QueueSummary {
     pub schedule: Schedule,
     /// The draw of a scheduled queue, from when the pre-queue opens (see docs/draw.md).
     pub draw: Option<Draw>,
+    /// The capacity in force and what limits it (see [`super::pace`]).
+    pub pace: Pace,
 }
 
 impl WaitingRoom {
@@ -326,6 +329,7 @@ impl WaitingRoom {
             schedule: reply.settings.schedule.clone(),
             settings: reply.settings,
             draw: reply.draw,
+            pace: reply.pace,
         })
     }
 }
@@ -548,17 +552,19 @@ struct SummaryReply {
     admitted_through: u64,
     settings: QueueSettings,
     draw: Option<Draw>,
+    pace: Pace,
 }
 
 impl FromRedisValue for SummaryReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (waiting, active, rate, admitted_through, settings, DrawReply(draw)): (
+        let (waiting, active, rate, admitted_through, settings, DrawReply(draw), pace): (
             u64,
             u64,
             String,
             u64,
             QueueSettings,
             DrawReply,
+            Pace,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(SummaryReply {
             waiting,
@@ -567,6 +573,7 @@ impl FromRedisValue for SummaryReply {
             admitted_through,
             settings,
             draw,
+            pace,
         })
     }
 }

@@ -79,7 +79,7 @@ end
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access',
-  'challenge')
+  'challenge', 'capacity-ramp', 'pace-announced')
 local CAPACITY = tonumber(stored[1] or DEFAULT_CAPACITY)
 local SESSION_MS = tonumber(stored[2] or DEFAULT_SESSION_MS)
 local IDLE_MS = tonumber(stored[3] or DEFAULT_IDLE_MS)
@@ -138,6 +138,30 @@ local TICKET_BASE = DRAW_COMMIT and DRAW_BASE or 0
 -- Before the opening: arrivals join the pre-queue (the priority lane's, the lane), nobody is
 -- admitted (but the lane, with laneBeforeOpening).
 local BEFORE_OPENING = OPENS_AT ~= nil and NOW < OPENS_AT
+-- The capacity ramp (the setting capacityRamp, settings.rs CapacityRamp), stored as
+-- "from:step:every ms:to:ms it was set". From its start (the opening, or when it was set
+-- where there is none) the ramp's capacity rises by `step` every `every` ms from `from` to
+-- `to`; before the start it is `from`. The lower of it and `capacity` is CAPACITY, which every
+-- admission path (issue, the tick, a leave's hand-over) admits within.
+local CONFIGURED_CAPACITY = CAPACITY
+local RAMP_CAPACITY
+local function ramp_parts(raw)
+  if not raw then return nil end
+  local from, step, every, to, set_at = string.match(raw, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+  if not from then return nil end
+  return tonumber(from), tonumber(step), tonumber(every), tonumber(to), tonumber(set_at)
+end
+do
+  local from, step, every, to, set_at = ramp_parts(stored[18])
+  if from then
+    local start = OPENS_AT or set_at
+    RAMP_CAPACITY = from
+    if NOW >= start then
+      RAMP_CAPACITY = math.min(to, from + step * math.floor((NOW - start) / every))
+    end
+    CAPACITY = math.min(CAPACITY, RAMP_CAPACITY)
+  end
+end
 -- Long presence: a waiter is told to poll after a tenth of the low end of its wait, in whole
 -- seconds, up to a third of LONG_IDLE_MS (eight idle periods); its poll keeps it present for
 -- three times that, and for the idle period at least (presence_for). So a waiter far from

@@ -2,7 +2,9 @@
 -- made, ARGV[ARG + 2..] pairs of field name and value; an empty value returns the field to
 -- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused,
 -- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at,
--- lane-before-opening, access.
+-- lane-before-opening, access, challenge, challenge-cost-min, challenge-cost-max,
+-- capacity-ramp ("from:step:every ms:to"; stored with the ms it was set appended, its start
+-- where the queue has no opening).
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
 -- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
@@ -86,6 +88,9 @@ if new_seed then
   redis.call('HSET', SETTINGS, 'draw-seed', seed, 'draw-commit', commitment)
   redis.call('HDEL', SETTINGS, 'draw-members', 'draw-announced')
 end
+if changed['capacity-ramp'] and changed['capacity-ramp'] ~= '' then
+  changed['capacity-ramp'] = changed['capacity-ramp'] .. ':' .. string.format('%d', NOW)
+end
 redis.call('HSETNX', SETTINGS, 'created', NOW)
 -- The operator owns the hash from now on, also one a sold-out event made with an expiry.
 redis.call('PERSIST', SETTINGS)
@@ -93,7 +98,7 @@ keep_meta()
 write_fields(SETTINGS, changed)
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access')
+  'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access', 'capacity-ramp')
 local new_idle = tonumber(now_set[3] or DEFAULT_IDLE_MS)
 -- A buyer who polls when told keeps its place, whatever the operator changes afterwards.
 -- Each was told, under the settings before this change, to poll again by `told_by` at the
@@ -118,5 +123,5 @@ local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = 
   sold_out = now_set[7] == '1', message = now_set[8] or nil, max_waiting = now_set[9] or nil,
   opens_at = now_set[10] or nil, closes_at = now_set[11] or nil,
   prequeue_opens_at = now_set[12] or nil, lane_before_opening = now_set[13] == '1',
-  access = now_set[14] or nil}
+  access = now_set[14] or nil, ramp = now_set[15] or nil}
 return {settings_reply(set), SOLD_OUT and 1 or 0, MODE}

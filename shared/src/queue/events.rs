@@ -6,6 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
+use super::pace::Pace;
 use super::schedule::Draw;
 use crate::ids::QueueId;
 
@@ -26,6 +27,9 @@ pub enum QueueEventKind {
     Closed,
     /// The queue's mode left `closed`.
     Opened,
+    /// The capacity in force changed without an operator: a step of the capacity ramp, or
+    /// its end.
+    PaceChanged,
 }
 
 impl QueueEventKind {
@@ -38,6 +42,7 @@ impl QueueEventKind {
             QueueEventKind::SoldOut => "QueueSoldOut",
             QueueEventKind::Closed => "QueueClosed",
             QueueEventKind::Opened => "QueueOpened",
+            QueueEventKind::PaceChanged => "QueuePaceChanged",
         }
     }
 }
@@ -66,6 +71,12 @@ pub struct QueueEvent {
     /// consumers can check it whatever becomes of the schedule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub draw: Option<Draw>,
+    /// For a pace change: the capacity in force, and what limits it (in `reason`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u32>,
+    /// For a pace change: the queue's own `capacity` setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_capacity: Option<u32>,
 }
 
 impl QueueEvent {
@@ -84,6 +95,8 @@ impl QueueEvent {
             reason: None,
             message: None,
             draw: None,
+            capacity: None,
+            configured_capacity: None,
         }
     }
 
@@ -98,6 +111,8 @@ impl QueueEvent {
             reason: None,
             message: None,
             draw: None,
+            capacity: None,
+            configured_capacity: None,
         }
     }
 
@@ -106,6 +121,17 @@ impl QueueEvent {
         QueueEvent {
             draw: Some(draw),
             ..QueueEvent::of_queue(QueueEventKind::Opened, queue)
+        }
+    }
+
+    /// `QueuePaceChanged`: the capacity in force, what limits it (`reason`: `ramp` or
+    /// `capacity`), and the queue's own `capacity`.
+    pub fn pace_changed(queue: &QueueId, pace: Pace, configured: u32) -> Self {
+        QueueEvent {
+            capacity: Some(pace.capacity),
+            configured_capacity: Some(configured),
+            reason: Some(pace.limited_by.as_str()),
+            ..QueueEvent::of_queue(QueueEventKind::PaceChanged, queue)
         }
     }
 

@@ -31,6 +31,7 @@ mod check;
 pub mod door;
 mod events;
 pub mod keys;
+pub mod pace;
 mod priority;
 mod promotion;
 mod reaping;

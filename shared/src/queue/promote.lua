@@ -90,5 +90,18 @@ if CLOSES_AT and NOW >= CLOSES_AT
     and redis.call('HSETNX', SETTINGS, 'closes-announced', 1) == 1 then
   closed = 1
 end
+-- A change of the capacity in force that no operator made (the ramp's steps, and the ramp's
+-- end or removal), reported once each: {capacity in force, capacity set, what limits it}, or
+-- {} (QueuePaceChanged). The mark is a settings field, read in the prelude's HMGET, so a
+-- queue with no ramp and none reported pays nothing for this.
+local pace = {}
+local announced = stored[19]
+if RAMP_CAPACITY == nil and announced then
+  redis.call('HDEL', SETTINGS, 'pace-announced')
+  pace = {CAPACITY, CONFIGURED_CAPACITY, 'capacity'}
+elseif RAMP_CAPACITY and announced ~= string.format('%d', CAPACITY) then
+  redis.call('HSET', SETTINGS, 'pace-announced', CAPACITY)
+  pace = {CAPACITY, CONFIGURED_CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity'}
+end
 return {admitted, dropped, expired, waiting, active, rate(), remaining, more, opened, waits,
-  closed}
+  closed, pace}

@@ -6,6 +6,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
+use super::pace::{Pace, PaceChange};
 use super::schedule::{Draw, DrawReply};
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE};
 use crate::error::Error;
@@ -49,6 +50,10 @@ impl QueuePromotion {
         if reply.closed {
             self.events
                 .push(QueueEvent::of_queue(QueueEventKind::Closed, &queue));
+        }
+        if let Some((pace, configured)) = reply.pace {
+            self.events
+                .push(QueueEvent::pace_changed(&queue, pace, configured));
         }
         let admitted = admitted_events(&queue, reply.admitted);
         self.admitted += admitted.len() as u64;
@@ -153,6 +158,8 @@ struct PromoteReply {
     opened: Option<Draw>,
     waits_ms: Vec<u64>,
     closed: bool,
+    /// The capacity in force, changed by no operator (the ramp): a `QueuePaceChanged`.
+    pace: Option<(Pace, u32)>,
 }
 
 impl FromRedisValue for PromoteReply {
@@ -171,6 +178,7 @@ impl FromRedisValue for PromoteReply {
             opened,
             waits_ms,
             closed,
+            PaceChange(pace),
         ): (
             Vec<Admission>,
             Vec<Seat>,
@@ -183,6 +191,7 @@ impl FromRedisValue for PromoteReply {
             DrawReply,
             Vec<u64>,
             u8,
+            PaceChange,
         ) = FromRedisValue::from_redis_value(v)?;
         Ok(PromoteReply {
             admitted,
@@ -196,6 +205,7 @@ impl FromRedisValue for PromoteReply {
             opened: opened.0,
             waits_ms,
             closed: closed == 1,
+            pace,
         })
     }
 }

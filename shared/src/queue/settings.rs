@@ -17,6 +17,7 @@ use super::access::Access;
 use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
 use super::door::DoorSettings;
 use super::keys::QueueKeys;
+use super::pace::{CapacityRamp, RampReply};
 use super::schedule::{DrawSeed, Schedule, ScheduleChange};
 use super::{QueueEvent, WaitingRoom, CLOSE, CONFIGURE};
 use crate::bounds::{self, Bounds};
@@ -53,10 +54,12 @@ pub struct QueueSettings {
     /// challenge, challengeCostMin and challengeCostMax (see [`super::door`]).
     #[serde(flatten)]
     pub door: DoorSettings,
+    /// The scheduled capacity ramp, if any (see [`super::pace`]).
+    pub capacity_ramp: Option<CapacityRamp>,
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule, lane before opening, access, door}` (`settings_reply` in `replies.lua`: part of
+/// schedule, lane before opening, access, door, capacity ramp}` (`settings_reply` in `replies.lua`: part of
 /// configure's and summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
@@ -71,6 +74,7 @@ impl FromRedisValue for QueueSettings {
             lane_early,
             access,
             door,
+            RampReply(capacity_ramp),
         ): (
             u32,
             u64,
@@ -82,6 +86,7 @@ impl FromRedisValue for QueueSettings {
             u8,
             String,
             DoorSettings,
+            RampReply,
         ) = FromRedisValue::from_redis_value(v)?;
         let access = serde_json::from_value(serde_json::Value::String(access.clone()))
             .map_err(|_| format!("settings hold access {access:?}"))?;
@@ -96,6 +101,7 @@ impl FromRedisValue for QueueSettings {
             lane_before_opening: lane_early == 1,
             access,
             door,
+            capacity_ramp,
         })
     }
 }
@@ -212,6 +218,9 @@ pub struct SettingsChange {
     /// The ceiling of a challenge's cost, which `adaptive` rises to.
     #[serde(default, deserialize_with = "present")]
     pub challenge_cost_max: Option<Option<Number>>,
+    /// A capacity that rises on a schedule, from the opening (or from now without one).
+    #[serde(default, deserialize_with = "present")]
+    pub capacity_ramp: Option<Option<CapacityRamp>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -308,6 +317,11 @@ impl SettingsChange {
                     .unwrap_or_default()
                     .into(),
             )),
+        }
+        match &self.capacity_ramp {
+            None => {}
+            Some(None) => args.push(("capacity-ramp", String::new())),
+            Some(Some(ramp)) => args.push(("capacity-ramp", ramp.stored()?)),
         }
         match &self.page {
             None => {}

@@ -1,5 +1,6 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
--- force, draw}, the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
+-- force, draw, pace}, the pace {the capacity in force, what limits it: 'capacity' or 'ramp'},
+-- the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
 -- opening), members (once recorded)}, each '' when not (yet) public. A draw stays in the
 -- summary while its schedule is set, and after the schedule is removed while any member it
 -- placed still waits in the line. laneBeforeOpening is read here with an HGET of its own: the
@@ -15,9 +16,9 @@ if DRAW_COMMIT and (OPENS_AT
 end
 return {waiting_count(), live_active_count(), rate(),
   ADMITTED_THROUGH,
-  settings_reply({capacity = CAPACITY, session = SESSION_MS, admit = ADMIT_PER_TICK,
+  settings_reply({capacity = CONFIGURED_CAPACITY, ramp = stored[18], session = SESSION_MS, admit = ADMIT_PER_TICK,
     idle = IDLE_MS, paused = PAUSED, mode = MODE, sold_out = SOLD_OUT, message = MESSAGE,
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
     prequeue_opens_at = stored[12] or nil, access = ACCESS_MODE,
     lane_before_opening = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'}),
-  draw}
+  draw, {CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity'}}

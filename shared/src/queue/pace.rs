@@ -1,0 +1,186 @@
+//! The pace a queue admits at, beyond its own `capacity`: the scheduled capacity ramp (the
+//! setting `capacityRamp`), and what the summary and `QueuePaceChanged` say of the capacity in
+//! force. `common.lua` computes that capacity once per call (the lowest of `capacity` and the
+//! ramp's step), so issue, the promotion tick and a leave's hand-over all admit within it.
+
+use redis::{FromRedisValue, ParsingError, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::bounds::{self, Bounds};
+use crate::error::Error;
+
+/// The longest step of a ramp, in seconds: a day.
+pub const RAMP_EVERY_MAX_SECONDS: u64 = 86_400;
+
+/// A capacity that rises on a schedule: `from` at the start (the opening, or when it is set
+/// where the queue has no opening), `step` more every `everySeconds`, up to `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CapacityRamp {
+    pub from: u32,
+    pub step: u32,
+    pub every_seconds: u64,
+    pub to: u32,
+}
+
+impl CapacityRamp {
+    /// The stored form, `from:step:every ms:to` (configure appends the ms it was set), once
+    /// every number is within its bounds.
+    pub(super) fn stored(&self) -> Result<String, Error> {
+        let check = |field: &'static str, value: u64, within: Bounds| {
+            if within.holds(value) {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    "capacityRamp",
+                    format!(
+                        "{field} must be a whole number from {} to {}, not {value}",
+                        within.min, within.max
+                    ),
+                ))
+            }
+        };
+        check("from", self.from.into(), bounds::CAPACITY)?;
+        check("step", self.step.into(), bounds::CAPACITY)?;
+        check("to", self.to.into(), bounds::CAPACITY)?;
+        check(
+            "everySeconds",
+            self.every_seconds,
+            Bounds::new(1, RAMP_EVERY_MAX_SECONDS),
+        )?;
+        if self.to < self.from {
+            return Err(Error::invalid("capacityRamp", "to must be at least from"));
+        }
+        Ok(format!(
+            "{}:{}:{}:{}",
+            self.from,
+            self.step,
+            self.every_seconds * 1000,
+            self.to
+        ))
+    }
+}
+
+/// `settings_reply`'s ramp: `{from, step, every ms, to}`, or `{}` without one.
+pub(super) struct RampReply(pub Option<CapacityRamp>);
+
+impl FromRedisValue for RampReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let parts: Vec<u64> = FromRedisValue::from_redis_value(v)?;
+        Ok(RampReply(match parts.as_slice() {
+            [] => None,
+            [from, step, every_ms, to] => Some(CapacityRamp {
+                from: u32::try_from(*from).map_err(|_| "ramp from out of range")?,
+                step: u32::try_from(*step).map_err(|_| "ramp step out of range")?,
+                every_seconds: every_ms / 1000,
+                to: u32::try_from(*to).map_err(|_| "ramp to out of range")?,
+            }),
+            _ => return Err("a ramp of other than four numbers".into()),
+        }))
+    }
+}
+
+/// What limits the capacity in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LimitedBy {
+    /// The queue's own `capacity`.
+    Capacity,
+    /// The capacity ramp's step.
+    Ramp,
+}
+
+impl LimitedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitedBy::Capacity => "capacity",
+            LimitedBy::Ramp => "ramp",
+        }
+    }
+
+    fn parse(word: &str) -> Result<Self, ParsingError> {
+        match word {
+            "capacity" => Ok(LimitedBy::Capacity),
+            "ramp" => Ok(LimitedBy::Ramp),
+            other => Err(format!("the pace is limited by {other:?}").into()),
+        }
+    }
+}
+
+/// The capacity in force and why: the summary's `pace`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pace {
+    /// Most buyers active at once right now.
+    pub capacity: u32,
+    pub limited_by: LimitedBy,
+}
+
+/// The summary's `{capacity in force, what limits it}`.
+impl FromRedisValue for Pace {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (capacity, limited_by): (u32, String) = FromRedisValue::from_redis_value(v)?;
+        Ok(Pace {
+            capacity,
+            limited_by: LimitedBy::parse(&limited_by)?,
+        })
+    }
+}
+
+/// A tick's report of a change in the capacity in force that no operator made:
+/// `{capacity in force, capacity set, what limits it}`, or `{}`.
+pub(super) struct PaceChange(pub Option<(Pace, u32)>);
+
+impl FromRedisValue for PaceChange {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let parts: Vec<String> = FromRedisValue::from_redis_value(v)?;
+        Ok(PaceChange(match parts.as_slice() {
+            [] => None,
+            [capacity, configured, limited_by] => {
+                let number = |text: &str| {
+                    text.parse::<u32>()
+                        .map_err(|_| ParsingError::from(format!("a capacity of {text:?}")))
+                };
+                Some((
+                    Pace {
+                        capacity: number(capacity)?,
+                        limited_by: LimitedBy::parse(limited_by)?,
+                    },
+                    number(configured)?,
+                ))
+            }
+            _ => return Err("a pace change of other than three parts".into()),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ramp_is_stored_in_ms_and_checked() {
+        let ramp = CapacityRamp {
+            from: 200,
+            step: 100,
+            every_seconds: 120,
+            to: 1000,
+        };
+        assert_eq!(ramp.stored().unwrap(), "200:100:120000:1000");
+        for bad in [
+            CapacityRamp { from: 0, ..ramp },
+            CapacityRamp { step: 0, ..ramp },
+            CapacityRamp { to: 100, ..ramp },
+            CapacityRamp {
+                every_seconds: 0,
+                ..ramp
+            },
+            CapacityRamp {
+                every_seconds: 86_401,
+                ..ramp
+            },
+        ] {
+            assert!(bad.stored().is_err(), "{bad:?}");
+        }
+    }
+}
