@@ -307,7 +307,7 @@ async fn apply_commands(
     for staged in &sell_outs {
         sold_out.push(match staged.read(&replies)? {
             SellOut::SoldOut(event) => {
-                events.push(event);
+                events.push(*event);
                 Outcome::Applied
             }
             SellOut::Already => Outcome::Duplicate,

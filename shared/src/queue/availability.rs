@@ -209,8 +209,9 @@ impl SoldOutNotice {
 /// What became of a [`SoldOutNotice`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum SellOut {
-    /// The queue is sold out from now on; the event to publish.
-    SoldOut(QueueEvent),
+    /// The queue is sold out from now on; the event to publish (boxed: the other answers
+    /// carry nothing).
+    SoldOut(Box<QueueEvent>),
     /// It already was (a redelivery, or the operator was first); a message given replaced
     /// the old one.
     Already,
@@ -227,10 +228,10 @@ pub struct StagedSellOut {
 impl StagedSellOut {
     pub fn read(&self, replies: &[Value]) -> Result<SellOut, Error> {
         Ok(match self.reply.read(replies)? {
-            1 => SellOut::SoldOut(QueueEvent::sold_out(
+            1 => SellOut::SoldOut(Box::new(QueueEvent::sold_out(
                 &self.notice.queue,
                 self.notice.message.clone(),
-            )),
+            ))),
             0 => SellOut::Already,
             _ => SellOut::NoQueue,
         })
