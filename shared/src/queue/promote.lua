@@ -4,15 +4,16 @@
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits,
--- closed} with the lists as promote() and purge_expired() give them; more is 1 when another
+-- closed, pace} with the lists as promote() and purge_expired() give them; more is 1 when another
 -- call this tick could admit more; opened is the draw {commitment, seed, members} on the first
 -- tick after it was recorded ({'', '', ''} otherwise);
 -- waits holds the ms each admitted buyer waited, by the ticket clock (a member placed by the
--- draw: since the opening); closed is 1 on the first tick after closesAt passed.
+-- draw: since the opening); closed is 1 on the first tick after closesAt passed; pace is a
+-- change of the capacity in force no operator made (below), {} otherwise.
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0}
+  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0, {}}
 end
 keep_meta()
 redis.call('PEXPIRE', CLOCK, KEEP_MS)

@@ -142,10 +142,10 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more, opened, waits, closed}`: one slice of a tick, whether the queue may admit more
+/// more, opened, waits, closed, pace}`: one slice of a tick, whether the queue may admit more
 /// (`remaining` more), the draw when this slice saw the scheduled opening first (a `QueueOpened`
-/// to publish, carrying it), how long each admitted buyer waited, and whether it saw `closesAt` pass first (a
-/// `QueueClosed`).
+/// to publish, carrying it), how long each admitted buyer waited, whether it saw `closesAt` pass first (a
+/// `QueueClosed`), and a step of the capacity ramp it saw first (a `QueuePaceChanged`).
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
