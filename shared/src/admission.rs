@@ -49,8 +49,6 @@ pub const DISCOVERY_CACHE_CONTROL: &str = "public, max-age=300";
 
 /// The path of the JWKS, below the issuer.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
-/// The path of the OpenID discovery document, below the issuer.
-pub const DISCOVERY_PATH: &str = "/.well-known/openid-configuration";
 
 /// One signing key: its id, algorithm, private half (as ring reads it), public JWK and the
 /// span it signs in.

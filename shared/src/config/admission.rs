@@ -3,7 +3,7 @@
 
 use chrono::Utc;
 
-use super::jwt::issuer_url_is_usable;
+use super::jwt::{audience, issuer_url_is_usable};
 use super::vars::Vars;
 use super::{bad, ConfigError};
 use crate::admission::{Issuer, KeySet, ALGORITHMS};
@@ -35,16 +35,7 @@ pub(super) fn read(vars: &Vars) -> Result<Option<Issuer>, ConfigError> {
              (http:// only on a loopback host), without a trailing slash, query or fragment",
         ));
     }
-    let audience = vars
-        .string("ADMISSION_AUDIENCE")
-        .map(|audience| audience.trim().to_owned())
-        .ok_or_else(|| bad("ADMISSION_AUDIENCE", "is required with ADMISSION_ISSUER"))?;
-    if audience.len() > 256 || audience.chars().any(char::is_control) {
-        return Err(bad(
-            "ADMISSION_AUDIENCE",
-            "must be up to 256 characters, none a control character",
-        ));
-    }
+    let audience = audience(vars, "ADMISSION_AUDIENCE", "ADMISSION_ISSUER")?;
     let ttl = vars.seconds("ADMISSION_TTL_SECONDS", 60, Bounds::new(5, 3_600))?;
     let alg = vars.one_of("ADMISSION_ALGORITHM", ALGORITHMS)?;
     let keys = vars

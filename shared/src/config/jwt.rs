@@ -45,16 +45,7 @@ impl JwtSettings {
                  characters, without query or fragment",
             ));
         }
-        let audience = vars
-            .string("JWT_AUDIENCE")
-            .map(|audience| audience.trim().to_owned())
-            .ok_or_else(|| bad("JWT_AUDIENCE", "is required with JWT_ISSUER"))?;
-        if audience.len() > 256 || audience.chars().any(char::is_control) {
-            return Err(bad(
-                "JWT_AUDIENCE",
-                "must be up to 256 characters, none a control character",
-            ));
-        }
+        let audience = audience(vars, "JWT_AUDIENCE", "JWT_ISSUER")?;
         Ok(Some(JwtSettings {
             issuer,
             audience,
@@ -67,6 +58,26 @@ impl JwtSettings {
             },
         }))
     }
+}
+
+/// The audience `variable` names, required with `issuer_variable`: up to 256 characters, none
+/// a control character.
+pub(super) fn audience(
+    vars: &Vars,
+    variable: &'static str,
+    issuer_variable: &str,
+) -> Result<String, ConfigError> {
+    let audience = vars
+        .string(variable)
+        .map(|audience| audience.trim().to_owned())
+        .ok_or_else(|| bad(variable, format!("is required with {issuer_variable}")))?;
+    if audience.len() > 256 || audience.chars().any(char::is_control) {
+        return Err(bad(
+            variable,
+            "must be up to 256 characters, none a control character",
+        ));
+    }
+    Ok(audience)
 }
 
 /// Whether `issuer` is a URL the gatekeeper may fetch keys below (and the admission issuer
