@@ -6,7 +6,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Serves the app's stack on a free loopback port, as `lineup-local` does.
-async fn serve(
+pub(crate) async fn serve(
     app: &TestApp,
 ) -> (
     std::net::SocketAddr,
@@ -23,7 +23,7 @@ async fn serve(
 }
 
 /// Sends one HTTP/1.1 request and returns the status, headers and body.
-async fn send(
+pub(crate) async fn send(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,

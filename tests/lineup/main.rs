@@ -16,6 +16,7 @@ mod faults;
 mod fixtures;
 mod gate;
 mod gate_identity;
+mod health;
 mod identity;
 mod keys;
 mod load;

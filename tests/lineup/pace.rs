@@ -48,16 +48,22 @@ async fn a_capacity_ramp_is_checked_shown_and_starts_from_the_opening() {
     assert_eq!(seen.body["settings"]["capacity"], 10);
     assert_eq!(seen.body["settings"]["capacityRamp"], ramp);
     assert_eq!(
-        seen.body["pace"],
-        json!({ "capacity": 2, "limitedBy": "ramp" })
+        (
+            &seen.body["pace"]["capacity"],
+            &seen.body["pace"]["limitedBy"]
+        ),
+        (&json!(2), &json!("ramp"))
     );
     // Removed: the queue's own capacity again.
     let set = put_settings(&app, "gig", &json!({ "capacityRamp": null })).await;
     assert_eq!(set.body["capacityRamp"], json!(null));
     let seen = summary(&app, "gig").await;
     assert_eq!(
-        seen.body["pace"],
-        json!({ "capacity": 10, "limitedBy": "capacity" })
+        (
+            &seen.body["pace"]["capacity"],
+            &seen.body["pace"]["limitedBy"]
+        ),
+        (&json!(10), &json!("capacity"))
     );
 }
 
@@ -109,8 +115,11 @@ async fn a_capacity_ramp_opens_up_on_schedule_on_every_admission_path() {
     let seen = summary(&app, "ramp").await;
     assert_eq!(seen.body["active"], 3);
     assert_eq!(
-        seen.body["pace"],
-        json!({ "capacity": 3, "limitedBy": "ramp" })
+        (
+            &seen.body["pace"]["capacity"],
+            &seen.body["pace"]["limitedBy"]
+        ),
+        (&json!(3), &json!("ramp"))
     );
 
     // At `to` it stays: no more admitted, nothing more published.

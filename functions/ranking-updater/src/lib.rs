@@ -1,8 +1,10 @@
 //! `ranking-updater`: applies payment and concert events to the boards, and ends the waiting-room
 //! session of a buyer whose `PaymentCompleted` names `queueId` and `userId`, so the next
 //! waiter is admitted on the next tick, and marks a queue sold out on `InventorySoldOut`
-//! (`queueId`, optional `message`), publishing `QueueSoldOut`. All happen in the same round
-//! trip.
+//! (`queueId`, optional `message`), publishing `QueueSoldOut`. It paces admission by the
+//! booking system's health: a `BookingHealth` event (`queueIds`, `level`) sets the level of
+//! each queue named, and a CloudWatch alarm's state change is kept for the promoter to hand
+//! the queues that name the alarm (`healthAlarms`). All happen in the same round trip.
 //!
 //! Invoked by an EventBridge rule with one event, or by SQS with a batch whose bodies are
 //! EventBridge events. A batch is applied in one round trip and answers with
@@ -21,7 +23,9 @@ use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Outlet;
-use lineup::queue::{Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom};
+use lineup::queue::{
+    AlarmNotice, HealthApplied, HealthNotice, Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom,
+};
 use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
 use lineup::store::Batch;
 use serde_json::Value;
@@ -156,6 +160,8 @@ pub async fn apply_events_reporting(
     let mut commands: Vec<Command> = Vec::new();
     let mut releases: Vec<Paid> = Vec::new();
     let mut notices: Vec<SoldOutNotice> = Vec::new();
+    let mut health: Vec<HealthNotice> = Vec::new();
+    let mut alarms: Vec<AlarmNotice> = Vec::new();
     for event in events {
         match read_event(event, source) {
             Ok(Read::Command(command, release)) => {
@@ -166,6 +172,14 @@ pub async fn apply_events_reporting(
             Ok(Read::SoldOut(notice)) => {
                 notices.push(notice);
                 verdicts.push(Slot::SoldOut);
+            }
+            Ok(Read::Health(notice)) => {
+                health.push(notice);
+                verdicts.push(Slot::Health);
+            }
+            Ok(Read::Alarm(notice)) => {
+                alarms.push(notice);
+                verdicts.push(Slot::Alarm);
             }
             Ok(Read::Ignored(reason)) => {
                 tracing::info!(%reason, "event ignored");
@@ -178,7 +192,14 @@ pub async fn apply_events_reporting(
         }
     }
 
-    let (applied, error) = match apply_commands(&commands, &releases, &notices, deps).await {
+    let asked = Asked {
+        commands: &commands,
+        releases: &releases,
+        sold_out: &notices,
+        health: &health,
+        alarms: &alarms,
+    };
+    let (applied, error) = match apply_commands(&asked, deps).await {
         Ok(applied) => (applied, None),
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
@@ -186,7 +207,9 @@ pub async fn apply_events_reporting(
             (
                 Applied {
                     outcomes: vec![failed.clone(); commands.len()],
-                    sold_out: vec![failed; notices.len()],
+                    sold_out: vec![failed.clone(); notices.len()],
+                    health: vec![failed.clone(); health.len()],
+                    alarms: vec![failed; alarms.len()],
                     events: Vec::new(),
                 },
                 Some(err),
@@ -203,6 +226,8 @@ pub async fn apply_events_reporting(
 
     let mut outcomes = applied.outcomes.into_iter();
     let mut sold_out = applied.sold_out.into_iter();
+    let mut health = applied.health.into_iter();
+    let mut alarms = applied.alarms.into_iter();
     let verdicts: Vec<Outcome> = verdicts
         .into_iter()
         .map(|slot| {
@@ -210,6 +235,8 @@ pub async fn apply_events_reporting(
                 Slot::Done(verdict) => Some(verdict),
                 Slot::Command => outcomes.next(),
                 Slot::SoldOut => sold_out.next(),
+                Slot::Health => health.next(),
+                Slot::Alarm => alarms.next(),
             }
             .unwrap_or_else(|| Outcome::Failed("no outcome".into()))
         })
@@ -229,28 +256,39 @@ pub async fn apply_events_reporting(
     (verdicts, error)
 }
 
-/// Where one event's verdict comes from: known already, or the outcome of its command or
-/// sell-out, in the order they were staged.
+/// Where one event's verdict comes from: known already, or the outcome of its command,
+/// sell-out, health level or alarm state, in the order they were staged.
 enum Slot {
     Done(Outcome),
     Command,
     SoldOut,
+    Health,
+    Alarm,
 }
 
 /// What one event asks for: a ranking command and, for a payment that names its buyer, the
-/// release of the buyer's waiting-room session; a queue sold out; or why it asks for nothing.
+/// release of the buyer's waiting-room session; a queue sold out; the booking system's
+/// health; an alarm's state; or why it asks for nothing.
 enum Read {
     Command(Command, Option<Paid>),
     SoldOut(SoldOutNotice),
+    Health(HealthNotice),
+    Alarm(AlarmNotice),
     Ignored(String),
 }
 
-/// Reads one EventBridge event (as JSON) from `source`: `InventorySoldOut` is the waiting
-/// room's; of the others, the rankings read their part, the waiting room its own (`queueId`,
-/// `userId`, `ticket`).
+/// Reads one EventBridge event (as JSON) from `source`: `InventorySoldOut`, `BookingHealth`
+/// and CloudWatch's alarm state changes are the waiting room's; of the others, the rankings
+/// read their part, the waiting room its own (`queueId`, `userId`, `ticket`).
 fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
     if let Some(notice) = SoldOutNotice::from_event(event, source)? {
         return Ok(Read::SoldOut(notice));
+    }
+    if let Some(notice) = HealthNotice::from_event(event, source)? {
+        return Ok(Read::Health(notice));
+    }
+    if let Some(notice) = AlarmNotice::from_event(event)? {
+        return Ok(Read::Alarm(notice));
     }
     let command = match parse_event(event, source)? {
         Parsed::Command(command) => command,
@@ -267,36 +305,54 @@ fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
     Ok(Read::Command(command, release))
 }
 
-/// What one round trip did: the commands' verdicts, the sell-outs', and the queue events to
-/// publish.
+/// What a batch of events asks for, by kind.
+struct Asked<'a> {
+    commands: &'a [Command],
+    releases: &'a [Paid],
+    sold_out: &'a [SoldOutNotice],
+    health: &'a [HealthNotice],
+    alarms: &'a [AlarmNotice],
+}
+
+/// What one round trip did: the commands' verdicts, the sell-outs', the health levels', the
+/// alarm states', and the queue events to publish.
 struct Applied {
     outcomes: Vec<Outcome>,
     sold_out: Vec<Outcome>,
+    health: Vec<Outcome>,
+    alarms: Vec<Outcome>,
     events: Vec<QueueEvent>,
 }
 
-/// Applies the commands, releases the paying buyers' sessions and marks sold-out queues, in
-/// one round trip.
-async fn apply_commands(
-    commands: &[Command],
-    releases: &[Paid],
-    notices: &[SoldOutNotice],
-    deps: &Deps,
-) -> Result<Applied, lineup::Error> {
+/// Applies the commands, releases the paying buyers' sessions, marks sold-out queues, sets
+/// health levels and keeps alarm states, in one round trip.
+async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineup::Error> {
     let mut batch = Batch::new();
-    let sell_outs: Vec<_> = notices
+    let sell_outs: Vec<_> = asked
+        .sold_out
         .iter()
         .map(|notice| deps.room.stage_sell_out(&mut batch, notice))
         .collect();
+    let levels: Vec<_> = asked
+        .health
+        .iter()
+        .map(|notice| deps.room.stage_health(&mut batch, notice))
+        .collect();
+    let alarms: Vec<_> = asked
+        .alarms
+        .iter()
+        .map(|notice| deps.room.stage_alarm(&mut batch, notice))
+        .collect();
     let remember = deps.rankings.settings().dedupe;
-    let releases: Vec<_> = releases
+    let releases: Vec<_> = asked
+        .releases
         .iter()
         .map(|paid| {
             deps.room
                 .stage_release(&mut batch, paid, remember, FUTURE_SKEW)
         })
         .collect();
-    let outcomes = deps.rankings.stage_apply(&mut batch, commands);
+    let outcomes = deps.rankings.stage_apply(&mut batch, asked.commands);
     let replies = deps.rankings.send(&batch).await?;
     let outcomes = outcomes.read(&replies)?;
     let mut events = Vec::new();
@@ -314,11 +370,42 @@ async fn apply_commands(
             SellOut::NoQueue => Outcome::Ignored("no such queue".into()),
         });
     }
+    let mut health = Vec::with_capacity(levels.len());
+    for staged in &levels {
+        health.push(health_outcome(&staged.read(&replies)?));
+    }
+    let mut alarm_outcomes = Vec::with_capacity(alarms.len());
+    for staged in &alarms {
+        alarm_outcomes.push(if staged.read(&replies)? {
+            Outcome::Applied
+        } else {
+            Outcome::Duplicate
+        });
+    }
     Ok(Applied {
         outcomes,
         sold_out,
+        health,
+        alarms: alarm_outcomes,
         events,
     })
+}
+
+/// One `BookingHealth` event's verdict from its queues' outcomes: applied where any queue
+/// took it; else a duplicate where one held a later signal; else ignored.
+fn health_outcome(queues: &[HealthApplied]) -> Outcome {
+    if queues
+        .iter()
+        .any(|q| matches!(q, HealthApplied::Applied { .. }))
+    {
+        Outcome::Applied
+    } else if queues.contains(&HealthApplied::Stale) {
+        Outcome::Duplicate
+    } else if queues.contains(&HealthApplied::Lapsed) {
+        Outcome::Ignored("the level lapsed before it arrived".into())
+    } else {
+        Outcome::Ignored("no such queue".into())
+    }
 }
 
 /// Applied payments whose day had already ended in the ranking zone when they arrived.

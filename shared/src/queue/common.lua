@@ -79,7 +79,8 @@ end
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access',
-  'challenge', 'capacity-ramp', 'pace-announced')
+  'challenge', 'capacity-ramp', 'pace-announced', 'health-signal', 'health-alarm',
+  'health-climb', 'health-recovery-ms')
 local CAPACITY = tonumber(stored[1] or DEFAULT_CAPACITY)
 local SESSION_MS = tonumber(stored[2] or DEFAULT_SESSION_MS)
 local IDLE_MS = tonumber(stored[3] or DEFAULT_IDLE_MS)
@@ -161,6 +162,85 @@ do
     end
     CAPACITY = math.min(CAPACITY, RAMP_CAPACITY)
   end
+end
+-- Health pacing (health.rs): how well the booking system copes, a level from 0 (down) to 1
+-- (healthy), read in the same HMGET. Three fields of the settings hash hold it:
+-- * health-signal, "level:sent ms:until ms": the last BookingHealth event (health.lua); it
+--   counts until `until`, its time plus healthTtlSeconds, unless another renews it;
+-- * health-alarm, '0' while an alarm the queue names (healthAlarms) is in ALARM, written by
+--   the promoter's tick (promote.lua);
+-- * health-climb, "level:ms": where the level in force stood when a signal or an alarm last
+--   changed, and when. From there it climbs by 1 per healthRecoverySeconds (default
+--   HEALTH_RECOVERY_DEFAULT_MS) up to what the signals say, so a recovery ramps; a fall takes
+--   effect at once.
+-- HEALTH is the level in force and HEALTH_WHY what holds it below 1: 'booking' (the event),
+-- 'alarm' or 'recovery' (the climb); nil at 1. At HEALTH h a tick admits h x admitPerTick (on
+-- average, paced_admissions) and nobody is admitted at once on arrival or by a leave's
+-- hand-over unless h is 1; at 0 nobody is admitted on any path.
+local HEALTH_RECOVERY_DEFAULT_MS = 60000
+local HEALTH_RECOVERY_MS = tonumber(stored[23]) or HEALTH_RECOVERY_DEFAULT_MS
+local function health_signal(raw)
+  if not raw then return nil end
+  local level, sent, until_ms = string.match(raw, '^([%d.]+):(%d+):(%d+)$')
+  if not level then return nil end
+  return tonumber(level), tonumber(sent), tonumber(until_ms)
+end
+-- What the signals say now, and which of them: {level, why}.
+local function health_target(signal, alarm)
+  local target, why = 1, nil
+  local level, _, until_ms = health_signal(signal)
+  if level and NOW < until_ms and level < 1 then target, why = level, 'booking' end
+  if alarm == '0' then target, why = 0, 'alarm' end
+  return target, why
+end
+-- The level in force: the target, or the climb where it is lower. A signal that lapsed since
+-- the climb's start is a rise at its `until`: the climb starts again there, from where the
+-- level stood.
+local function health_in_force(signal, alarm, climb)
+  local target, why = health_target(signal, alarm)
+  local from, since = string.match(climb or '', '^([%d.]+):(%d+)$')
+  if not from or HEALTH_RECOVERY_MS <= 0 then return target, why end
+  from, since = tonumber(from), tonumber(since)
+  local level, _, until_ms = health_signal(signal)
+  if level and until_ms <= NOW and until_ms > since then
+    from = math.min(level, from + (until_ms - since) / HEALTH_RECOVERY_MS)
+    since = until_ms
+  end
+  local climbed = from + (NOW - since) / HEALTH_RECOVERY_MS
+  if climbed < target then return math.max(0, climbed), 'recovery' end
+  return target, why
+end
+local HEALTH, HEALTH_WHY = health_in_force(stored[20], stored[21], stored[22])
+-- Writes a new signal (nil: unchanged) or alarm state ('0' in ALARM, '' clear, nil:
+-- unchanged), and the climb's new start: the level in force now, or the new target where
+-- that is lower. So the level in force never jumps up: it climbs from where it stood.
+local function set_health(signal, alarm)
+  signal = signal or stored[20]
+  if alarm == nil then alarm = stored[21] == '0' and '0' or '' end
+  local target = health_target(signal, alarm)
+  local climb = string.format('%.4f:%d', math.min(HEALTH, target), NOW)
+  local fields = {'health-climb', climb}
+  if signal then
+    fields[#fields + 1] = 'health-signal'
+    fields[#fields + 1] = signal
+  end
+  if alarm == '0' then
+    fields[#fields + 1] = 'health-alarm'
+    fields[#fields + 1] = alarm
+  elseif stored[21] then
+    redis.call('HDEL', SETTINGS, 'health-alarm')
+  end
+  redis.call('HSET', SETTINGS, unpack(fields))
+  stored[20], stored[21], stored[22] = signal, alarm == '0' and '0' or false, climb
+  HEALTH, HEALTH_WHY = health_in_force(signal, stored[21], climb)
+end
+-- How many a tick at the level in force admits: admitPerTick at 1; below it, h x admitPerTick
+-- per TICK_MS on average, counted on the clock, so a fraction carries to the next ticks
+-- without being stored (0.3 x 5 admits 1, 2, 1, 2 ...).
+local function paced_admissions()
+  if HEALTH >= 1 then return ADMIT_PER_TICK end
+  local per_ms = HEALTH * ADMIT_PER_TICK / TICK_MS
+  return math.floor(per_ms * NOW) - math.floor(per_ms * (NOW - TICK_MS))
 end
 -- Long presence: a waiter is told to poll after a tenth of the low end of its wait, in whole
 -- seconds, up to a third of LONG_IDLE_MS (eight idle periods); its poll keeps it present for

@@ -4,7 +4,9 @@
 -- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at,
 -- lane-before-opening, access, challenge, challenge-cost-min, challenge-cost-max,
 -- capacity-ramp ("from:step:every ms:to"; stored with the ms it was set appended, its start
--- where the queue has no opening).
+-- where the queue has no opening), health-alarms (alarm names, one a line), health-recovery-ms,
+-- health-ttl-ms. A change of health-alarms forgets their state until the promoter's next
+-- tick reads the new ones.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
 -- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
@@ -91,6 +93,9 @@ end
 if changed['capacity-ramp'] and changed['capacity-ramp'] ~= '' then
   changed['capacity-ramp'] = changed['capacity-ramp'] .. ':' .. string.format('%d', NOW)
 end
+if changed['health-alarms'] ~= nil and stored[21] then set_health(nil, '') end
+-- A new recovery time climbs on from where the level stands now.
+if changed['health-recovery-ms'] ~= nil and stored[22] then set_health() end
 redis.call('HSETNX', SETTINGS, 'created', NOW)
 -- The operator owns the hash from now on, also one a sold-out event made with an expiry.
 redis.call('PERSIST', SETTINGS)

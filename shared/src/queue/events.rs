@@ -6,7 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
-use super::pace::Pace;
+use super::pace::PaceChanged;
 use super::schedule::Draw;
 use crate::ids::QueueId;
 
@@ -27,8 +27,8 @@ pub enum QueueEventKind {
     Closed,
     /// The queue's mode left `closed`.
     Opened,
-    /// The capacity in force changed without an operator: a step of the capacity ramp, or
-    /// its end.
+    /// The pace in force changed without an operator: a step of the capacity ramp or its
+    /// end, or a change of the booking system's health level (in tenths).
     PaceChanged,
 }
 
@@ -77,6 +77,20 @@ pub struct QueueEvent {
     /// For a pace change: the queue's own `capacity` setting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub configured_capacity: Option<u32>,
+    /// For a pace change: how many a tick admits now, on average (`admitPerTick` × the
+    /// health level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admit_per_tick: Option<f64>,
+    /// For a pace change: the queue's own `admitPerTick` setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_admit_per_tick: Option<u32>,
+    /// For a pace change: the booking system's health level in force, 0 to 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_level: Option<f64>,
+    /// For a pace change: what holds the health level below 1 (`booking`, `alarm` or
+    /// `recovery`); absent at 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_reason: Option<&'static str>,
 }
 
 impl QueueEvent {
@@ -97,6 +111,10 @@ impl QueueEvent {
             draw: None,
             capacity: None,
             configured_capacity: None,
+            admit_per_tick: None,
+            configured_admit_per_tick: None,
+            health_level: None,
+            health_reason: None,
         }
     }
 
@@ -113,6 +131,10 @@ impl QueueEvent {
             draw: None,
             capacity: None,
             configured_capacity: None,
+            admit_per_tick: None,
+            configured_admit_per_tick: None,
+            health_level: None,
+            health_reason: None,
         }
     }
 
@@ -125,12 +147,17 @@ impl QueueEvent {
     }
 
     /// `QueuePaceChanged`: the capacity in force, what limits it (`reason`: `ramp` or
-    /// `capacity`), and the queue's own `capacity`.
-    pub fn pace_changed(queue: &QueueId, pace: Pace, configured: u32) -> Self {
+    /// `capacity`) and the queue's own `capacity`; the admissions a tick in force, the
+    /// queue's own `admitPerTick`, and the health level with what holds it below 1.
+    pub fn pace_changed(queue: &QueueId, pace: PaceChanged) -> Self {
         QueueEvent {
             capacity: Some(pace.capacity),
-            configured_capacity: Some(configured),
+            configured_capacity: Some(pace.configured_capacity),
             reason: Some(pace.limited_by.as_str()),
+            admit_per_tick: Some(pace.admit_per_tick),
+            configured_admit_per_tick: Some(pace.configured_admit_per_tick),
+            health_level: Some(pace.health.level),
+            health_reason: pace.health.reason.map(|reason| reason.as_str()),
             ..QueueEvent::of_queue(QueueEventKind::PaceChanged, queue)
         }
     }

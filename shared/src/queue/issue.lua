@@ -19,7 +19,8 @@
 -- nothing written, when the queue is sold out ('sold-out'), closed ('closed'), or full
 -- ('full', with the ms to retry after): in passthrough mode when no place is free, else when
 -- maxWaiting wait already. Otherwise it gets a new ticket, active at once when the queue is
--- not paused, a place is free and nobody waits (or the mode is passthrough). Someone on the
+-- not paused, a place is free, nobody waits and the booking system is healthy (HEALTH 1), or
+-- in passthrough when a place is free and HEALTH is above 0 (else 'full'). Someone on the
 -- priority list joins the priority lane instead (see its block below).
 -- With a schedule (docs/draw.md): before the pre-queue opens a new arrival is refused
 -- ('not-open', with the ms until it opens), after closesAt as 'closed', the lane's too;
@@ -155,7 +156,7 @@ if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 
   end
   if state == 'dropped' then redis.call('ZREM', IN_LANE and LANE or WAITING, user) end
   ticket = issue_ticket()
-  if not PAUSED and (not BEFORE_OPENING or lane_before_opening())
+  if not PAUSED and HEALTH >= 1 and (not BEFORE_OPENING or lane_before_opening())
       and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
     activate(user, ticket)
     return active_reply(1, ticket, NOW + SESSION_MS, NOW)
@@ -188,7 +189,7 @@ if BEFORE_OPENING then
   return prequeue_reply(1, ticket)
 end
 if MODE == 'passthrough' then
-  if PAUSED or live_active_count() >= CAPACITY then
+  if PAUSED or HEALTH <= 0 or live_active_count() >= CAPACITY then
     -- Retry when the first live session ends, within 1 s to FULL_RETRY_MS.
     local first = redis.call('ZRANGEBYSCORE', ACTIVE, '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     local retry = FULL_RETRY_MS
@@ -207,7 +208,7 @@ end
 if state == 'dropped' and IN_LANE then redis.call('ZREM', LANE, user) end
 
 ticket = issue_ticket()
-if not PAUSED and (MODE == 'passthrough' or waiting_count() == 0)
+if not PAUSED and (MODE == 'passthrough' or (waiting_count() == 0 and HEALTH >= 1))
     and live_active_count() < CAPACITY then
   -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
   if state == 'dropped' then redis.call('ZREM', WAITING, user) end

@@ -30,6 +30,7 @@ mod buyer;
 mod check;
 pub mod door;
 mod events;
+pub mod health;
 pub mod keys;
 pub mod pace;
 mod priority;
@@ -62,6 +63,7 @@ pub use availability::{
 pub use buyer::{Issued, Left, Paid, QueueSummary, StagedRelease};
 pub use check::{Gate, Refusal, PRIMARY_GUARD_EVERY};
 pub use events::{QueueEvent, QueueEventKind};
+pub use health::{AlarmNotice, HealthApplied, HealthNotice};
 pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
@@ -169,7 +171,11 @@ static CLOSE: QueueScript = QueueScript {
 };
 static PROMOTE: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("promote.lua")))),
-    args: &["remaining"],
+    args: &["remaining", "alarm"],
+};
+static HEALTH: QueueScript = QueueScript {
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("health.lua")))),
+    args: &["level", "sent", "default_ttl"],
 };
 static REAP: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("reap.lua")))),
@@ -226,6 +232,8 @@ pub struct WaitingRoom {
     config: QueueConfig,
     /// The draw seeds this container has learnt.
     seeds: SeedCache,
+    /// The alarms the queues name, and their states, as the last promotion tick read them.
+    alarms: health::AlarmWatch,
 }
 
 impl WaitingRoom {
@@ -235,6 +243,7 @@ impl WaitingRoom {
             prefix: prefix.into(),
             config,
             seeds: SeedCache::default(),
+            alarms: health::AlarmWatch::default(),
         }
     }
 
@@ -478,7 +487,7 @@ mod tests {
             bound(include_str!("common.lua"), "ARGV", Base::One),
             PRELUDE_ARGS.to_vec()
         );
-        let scripts: [(&str, &QueueScript); 14] = [
+        let scripts: [(&str, &QueueScript); 15] = [
             (include_str!("issue.lua"), &ISSUE),
             (include_str!("challenge.lua"), &CHALLENGE),
             (include_str!("status.lua"), &STATUS),
@@ -491,6 +500,7 @@ mod tests {
             (include_str!("reap.lua"), &REAP),
             (include_str!("retire.lua"), &RETIRE),
             (include_str!("sell_out.lua"), &SELL_OUT),
+            (include_str!("health.lua"), &HEALTH),
             (include_str!("access.lua"), &ACCESS),
             (include_str!("priority.lua"), &PRIORITY),
         ];

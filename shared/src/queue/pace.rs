@@ -1,8 +1,11 @@
-//! The pace a queue admits at, beyond its own `capacity`: the scheduled capacity ramp (the
-//! setting `capacityRamp`), and what the summary and `QueuePaceChanged` say of the capacity in
-//! force. `common.lua` computes that capacity once per call (the lowest of `capacity` and the
-//! ramp's step), so issue, the promotion tick and a leave's hand-over all admit within it.
+//! The pace a queue admits at, beyond its own `capacity` and `admitPerTick`: the scheduled
+//! capacity ramp (the setting `capacityRamp`), the booking system's health (see
+//! [`super::health`]), and what the summary and `QueuePaceChanged` say of the pace in force.
+//! `common.lua` computes both once per call (the capacity: the lowest of `capacity` and the
+//! ramp's step; the health level), so issue, the promotion tick and a leave's hand-over all
+//! admit within them.
 
+use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
@@ -107,49 +110,149 @@ impl LimitedBy {
     }
 }
 
-/// The capacity in force and why: the summary's `pace`.
+/// What holds the health level below 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Pace {
-    /// Most buyers active at once right now.
-    pub capacity: u32,
-    pub limited_by: LimitedBy,
+pub enum HealthReason {
+    /// The booking system's `BookingHealth` level.
+    Booking,
+    /// An alarm the queue names is in ALARM.
+    Alarm,
+    /// The level is climbing back after a fall (`healthRecoverySeconds`).
+    Recovery,
 }
 
-/// The summary's `{capacity in force, what limits it}`.
-impl FromRedisValue for Pace {
-    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (capacity, limited_by): (u32, String) = FromRedisValue::from_redis_value(v)?;
-        Ok(Pace {
-            capacity,
-            limited_by: LimitedBy::parse(&limited_by)?,
+impl HealthReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthReason::Booking => "booking",
+            HealthReason::Alarm => "alarm",
+            HealthReason::Recovery => "recovery",
+        }
+    }
+
+    /// The scripts' word: `''` at level 1.
+    fn parse(word: &str) -> Result<Option<Self>, ParsingError> {
+        Ok(match word {
+            "" => None,
+            "booking" => Some(HealthReason::Booking),
+            "alarm" => Some(HealthReason::Alarm),
+            "recovery" => Some(HealthReason::Recovery),
+            other => return Err(format!("the health is held by {other:?}").into()),
         })
     }
 }
 
-/// A tick's report of a change in the capacity in force that no operator made:
-/// `{capacity in force, capacity set, what limits it}`, or `{}`.
-pub(super) struct PaceChange(pub Option<(Pace, u32)>);
+/// The booking system's health in force (see [`super::health`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// 0 (nobody is admitted) to 1 (the configured pace).
+    pub level: f64,
+    /// What holds it below 1; absent at 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<HealthReason>,
+}
+
+impl Health {
+    fn read(level: &str, reason: &str) -> Result<Self, ParsingError> {
+        Ok(Health {
+            level: level
+                .parse()
+                .map_err(|_| format!("a health level of {level:?}"))?,
+            reason: HealthReason::parse(reason)?,
+        })
+    }
+}
+
+/// The pace in force and why: the summary's `pace`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pace {
+    /// Most buyers active at once right now.
+    pub capacity: u32,
+    /// What limits `capacity`.
+    pub limited_by: LimitedBy,
+    /// How many a promotion tick admits now, on average: `admitPerTick` × the health level.
+    pub admit_per_tick: f64,
+    pub health: Health,
+    /// When the booking system's level lapses unless renewed; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_until: Option<DateTime<Utc>>,
+}
+
+/// A number the scripts format as text (`'%.4f'`).
+fn decimal(raw: &str) -> Result<f64, ParsingError> {
+    raw.parse()
+        .map_err(|_| ParsingError::from(format!("a number of {raw:?}")))
+}
+
+/// The summary's `{capacity in force, what limits it, admissions a tick in force, health
+/// level, what holds it, until ms or ''}`.
+impl FromRedisValue for Pace {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (capacity, limited_by, admit, level, reason, until): (
+            u32,
+            String,
+            String,
+            String,
+            String,
+            String,
+        ) = FromRedisValue::from_redis_value(v)?;
+        let health_until = match until.as_str() {
+            "" => None,
+            ms => Some(
+                ms.parse::<i64>()
+                    .ok()
+                    .and_then(DateTime::from_timestamp_millis)
+                    .ok_or_else(|| format!("a health level until {ms:?}"))?,
+            ),
+        };
+        Ok(Pace {
+            capacity,
+            limited_by: LimitedBy::parse(&limited_by)?,
+            admit_per_tick: decimal(&admit)?,
+            health: Health::read(&level, &reason)?,
+            health_until,
+        })
+    }
+}
+
+/// A tick's report of a change in the pace in force that no operator made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PaceChanged {
+    pub capacity: u32,
+    pub configured_capacity: u32,
+    pub limited_by: LimitedBy,
+    pub admit_per_tick: f64,
+    pub configured_admit_per_tick: u32,
+    pub health: Health,
+}
+
+/// `promote.lua`'s `{capacity in force, capacity set, what limits it, admissions a tick in
+/// force, admitPerTick set, health level, what holds it}`, or `{}`.
+pub(super) struct PaceChange(pub Option<PaceChanged>);
 
 impl FromRedisValue for PaceChange {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let parts: Vec<String> = FromRedisValue::from_redis_value(v)?;
         Ok(PaceChange(match parts.as_slice() {
             [] => None,
-            [capacity, configured, limited_by] => {
+            [capacity, configured, limited_by, admit, configured_admit, level, reason] => {
                 let number = |text: &str| {
                     text.parse::<u32>()
-                        .map_err(|_| ParsingError::from(format!("a capacity of {text:?}")))
+                        .map_err(|_| ParsingError::from(format!("a count of {text:?}")))
                 };
-                Some((
-                    Pace {
-                        capacity: number(capacity)?,
-                        limited_by: LimitedBy::parse(limited_by)?,
-                    },
-                    number(configured)?,
-                ))
+                Some(PaceChanged {
+                    capacity: number(capacity)?,
+                    configured_capacity: number(configured)?,
+                    limited_by: LimitedBy::parse(limited_by)?,
+                    admit_per_tick: decimal(admit)?,
+                    configured_admit_per_tick: number(configured_admit)?,
+                    health: Health::read(level, reason)?,
+                })
             }
-            _ => return Err("a pace change of other than three parts".into()),
+            _ => return Err("a pace change of other than seven parts".into()),
         }))
     }
 }

@@ -1,23 +1,34 @@
 -- Promotion tick, one slice of it. ARGV[ARG]: admissions this tick may still make ('' on
--- the tick's first call: the queue's admit per tick). Removes expired sessions, admits at
+-- the tick's first call: the queue's admit per tick, paced by the booking system's health,
+-- paced_admissions). ARGV[ARG + 1]: what the promoter last read of the alarms the queue
+-- names (healthAlarms): '0' when one is in ALARM, '1' when none is, '' when it does not know
+-- (health.rs AlarmWatch). Removes expired sessions, admits at
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits,
--- closed, pace} with the lists as promote() and purge_expired() give them; more is 1 when another
+-- closed, pace, alarms} with the lists as promote() and purge_expired() give them; more is 1 when another
 -- call this tick could admit more; opened is the draw {commitment, seed, members} on the first
 -- tick after it was recorded ({'', '', ''} otherwise);
 -- waits holds the ms each admitted buyer waited, by the ticket clock (a member placed by the
 -- draw: since the opening); closed is 1 on the first tick after closesAt passed; pace is a
--- change of the capacity in force no operator made (below), {} otherwise.
+-- change of the pace in force no operator made (below), {} otherwise; alarms is the setting
+-- healthAlarms as stored (the names, one per line; '' when none), for the promoter to read
+-- them for the next tick.
+local remaining, alarm = tonumber(ARGV[ARG]), ARGV[ARG + 1]
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0, {}}
+  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0, {}, ''}
 end
 keep_meta()
 redis.call('PEXPIRE', CLOCK, KEEP_MS)
-local remaining = tonumber(ARGV[ARG]) or ADMIT_PER_TICK
+local alarms = redis.call('HGET', SETTINGS, 'health-alarms') or ''
+-- The alarms' state changed since the last tick (only a queue that names alarms has one).
+if alarm ~= '' and alarms ~= '' and (alarm == '0') ~= (stored[21] == '0') then
+  set_health(nil, alarm == '0' and '0' or '')
+end
+remaining = remaining or paced_admissions()
 local expired = purge_expired(SLICE)
 local waiting_before = waiting_count()
 local admitted, dropped = promote(remaining)
@@ -91,18 +102,28 @@ if CLOSES_AT and NOW >= CLOSES_AT
     and redis.call('HSETNX', SETTINGS, 'closes-announced', 1) == 1 then
   closed = 1
 end
--- A change of the capacity in force that no operator made (the ramp's steps, and the ramp's
--- end or removal), reported once each: {capacity in force, capacity set, what limits it}, or
--- {} (QueuePaceChanged). The mark is a settings field, read in the prelude's HMGET, so a
--- queue with no ramp and none reported pays nothing for this.
+-- A change of the pace in force that no operator made, reported once each: the ramp's steps
+-- and its end or removal, and the health level's changes in tenths (a fall, a recovery's
+-- climb, an alarm, a signal that lapsed). {capacity in force, capacity set, what limits the
+-- capacity, admissions a tick in force (h x admitPerTick), admitPerTick set, health level,
+-- what holds it below 1 ('' at 1)}, or {} (QueuePaceChanged). The mark is a settings field,
+-- read in the prelude's HMGET, so a queue at its normal pace with none reported pays nothing
+-- for this.
 local pace = {}
 local announced = stored[19]
-if RAMP_CAPACITY == nil and announced then
-  redis.call('HDEL', SETTINGS, 'pace-announced')
-  pace = {CAPACITY, CONFIGURED_CAPACITY, 'capacity'}
-elseif RAMP_CAPACITY and announced ~= string.format('%d', CAPACITY) then
-  redis.call('HSET', SETTINGS, 'pace-announced', CAPACITY)
-  pace = {CAPACITY, CONFIGURED_CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity'}
+local mark = false
+if RAMP_CAPACITY ~= nil or HEALTH < 1 then
+  mark = string.format('%d:%d', CAPACITY, math.floor(HEALTH * 10))
+end
+if mark ~= announced then
+  if mark then
+    redis.call('HSET', SETTINGS, 'pace-announced', mark)
+  else
+    redis.call('HDEL', SETTINGS, 'pace-announced')
+  end
+  pace = {CAPACITY, CONFIGURED_CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity',
+    string.format('%.4f', HEALTH * ADMIT_PER_TICK), ADMIT_PER_TICK,
+    string.format('%.4f', HEALTH), HEALTH_WHY or ''}
 end
 return {admitted, dropped, expired, waiting, active, rate(), remaining, more, opened, waits,
-  closed, pace}
+  closed, pace, alarms}

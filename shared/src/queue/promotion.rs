@@ -6,7 +6,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
-use super::pace::{Pace, PaceChange};
+use super::pace::{PaceChange, PaceChanged};
 use super::schedule::{Draw, DrawReply};
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE};
 use crate::error::Error;
@@ -51,9 +51,8 @@ impl QueuePromotion {
             self.events
                 .push(QueueEvent::of_queue(QueueEventKind::Closed, &queue));
         }
-        if let Some((pace, configured)) = reply.pace {
-            self.events
-                .push(QueueEvent::pace_changed(&queue, pace, configured));
+        if let Some(pace) = reply.pace {
+            self.events.push(QueueEvent::pace_changed(&queue, pace));
         }
         let admitted = admitted_events(&queue, reply.admitted);
         self.admitted += admitted.len() as u64;
@@ -142,10 +141,11 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more, opened, waits, closed, pace}`: one slice of a tick, whether the queue may admit more
+/// more, opened, waits, closed, pace, alarms}`: one slice of a tick, whether the queue may admit more
 /// (`remaining` more), the draw when this slice saw the scheduled opening first (a `QueueOpened`
 /// to publish, carrying it), how long each admitted buyer waited, whether it saw `closesAt` pass first (a
-/// `QueueClosed`), and a step of the capacity ramp it saw first (a `QueuePaceChanged`).
+/// `QueueClosed`), a change of the pace it saw first (a `QueuePaceChanged`), and the alarms the
+/// queue names (`healthAlarms`, one a line).
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
@@ -158,14 +158,25 @@ struct PromoteReply {
     opened: Option<Draw>,
     waits_ms: Vec<u64>,
     closed: bool,
-    /// The capacity in force, changed by no operator (the ramp): a `QueuePaceChanged`.
-    pace: Option<(Pace, u32)>,
+    /// The pace in force, changed by no operator (the ramp, the health level): a
+    /// `QueuePaceChanged`.
+    pace: Option<PaceChanged>,
+    alarms: String,
 }
 
 impl FromRedisValue for PromoteReply {
     // The script's flat reply, named field by field below.
     #[allow(clippy::type_complexity)]
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        // Thirteen parts: the last is read apart (redis-rs reads tuples of up to twelve).
+        let mut parts: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        if parts.len() != 13 {
+            return Err(format!("promote.lua returned {} parts, not 13", parts.len()).into());
+        }
+        let alarms: String = parts
+            .pop()
+            .map(String::from_redis_value)
+            .unwrap_or_else(|| Ok(String::new()))?;
         let (
             admitted,
             dropped,
@@ -192,7 +203,7 @@ impl FromRedisValue for PromoteReply {
             Vec<u64>,
             u8,
             PaceChange,
-        ) = FromRedisValue::from_redis_value(v)?;
+        ) = FromRedisValue::from_redis_value(Value::Array(parts))?;
         Ok(PromoteReply {
             admitted,
             dropped,
@@ -206,6 +217,7 @@ impl FromRedisValue for PromoteReply {
             waits_ms,
             closed: closed == 1,
             pace,
+            alarms,
         })
     }
 }
@@ -227,12 +239,15 @@ impl WaitingRoom {
     ) -> Result<(PromotionReport, Option<Vec<QueueId>>), Error> {
         let mut batch = Batch::new();
         let listed = list.then(|| self.stage_registered_queues(&mut batch));
+        // The alarms the queues name, read for the next tick (health.rs AlarmWatch).
+        let alarms = self.alarms.stage_read(&self.prefix, &mut batch);
         let mut slices: Vec<(usize, Staged<PromoteReply>)> = queues
             .iter()
             .enumerate()
             .map(|(index, queue)| {
                 let mut call = self.invocation(&PROMOTE, queue);
-                call.named("remaining", "");
+                call.named("remaining", "")
+                    .named("alarm", self.alarms.argument(queue));
                 (index, batch.stage(call))
             })
             .collect();
@@ -241,6 +256,10 @@ impl WaitingRoom {
             Some(listed) => Some(listed.read(&replies)?),
             None => None,
         };
+        if let Some(alarms) = &alarms {
+            self.alarms.record(alarms, &replies)?;
+        }
+
         let mut promotions: Vec<QueuePromotion> = queues
             .iter()
             .map(|queue| QueuePromotion {
@@ -260,7 +279,11 @@ impl WaitingRoom {
         for round in 0..=MAX_EXTRA_SLICES {
             let mut more: Vec<(usize, u64)> = Vec::new();
             for (index, slice) in &slices {
-                if let (true, remaining) = promotions[*index].add(slice.read(&replies)?) {
+                let reply = slice.read(&replies)?;
+                if round == 0 {
+                    self.alarms.learn(&queues[*index], &reply.alarms);
+                }
+                if let (true, remaining) = promotions[*index].add(reply) {
                     more.push((*index, remaining));
                 }
             }
@@ -272,7 +295,7 @@ impl WaitingRoom {
                 .into_iter()
                 .map(|(index, remaining)| {
                     let mut call = self.invocation(&PROMOTE, &queues[index]);
-                    call.named("remaining", remaining);
+                    call.named("remaining", remaining).named("alarm", "");
                     (index, batch.stage(call))
                 })
                 .collect();

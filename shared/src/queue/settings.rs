@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use super::access::Access;
 use super::availability::{changed_events, Availability, AvailabilityChange, Mode};
 use super::door::DoorSettings;
+use super::health::{AlarmName, HealthChange, HealthSettings};
 use super::keys::QueueKeys;
 use super::pace::{CapacityRamp, RampReply};
 use super::schedule::{DrawSeed, Schedule, ScheduleChange};
@@ -56,11 +57,14 @@ pub struct QueueSettings {
     pub door: DoorSettings,
     /// The scheduled capacity ramp, if any (see [`super::pace`]).
     pub capacity_ramp: Option<CapacityRamp>,
+    /// healthAlarms, healthRecoverySeconds and healthTtlSeconds (see [`super::health`]).
+    #[serde(flatten)]
+    pub health: HealthSettings,
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule, lane before opening, access, door, capacity ramp}` (`settings_reply` in `replies.lua`: part of
-/// configure's and summary's replies).
+/// schedule, lane before opening, access, door, capacity ramp, health}` (`settings_reply` in
+/// `replies.lua`: part of configure's and summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (
@@ -75,6 +79,7 @@ impl FromRedisValue for QueueSettings {
             access,
             door,
             RampReply(capacity_ramp),
+            health,
         ): (
             u32,
             u64,
@@ -87,6 +92,7 @@ impl FromRedisValue for QueueSettings {
             String,
             DoorSettings,
             RampReply,
+            HealthSettings,
         ) = FromRedisValue::from_redis_value(v)?;
         let access = serde_json::from_value(serde_json::Value::String(access.clone()))
             .map_err(|_| format!("settings hold access {access:?}"))?;
@@ -102,6 +108,7 @@ impl FromRedisValue for QueueSettings {
             access,
             door,
             capacity_ramp,
+            health,
         })
     }
 }
@@ -221,6 +228,15 @@ pub struct SettingsChange {
     /// A capacity that rises on a schedule, from the opening (or from now without one).
     #[serde(default, deserialize_with = "present")]
     pub capacity_ramp: Option<Option<CapacityRamp>>,
+    /// CloudWatch alarms whose ALARM state stops admission (at most 10).
+    #[serde(default, deserialize_with = "present")]
+    pub health_alarms: Option<Option<Vec<AlarmName>>>,
+    /// How long the health level takes to climb from 0 to 1 (default 60 s).
+    #[serde(default, deserialize_with = "present")]
+    pub health_recovery_seconds: Option<Option<Number>>,
+    /// How long a `BookingHealth` level counts unless renewed (default 120 s).
+    #[serde(default, deserialize_with = "present")]
+    pub health_ttl_seconds: Option<Option<Number>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -339,6 +355,12 @@ impl SettingsChange {
         }
         .arguments(&mut args)?;
         self.schedule().arguments(&mut args)?;
+        HealthChange {
+            alarms: &self.health_alarms,
+            recovery_seconds: &self.health_recovery_seconds,
+            ttl_seconds: &self.health_ttl_seconds,
+        }
+        .arguments(&mut args)?;
         Ok(args)
     }
 

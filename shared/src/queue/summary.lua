@@ -1,10 +1,17 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
--- force, draw, pace}, the pace {the capacity in force, what limits it: 'capacity' or 'ramp'},
+-- force, draw, pace}, the pace {the capacity in force, what limits it: 'capacity' or 'ramp',
+-- admissions a tick in force, the health level in force, what holds it below 1 ('' at 1),
+-- when the booking system's signal lapses unless renewed ('' without one)},
 -- the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
 -- opening), members (once recorded)}, each '' when not (yet) public. A draw stays in the
 -- summary while its schedule is set, and after the schedule is removed while any member it
 -- placed still waits in the line. laneBeforeOpening is read here with an HGET of its own: the
 -- prelude's settings read leaves it out (common.lua).
+local function health_until()
+  local level, _, until_ms = health_signal(stored[20])
+  if level and until_ms > NOW then return string.format('%d', until_ms) end
+  return ''
+end
 local draw = {'', '', ''}
 if DRAW_COMMIT and (OPENS_AT
     or (DRAW_MEMBERS and redis.call('ZCOUNT', WAITING, 1, DRAW_BASE) > 0)) then
@@ -21,4 +28,6 @@ return {waiting_count(), live_active_count(), rate(),
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
     prequeue_opens_at = stored[12] or nil, access = ACCESS_MODE,
     lane_before_opening = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'}),
-  draw, {CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity'}}
+  draw, {CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity',
+    string.format('%.4f', HEALTH * ADMIT_PER_TICK), string.format('%.4f', HEALTH),
+    HEALTH_WHY or '', health_until()}}
