@@ -71,6 +71,11 @@ id_type!(
     "queueId"
 );
 id_type!(
+    /// A capacity pool: queues that share one booking backend's capacity.
+    PoolId,
+    "poolId"
+);
+id_type!(
     /// A buyer, as the site's identity provider names them.
     UserId,
     "userId"

@@ -56,6 +56,8 @@ pub enum Unit {
     Count,
     CountPerMinute,
     Seconds,
+    /// A number without a unit (a level from 0 to 1).
+    None,
 }
 
 impl Unit {
@@ -65,6 +67,7 @@ impl Unit {
             // CloudWatch has Count/Second only; the name says per minute.
             Unit::CountPerMinute => "None",
             Unit::Seconds => "Seconds",
+            Unit::None => "None",
         }
     }
 }

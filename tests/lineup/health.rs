@@ -392,6 +392,17 @@ async fn an_alarm_the_queue_names_stops_admission_until_it_is_ok_again() {
         summary(&app, "show").await.body["pace"]["health"]["reason"],
         "alarm"
     );
+    // Named no more: the alarm no longer counts, though the promoter last read it in ALARM.
+    put_settings(&app, "show", &json!({"healthAlarms": ["booking-latency"]})).await;
+    for _ in 0..3 {
+        tick(&app).await;
+        assert_eq!(
+            summary(&app, "show").await.body["pace"]["health"],
+            json!({"level": 1.0}),
+            "a word about the old list is not taken"
+        );
+    }
+    apply(&app, &[alarm("booking-5xx", "ALARM", Utc::now())]).await;
     put_settings(&app, "show", &json!({"healthAlarms": null})).await;
     assert_eq!(
         summary(&app, "show").await.body["pace"]["health"],

@@ -24,6 +24,7 @@ mod local_stack;
 mod metrics;
 mod overload;
 mod pace;
+mod pool;
 mod prequeue;
 mod presence;
 mod priority;

@@ -91,6 +91,14 @@ async fn scheduled_functions_and_the_updater_write_valid_emf() {
     assert_eq!(queue_records[0]["waiting"], 1);
     assert_eq!(queue_records[0]["active"], 1);
     assert_eq!(queue_records[0]["admitted"], 0);
+    // The pace in force beside the configured one, for the dashboard.
+    assert_eq!(queue_records[0]["capacityInForce"], 1.0);
+    assert_eq!(queue_records[0]["capacityConfigured"], 1.0);
+    assert_eq!(
+        queue_records[0]["admitPerTickInForce"].as_f64(),
+        queue_records[0]["admitPerTickConfigured"].as_f64()
+    );
+    assert_eq!(queue_records[0]["healthLevel"], 1.0);
     let rankings = records
         .iter()
         .find(|r| r["service"] == "rankings")

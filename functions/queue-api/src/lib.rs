@@ -9,6 +9,9 @@
 //! | `GET /queues/{queueId}` | the queue's summary and settings in force; cacheable for a few seconds |
 //! | `PUT /queues/{queueId}/settings` | change the queue's settings, creating it (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/settings` | close an empty queue: its settings go (IAM-protected in AWS) |
+//! | `PUT /pools/{poolId}` | set a capacity pool's capacity and weights, creating it (IAM-protected in AWS) |
+//! | `GET /pools/{poolId}` | the pool: capacity, weights, each queue's allotment (IAM-protected in AWS) |
+//! | `DELETE /pools/{poolId}` | delete the pool: its queues admit no one new until it is made again (IAM-protected in AWS) |
 //! | `PUT /queues/{queueId}/priority/{userId}` | put a user on the priority list (IAM-protected in AWS) |
 //! | `DELETE /queues/{queueId}/priority/{userId}` | take a user off it (IAM-protected in AWS) |
 //! | `PUT /queues/{queueId}/access` | put up to 10,000 user ids on the presale access list (IAM-protected in AWS) |
@@ -51,12 +54,13 @@ use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::door::{Counted, DoorKey, Proof, Scope};
 use lineup::http::{self, allow, json, json_body, lambda_authorizer_context, no_route, segments};
-use lineup::ids::{QueueId, UserId};
+use lineup::ids::{PoolId, QueueId, UserId};
 use lineup::metrics::MetricsSink;
 use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
 use lineup::publish::Publisher;
 use lineup::queue::access::{AccessCode, ListSize, ACCESS_BULK_MAX};
+use lineup::queue::pool::PoolChange;
 use lineup::queue::{SettingsChange, Standing, TokenState, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
@@ -68,6 +72,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/queues/{queueId}"),
     ("PUT", "/queues/{queueId}/settings"),
     ("DELETE", "/queues/{queueId}/settings"),
+    ("PUT", "/pools/{poolId}"),
+    ("GET", "/pools/{poolId}"),
+    ("DELETE", "/pools/{poolId}"),
     ("PUT", "/queues/{queueId}/priority/{userId}"),
     ("DELETE", "/queues/{queueId}/priority/{userId}"),
     ("PUT", "/queues/{queueId}/access"),
@@ -149,6 +156,27 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 allow: "PUT, DELETE",
             }),
         },
+        ["pools", pool] => {
+            allow(method, "PUT, GET, DELETE")?;
+            let pool = PoolId::parse(pool)?;
+            match *method {
+                Method::PUT => {
+                    let change: PoolChange = json_body(request)?;
+                    let view = deps.room.configure_pool(&pool, &change).await?;
+                    tracing::info!(%pool, capacity = view.capacity, "pool set");
+                    Ok(json(StatusCode::OK, &view))
+                }
+                Method::GET => Ok(json(StatusCode::OK, &deps.room.pool(&pool).await?)),
+                Method::DELETE => {
+                    deps.room.delete_pool(&pool).await?;
+                    tracing::info!(%pool, "pool deleted");
+                    Ok(http::empty(StatusCode::NO_CONTENT))
+                }
+                _ => Err(Error::MethodNotAllowed {
+                    allow: "PUT, GET, DELETE",
+                }),
+            }
+        }
         ["queues", queue, list @ ("priority" | "access"), user] => {
             let put = put_or_delete(method)?;
             let list = match *list {

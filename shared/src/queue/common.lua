@@ -80,7 +80,7 @@ local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms'
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
   'closes-at', 'prequeue-opens-at', 'draw-commit', 'draw-members', 'lane', 'access',
   'challenge', 'capacity-ramp', 'pace-announced', 'health-signal', 'health-alarm',
-  'health-climb', 'health-recovery-ms')
+  'health-climb', 'health-recovery-ms', 'pool', 'pool-allot')
 local CAPACITY = tonumber(stored[1] or DEFAULT_CAPACITY)
 local SESSION_MS = tonumber(stored[2] or DEFAULT_SESSION_MS)
 local IDLE_MS = tonumber(stored[3] or DEFAULT_IDLE_MS)
@@ -163,6 +163,27 @@ do
     CAPACITY = math.min(CAPACITY, RAMP_CAPACITY)
   end
 end
+-- Capacity pools (pool.rs): a queue whose setting `pool` names a pool admits only within its
+-- allotment, "places:grant" in pool-allot: the places the pool's ledger granted it (0 until the
+-- first grant) and the number of the last grant it applied. The promoter's tick hands each
+-- queue the ledger's latest word (promote.lua): a grant is applied when its number is higher,
+-- and a request to shrink lowers the allotment, never below the sessions live. So the queue
+-- never holds more than the ledger counts for it, and the pool's queues together never more
+-- than the pool's capacity.
+local POOL = stored[24] or nil
+local POOL_ALLOT, POOL_GRANT = 0, 0
+local OWN_CAPACITY = CAPACITY
+if POOL then
+  local places, grant = string.match(stored[25] or '', '^(%d+):(%d+)$')
+  POOL_ALLOT, POOL_GRANT = tonumber(places) or 0, tonumber(grant) or 0
+  CAPACITY = math.min(CAPACITY, POOL_ALLOT)
+end
+-- What limits the capacity in force: 'capacity', 'ramp' or 'pool'.
+local function limited_by()
+  if POOL and CAPACITY == POOL_ALLOT and POOL_ALLOT < OWN_CAPACITY then return 'pool' end
+  if CAPACITY < CONFIGURED_CAPACITY then return 'ramp' end
+  return 'capacity'
+end
 -- Health pacing (health.rs): how well the booking system copes, a level from 0 (down) to 1
 -- (healthy), read in the same HMGET. Three fields of the settings hash hold it:
 -- * health-signal, "level:sent ms:until ms": the last BookingHealth event (health.lua); it
@@ -189,7 +210,7 @@ end
 local function health_target(signal, alarm)
   local target, why = 1, nil
   local level, _, until_ms = health_signal(signal)
-  if level and NOW < until_ms and level < 1 then target, why = level, 'booking' end
+  if level and NOW < until_ms and level < 0.9999 then target, why = level, 'booking' end
   if alarm == '0' then target, why = 0, 'alarm' end
   return target, why
 end
@@ -207,7 +228,8 @@ local function health_in_force(signal, alarm, climb)
     since = until_ms
   end
   local climbed = from + (NOW - since) / HEALTH_RECOVERY_MS
-  if climbed < target then return math.max(0, climbed), 'recovery' end
+  -- Within a ten-thousandth (what the replies show) of the target, it has arrived.
+  if climbed < target - 0.0001 then return math.max(0, climbed), 'recovery' end
   return target, why
 end
 local HEALTH, HEALTH_WHY = health_in_force(stored[20], stored[21], stored[22])

@@ -5,7 +5,7 @@
 -- lane-before-opening, access, challenge, challenge-cost-min, challenge-cost-max,
 -- capacity-ramp ("from:step:every ms:to"; stored with the ms it was set appended, its start
 -- where the queue has no opening), health-alarms (alarm names, one a line), health-recovery-ms,
--- health-ttl-ms. A change of health-alarms forgets their state until the promoter's next
+-- health-ttl-ms, pool (a pool id). A change of health-alarms forgets their state until the promoter's next
 -- tick reads the new ones.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
@@ -94,6 +94,11 @@ if changed['capacity-ramp'] and changed['capacity-ramp'] ~= '' then
   changed['capacity-ramp'] = changed['capacity-ramp'] .. ':' .. string.format('%d', NOW)
 end
 if changed['health-alarms'] ~= nil and stored[21] then set_health(nil, '') end
+-- A queue that joins or leaves a pool starts without an allotment: the new pool's ledger
+-- grants it places.
+if changed['pool'] ~= nil and changed['pool'] ~= (POOL or '') then
+  redis.call('HDEL', SETTINGS, 'pool-allot')
+end
 -- A new recovery time climbs on from where the level stands now.
 if changed['health-recovery-ms'] ~= nil and stored[22] then set_health() end
 redis.call('HSETNX', SETTINGS, 'created', NOW)

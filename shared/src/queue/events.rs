@@ -6,7 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
-use super::pace::PaceChanged;
+use super::pace::TickPace;
 use super::schedule::Draw;
 use crate::ids::QueueId;
 
@@ -149,7 +149,7 @@ impl QueueEvent {
     /// `QueuePaceChanged`: the capacity in force, what limits it (`reason`: `ramp` or
     /// `capacity`) and the queue's own `capacity`; the admissions a tick in force, the
     /// queue's own `admitPerTick`, and the health level with what holds it below 1.
-    pub fn pace_changed(queue: &QueueId, pace: PaceChanged) -> Self {
+    pub fn pace_changed(queue: &QueueId, pace: TickPace) -> Self {
         QueueEvent {
             capacity: Some(pace.capacity),
             configured_capacity: Some(pace.configured_capacity),

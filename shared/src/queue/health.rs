@@ -492,20 +492,24 @@ impl AlarmWatch {
     }
 
     /// What `promote.lua` is told of `queue`'s alarms: `0` when one is in ALARM, `1` when
-    /// none is, `''` when it names none or their state is not known yet.
-    pub(super) fn argument(&self, queue: &QueueId) -> &'static str {
+    /// none is, `''` when it names none or their state is not known yet; and the names that
+    /// holds for, as the queue stores them (one a line), so a word about a list the operator
+    /// has since changed is not taken.
+    pub(super) fn argument(&self, queue: &QueueId) -> (&'static str, String) {
         let watch = self.watch();
         let Some(names) = watch.named.get(queue) else {
-            return "";
+            return ("", String::new());
         };
         let states: Vec<Option<&bool>> = names.iter().map(|n| watch.alarmed.get(n)).collect();
-        if states.contains(&Some(&true)) {
+        let verdict = if states.contains(&Some(&true)) {
             "0"
         } else if names.is_empty() || states.contains(&None) {
             ""
         } else {
             "1"
-        }
+        };
+        let stored: Vec<&str> = names.iter().map(AlarmName::as_str).collect();
+        (verdict, stored.join("\n"))
     }
 
     /// Notes the alarms `queue` names, as its tick's reply gave them (one a line).
@@ -640,21 +644,21 @@ mod tests {
     fn the_watch_tells_a_queue_its_alarms_only_once_it_knows_them_all() {
         let watch = AlarmWatch::default();
         let queue = QueueId::parse("q1").unwrap();
-        assert_eq!(watch.argument(&queue), "");
+        assert_eq!(watch.argument(&queue).0, "");
         watch.learn(&queue, "a\nb");
-        assert_eq!(watch.argument(&queue), "", "not read yet");
+        assert_eq!(watch.argument(&queue), ("", "a\nb".into()), "not read yet");
         let name = |n: &str| AlarmName::parse(n).unwrap();
         watch.watch().alarmed = [(name("a"), false)].into_iter().collect();
-        assert_eq!(watch.argument(&queue), "", "b not read yet");
+        assert_eq!(watch.argument(&queue).0, "", "b not read yet");
         watch.watch().alarmed = [(name("a"), false), (name("b"), true)]
             .into_iter()
             .collect();
-        assert_eq!(watch.argument(&queue), "0");
+        assert_eq!(watch.argument(&queue).0, "0");
         watch.watch().alarmed = [(name("a"), false), (name("b"), false)]
             .into_iter()
             .collect();
-        assert_eq!(watch.argument(&queue), "1");
+        assert_eq!(watch.argument(&queue).0, "1");
         watch.learn(&queue, "");
-        assert_eq!(watch.argument(&queue), "");
+        assert_eq!(watch.argument(&queue).0, "");
     }
 }

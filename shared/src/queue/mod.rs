@@ -33,6 +33,7 @@ mod events;
 pub mod health;
 pub mod keys;
 pub mod pace;
+pub mod pool;
 mod priority;
 mod promotion;
 mod reaping;
@@ -171,7 +172,7 @@ static CLOSE: QueueScript = QueueScript {
 };
 static PROMOTE: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("promote.lua")))),
-    args: &["remaining", "alarm"],
+    args: &["remaining", "alarm", "alarm_names", "grant", "shrink"],
 };
 static HEALTH: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("health.lua")))),
@@ -234,6 +235,8 @@ pub struct WaitingRoom {
     seeds: SeedCache,
     /// The alarms the queues name, and their states, as the last promotion tick read them.
     alarms: health::AlarmWatch,
+    /// The pools' reports and words, as the last promotion tick exchanged them.
+    pools: pool::PoolWatch,
 }
 
 impl WaitingRoom {
@@ -244,6 +247,7 @@ impl WaitingRoom {
             config,
             seeds: SeedCache::default(),
             alarms: health::AlarmWatch::default(),
+            pools: pool::PoolWatch::default(),
         }
     }
 

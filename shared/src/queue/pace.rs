@@ -91,6 +91,8 @@ pub enum LimitedBy {
     Capacity,
     /// The capacity ramp's step.
     Ramp,
+    /// The queue's allotment from its capacity pool.
+    Pool,
 }
 
 impl LimitedBy {
@@ -98,6 +100,7 @@ impl LimitedBy {
         match self {
             LimitedBy::Capacity => "capacity",
             LimitedBy::Ramp => "ramp",
+            LimitedBy::Pool => "pool",
         }
     }
 
@@ -105,6 +108,7 @@ impl LimitedBy {
         match word {
             "capacity" => Ok(LimitedBy::Capacity),
             "ramp" => Ok(LimitedBy::Ramp),
+            "pool" => Ok(LimitedBy::Pool),
             other => Err(format!("the pace is limited by {other:?}").into()),
         }
     }
@@ -218,9 +222,9 @@ impl FromRedisValue for Pace {
     }
 }
 
-/// A tick's report of a change in the pace in force that no operator made.
+/// The pace in force as a tick saw it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PaceChanged {
+pub struct TickPace {
     pub capacity: u32,
     pub configured_capacity: u32,
     pub limited_by: LimitedBy,
@@ -229,31 +233,42 @@ pub struct PaceChanged {
     pub health: Health,
 }
 
-/// `promote.lua`'s `{capacity in force, capacity set, what limits it, admissions a tick in
-/// force, admitPerTick set, health level, what holds it}`, or `{}`.
-pub(super) struct PaceChange(pub Option<PaceChanged>);
+/// `promote.lua`'s `{changed (0|1), capacity in force, capacity set, what limits it,
+/// admissions a tick in force, admitPerTick set, health level, what holds it}` (`{}` from a
+/// queue retired meanwhile): the pace in force, and whether no operator changed it since it
+/// was last reported (a `QueuePaceChanged`).
+pub(super) struct PaceReply {
+    pub pace: Option<TickPace>,
+    pub changed: bool,
+}
 
-impl FromRedisValue for PaceChange {
+impl FromRedisValue for PaceReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let parts: Vec<String> = FromRedisValue::from_redis_value(v)?;
-        Ok(PaceChange(match parts.as_slice() {
-            [] => None,
-            [capacity, configured, limited_by, admit, configured_admit, level, reason] => {
+        Ok(match parts.as_slice() {
+            [] => PaceReply {
+                pace: None,
+                changed: false,
+            },
+            [changed, capacity, configured, limited_by, admit, configured_admit, level, reason] => {
                 let number = |text: &str| {
                     text.parse::<u32>()
                         .map_err(|_| ParsingError::from(format!("a count of {text:?}")))
                 };
-                Some(PaceChanged {
-                    capacity: number(capacity)?,
-                    configured_capacity: number(configured)?,
-                    limited_by: LimitedBy::parse(limited_by)?,
-                    admit_per_tick: decimal(admit)?,
-                    configured_admit_per_tick: number(configured_admit)?,
-                    health: Health::read(level, reason)?,
-                })
+                PaceReply {
+                    pace: Some(TickPace {
+                        capacity: number(capacity)?,
+                        configured_capacity: number(configured)?,
+                        limited_by: LimitedBy::parse(limited_by)?,
+                        admit_per_tick: decimal(admit)?,
+                        configured_admit_per_tick: number(configured_admit)?,
+                        health: Health::read(level, reason)?,
+                    }),
+                    changed: changed == "1",
+                }
             }
-            _ => return Err("a pace change of other than seven parts".into()),
-        }))
+            _ => return Err("a pace of other than eight parts".into()),
+        })
     }
 }
 

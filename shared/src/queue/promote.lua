@@ -2,31 +2,53 @@
 -- the tick's first call: the queue's admit per tick, paced by the booking system's health,
 -- paced_admissions). ARGV[ARG + 1]: what the promoter last read of the alarms the queue
 -- names (healthAlarms): '0' when one is in ALARM, '1' when none is, '' when it does not know
--- (health.rs AlarmWatch). Removes expired sessions, admits at
+-- (health.rs AlarmWatch), and ARGV[ARG + 2] the names it read them for (one a line: a
+-- word about other alarms than the queue names now is not taken). ARGV[ARG + 3] and
+-- ARGV[ARG + 4]: the pool ledger's latest word for
+-- a queue in a pool (pool.rs PoolWatch), its grant "places:number" and the places it should
+-- shrink to, each '' when none. Removes expired sessions, admits at
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
 -- Returns {admitted, dropped, expired, waiting, active, rate, remaining, more, opened, waits,
--- closed, pace, alarms} with the lists as promote() and purge_expired() give them; more is 1 when another
+-- closed, pace, alarms, pool} with the lists as promote() and purge_expired() give them; more is 1 when another
 -- call this tick could admit more; opened is the draw {commitment, seed, members} on the first
 -- tick after it was recorded ({'', '', ''} otherwise);
 -- waits holds the ms each admitted buyer waited, by the ticket clock (a member placed by the
--- draw: since the opening); closed is 1 on the first tick after closesAt passed; pace is a
--- change of the pace in force no operator made (below), {} otherwise; alarms is the setting
+-- draw: since the opening); closed is 1 on the first tick after closesAt passed; pace is the
+-- pace in force and whether it changed (below); alarms is the setting
 -- healthAlarms as stored (the names, one per line; '' when none), for the promoter to read
--- them for the next tick.
-local remaining, alarm = tonumber(ARGV[ARG]), ARGV[ARG + 1]
+-- them for the next tick; pool is the queue's report to its pool's ledger, {pool, allotment,
+-- last grant applied, live sessions, waiters, the queue's own capacity}, {} outside a pool.
+local remaining, alarm, alarm_names = tonumber(ARGV[ARG]), ARGV[ARG + 1], ARGV[ARG + 2]
+local grant, shrink = ARGV[ARG + 3], tonumber(ARGV[ARG + 4])
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
-  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0, {}, ''}
+  return {{}, {}, {}, 0, 0, '', 0, 0, {'', '', ''}, {}, 0, {}, '', {}}
 end
 keep_meta()
 redis.call('PEXPIRE', CLOCK, KEEP_MS)
 local alarms = redis.call('HGET', SETTINGS, 'health-alarms') or ''
 -- The alarms' state changed since the last tick (only a queue that names alarms has one).
-if alarm ~= '' and alarms ~= '' and (alarm == '0') ~= (stored[21] == '0') then
+if alarm ~= '' and alarms ~= '' and alarm_names == alarms
+    and (alarm == '0') ~= (stored[21] == '0') then
   set_health(nil, alarm == '0' and '0' or '')
+end
+-- The pool ledger's word: a newer grant raises the allotment, a shrink lowers it to the places
+-- asked for or the sessions live, whichever is more.
+if POOL then
+  local places, number = string.match(grant, '^(%d+):(%d+)$')
+  local allot, applied = POOL_ALLOT, POOL_GRANT
+  if places and tonumber(number) > applied then
+    allot, applied = tonumber(places), tonumber(number)
+  end
+  if shrink and shrink < allot then allot = math.max(shrink, live_active_count()) end
+  if allot ~= POOL_ALLOT or applied ~= POOL_GRANT then
+    POOL_ALLOT, POOL_GRANT = allot, applied
+    redis.call('HSET', SETTINGS, 'pool-allot', string.format('%d:%d', allot, applied))
+    CAPACITY = math.min(OWN_CAPACITY, allot)
+  end
 end
 remaining = remaining or paced_admissions()
 local expired = purge_expired(SLICE)
@@ -102,28 +124,33 @@ if CLOSES_AT and NOW >= CLOSES_AT
     and redis.call('HSETNX', SETTINGS, 'closes-announced', 1) == 1 then
   closed = 1
 end
--- A change of the pace in force that no operator made, reported once each: the ramp's steps
--- and its end or removal, and the health level's changes in tenths (a fall, a recovery's
--- climb, an alarm, a signal that lapsed). {capacity in force, capacity set, what limits the
--- capacity, admissions a tick in force (h x admitPerTick), admitPerTick set, health level,
--- what holds it below 1 ('' at 1)}, or {} (QueuePaceChanged). The mark is a settings field,
--- read in the prelude's HMGET, so a queue at its normal pace with none reported pays nothing
--- for this.
-local pace = {}
+-- The pace in force, every tick (the promoter's metrics), and whether it changed without an
+-- operator since last reported: the ramp's steps and its end or removal, and the health
+-- level's changes in tenths (a fall, a recovery's climb, an alarm, a signal that lapsed),
+-- each reported once (QueuePaceChanged); a pool's rebalancing is not reported. {changed (0|1), capacity in force, capacity set, what
+-- limits the capacity, admissions a tick in force (h x admitPerTick), admitPerTick set, health
+-- level, what holds it below 1 ('' at 1)}. The mark is a settings field, read in the
+-- prelude's HMGET, so a queue at its normal pace with none reported pays nothing for this.
 local announced = stored[19]
 local mark = false
 if RAMP_CAPACITY ~= nil or HEALTH < 1 then
-  mark = string.format('%d:%d', CAPACITY, math.floor(HEALTH * 10))
+  mark = string.format('%d:%d', OWN_CAPACITY, math.floor(HEALTH * 10))
 end
+local changed = 0
 if mark ~= announced then
+  changed = 1
   if mark then
     redis.call('HSET', SETTINGS, 'pace-announced', mark)
   else
     redis.call('HDEL', SETTINGS, 'pace-announced')
   end
-  pace = {CAPACITY, CONFIGURED_CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity',
-    string.format('%.4f', HEALTH * ADMIT_PER_TICK), ADMIT_PER_TICK,
-    string.format('%.4f', HEALTH), HEALTH_WHY or ''}
+end
+local pace = {changed, CAPACITY, CONFIGURED_CAPACITY, limited_by(),
+  string.format('%.4f', HEALTH * ADMIT_PER_TICK), ADMIT_PER_TICK,
+  string.format('%.4f', HEALTH), HEALTH_WHY or ''}
+local pool = {}
+if POOL then
+  pool = {POOL, POOL_ALLOT, string.format('%d', POOL_GRANT), active, waiting, OWN_CAPACITY}
 end
 return {admitted, dropped, expired, waiting, active, rate(), remaining, more, opened, waits,
-  closed, pace, alarms}
+  closed, pace, alarms, pool}

@@ -6,7 +6,8 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
 use super::events::{admitted_events, seat_events, Admission, Seat};
-use super::pace::{PaceChange, PaceChanged};
+use super::pace::{PaceReply, TickPace};
+use super::pool::{PoolReport, PoolReportReply};
 use super::schedule::{Draw, DrawReply};
 use super::{parse_rate, QueueEvent, QueueEventKind, WaitingRoom, PROMOTE};
 use crate::error::Error;
@@ -31,6 +32,9 @@ pub struct QueuePromotion {
     pub waiting: u64,
     pub active: u64,
     pub admission_rate_per_minute: Option<f64>,
+    /// The pace in force (capacity, admissions a tick, health level) as the tick saw it.
+    #[serde(skip)]
+    pub pace: Option<TickPace>,
     /// How long each buyer admitted this tick waited, in ms, by the queue's ticket clock (at
     /// most a second over the true wait).
     #[serde(skip)]
@@ -51,8 +55,11 @@ impl QueuePromotion {
             self.events
                 .push(QueueEvent::of_queue(QueueEventKind::Closed, &queue));
         }
-        if let Some(pace) = reply.pace {
-            self.events.push(QueueEvent::pace_changed(&queue, pace));
+        if let Some(pace) = reply.pace.pace {
+            if reply.pace.changed {
+                self.events.push(QueueEvent::pace_changed(&queue, pace));
+            }
+            self.pace = Some(pace);
         }
         let admitted = admitted_events(&queue, reply.admitted);
         self.admitted += admitted.len() as u64;
@@ -129,6 +136,17 @@ impl PromotionReport {
             if let Some(rate) = queue.admission_rate_per_minute {
                 counts = counts.metric("admissionRatePerMinute", rate, Unit::CountPerMinute);
             }
+            if let Some(pace) = queue.pace {
+                counts = counts
+                    .count("capacityInForce", pace.capacity.into())
+                    .count("capacityConfigured", pace.configured_capacity.into())
+                    .metric("admitPerTickInForce", pace.admit_per_tick, Unit::Count)
+                    .count(
+                        "admitPerTickConfigured",
+                        pace.configured_admit_per_tick.into(),
+                    )
+                    .metric("healthLevel", pace.health.level, Unit::None);
+            }
             let waits = queue.waits_ms.chunks(MAX_VALUES).map(|waits| {
                 let seconds: Vec<f64> = waits.iter().map(|ms| *ms as f64 / 1000.0).collect();
                 Record::new()
@@ -141,11 +159,11 @@ impl PromotionReport {
 }
 
 /// The promote script's `{admitted, dropped, expired, waiting, active, rate, remaining,
-/// more, opened, waits, closed, pace, alarms}`: one slice of a tick, whether the queue may admit more
+/// more, opened, waits, closed, pace, alarms, pool}`: one slice of a tick, whether the queue may admit more
 /// (`remaining` more), the draw when this slice saw the scheduled opening first (a `QueueOpened`
 /// to publish, carrying it), how long each admitted buyer waited, whether it saw `closesAt` pass first (a
 /// `QueueClosed`), a change of the pace it saw first (a `QueuePaceChanged`), and the alarms the
-/// queue names (`healthAlarms`, one a line).
+/// queue names (`healthAlarms`, one a line), and its report to its pool's ledger.
 struct PromoteReply {
     admitted: Vec<Admission>,
     dropped: Vec<Seat>,
@@ -158,25 +176,27 @@ struct PromoteReply {
     opened: Option<Draw>,
     waits_ms: Vec<u64>,
     closed: bool,
-    /// The pace in force, changed by no operator (the ramp, the health level): a
-    /// `QueuePaceChanged`.
-    pace: Option<PaceChanged>,
+    /// The pace in force, and whether no operator changed it since it was last reported
+    /// (the ramp, the health level): a `QueuePaceChanged`.
+    pace: PaceReply,
     alarms: String,
+    pool: Option<PoolReport>,
 }
 
 impl FromRedisValue for PromoteReply {
     // The script's flat reply, named field by field below.
     #[allow(clippy::type_complexity)]
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        // Thirteen parts: the last is read apart (redis-rs reads tuples of up to twelve).
+        // Fourteen parts: the last two are read apart (redis-rs reads tuples of up to twelve).
         let mut parts: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        if parts.len() != 13 {
-            return Err(format!("promote.lua returned {} parts, not 13", parts.len()).into());
+        if parts.len() != 14 {
+            return Err(format!("promote.lua returned {} parts, not 14", parts.len()).into());
         }
-        let alarms: String = parts
-            .pop()
-            .map(String::from_redis_value)
-            .unwrap_or_else(|| Ok(String::new()))?;
+        let (Some(pool), Some(alarms)) = (parts.pop(), parts.pop()) else {
+            return Err("promote.lua returned too few parts".into());
+        };
+        let PoolReportReply(pool) = FromRedisValue::from_redis_value(pool)?;
+        let alarms = String::from_redis_value(alarms)?;
         let (
             admitted,
             dropped,
@@ -189,7 +209,7 @@ impl FromRedisValue for PromoteReply {
             opened,
             waits_ms,
             closed,
-            PaceChange(pace),
+            pace,
         ): (
             Vec<Admission>,
             Vec<Seat>,
@@ -202,7 +222,7 @@ impl FromRedisValue for PromoteReply {
             DrawReply,
             Vec<u64>,
             u8,
-            PaceChange,
+            PaceReply,
         ) = FromRedisValue::from_redis_value(Value::Array(parts))?;
         Ok(PromoteReply {
             admitted,
@@ -218,6 +238,7 @@ impl FromRedisValue for PromoteReply {
             closed: closed == 1,
             pace,
             alarms,
+            pool,
         })
     }
 }
@@ -241,13 +262,20 @@ impl WaitingRoom {
         let listed = list.then(|| self.stage_registered_queues(&mut batch));
         // The alarms the queues name, read for the next tick (health.rs AlarmWatch).
         let alarms = self.alarms.stage_read(&self.prefix, &mut batch);
+        // Each pool's ledger, with its queues' reports from the last tick (pool.rs PoolWatch).
+        let ledgers = self.pools.stage_ledgers(&self.prefix, &mut batch);
         let mut slices: Vec<(usize, Staged<PromoteReply>)> = queues
             .iter()
             .enumerate()
             .map(|(index, queue)| {
                 let mut call = self.invocation(&PROMOTE, queue);
+                let (grant, shrink) = self.pools.word(queue);
+                let (alarm, names) = self.alarms.argument(queue);
                 call.named("remaining", "")
-                    .named("alarm", self.alarms.argument(queue));
+                    .named("alarm", alarm)
+                    .named("alarm_names", names)
+                    .named("grant", grant)
+                    .named("shrink", shrink);
                 (index, batch.stage(call))
             })
             .collect();
@@ -259,6 +287,7 @@ impl WaitingRoom {
         if let Some(alarms) = &alarms {
             self.alarms.record(alarms, &replies)?;
         }
+        self.pools.record(&ledgers, &replies)?;
 
         let mut promotions: Vec<QueuePromotion> = queues
             .iter()
@@ -270,6 +299,7 @@ impl WaitingRoom {
                 waiting: 0,
                 active: 0,
                 admission_rate_per_minute: None,
+                pace: None,
                 waits_ms: Vec::new(),
                 events: Vec::new(),
             })
@@ -282,6 +312,7 @@ impl WaitingRoom {
                 let reply = slice.read(&replies)?;
                 if round == 0 {
                     self.alarms.learn(&queues[*index], &reply.alarms);
+                    self.pools.learn(&queues[*index], reply.pool.clone());
                 }
                 if let (true, remaining) = promotions[*index].add(reply) {
                     more.push((*index, remaining));
@@ -295,7 +326,11 @@ impl WaitingRoom {
                 .into_iter()
                 .map(|(index, remaining)| {
                     let mut call = self.invocation(&PROMOTE, &queues[index]);
-                    call.named("remaining", remaining).named("alarm", "");
+                    call.named("remaining", remaining)
+                        .named("alarm", "")
+                        .named("alarm_names", "")
+                        .named("grant", "")
+                        .named("shrink", "");
                     (index, batch.stage(call))
                 })
                 .collect();

@@ -19,9 +19,9 @@ end
 -- The settings in force as configure and summary reply (decoded by `QueueSettings`):
 -- {capacity, session ms, admit per tick, idle ms, paused, {mode, sold out, message, max
 -- waiting}, {opens at, closes at, pre-queue opens at}, lane before opening (0|1), access,
--- door settings, capacity ramp {from, step, every ms, to} or {}, health {alarms (one name a
--- line, '' when none), recovery ms, level ttl ms}}, from `set`, the fields as read (nil: the
--- default; the schedule's ms as stored, '' when not set). The health settings are read here
+-- door settings, pace settings {capacity ramp {from, step, every ms, to} or {}, health
+-- {alarms (one name a line, '' when none), recovery ms, level ttl ms}, pool or ''}}, from `set`, the fields as read (nil: the
+-- default; the schedule's ms as stored, '' when not set). The health settings and the pool are read here
 -- with an HMGET of their own: only the calls that answer settings need them.
 local HEALTH_TTL_DEFAULT_MS = 120000
 local function settings_reply(set)
@@ -29,16 +29,16 @@ local function settings_reply(set)
   local from, step, every, to = ramp_parts(set.ramp)
   if from then ramp = {from, step, every, to} end
   local health = redis.call('HMGET', SETTINGS, 'health-alarms', 'health-recovery-ms',
-    'health-ttl-ms')
+    'health-ttl-ms', 'pool')
   return {tonumber(set.capacity or DEFAULT_CAPACITY),
     tonumber(set.session or DEFAULT_SESSION_MS),
     tonumber(set.admit or DEFAULT_ADMIT_PER_TICK), tonumber(set.idle or DEFAULT_IDLE_MS),
     set.paused and 1 or 0,
     {set.mode or 'queue', set.sold_out and 1 or 0, set.message or '', tonumber(set.max_waiting) or 0},
     {set.opens_at or '', set.closes_at or '', set.prequeue_opens_at or ''},
-    set.lane_before_opening and 1 or 0, set.access or 'open', door_settings(), ramp,
-    {health[1] or '', tonumber(health[2]) or HEALTH_RECOVERY_DEFAULT_MS,
-      tonumber(health[3]) or HEALTH_TTL_DEFAULT_MS}}
+    set.lane_before_opening and 1 or 0, set.access or 'open', door_settings(),
+    {ramp, {health[1] or '', tonumber(health[2]) or HEALTH_RECOVERY_DEFAULT_MS,
+      tonumber(health[3]) or HEALTH_TTL_DEFAULT_MS}, health[4] or ''}}
 end
 
 -- Meta (the ticket counter among it) lives this long beyond the queue's last buyer reply,

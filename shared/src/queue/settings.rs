@@ -24,7 +24,7 @@ use super::{QueueEvent, WaitingRoom, CLOSE, CONFIGURE};
 use crate::bounds::{self, Bounds};
 use crate::door::ChallengeMode;
 use crate::error::Error;
-use crate::ids::QueueId;
+use crate::ids::{PoolId, QueueId};
 use crate::pages::settings::PageSettings;
 
 /// The settings in force for one queue.
@@ -60,11 +60,13 @@ pub struct QueueSettings {
     /// healthAlarms, healthRecoverySeconds and healthTtlSeconds (see [`super::health`]).
     #[serde(flatten)]
     pub health: HealthSettings,
+    /// The capacity pool the queue shares its capacity with, if any (see [`super::pool`]).
+    pub pool: Option<PoolId>,
 }
 
 /// The scripts' `{capacity, session ms, admit per tick, idle ms, paused, availability,
-/// schedule, lane before opening, access, door, capacity ramp, health}` (`settings_reply` in
-/// `replies.lua`: part of configure's and summary's replies).
+/// schedule, lane before opening, access, door, {capacity ramp, health, pool}}`
+/// (`settings_reply` in `replies.lua`: part of configure's and summary's replies).
 impl FromRedisValue for QueueSettings {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let (
@@ -78,8 +80,7 @@ impl FromRedisValue for QueueSettings {
             lane_early,
             access,
             door,
-            RampReply(capacity_ramp),
-            health,
+            (RampReply(capacity_ramp), health, pool),
         ): (
             u32,
             u64,
@@ -91,8 +92,7 @@ impl FromRedisValue for QueueSettings {
             u8,
             String,
             DoorSettings,
-            RampReply,
-            HealthSettings,
+            (RampReply, HealthSettings, String),
         ) = FromRedisValue::from_redis_value(v)?;
         let access = serde_json::from_value(serde_json::Value::String(access.clone()))
             .map_err(|_| format!("settings hold access {access:?}"))?;
@@ -109,6 +109,10 @@ impl FromRedisValue for QueueSettings {
             door,
             capacity_ramp,
             health,
+            pool: match pool.as_str() {
+                "" => None,
+                id => Some(PoolId::parse(id).map_err(|_| format!("settings hold pool {id:?}"))?),
+            },
         })
     }
 }
@@ -237,6 +241,9 @@ pub struct SettingsChange {
     /// How long a `BookingHealth` level counts unless renewed (default 120 s).
     #[serde(default, deserialize_with = "present")]
     pub health_ttl_seconds: Option<Option<Number>>,
+    /// The capacity pool the queue joins (`PUT /pools/{poolId}` makes it).
+    #[serde(default, deserialize_with = "present")]
+    pub pool: Option<Option<String>>,
 }
 
 /// The settings field holding [`PageSettings`] as JSON.
@@ -361,6 +368,15 @@ impl SettingsChange {
             ttl_seconds: &self.health_ttl_seconds,
         }
         .arguments(&mut args)?;
+        match &self.pool {
+            None => {}
+            Some(None) => args.push(("pool", String::new())),
+            Some(Some(raw)) => {
+                let pool = PoolId::parse(raw)
+                    .map_err(|_| Error::invalid("pool", "1 to 64 letters, digits and . _ : -"))?;
+                args.push(("pool", pool.as_str().to_owned()))
+            }
+        }
         Ok(args)
     }
 

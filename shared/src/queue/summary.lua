@@ -1,5 +1,6 @@
 -- Summary: {waiting (the priority lane included), active, rate, admitted through, settings in
--- force, draw, pace}, the pace {the capacity in force, what limits it: 'capacity' or 'ramp',
+-- force, draw, pace}, the pace {the capacity in force, what limits it: 'capacity', 'ramp' or
+-- 'pool',
 -- admissions a tick in force, the health level in force, what holds it below 1 ('' at 1),
 -- when the booking system's signal lapses unless renewed ('' without one)},
 -- the draw {seed's SHA-256 (from when the pre-queue opens), seed (from the
@@ -28,6 +29,6 @@ return {waiting_count(), live_active_count(), rate(),
     max_waiting = MAX_WAITING, opens_at = stored[10] or nil, closes_at = stored[11] or nil,
     prequeue_opens_at = stored[12] or nil, access = ACCESS_MODE,
     lane_before_opening = redis.call('HGET', SETTINGS, 'lane-before-opening') == '1'}),
-  draw, {CAPACITY, CAPACITY < CONFIGURED_CAPACITY and 'ramp' or 'capacity',
+  draw, {CAPACITY, limited_by(),
     string.format('%.4f', HEALTH * ADMIT_PER_TICK), string.format('%.4f', HEALTH),
     HEALTH_WHY or '', health_until()}}

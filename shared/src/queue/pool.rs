@@ -1,0 +1,381 @@
+//! Capacity pools: several queues, each on its own shard, share one booking backend's
+//! capacity. A queue joins with the setting `pool`; `PUT /pools/{poolId}` sets the pool's
+//! capacity and, optionally, the queues' weights.
+//!
+//! The active buyers of a pool's queues never exceed the pool's capacity, through issue,
+//! leave and the tick, with any number of promoters at once:
+//! - each queue admits only within its **allotment**, kept on its own shard beside its
+//!   settings (`common.lua`);
+//! - the pool's **ledger** counts what it granted each queue, under the pool's own hash tag
+//!   (`pool.lua`), and never more than the capacity in all;
+//! - a grant raises the ledger's count first and the queue's allotment after, when the queue
+//!   applies it; a shrink lowers the allotment first (never below the sessions live) and the
+//!   ledger's count after, when the queue reports it. Numbered grants keep a late or repeated
+//!   word from raising an allotment the ledger no longer counts.
+//!
+//! The promoter's tick carries both halves in its one round trip: each queue's promote call
+//! applies the ledger's last word and reports back ([`PoolWatch`]), and each pool's ledger call
+//! takes the queues' last reports and answers with the next word. So a place moves from one
+//! queue to another in about three ticks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::{FromRedisValue, ParsingError, Value};
+use serde::{Deserialize, Serialize};
+
+use super::WaitingRoom;
+use crate::bounds::{self, Bounds};
+use crate::error::Error;
+use crate::ids::{PoolId, QueueId};
+use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
+
+/// Most queues one pool's weights name.
+pub const POOL_WEIGHTS_MAX: usize = 100;
+/// A queue's weight in its pool.
+pub const POOL_WEIGHT: Bounds = Bounds::new(1, 1_000);
+/// How long a pool lives without a tick or a change: renewed by every ledger call.
+pub const POOL_KEEP: Duration = Duration::from_secs(7 * 86_400);
+/// A queue that has not reported to its pool's ledger for this long has left it.
+pub const POOL_STALE: Duration = Duration::from_secs(60);
+
+/// The ledger's call: the queues' reports in, the next word for each out.
+static LEDGER: NamedScript = NamedScript::new(
+    std::sync::LazyLock::new(|| lua_script(include_str!("pool.lua"))),
+    &["POOL"],
+    &["keep_ms", "stale_ms", "reports…"],
+);
+
+/// The pool's ledger hash, under the pool's own hash tag `{p:<poolId>}`.
+pub fn pool_key(prefix: &str, pool: &PoolId) -> String {
+    format!("{prefix}:{{p:{pool}}}")
+}
+
+/// `PUT /pools/{poolId}`: the pool's capacity and, optionally, each queue's weight (free
+/// places go in proportion to the weights instead of the waiting lines).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PoolChange {
+    pub capacity: serde_json::Number,
+    #[serde(default)]
+    pub weights: Option<BTreeMap<String, serde_json::Number>>,
+}
+
+impl PoolChange {
+    /// The capacity and the weights as stored (`queue weight` a line), once checked.
+    fn checked(&self) -> Result<(u64, String), Error> {
+        let capacity = bounds::CAPACITY
+            .json(&self.capacity)
+            .map_err(|err| Error::invalid("capacity", err.to_string()))?;
+        let weights = self.weights.clone().unwrap_or_default();
+        if weights.len() > POOL_WEIGHTS_MAX {
+            return Err(Error::invalid(
+                "weights",
+                format!("at most {POOL_WEIGHTS_MAX} queues, not {}", weights.len()),
+            ));
+        }
+        let mut lines = Vec::with_capacity(weights.len());
+        for (queue, weight) in &weights {
+            let queue = QueueId::parse(queue)
+                .map_err(|_| Error::invalid("weights", format!("{queue:?} is not a queue id")))?;
+            let weight = POOL_WEIGHT
+                .json(weight)
+                .map_err(|err| Error::invalid("weights", format!("{queue}: {err}")))?;
+            lines.push(format!("{queue} {weight}"));
+        }
+        Ok((capacity, lines.join("\n")))
+    }
+}
+
+/// A pool as `GET /pools/{poolId}` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolView {
+    pub pool_id: PoolId,
+    pub capacity: u32,
+    /// The operator's weights; empty: free places follow the waiting lines.
+    pub weights: BTreeMap<String, u32>,
+    /// The places the ledger counts for each queue (a queue admits within what it has
+    /// applied of them).
+    pub allotments: BTreeMap<String, u32>,
+    /// Their sum, never above `capacity`.
+    pub allotted: u32,
+}
+
+/// The ledger hash as `HGETALL` gives it, read into a [`PoolView`]; `None` without a
+/// capacity (no such pool).
+fn view(pool: &PoolId, fields: HashMap<String, String>) -> Option<PoolView> {
+    let capacity = fields.get("capacity")?.parse().ok()?;
+    let weights = fields
+        .get("weights")
+        .map(|raw| {
+            raw.lines()
+                .filter_map(|line| {
+                    let (queue, weight) = line.split_once(' ')?;
+                    Some((queue.to_owned(), weight.parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let allotments: BTreeMap<String, u32> = fields
+        .iter()
+        .filter_map(|(field, value)| {
+            let queue = field.strip_prefix("a:")?;
+            let places = value.split(':').next()?.parse().ok()?;
+            Some((queue.to_owned(), places))
+        })
+        .collect();
+    Some(PoolView {
+        pool_id: pool.clone(),
+        capacity,
+        weights,
+        allotted: allotments.values().sum(),
+        allotments,
+    })
+}
+
+impl WaitingRoom {
+    /// Sets `pool`'s capacity and weights (replacing the weights whole), creating it; one
+    /// pipeline on the pool's key. Returns the pool as it stands.
+    pub async fn configure_pool(
+        &self,
+        pool: &PoolId,
+        change: &PoolChange,
+    ) -> Result<PoolView, Error> {
+        let (capacity, weights) = change.checked()?;
+        let key = pool_key(&self.prefix, pool);
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut batch = Batch::new();
+        let mut set = redis::cmd("HSET");
+        set.arg(&key).arg("capacity").arg(capacity);
+        if !weights.is_empty() {
+            set.arg("weights").arg(&weights);
+        }
+        let mut writes: Vec<redis::Cmd> = vec![set];
+        if weights.is_empty() {
+            writes.push(redis::cmd("HDEL").arg(&key).arg("weights").clone());
+        }
+        // Grant numbers count on from the ms the pool was made: higher than any a queue
+        // applied from a pool of the same name before.
+        writes.push(redis::cmd("HSETNX").arg(&key).arg("grant").arg(now).clone());
+        writes.push(
+            redis::cmd("PEXPIRE")
+                .arg(&key)
+                .arg(POOL_KEEP.as_millis() as u64)
+                .clone(),
+        );
+        for write in writes {
+            let _: Staged<Value> = batch.stage_command(&key, write);
+        }
+        let all: Staged<HashMap<String, String>> =
+            batch.stage_command(&key, redis::cmd("HGETALL").arg(&key).clone());
+        let replies = self.conn.send(&batch).await?;
+        view(pool, all.read(&replies)?)
+            .ok_or_else(|| Error::Internal("a pool without its capacity".into()))
+    }
+
+    /// `pool` as it stands: one `HGETALL`. [`Error::NotFound`] for a pool never made.
+    pub async fn pool(&self, pool: &PoolId) -> Result<PoolView, Error> {
+        let key = pool_key(&self.prefix, pool);
+        let fields: HashMap<String, String> = self
+            .conn
+            .query(&key, redis::cmd("HGETALL").arg(&key).clone())
+            .await?;
+        view(pool, fields).ok_or_else(|| Error::NotFound(format!("no pool {pool}")))
+    }
+
+    /// Deletes `pool`: its queues are asked to shrink to their live sessions and admit no
+    /// one new until it is made again (or they leave it).
+    pub async fn delete_pool(&self, pool: &PoolId) -> Result<(), Error> {
+        let key = pool_key(&self.prefix, pool);
+        let _: i64 = self
+            .conn
+            .query(&key, redis::cmd("DEL").arg(&key).clone())
+            .await?;
+        Ok(())
+    }
+}
+
+/// A queue's report to its pool's ledger (`promote.lua`): `{pool, allotment, last grant
+/// applied, live sessions, waiters, own capacity}`, or `{}` outside a pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PoolReport {
+    pool: PoolId,
+    allotment: u32,
+    applied: u64,
+    active: u64,
+    waiting: u64,
+    capacity: u32,
+}
+
+pub(super) struct PoolReportReply(pub Option<PoolReport>);
+
+impl FromRedisValue for PoolReportReply {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let parts: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        if parts.is_empty() {
+            return Ok(PoolReportReply(None));
+        }
+        let (pool, allotment, applied, active, waiting, capacity): (
+            String,
+            u32,
+            String,
+            u64,
+            u64,
+            u32,
+        ) = FromRedisValue::from_redis_value(Value::Array(parts))?;
+        Ok(PoolReportReply(Some(PoolReport {
+            pool: PoolId::parse(&pool).map_err(|_| format!("settings hold pool {pool:?}"))?,
+            allotment,
+            applied: applied
+                .parse()
+                .map_err(|_| format!("a grant number of {applied:?}"))?,
+            active,
+            waiting,
+            capacity,
+        })))
+    }
+}
+
+/// The ledger's word for one queue: `{queue, places, grant number, shrink to or ''}` (the
+/// first two `''` from a pool without a capacity).
+struct Word {
+    queue: String,
+    grant: String,
+    shrink: String,
+}
+
+impl FromRedisValue for Word {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (queue, places, number, shrink): (String, String, String, String) =
+            FromRedisValue::from_redis_value(v)?;
+        let grant = if places.is_empty() {
+            String::new()
+        } else {
+            format!("{places}:{number}")
+        };
+        Ok(Word {
+            queue,
+            grant,
+            shrink,
+        })
+    }
+}
+
+/// What the promoter knows of its queues' pools: each queue's last report and the ledger's
+/// last word for it. Kept while the container lives; each tick hands each queue its word and
+/// each ledger its queues' reports, in the tick's one round trip.
+#[derive(Clone, Default)]
+pub struct PoolWatch(Arc<Mutex<Watch>>);
+
+#[derive(Default)]
+struct Watch {
+    reports: HashMap<QueueId, PoolReport>,
+    /// The ledger's last word for each queue: its grant (`places:number`) and the places to
+    /// shrink to, each `''` when none.
+    words: HashMap<QueueId, (String, String)>,
+}
+
+/// The ledger calls a tick staged, one per pool.
+pub(super) struct StagedLedgers(Vec<Staged<Vec<Word>>>);
+
+impl PoolWatch {
+    fn watch(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The ledger's last word for `queue`: its grant and the places to shrink to.
+    pub(super) fn word(&self, queue: &QueueId) -> (String, String) {
+        self.watch().words.get(queue).cloned().unwrap_or_default()
+    }
+
+    /// Notes `queue`'s report from its tick.
+    pub(super) fn learn(&self, queue: &QueueId, report: Option<PoolReport>) {
+        let mut watch = self.watch();
+        match report {
+            Some(report) => {
+                watch.reports.insert(queue.clone(), report);
+            }
+            None => {
+                watch.reports.remove(queue);
+                watch.words.remove(queue);
+            }
+        }
+    }
+
+    /// Stages one ledger call per pool the known queues report to, with their reports.
+    pub(super) fn stage_ledgers(&self, prefix: &str, batch: &mut Batch) -> StagedLedgers {
+        let watch = self.watch();
+        let mut pools: BTreeMap<&PoolId, Vec<(&QueueId, &PoolReport)>> = BTreeMap::new();
+        for (queue, report) in &watch.reports {
+            pools.entry(&report.pool).or_default().push((queue, report));
+        }
+        StagedLedgers(
+            pools
+                .into_iter()
+                .map(|(pool, reports)| {
+                    let mut call = ScriptCall::of(&LEDGER);
+                    call.named_key("POOL", pool_key(prefix, pool))
+                        .named("keep_ms", POOL_KEEP.as_millis() as u64)
+                        .named("stale_ms", POOL_STALE.as_millis() as u64);
+                    for (queue, report) in reports {
+                        call.named("reports", queue.as_str())
+                            .named("reports", report.allotment)
+                            .named("reports", report.applied)
+                            .named("reports", report.active)
+                            .named("reports", report.waiting)
+                            .named("reports", report.capacity);
+                    }
+                    batch.stage(call)
+                })
+                .collect(),
+        )
+    }
+
+    /// Keeps the ledgers' words for the next tick.
+    pub(super) fn record(&self, staged: &StagedLedgers, replies: &[Value]) -> Result<(), Error> {
+        let mut words = HashMap::new();
+        for ledger in &staged.0 {
+            for word in ledger.read(replies)? {
+                if let Ok(queue) = QueueId::parse(&word.queue) {
+                    words.insert(queue, (word.grant, word.shrink));
+                }
+            }
+        }
+        self.watch().words = words;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_ledger_script_binds_its_keys_and_arguments_by_the_names_rust_sends() {
+        crate::store::bindings::assert_binds(include_str!("pool.lua"), &LEDGER);
+    }
+
+    #[test]
+    fn a_pool_change_is_checked() {
+        let change = |body| {
+            serde_json::from_value::<PoolChange>(body)
+                .unwrap()
+                .checked()
+        };
+        assert_eq!(
+            change(json!({"capacity": 500, "weights": {"b": 1, "a": 3}})).unwrap(),
+            (500, "a 3\nb 1".into())
+        );
+        for bad in [
+            json!({"capacity": 0}),
+            json!({"capacity": 5, "weights": {"a b": 1}}),
+            json!({"capacity": 5, "weights": {"a": 0}}),
+            json!({"capacity": 5, "weights": {"a": 1001}}),
+        ] {
+            assert!(change(bad.clone()).is_err(), "{bad}");
+        }
+    }
+}
