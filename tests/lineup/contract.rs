@@ -100,6 +100,7 @@ pub(crate) fn filled(template: &str, token: &str) -> String {
         .replace("{period}", "daily")
         .replace("{concertId}", "c1")
         .replace("{couponId}", "spring")
+        .replace("{poolId}", "main")
         .replace("{lang}", "ja")
         .replace(
             "{asset}",

@@ -435,7 +435,7 @@ async fn the_local_stack_takes_health_and_alarm_events() {
         alarm("booking-latency", "ALARM", Utc::now()),
         health(&["local"], 2.0, Utc::now()),
         {"detail-type": "BookingHealth", "source": "lineup.payments", "time": Utc::now().to_rfc3339(),
-            "detail": {"pool": "main", "level": 1}},
+            "detail": {"pool": "main", "queueIds": ["local"], "level": 1}},
     ]);
     let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;
     assert_eq!(status, 200, "{body}");

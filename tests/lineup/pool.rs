@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 /// cluster they are on different shards.
 fn two_queues_on_two_shards() -> (String, String) {
     let third = |id: &str| {
-        let slot: u16 = format!("{:?}", Slot::for_key(&format!("x:{{q:{id}}}")))
+        let slot: u16 = format!("{:?}", Slot::for_key(format!("x:{{q:{id}}}")))
             .trim_start_matches("Slot(")
             .trim_end_matches(')')
             .parse()
@@ -197,6 +197,14 @@ async fn two_promoters_arrivals_and_leaves_never_take_a_pool_past_its_capacity()
         )
         .await;
     }
+    // Lines in both queues from the start, so both can fill whatever they are granted.
+    let mut held: Vec<(String, String)> = Vec::new();
+    for i in 0..12 {
+        for queue in [&a, &b] {
+            let reply = join(&app, queue, &format!("early{i}")).await;
+            held.push((queue.clone(), reply.token()));
+        }
+    }
     let other = app.another_container().await;
     let running = Arc::new(AtomicBool::new(true));
     // Two promoters, each ticking as fast as it can.
@@ -216,7 +224,6 @@ async fn two_promoters_arrivals_and_leaves_never_take_a_pool_past_its_capacity()
         .collect();
     // Arrivals and leaves in both queues, racing the rebalancing; the pool is checked
     // between each step: both queues read at once, each on its own shard.
-    let mut held: Vec<(String, String)> = Vec::new();
     let mut most = 0;
     for round in 0..120u32 {
         let queue = if round % 3 == 0 { &a } else { &b };
@@ -251,4 +258,49 @@ async fn two_promoters_arrivals_and_leaves_never_take_a_pool_past_its_capacity()
     let shown = pool(&app, "GET", "race", None).await.body;
     assert!(shown["allotted"].as_u64().unwrap() <= CAPACITY, "{shown}");
     assert!(active(&app, &a).await + active(&app, &b).await <= CAPACITY);
+}
+
+#[tokio::test]
+async fn a_booking_health_level_for_a_pool_reaches_each_of_its_queues() {
+    let app = TestApp::spawn(&[]).await;
+    let (a, b) = two_queues_on_two_shards();
+    pool(&app, "PUT", "paced", Some(&json!({"capacity": 10}))).await;
+    for queue in [&a, &b] {
+        put_settings(
+            &app,
+            queue,
+            &json!({"pool": "paced", "healthRecoverySeconds": 0, "admitPerTick": 10}),
+        )
+        .await;
+        join(&app, queue, "first").await;
+    }
+    // The promoter's first tick learns which queues report to the pool.
+    tick(&app.stack).await;
+    let event = |pool: &str, level: f64| {
+        json!({"version": "0", "id": "h", "detail-type": "BookingHealth",
+            "source": "lineup.payments", "account": "123456789012",
+            "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
+            "detail": {"pool": pool, "level": level}})
+    };
+    let verdicts = ranking_updater::apply_events(
+        &[event("paced", 0.0), event("nowhere", 0.0)],
+        &app.stack.ranking_updater,
+    )
+    .await;
+    assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);
+    assert!(
+        matches!(verdicts[1], lineup::ranking::Outcome::Ignored(_)),
+        "{verdicts:?}"
+    );
+    // The ledger hands the level on at the next tick, and the queues take it the one after.
+    for _ in 0..2 {
+        tick(&app.stack).await;
+    }
+    for queue in [&a, &b] {
+        assert_eq!(
+            summary(&app, queue).await.body["pace"]["health"],
+            json!({"level": 0.0, "reason": "booking"}),
+            "{queue}"
+        );
+    }
 }

@@ -396,7 +396,7 @@ async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineu
 fn health_outcome(queues: &[HealthApplied]) -> Outcome {
     if queues
         .iter()
-        .any(|q| matches!(q, HealthApplied::Applied { .. }))
+        .any(|q| matches!(q, HealthApplied::Applied { .. } | HealthApplied::Pooled))
     {
         Outcome::Applied
     } else if queues.contains(&HealthApplied::Stale) {
@@ -404,7 +404,7 @@ fn health_outcome(queues: &[HealthApplied]) -> Outcome {
     } else if queues.contains(&HealthApplied::Lapsed) {
         Outcome::Ignored("the level lapsed before it arrived".into())
     } else {
-        Outcome::Ignored("no such queue".into())
+        Outcome::Ignored("no such queue or pool".into())
     }
 }
 

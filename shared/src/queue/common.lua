@@ -256,6 +256,19 @@ local function set_health(signal, alarm)
   stored[20], stored[21], stored[22] = signal, alarm == '0' and '0' or false, climb
   HEALTH, HEALTH_WHY = health_in_force(signal, stored[21], climb)
 end
+-- Takes a BookingHealth level sent at `sent` (ms): 'stale' when the signal held was sent no
+-- earlier, 'lapsed' when it would have lapsed already (healthTtlSeconds, else `default_ttl`
+-- ms, after it was sent; one dated ahead of this clock counts from now), else 'applied' and
+-- written (set_health).
+local function take_signal(level, sent, default_ttl)
+  local _, held_sent = health_signal(stored[20])
+  if held_sent and sent <= held_sent then return 'stale' end
+  local ttl = tonumber(redis.call('HGET', SETTINGS, 'health-ttl-ms') or default_ttl)
+  local until_ms = math.min(sent, NOW) + ttl
+  if until_ms <= NOW then return 'lapsed' end
+  set_health(string.format('%s:%d:%d', level, sent, until_ms), nil)
+  return 'applied'
+end
 -- How many a tick at the level in force admits: admitPerTick at 1; below it, h x admitPerTick
 -- per TICK_MS on average, counted on the clock, so a fraction carries to the next ticks
 -- without being stored (0.3 x 5 admits 1, 2, 1, 2 ...).

@@ -146,8 +146,8 @@ impl QueueEvent {
         }
     }
 
-    /// `QueuePaceChanged`: the capacity in force, what limits it (`reason`: `ramp` or
-    /// `capacity`) and the queue's own `capacity`; the admissions a tick in force, the
+    /// `QueuePaceChanged`: the capacity in force, what limits it (`reason`: `capacity`,
+    /// `ramp` or `pool`) and the queue's own `capacity`; the admissions a tick in force, the
     /// queue's own `admitPerTick`, and the health level with what holds it below 1.
     pub fn pace_changed(queue: &QueueId, pace: TickPace) -> Self {
         QueueEvent {

@@ -9,16 +9,11 @@
 local level, sent, default_ttl = ARGV[ARG], tonumber(ARGV[ARG + 1]), ARGV[ARG + 2]
 local unconfigured = redis.call('EXISTS', SETTINGS) == 0
 if unconfigured and redis.call('EXISTS', META) == 0 then return {'no-queue'} end
-local _, held_sent = health_signal(stored[20])
-if held_sent and sent <= held_sent then return {'stale'} end
-local ttl = tonumber(redis.call('HGET', SETTINGS, 'health-ttl-ms') or default_ttl)
--- A level counts from when it was sent; one dated ahead of this clock, from now.
-local until_ms = math.min(sent, NOW) + ttl
-if until_ms <= NOW then return {'lapsed'} end
+local before = HEALTH
+local taken = take_signal(level, sent, default_ttl)
+if taken ~= 'applied' then return {taken} end
 redis.call('HSETNX', SETTINGS, 'created', NOW)
 -- As with a sell-out (sell_out.lua): a queue no operator configured has no owner for its
 -- settings; the hash this makes ends a week on unless an operator configures the queue.
 if unconfigured then redis.call('EXPIRE', SETTINGS, 7 * 86400) end
-local before = HEALTH
-set_health(string.format('%s:%d:%d', level, sent, until_ms), nil)
 return {'applied', string.format('%.4f', before), string.format('%.4f', HEALTH)}

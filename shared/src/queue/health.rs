@@ -27,7 +27,7 @@ use serde_json::Number;
 use super::{WaitingRoom, HEALTH};
 use crate::bounds::Bounds;
 use crate::error::Error;
-use crate::ids::QueueId;
+use crate::ids::{PoolId, QueueId};
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
 /// The `detail-type` of the booking system's health event.
@@ -201,10 +201,20 @@ impl HealthChange<'_> {
     }
 }
 
+/// Whom a `BookingHealth` event speaks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HealthTarget {
+    /// The queues it names (`queueIds`).
+    Queues(Vec<QueueId>),
+    /// Every queue of a capacity pool (`pool`): the ledger keeps the level and the
+    /// promoter's ticks hand it to the pool's queues.
+    Pool(PoolId),
+}
+
 /// A `BookingHealth` event: how well the booking system copes, for the queues it serves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HealthNotice {
-    pub queues: Vec<QueueId>,
+    pub target: HealthTarget,
     /// 0.0 (down) to 1.0 (healthy).
     pub level: f64,
     /// When it was sent (the event's `time`): a later event wins.
@@ -217,7 +227,7 @@ struct HealthDetail {
     #[serde(default)]
     queue_ids: Option<Vec<String>>,
     #[serde(default)]
-    pool: Option<serde_json::Value>,
+    pool: Option<String>,
     level: f64,
 }
 
@@ -235,26 +245,32 @@ impl HealthNotice {
         let sent = sent_at(&envelope)?;
         let detail: HealthDetail = serde_path_to_error::deserialize(envelope.detail)
             .map_err(|err| Error::invalid_at("detail", err))?;
-        if detail.pool.is_some() {
-            return Err(Error::invalid(
-                "detail.pool",
-                "capacity pools are not available yet: name the queues in queueIds",
-            ));
-        }
-        let ids = detail
-            .queue_ids
-            .ok_or_else(|| Error::invalid("detail.queueIds", "name the queues, 1 or more"))?;
-        if ids.is_empty() || ids.len() > HEALTH_QUEUES_MAX {
-            return Err(Error::invalid(
-                "detail.queueIds",
-                format!("1 to {HEALTH_QUEUES_MAX} queues, not {}", ids.len()),
-            ));
-        }
-        let unique: BTreeSet<&String> = ids.iter().collect();
-        let queues = unique
-            .into_iter()
-            .map(|id| QueueId::parse(id))
-            .collect::<Result<Vec<_>, _>>()?;
+        let target = match (detail.queue_ids, detail.pool) {
+            (Some(ids), None) => {
+                if ids.is_empty() || ids.len() > HEALTH_QUEUES_MAX {
+                    return Err(Error::invalid(
+                        "detail.queueIds",
+                        format!("1 to {HEALTH_QUEUES_MAX} queues, not {}", ids.len()),
+                    ));
+                }
+                let unique: BTreeSet<&String> = ids.iter().collect();
+                HealthTarget::Queues(
+                    unique
+                        .into_iter()
+                        .map(|id| QueueId::parse(id))
+                        .collect::<Result<Vec<_>, _>>()?,
+                )
+            }
+            (None, Some(pool)) => HealthTarget::Pool(
+                PoolId::parse(&pool).map_err(|_| Error::invalid("detail.pool", "not a pool id"))?,
+            ),
+            _ => {
+                return Err(Error::invalid(
+                    "detail",
+                    "name the queues in queueIds or their capacity pool in pool: one of the two",
+                ))
+            }
+        };
         if !(0.0..=1.0).contains(&detail.level) {
             return Err(Error::invalid(
                 "detail.level",
@@ -269,7 +285,7 @@ impl HealthNotice {
             ));
         }
         Ok(Some(HealthNotice {
-            queues,
+            target,
             level: detail.level,
             sent,
         }))
@@ -389,8 +405,10 @@ pub enum HealthApplied {
     Stale,
     /// It would have lapsed already: sent more than the level's TTL ago.
     Lapsed,
-    /// No such queue; nothing was written.
+    /// No such queue (or pool); nothing was written.
     NoQueue,
+    /// Kept for a pool's queues: the promoter's ticks hand it to each.
+    Pooled,
 }
 
 impl FromRedisValue for HealthApplied {
@@ -403,7 +421,8 @@ impl FromRedisValue for HealthApplied {
         Ok(match parts.as_slice() {
             [word] if word == "stale" => HealthApplied::Stale,
             [word] if word == "lapsed" => HealthApplied::Lapsed,
-            [word] if word == "no-queue" => HealthApplied::NoQueue,
+            [word] if word == "no-queue" || word == "no-pool" => HealthApplied::NoQueue,
+            [word] if word == "pooled" => HealthApplied::Pooled,
             [word, before, after] if word == "applied" => HealthApplied::Applied {
                 before: level(before)?,
                 after: level(after)?,
@@ -436,23 +455,24 @@ impl StagedAlarm {
 }
 
 impl WaitingRoom {
-    /// Stages `notice` for each queue it names (`health.lua`) in `batch`, so an event batch
-    /// stays one round trip.
+    /// Stages `notice` for each queue it names (`health.lua`), or for its pool
+    /// (`pool_signal.lua`), in `batch`, so an event batch stays one round trip.
     pub fn stage_health(&self, batch: &mut Batch, notice: &HealthNotice) -> StagedHealth {
         let sent = notice.sent.timestamp_millis();
-        StagedHealth(
-            notice
-                .queues
+        let level = format!("{:.4}", notice.level);
+        StagedHealth(match &notice.target {
+            HealthTarget::Queues(queues) => queues
                 .iter()
                 .map(|queue| {
                     let mut call = self.invocation(&HEALTH, queue);
-                    call.named("level", format!("{:.4}", notice.level))
+                    call.named("level", &level)
                         .named("sent", sent)
                         .named("default_ttl", HEALTH_TTL_DEFAULT_SECONDS * 1000);
                     batch.stage(call)
                 })
                 .collect(),
-        )
+            HealthTarget::Pool(pool) => vec![self.stage_pool_signal(batch, pool, &level, sent)],
+        })
     }
 
     /// Stages storing `notice`'s alarm state (`alarm.lua`) in `batch`.
@@ -576,7 +596,17 @@ mod tests {
         let notice = read(json!({"queueIds": ["q1", "q2", "q1"], "level": 0.25}))
             .unwrap()
             .unwrap();
-        assert_eq!(notice.queues.len(), 2, "a queue named twice counts once");
+        assert!(
+            matches!(&notice.target, HealthTarget::Queues(queues) if queues.len() == 2),
+            "a queue named twice counts once"
+        );
+        let pooled = read(json!({"pool": "north", "level": 0.5}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            pooled.target,
+            HealthTarget::Pool(PoolId::parse("north").unwrap())
+        );
         assert_eq!(notice.level, 0.25);
         assert_eq!(notice.sent.to_rfc3339(), "2026-11-27T20:00:00+00:00");
         for bad in [
@@ -586,7 +616,8 @@ mod tests {
             json!({"queueIds": ["q1"], "level": -0.1}),
             json!({"queueIds": ["q1"]}),
             json!({"level": 1}),
-            json!({"pool": "p", "level": 1}),
+            json!({"pool": "p", "queueIds": ["q1"], "level": 1}),
+            json!({"pool": "a b", "level": 1}),
             json!({"queueIds": ["q1"], "level": 1, "extra": 1}),
             json!({"queueIds": (0..101).map(|i| format!("q{i}")).collect::<Vec<_>>(), "level": 1}),
         ] {

@@ -64,7 +64,7 @@ pub use availability::{
 pub use buyer::{Issued, Left, Paid, QueueSummary, StagedRelease};
 pub use check::{Gate, Refusal, PRIMARY_GUARD_EVERY};
 pub use events::{QueueEvent, QueueEventKind};
-pub use health::{AlarmNotice, HealthApplied, HealthNotice};
+pub use health::{AlarmNotice, HealthApplied, HealthNotice, HealthTarget};
 pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
 pub(crate) use reaping::REAP_CHUNK;
@@ -172,7 +172,14 @@ static CLOSE: QueueScript = QueueScript {
 };
 static PROMOTE: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("promote.lua")))),
-    args: &["remaining", "alarm", "alarm_names", "grant", "shrink"],
+    args: &[
+        "remaining",
+        "alarm",
+        "alarm_names",
+        "grant",
+        "shrink",
+        "pool_signal",
+    ],
 };
 static HEALTH: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("health.lua")))),

@@ -14,7 +14,8 @@
 -- proportion to their waiters or, where the operator set weights, to the weights; each up to
 -- its own capacity and its live sessions plus its waiters. A queue that holds more than that
 -- is asked to shrink.
--- Returns {{queue, places, grant, shrink to ('' when none)}, ...}, one per report. A pool
+-- Returns {{queue, places, grant, shrink to ('' when none), the pool's BookingHealth signal
+-- "level:sent ms" ('' when none, pool_signal.lua)}, ...}, one per report. A pool
 -- without a capacity (never made, or deleted) grants nothing and asks every queue to shrink
 -- to 0 (never below its live sessions).
 local POOL = KEYS[1]
@@ -32,13 +33,14 @@ for i = reports_from, #ARGV, 6 do
 end
 
 local all = redis.call('HGETALL', POOL)
-local capacity, grant, weights_raw
+local capacity, grant, weights_raw, signal
 local ledger, seen = {}, {}
 for i = 1, #all, 2 do
   local field, value = all[i], all[i + 1]
   if field == 'capacity' then capacity = tonumber(value)
   elseif field == 'grant' then grant = tonumber(value)
   elseif field == 'weights' then weights_raw = value
+  elseif field == 'signal' then signal = value
   else
     local kind, queue = string.match(field, '^(%a):(.+)$')
     if kind == 'a' then
@@ -51,7 +53,7 @@ for i = 1, #all, 2 do
 end
 local answers = {}
 if not capacity then
-  for _, queue in ipairs(order) do answers[#answers + 1] = {queue, '', '', 0} end
+  for _, queue in ipairs(order) do answers[#answers + 1] = {queue, '', '', 0, ''} end
   return answers
 end
 redis.call('PEXPIRE', POOL, keep_ms)
@@ -149,7 +151,7 @@ for _, queue in ipairs(order) do
   end
   writes[#writes + 1] = 'a:' .. queue
   writes[#writes + 1] = string.format('%d:%d', entry[1], entry[2])
-  answers[#answers + 1] = {queue, entry[1], string.format('%d', entry[2]), shrink}
+  answers[#answers + 1] = {queue, entry[1], string.format('%d', entry[2]), shrink, signal or ''}
 end
 writes[#writes + 1] = 'grant'
 writes[#writes + 1] = string.format('%d', grant)

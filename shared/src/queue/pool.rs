@@ -47,6 +47,13 @@ static LEDGER: NamedScript = NamedScript::new(
     &["keep_ms", "stale_ms", "reports…"],
 );
 
+/// Stores a BookingHealth level for a whole pool in its ledger hash.
+static SIGNAL: NamedScript = NamedScript::new(
+    std::sync::LazyLock::new(|| lua_script(include_str!("pool_signal.lua"))),
+    &["POOL"],
+    &["level", "sent"],
+);
+
 /// The pool's ledger hash, under the pool's own hash tag `{p:<poolId>}`.
 pub fn pool_key(prefix: &str, pool: &PoolId) -> String {
     format!("{prefix}:{{p:{pool}}}")
@@ -99,7 +106,9 @@ pub struct PoolView {
     /// The places the ledger counts for each queue (a queue admits within what it has
     /// applied of them).
     pub allotments: BTreeMap<String, u32>,
-    /// Their sum, never above `capacity`.
+    /// Their sum: within `capacity`, unless the capacity was lowered below what the queues'
+    /// live sessions hold (or a queue joined with sessions live); the ledger grants nothing
+    /// until they fit.
     pub allotted: u32,
 }
 
@@ -136,6 +145,22 @@ fn view(pool: &PoolId, fields: HashMap<String, String>) -> Option<PoolView> {
 }
 
 impl WaitingRoom {
+    /// Stages storing a BookingHealth `level` (as the event gave it) sent at `sent` (ms) for
+    /// every queue of `pool` (`pool_signal.lua`); the promoter's ticks hand it on.
+    pub(super) fn stage_pool_signal<T: FromRedisValue>(
+        &self,
+        batch: &mut Batch,
+        pool: &PoolId,
+        level: &str,
+        sent: i64,
+    ) -> Staged<T> {
+        let mut call = ScriptCall::of(&SIGNAL);
+        call.named_key("POOL", pool_key(&self.prefix, pool))
+            .named("level", level)
+            .named("sent", sent);
+        batch.stage(call)
+    }
+
     /// Sets `pool`'s capacity and weights (replacing the weights whole), creating it; one
     /// pipeline on the pool's key. Returns the pool as it stands.
     pub async fn configure_pool(
@@ -238,17 +263,18 @@ impl FromRedisValue for PoolReportReply {
     }
 }
 
-/// The ledger's word for one queue: `{queue, places, grant number, shrink to or ''}` (the
-/// first two `''` from a pool without a capacity).
+/// The ledger's word for one queue: `{queue, places, grant number, shrink to or '', the
+/// pool's BookingHealth signal or ''}` (the first two `''` from a pool without a capacity).
 struct Word {
     queue: String,
     grant: String,
     shrink: String,
+    signal: String,
 }
 
 impl FromRedisValue for Word {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (queue, places, number, shrink): (String, String, String, String) =
+        let (queue, places, number, shrink, signal): (String, String, String, String, String) =
             FromRedisValue::from_redis_value(v)?;
         let grant = if places.is_empty() {
             String::new()
@@ -259,6 +285,7 @@ impl FromRedisValue for Word {
             queue,
             grant,
             shrink,
+            signal,
         })
     }
 }
@@ -272,9 +299,9 @@ pub struct PoolWatch(Arc<Mutex<Watch>>);
 #[derive(Default)]
 struct Watch {
     reports: HashMap<QueueId, PoolReport>,
-    /// The ledger's last word for each queue: its grant (`places:number`) and the places to
-    /// shrink to, each `''` when none.
-    words: HashMap<QueueId, (String, String)>,
+    /// The ledger's last word for each queue: its grant (`places:number`), the places to
+    /// shrink to and the pool's BookingHealth signal (`level:sent ms`), each `''` when none.
+    words: HashMap<QueueId, (String, String, String)>,
 }
 
 /// The ledger calls a tick staged, one per pool.
@@ -285,8 +312,9 @@ impl PoolWatch {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The ledger's last word for `queue`: its grant and the places to shrink to.
-    pub(super) fn word(&self, queue: &QueueId) -> (String, String) {
+    /// The ledger's last word for `queue`: its grant, the places to shrink to and the pool's
+    /// BookingHealth signal.
+    pub(super) fn word(&self, queue: &QueueId) -> (String, String, String) {
         self.watch().words.get(queue).cloned().unwrap_or_default()
     }
 
@@ -339,7 +367,7 @@ impl PoolWatch {
         for ledger in &staged.0 {
             for word in ledger.read(replies)? {
                 if let Ok(queue) = QueueId::parse(&word.queue) {
-                    words.insert(queue, (word.grant, word.shrink));
+                    words.insert(queue, (word.grant, word.shrink, word.signal));
                 }
             }
         }
@@ -354,8 +382,9 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_ledger_script_binds_its_keys_and_arguments_by_the_names_rust_sends() {
+    fn the_ledger_scripts_bind_their_keys_and_arguments_by_the_names_rust_sends() {
         crate::store::bindings::assert_binds(include_str!("pool.lua"), &LEDGER);
+        crate::store::bindings::assert_binds(include_str!("pool_signal.lua"), &SIGNAL);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 -- word about other alarms than the queue names now is not taken). ARGV[ARG + 3] and
 -- ARGV[ARG + 4]: the pool ledger's latest word for
 -- a queue in a pool (pool.rs PoolWatch), its grant "places:number" and the places it should
--- shrink to, each '' when none. Removes expired sessions, admits at
+-- shrink to, each '' when none; ARGV[ARG + 5] the pool's BookingHealth signal "level:sent ms"
+-- ('' when none), taken as the queue's own unless it holds a later one. Removes expired sessions, admits at
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
@@ -21,7 +22,7 @@
 -- them for the next tick; pool is the queue's report to its pool's ledger, {pool, allotment,
 -- last grant applied, live sessions, waiters, the queue's own capacity}, {} outside a pool.
 local remaining, alarm, alarm_names = tonumber(ARGV[ARG]), ARGV[ARG + 1], ARGV[ARG + 2]
-local grant, shrink = ARGV[ARG + 3], tonumber(ARGV[ARG + 4])
+local grant, shrink, pool_signal = ARGV[ARG + 3], tonumber(ARGV[ARG + 4]), ARGV[ARG + 5]
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
@@ -49,6 +50,10 @@ if POOL then
     redis.call('HSET', SETTINGS, 'pool-allot', string.format('%d:%d', allot, applied))
     CAPACITY = math.min(OWN_CAPACITY, allot)
   end
+end
+if POOL and pool_signal ~= '' then
+  local level, sent = string.match(pool_signal, '^([%d.]+):(%d+)$')
+  if level then take_signal(level, tonumber(sent), HEALTH_TTL_DEFAULT_MS) end
 end
 remaining = remaining or paced_admissions()
 local expired = purge_expired(SLICE)

@@ -269,13 +269,14 @@ impl WaitingRoom {
             .enumerate()
             .map(|(index, queue)| {
                 let mut call = self.invocation(&PROMOTE, queue);
-                let (grant, shrink) = self.pools.word(queue);
+                let (grant, shrink, signal) = self.pools.word(queue);
                 let (alarm, names) = self.alarms.argument(queue);
                 call.named("remaining", "")
                     .named("alarm", alarm)
                     .named("alarm_names", names)
                     .named("grant", grant)
-                    .named("shrink", shrink);
+                    .named("shrink", shrink)
+                    .named("pool_signal", signal);
                 (index, batch.stage(call))
             })
             .collect();
@@ -330,7 +331,8 @@ impl WaitingRoom {
                         .named("alarm", "")
                         .named("alarm_names", "")
                         .named("grant", "")
-                        .named("shrink", "");
+                        .named("shrink", "")
+                        .named("pool_signal", "");
                     (index, batch.stage(call))
                 })
                 .collect();

@@ -92,7 +92,7 @@ impl FromRedisValue for QueueSettings {
             u8,
             String,
             DoorSettings,
-            (RampReply, HealthSettings, String),
+            PaceSettingsReply,
         ) = FromRedisValue::from_redis_value(v)?;
         let access = serde_json::from_value(serde_json::Value::String(access.clone()))
             .map_err(|_| format!("settings hold access {access:?}"))?;
@@ -117,11 +117,14 @@ impl FromRedisValue for QueueSettings {
     }
 }
 
+/// `settings_reply`'s pace settings: `{capacity ramp, health, pool or ''}`.
+type PaceSettingsReply = (RampReply, HealthSettings, String);
+
 /// Configure's reply: `{settings in force, sold out before (0|1), mode before}`, or a
 /// schedule change refused: `{'invalid', field, why}` or `{'locked', why}`.
 enum ConfigureReply {
     Applied {
-        settings: QueueSettings,
+        settings: Box<QueueSettings>,
         was_sold_out: bool,
         was: Mode,
     },
@@ -163,7 +166,7 @@ impl FromRedisValue for ConfigureReply {
         let (settings, was_sold_out, was): (QueueSettings, u8, String) =
             FromRedisValue::from_redis_value(v)?;
         Ok(ConfigureReply::Applied {
-            settings,
+            settings: Box::new(settings),
             was_sold_out: was_sold_out == 1,
             was: serde_json::from_value(serde_json::Value::String(was.clone()))
                 .map_err(|_| format!("configure script returned mode {was:?}"))?,
@@ -424,7 +427,10 @@ impl WaitingRoom {
             ConfigureReply::Refused(err) => return Err(err),
         };
         let events = changed_events(queue, was_sold_out, was, &settings.availability);
-        Ok(Configured { settings, events })
+        Ok(Configured {
+            settings: *settings,
+            events,
+        })
     }
 
     /// `queue`'s page settings: one `HGET`, the defaults where none are set.
