@@ -24,6 +24,7 @@ mod door;
 mod ingest;
 mod memory;
 mod opening;
+mod pace;
 mod per_request;
 mod ranking_writes;
 mod reads;
@@ -138,6 +139,11 @@ const SECTIONS: &[Section] = &[
         name: "admission",
         full: true,
         run: |bench, report| Box::pin(admission::run(bench, report)),
+    },
+    Section {
+        name: "pace",
+        full: true,
+        run: |bench, report| Box::pin(pace::run(bench, report)),
     },
     Section {
         name: "opening",

@@ -304,3 +304,32 @@ async fn a_booking_health_level_for_a_pool_reaches_each_of_its_queues() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_pool_serves_at_most_its_most_queues_and_grants_the_others_nothing() {
+    let most = lineup::queue::pool::POOL_QUEUES_MAX;
+    let app = TestApp::spawn(&[]).await;
+    pool(&app, "PUT", "crowded", Some(&json!({"capacity": 1000}))).await;
+    let queues: Vec<String> = (0..=most).map(|i| format!("hall-{i:02}")).collect();
+    for queue in &queues {
+        put_settings(&app, queue, &json!({"pool": "crowded", "admitPerTick": 5})).await;
+        join(&app, queue, "first").await;
+    }
+    for _ in 0..4 {
+        tick(&app.stack).await;
+    }
+    let mut served = 0;
+    for queue in &queues {
+        served += usize::from(active(&app, queue).await == 1);
+    }
+    assert_eq!(
+        served, most,
+        "each served queue admitted its buyer; one queue was not served"
+    );
+    let shown = pool(&app, "GET", "crowded", None).await.body;
+    assert_eq!(
+        shown["allotments"].as_object().unwrap().len(),
+        most,
+        "{shown}"
+    );
+}

@@ -1,11 +1,15 @@
 -- A capacity pool's ledger (pool.rs), one hash under the pool's own hash tag: 'capacity' (the
 -- operator's), 'weights' (the operator's: one "queue weight" a line, '' or absent for none),
--- 'grant' (the number of the last grant, counting on from the ms the pool was made), and per
--- queue 'a:<queue>' = "places:grant" (the places the ledger counts for it and the number of
--- the grant that gave them) and 't:<queue>' (the ms of its last report).
+-- 'grant' (the number of the last grant, counting on from the ms the pool was made), 'signal'
+-- (a BookingHealth level for the whole pool, pool_signal.lua), and per queue 'a:<queue>' =
+-- "places:grant:seen" (the places the ledger counts for it, the number of the grant that gave
+-- them, and about when it last reported: rewritten when it is a quarter of stale_ms old, so a
+-- tick where nothing moves writes next to nothing).
 -- POOL: that hash. ARGV: keep_ms (the hash's TTL, renewed here), stale_ms (a queue that has
--- not reported for that long is out of the pool), then six per queue: queue, allotment, last
--- grant applied, live sessions, waiters, own capacity (promote.lua's report).
+-- not reported for that long is out of the pool), most (the most queues a pool serves: a
+-- queue beyond them is granted nothing), then one report per queue, "queue allotment
+-- applied active waiting capacity": its allotment, the last grant it applied, its live
+-- sessions, its waiters and its own capacity (promote.lua).
 -- The rule that keeps the pool within its capacity: a queue never holds more than the ledger
 -- counts for it. A grant raises the ledger's count first, and the queue's allotment only when
 -- the queue applies it (a grant with a higher number); the ledger lowers a queue's count only
@@ -14,22 +18,25 @@
 -- proportion to their waiters or, where the operator set weights, to the weights; each up to
 -- its own capacity and its live sessions plus its waiters. A queue that holds more than that
 -- is asked to shrink.
--- Returns {{queue, places, grant, shrink to ('' when none), the pool's BookingHealth signal
--- "level:sent ms" ('' when none, pool_signal.lua)}, ...}, one per report. A pool
--- without a capacity (never made, or deleted) grants nothing and asks every queue to shrink
--- to 0 (never below its live sessions).
+-- Returns {the pool's BookingHealth signal "level:sent ms" ('' when none), then one word per
+-- report: "queue places grant shrink", shrink '-' when none}. A pool without a capacity (never
+-- made, or deleted) grants nothing and asks every queue to shrink to 0 (never below its live
+-- sessions): its words are "queue - - 0".
 local POOL = KEYS[1]
-local keep_ms, stale_ms = ARGV[1], tonumber(ARGV[2])
-local reports_from = 3
+local keep_ms, stale_ms, most = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local reports_from = 4
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
-local order, reports = {}, {}
-for i = reports_from, #ARGV, 6 do
-  local queue = ARGV[i]
-  if not reports[queue] then order[#order + 1] = queue end
-  reports[queue] = {allot = tonumber(ARGV[i + 1]), applied = tonumber(ARGV[i + 2]),
-    active = tonumber(ARGV[i + 3]), waiting = tonumber(ARGV[i + 4]), cap = tonumber(ARGV[i + 5])}
+local reported, reports = {}, {}
+for i = reports_from, #ARGV do
+  local queue, allot, applied, active, waiting, cap =
+    string.match(ARGV[i], '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+)$')
+  if queue and not reports[queue] then
+    reported[#reported + 1] = queue
+    reports[queue] = {allot = tonumber(allot), applied = tonumber(applied),
+      active = tonumber(active), waiting = tonumber(waiting), cap = tonumber(cap)}
+  end
 end
 
 local all = redis.call('HGETALL', POOL)
@@ -42,19 +49,35 @@ for i = 1, #all, 2 do
   elseif field == 'weights' then weights_raw = value
   elseif field == 'signal' then signal = value
   else
-    local kind, queue = string.match(field, '^(%a):(.+)$')
-    if kind == 'a' then
-      local places, number = string.match(value, '^(%d+):(%d+)$')
-      ledger[queue] = {tonumber(places), tonumber(number)}
-    elseif kind == 't' then
-      seen[queue] = tonumber(value)
+    local queue = string.match(field, '^a:(.+)$')
+    if queue then
+      local places, number, at = string.match(value, '^(%d+):(%d+):(%d+)$')
+      if places then
+        ledger[queue] = {tonumber(places), tonumber(number)}
+        seen[queue] = tonumber(at)
+      end
     end
   end
 end
-local answers = {}
+local answers = {signal or ''}
 if not capacity then
-  for _, queue in ipairs(order) do answers[#answers + 1] = {queue, '', '', 0, ''} end
+  for _, queue in ipairs(reported) do answers[#answers + 1] = queue .. ' - - 0' end
   return answers
+end
+-- The queues served: those the ledger counts, and new ones while it counts fewer than `most`.
+-- A queue beyond them is granted nothing and asked to shrink to 0.
+local order, counted = {}, 0
+for _ in pairs(ledger) do counted = counted + 1 end
+for _, queue in ipairs(reported) do
+  if ledger[queue] then
+    order[#order + 1] = queue
+  elseif counted < most then
+    order[#order + 1] = queue
+    counted = counted + 1
+  else
+    reports[queue] = nil
+    answers[#answers + 1] = queue .. ' - - 0'
+  end
 end
 redis.call('PEXPIRE', POOL, keep_ms)
 grant = grant or NOW
@@ -66,23 +89,23 @@ for queue, weight in string.gmatch(weights_raw or '', '([^%s]+) (%d+)') do
 end
 
 local writes, gone = {}, {}
+-- Each reported queue's entry as read, to write only what changed.
+local was = {}
 -- A report after the ledger's last grant to the queue: a smaller allotment is a confirmed
 -- shrink, and the ledger counts no more than it.
 for _, queue in ipairs(order) do
   local report, entry = reports[queue], ledger[queue] or {0, 0}
+  was[queue] = {entry[1], entry[2], seen[queue]}
   if report.applied == entry[2] and report.allot < entry[1] then
     entry[1] = report.allot
   end
   ledger[queue] = entry
-  writes[#writes + 1] = 't:' .. queue
-  writes[#writes + 1] = NOW
 end
 -- A queue unheard of for stale_ms left the pool (or was retired): its count goes.
-for queue, entry in pairs(ledger) do
+for queue in pairs(ledger) do
   if not reports[queue] and (not seen[queue] or NOW - seen[queue] > stale_ms) then
     ledger[queue] = nil
     gone[#gone + 1] = 'a:' .. queue
-    gone[#gone + 1] = 't:' .. queue
   end
 end
 
@@ -137,7 +160,7 @@ end
 
 for _, queue in ipairs(order) do
   local entry = ledger[queue]
-  local shrink = ''
+  local shrink = '-'
   if entry[1] > target[queue] then
     shrink = target[queue]
   elseif entry[1] < target[queue] then
@@ -149,9 +172,13 @@ for _, queue in ipairs(order) do
       used = used - before + holds(queue)
     end
   end
-  writes[#writes + 1] = 'a:' .. queue
-  writes[#writes + 1] = string.format('%d:%d', entry[1], entry[2])
-  answers[#answers + 1] = {queue, entry[1], string.format('%d', entry[2]), shrink, signal or ''}
+  local before = was[queue]
+  if entry[1] ~= before[1] or entry[2] ~= before[2] or not before[3]
+      or NOW - before[3] >= stale_ms / 4 then
+    writes[#writes + 1] = 'a:' .. queue
+    writes[#writes + 1] = string.format('%d:%d:%d', entry[1], entry[2], NOW)
+  end
+  answers[#answers + 1] = string.format('%s %d %d %s', queue, entry[1], entry[2], shrink)
 end
 writes[#writes + 1] = 'grant'
 writes[#writes + 1] = string.format('%d', grant)

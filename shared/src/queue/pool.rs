@@ -31,8 +31,11 @@ use crate::error::Error;
 use crate::ids::{PoolId, QueueId};
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
+/// Most queues one pool serves: its ledger call stays within about half a millisecond of
+/// Redis time (`lineup-bench pace`). A queue beyond them is granted nothing.
+pub const POOL_QUEUES_MAX: usize = 16;
 /// Most queues one pool's weights name.
-pub const POOL_WEIGHTS_MAX: usize = 100;
+pub const POOL_WEIGHTS_MAX: usize = POOL_QUEUES_MAX;
 /// A queue's weight in its pool.
 pub const POOL_WEIGHT: Bounds = Bounds::new(1, 1_000);
 /// How long a pool lives without a tick or a change: renewed by every ledger call.
@@ -44,7 +47,7 @@ pub const POOL_STALE: Duration = Duration::from_secs(60);
 static LEDGER: NamedScript = NamedScript::new(
     std::sync::LazyLock::new(|| lua_script(include_str!("pool.lua"))),
     &["POOL"],
-    &["keep_ms", "stale_ms", "reports…"],
+    &["keep_ms", "stale_ms", "most", "reports…"],
 );
 
 /// Stores a BookingHealth level for a whole pool in its ledger hash.
@@ -263,30 +266,55 @@ impl FromRedisValue for PoolReportReply {
     }
 }
 
-/// The ledger's word for one queue: `{queue, places, grant number, shrink to or '', the
-/// pool's BookingHealth signal or ''}` (the first two `''` from a pool without a capacity).
+/// A ledger's answer: `{the pool's BookingHealth signal or '', then one word per queue,
+/// "queue places grant shrink"}`, `-` for none (places and grant `-` from a pool without a
+/// capacity, or for a queue beyond [`POOL_QUEUES_MAX`]).
+struct LedgerReply {
+    signal: String,
+    words: Vec<Word>,
+}
+
+/// The ledger's word for one queue: its grant (`places:number`, `''` when none) and the
+/// places to shrink to (`''` when none).
 struct Word {
     queue: String,
     grant: String,
     shrink: String,
-    signal: String,
 }
 
-impl FromRedisValue for Word {
+impl FromRedisValue for LedgerReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (queue, places, number, shrink, signal): (String, String, String, String, String) =
-            FromRedisValue::from_redis_value(v)?;
-        let grant = if places.is_empty() {
-            String::new()
-        } else {
-            format!("{places}:{number}")
-        };
-        Ok(Word {
-            queue,
-            grant,
-            shrink,
-            signal,
-        })
+        let mut parts: Vec<String> = FromRedisValue::from_redis_value(v)?;
+        if parts.is_empty() {
+            return Err("a ledger answer without its signal".into());
+        }
+        let signal = parts.remove(0);
+        let words = parts
+            .iter()
+            .map(|line| {
+                let fields: Vec<&str> = line.split(' ').collect();
+                let [queue, places, number, shrink] = fields.as_slice() else {
+                    return Err(ParsingError::from(format!("a ledger word {line:?}")));
+                };
+                let none = |field: &str| {
+                    if field == "-" {
+                        String::new()
+                    } else {
+                        field.to_owned()
+                    }
+                };
+                Ok(Word {
+                    queue: (*queue).to_owned(),
+                    grant: if *places == "-" {
+                        String::new()
+                    } else {
+                        format!("{places}:{number}")
+                    },
+                    shrink: none(shrink),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(LedgerReply { signal, words })
     }
 }
 
@@ -305,7 +333,7 @@ struct Watch {
 }
 
 /// The ledger calls a tick staged, one per pool.
-pub(super) struct StagedLedgers(Vec<Staged<Vec<Word>>>);
+pub(super) struct StagedLedgers(Vec<Staged<LedgerReply>>);
 
 impl PoolWatch {
     fn watch(&self) -> std::sync::MutexGuard<'_, Watch> {
@@ -332,28 +360,44 @@ impl PoolWatch {
         }
     }
 
-    /// Stages one ledger call per pool the known queues report to, with their reports.
+    /// Stages one ledger call per pool the known queues report to, with their reports: those
+    /// the ledger already counts (it answered them with a grant) first, then the others in
+    /// id order, at most [`POOL_QUEUES_MAX`]. So the queues a ledger counts always report.
     pub(super) fn stage_ledgers(&self, prefix: &str, batch: &mut Batch) -> StagedLedgers {
         let watch = self.watch();
-        let mut pools: BTreeMap<&PoolId, Vec<(&QueueId, &PoolReport)>> = BTreeMap::new();
+        let mut pools: BTreeMap<&PoolId, Vec<(bool, &QueueId, &PoolReport)>> = BTreeMap::new();
         for (queue, report) in &watch.reports {
-            pools.entry(&report.pool).or_default().push((queue, report));
+            let counted = watch
+                .words
+                .get(queue)
+                .is_some_and(|(grant, _, _)| !grant.is_empty());
+            pools
+                .entry(&report.pool)
+                .or_default()
+                .push((!counted, queue, report));
         }
         StagedLedgers(
             pools
                 .into_iter()
-                .map(|(pool, reports)| {
+                .map(|(pool, mut reports)| {
+                    reports.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
                     let mut call = ScriptCall::of(&LEDGER);
                     call.named_key("POOL", pool_key(prefix, pool))
                         .named("keep_ms", POOL_KEEP.as_millis() as u64)
-                        .named("stale_ms", POOL_STALE.as_millis() as u64);
-                    for (queue, report) in reports {
-                        call.named("reports", queue.as_str())
-                            .named("reports", report.allotment)
-                            .named("reports", report.applied)
-                            .named("reports", report.active)
-                            .named("reports", report.waiting)
-                            .named("reports", report.capacity);
+                        .named("stale_ms", POOL_STALE.as_millis() as u64)
+                        .named("most", POOL_QUEUES_MAX);
+                    for (_, queue, report) in reports.into_iter().take(POOL_QUEUES_MAX) {
+                        call.named(
+                            "reports",
+                            format!(
+                                "{queue} {} {} {} {} {}",
+                                report.allotment,
+                                report.applied,
+                                report.active,
+                                report.waiting,
+                                report.capacity
+                            ),
+                        );
                     }
                     batch.stage(call)
                 })
@@ -365,9 +409,10 @@ impl PoolWatch {
     pub(super) fn record(&self, staged: &StagedLedgers, replies: &[Value]) -> Result<(), Error> {
         let mut words = HashMap::new();
         for ledger in &staged.0 {
-            for word in ledger.read(replies)? {
+            let reply = ledger.read(replies)?;
+            for word in reply.words {
                 if let Ok(queue) = QueueId::parse(&word.queue) {
-                    words.insert(queue, (word.grant, word.shrink, word.signal));
+                    words.insert(queue, (word.grant, word.shrink, reply.signal.clone()));
                 }
             }
         }
