@@ -12,7 +12,7 @@ use lineup_tests::queue::{assert_kind, join, leave, put_settings, summary};
 use lineup_tests::TestApp;
 use serde_json::{json, Value};
 
-use crate::local_stack::{send, serve};
+use crate::local_stack::{post_events, serve};
 
 /// A `BookingHealth` event for `queues` at `level`, sent at `sent`.
 fn health(queues: &[&str], level: f64, sent: DateTime<Utc>) -> Value {
@@ -437,24 +437,11 @@ async fn the_local_stack_takes_health_and_alarm_events() {
         {"detail-type": "BookingHealth", "source": "lineup.payments", "time": Utc::now().to_rfc3339(),
             "detail": {"pool": "main", "queueIds": ["local"], "level": 1}},
     ]);
-    let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;
-    assert_eq!(status, 200, "{body}");
-    let results: Value = serde_json::from_str(&body).unwrap();
-    let outcomes: Vec<&str> = results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["result"].as_str().unwrap())
-        .collect();
+    let results = post_events(addr, &batch).await;
+    let outcomes: Vec<&str> = results.iter().map(|(result, _)| result.as_str()).collect();
     assert_eq!(outcomes, ["applied", "applied", "rejected", "rejected"]);
-    assert!(results["results"][2]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("level"));
-    assert!(results["results"][3]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("pool"));
+    assert!(results[2].1.contains("level"), "{results:?}");
+    assert!(results[3].1.contains("pool"), "{results:?}");
     assert_eq!(
         summary(&app, "local").await.body["pace"]["health"]["reason"],
         "booking"

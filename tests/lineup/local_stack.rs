@@ -136,6 +136,27 @@ async fn the_local_stack_serves_the_queue_flow_over_http() {
     server.abort();
 }
 
+/// `POST /events` with `batch`: each event's result and reason (`''` when none).
+pub(crate) async fn post_events(
+    addr: std::net::SocketAddr,
+    batch: &Value,
+) -> Vec<(String, String)> {
+    let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;
+    assert_eq!(status, 200, "{body}");
+    let results: Value = serde_json::from_str(&body).unwrap();
+    results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["result"].as_str().unwrap().to_owned(),
+                r["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn the_local_stack_runs_the_schedules_and_takes_events() {
     let app = TestApp::spawn(&[
@@ -184,25 +205,12 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
     let mut elsewhere = event("p3");
     elsewhere["source"] = serde_json::json!("aws.ec2");
     let batch = serde_json::json!([event("p1"), event("p1"), {"detail-type": "PaymentCompleted", "source": "lineup.payments", "detail": {}}, elsewhere]);
-    let (status, _, body) = send(addr, "POST", "/events", Some(&batch.to_string())).await;
-    assert_eq!(status, 200);
-    let results: Value = serde_json::from_str(&body).unwrap();
-    let outcomes: Vec<&str> = results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["result"].as_str().unwrap())
-        .collect();
+    let results = post_events(addr, &batch).await;
+    let outcomes: Vec<&str> = results.iter().map(|(result, _)| result.as_str()).collect();
     assert_eq!(outcomes, ["applied", "duplicate", "rejected", "ignored"]);
-    assert!(results["results"][2]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("paymentId"));
+    assert!(results[2].1.contains("paymentId"));
     // An ignored event is reported as the Lambda function answers an ignored invocation.
-    assert!(results["results"][3]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("aws.ec2"));
+    assert!(results[3].1.contains("aws.ec2"));
     let (status, _, body) = send(addr, "POST", "/events", Some(&event("p2").to_string())).await;
     assert_eq!(
         (
