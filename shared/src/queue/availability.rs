@@ -7,7 +7,9 @@
 //! `QueueSoldOut`, `QueueClosed`, `QueueOpened`.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
+use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
@@ -183,22 +185,38 @@ struct SoldOutDetail {
     message: Option<String>,
 }
 
+/// An event's detail and the envelope's `time`.
+pub(super) type Received<D> = (D, Option<DateTime<Utc>>);
+
+/// The detail of `event` (an EventBridge envelope as JSON) and its `time`, when it is a
+/// `detail_type` from `source`; `None` for any other event. A malformed one is
+/// [`Error::Invalid`]. Each event the waiting room takes in is read through here.
+pub(super) fn detail_of<D: DeserializeOwned>(
+    event: &serde_json::Value,
+    detail_type: &str,
+    source: &str,
+) -> Result<Option<Received<D>>, Error> {
+    if event.get("detail-type").and_then(serde_json::Value::as_str) != Some(detail_type)
+        || event.get("source").and_then(serde_json::Value::as_str) != Some(source)
+    {
+        return Ok(None);
+    }
+    let envelope: EventBridgeEvent<serde_json::Value> = serde_json::from_value(event.clone())
+        .map_err(|err| Error::invalid("event", format!("not an EventBridge event: {err}")))?;
+    let detail = serde_path_to_error::deserialize(envelope.detail)
+        .map_err(|err| Error::invalid_at("detail", err))?;
+    Ok(Some((detail, envelope.time)))
+}
+
 impl SoldOutNotice {
     /// The notice `event` (an EventBridge envelope as JSON) carries, when it is an
     /// `InventorySoldOut` from `source`; `None` for any other event. A malformed one is
     /// [`Error::Invalid`].
     pub fn from_event(event: &serde_json::Value, source: &str) -> Result<Option<Self>, Error> {
-        if event.get("detail-type").and_then(serde_json::Value::as_str) != Some(INVENTORY_SOLD_OUT)
-            || event.get("source").and_then(serde_json::Value::as_str) != Some(source)
-        {
+        let Some((detail, _)) = detail_of::<SoldOutDetail>(event, INVENTORY_SOLD_OUT, source)?
+        else {
             return Ok(None);
-        }
-        let envelope: EventBridgeEvent<serde_json::Value> = serde_json::from_value(event.clone())
-            .map_err(|err| {
-            Error::invalid("event", format!("not an EventBridge event: {err}"))
-        })?;
-        let detail: SoldOutDetail = serde_path_to_error::deserialize(envelope.detail)
-            .map_err(|err| Error::invalid_at("detail", err))?;
+        };
         Ok(Some(SoldOutNotice {
             queue: QueueId::parse(&detail.queue_id)?,
             message: detail.message.as_deref().map(message).transpose()?,

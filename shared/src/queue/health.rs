@@ -18,12 +18,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
+use super::availability::detail_of;
 use super::{WaitingRoom, HEALTH};
 use crate::bounds::Bounds;
 use crate::error::Error;
@@ -236,15 +236,10 @@ impl HealthNotice {
     /// `BookingHealth` from `source`; `None` for any other event. A malformed one is
     /// [`Error::Invalid`].
     pub fn from_event(event: &serde_json::Value, source: &str) -> Result<Option<Self>, Error> {
-        if event.get("detail-type").and_then(serde_json::Value::as_str) != Some(BOOKING_HEALTH)
-            || event.get("source").and_then(serde_json::Value::as_str) != Some(source)
-        {
+        let Some((detail, time)) = detail_of::<HealthDetail>(event, BOOKING_HEALTH, source)? else {
             return Ok(None);
-        }
-        let envelope = envelope(event)?;
-        let sent = sent_at(&envelope)?;
-        let detail: HealthDetail = serde_path_to_error::deserialize(envelope.detail)
-            .map_err(|err| Error::invalid_at("detail", err))?;
+        };
+        let sent = sent_at(time)?;
         let target = match (detail.queue_ids, detail.pool) {
             (Some(ids), None) => {
                 if ids.is_empty() || ids.len() > HEALTH_QUEUES_MAX {
@@ -292,17 +287,9 @@ impl HealthNotice {
     }
 }
 
-/// The EventBridge envelope of `event`.
-fn envelope(event: &serde_json::Value) -> Result<EventBridgeEvent<serde_json::Value>, Error> {
-    serde_json::from_value(event.clone())
-        .map_err(|err| Error::invalid("event", format!("not an EventBridge event: {err}")))
-}
-
 /// The envelope's `time`, which orders one signal against the next.
-fn sent_at(envelope: &EventBridgeEvent<serde_json::Value>) -> Result<DateTime<Utc>, Error> {
-    envelope
-        .time
-        .ok_or_else(|| Error::invalid("time", "the event says when it was sent"))
+fn sent_at(time: Option<DateTime<Utc>>) -> Result<DateTime<Utc>, Error> {
+    time.ok_or_else(|| Error::invalid("time", "the event says when it was sent"))
 }
 
 /// A CloudWatch alarm's state, as a health level.
@@ -353,15 +340,12 @@ impl AlarmNotice {
     /// The notice `event` carries, when it is an alarm state change from CloudWatch; `None`
     /// for any other event. A malformed one is [`Error::Invalid`].
     pub fn from_event(event: &serde_json::Value) -> Result<Option<Self>, Error> {
-        if event.get("detail-type").and_then(serde_json::Value::as_str) != Some(ALARM_STATE_CHANGE)
-            || event.get("source").and_then(serde_json::Value::as_str) != Some(ALARM_SOURCE)
-        {
+        let Some((detail, time)) =
+            detail_of::<AlarmDetail>(event, ALARM_STATE_CHANGE, ALARM_SOURCE)?
+        else {
             return Ok(None);
-        }
-        let envelope = envelope(event)?;
-        let sent = sent_at(&envelope)?;
-        let detail: AlarmDetail = serde_path_to_error::deserialize(envelope.detail)
-            .map_err(|err| Error::invalid_at("detail", err))?;
+        };
+        let sent = sent_at(time)?;
         let state = match detail.state.value.as_str() {
             "ALARM" => AlarmState::Alarm,
             "OK" => AlarmState::Ok,
