@@ -20,6 +20,7 @@ mod boards;
 mod capacity;
 mod cold_start;
 mod coupons;
+mod dedupe;
 mod door;
 mod ingest;
 mod memory;
@@ -114,6 +115,11 @@ const SECTIONS: &[Section] = &[
         name: "ranking-writes",
         full: true,
         run: |bench, report| Box::pin(ranking_writes::run(bench, report)),
+    },
+    Section {
+        name: "dedupe",
+        full: true,
+        run: |bench, report| Box::pin(dedupe::run(bench, report)),
     },
     Section {
         name: "boards",

@@ -121,8 +121,8 @@ pub struct DoorKey(String);
 
 impl DoorKey {
     pub fn derive(token_key: &TokenKey) -> Self {
-        DoorKey(hex(
-            &token_key.derive(b"lineup door: ALTCHA challenge signatures")
+        DoorKey(hex::encode(
+            token_key.derive(b"lineup door: ALTCHA challenge signatures"),
         ))
     }
 
@@ -391,10 +391,6 @@ impl Counted {
             _ => None,
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -102,10 +102,7 @@ async fn everything_stored(app: &TestApp) -> Vec<String> {
 }
 
 fn sha256_hex(code: &str) -> String {
-    Sha256::digest(code.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(code.as_bytes()))
 }
 
 /// `access` is a setting like any other: set, read back in the settings and the summary,

@@ -32,6 +32,7 @@ mod queue;
 mod queue_events;
 mod ranking_reads;
 mod rankings;
+mod records;
 mod replan;
 mod replay;
 mod samples;

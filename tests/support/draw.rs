@@ -30,17 +30,6 @@ pub async fn until(at: DateTime<Utc>) {
     }
 }
 
-pub fn hex_decode(hex: &str) -> Vec<u8> {
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The first 52 bits (big-endian) of HMAC-SHA256(key = the seed's bytes, message = the user id).
 pub fn draw_value(seed: &[u8], user: &str) -> u64 {
     let mut mac = Hmac::<Sha256>::new_from_slice(seed).expect("any key length");
@@ -74,11 +63,11 @@ pub fn draw_order(seed: &[u8], users: &[String]) -> Vec<String> {
 /// The seed a draw (as the summary or a `QueueOpened` event shows it) reveals, after checking
 /// it against the commitment published before.
 pub fn revealed_seed(draw: &serde_json::Value, commitment: &str) -> Vec<u8> {
-    let seed = hex_decode(draw["seed"].as_str().expect("seed revealed"));
+    let seed = hex::decode(draw["seed"].as_str().expect("seed revealed")).expect("the seed in hex");
     assert_eq!(seed.len(), 32);
     assert_eq!(draw["seedSha256"], commitment, "{draw}");
     assert_eq!(
-        hex(&Sha256::digest(&seed)),
+        hex::encode(Sha256::digest(&seed)),
         commitment,
         "the seed revealed is the one committed to"
     );

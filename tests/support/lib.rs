@@ -48,6 +48,8 @@ pub const STRANGER_KEYS: &str = include_str!("../fixtures/admission/stranger.jso
 
 pub struct TestApp {
     pub config: Config,
+    /// The variables `config` was read from.
+    vars: HashMap<String, String>,
     pub stack: Stack,
     /// Every EMF line the functions wrote.
     pub metrics: MetricsSink,
@@ -374,8 +376,9 @@ impl TestApp {
         for (k, v) in vars {
             all.insert(k.to_string(), v.to_string());
         }
+        let read = all.clone();
         let config =
-            Config::from_lookup(move |name| all.get(name).cloned(), SecretPolicy::Required)
+            Config::from_lookup(move |name| read.get(name).cloned(), SecretPolicy::Required)
                 .expect("test config");
         let mut started = Started::connect(config.clone(), &url, Publishing::Nothing)
             .await
@@ -409,6 +412,7 @@ impl TestApp {
         };
         TestApp {
             config,
+            vars: all,
             stack,
             metrics,
             redis,
@@ -425,6 +429,24 @@ impl TestApp {
     /// and publisher, on a new connection opened the way cold start opens it.
     pub async fn new_container(&mut self) {
         self.stack = self.another_container().await;
+    }
+
+    /// The functions as an operator's redeploy with `vars` changed starts them: the same
+    /// server and key prefix, the other settings as before, on a connection of their own.
+    pub async fn redeployed(&self, vars: &[(&str, &str)]) -> Stack {
+        let mut all = self.vars.clone();
+        for (k, v) in vars {
+            all.insert(k.to_string(), v.to_string());
+        }
+        let config =
+            Config::from_lookup(move |name| all.get(name).cloned(), SecretPolicy::Required)
+                .expect("redeployed config");
+        let url = config.redis.url.clone().expect("REDIS_URL is set");
+        let mut started = Started::connect(config, &url, Publishing::Nothing)
+            .await
+            .expect("connect");
+        started.publisher = self.stack.queue_api.publisher.clone();
+        Stack::new(&started, self.metrics.clone()).expect("redeployed settings")
     }
 
     /// The functions of another container beside this one: the same settings and

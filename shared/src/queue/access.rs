@@ -80,7 +80,7 @@ impl AccessCode {
     fn mint() -> Self {
         let mut bytes = [0u8; 16];
         rand::rng().fill_bytes(&mut bytes);
-        AccessCode(hex(&bytes))
+        AccessCode(hex::encode(bytes))
     }
 
     pub fn as_str(&self) -> &str {
@@ -89,7 +89,7 @@ impl AccessCode {
 
     /// What Redis holds of it: its SHA-256, 64 lowercase hex digits.
     pub(crate) fn hash(&self) -> String {
-        hex(&Sha256::digest(self.0.as_bytes()))
+        hex::encode(Sha256::digest(self.0.as_bytes()))
     }
 }
 
@@ -98,10 +98,6 @@ impl std::fmt::Debug for AccessCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("AccessCode(…)")
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The answer of the routes that edit a list of buyers (access, priority).

@@ -136,22 +136,17 @@ impl DrawSeed {
 
     /// The seed as 64 lowercase hex digits.
     pub fn hex(&self) -> String {
-        hex(&self.0)
+        hex::encode(self.0)
     }
 
     /// The commitment: SHA-256 of the seed's 32 bytes, as 64 lowercase hex digits.
     pub fn commitment(&self) -> String {
-        hex(&Sha256::digest(self.0))
+        hex::encode(Sha256::digest(self.0))
     }
 
     fn from_hex(raw: &str) -> Option<Self> {
-        if raw.len() != 64 {
-            return None;
-        }
         let mut bytes = [0u8; 32];
-        for (i, byte) in bytes.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(raw.get(2 * i..2 * i + 2)?, 16).ok()?;
-        }
+        hex::decode_to_slice(raw, &mut bytes).ok()?;
         Some(DrawSeed(bytes))
     }
 
@@ -166,10 +161,6 @@ impl DrawSeed {
         first.copy_from_slice(&digest[..8]);
         u64::from_be_bytes(first) >> 12
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The seeds a container has learnt, by queue: (commitment, seed). Bounded; a seed replaced
@@ -256,7 +247,7 @@ mod tests {
         let mac = {
             let mut mac = Hmac::<Sha256>::new_from_slice(&[0u8; 32]).unwrap();
             mac.update(b"alice");
-            hex(&mac.finalize().into_bytes())
+            hex::encode(mac.finalize().into_bytes())
         };
         assert_eq!(value_hex(seed.value(&user)), mac[..7]);
         assert_eq!(value_hex(seed.value(&user)), "ce3837f");

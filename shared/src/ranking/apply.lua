@@ -1,21 +1,21 @@
 -- Applies a batch of ranking commands atomically, after boards.lua's helpers, windows.lua's
--- rolling and trending writes and fold.lua. Payments and refunds are recorded here (dedupe,
--- the payment record, refunds waiting for their payment) and queued for the fold, which
--- then runs within BUDGET board writes: what it leaves waits for the next call or tick.
--- Cancellations and details apply at once. Keys (apply.rs APPLY names them too): DETAILS,
--- PAGES and FOLD (boards.lua, fold.lua), then every key a command names, given only so that
--- a cluster routes the call (the script reaches those through the commands). Every key
--- named carries the {rk} hash tag. The fold reaches the boards an entry, the
--- payment record or the concert index names, which carry the same tag. Scores are negated seats (rate
--- boards: negated millionths). Returns one outcome per command: a word, then ': ' and a
--- reason for those that have one.
+-- rolling and trending writes, record.lua and fold.lua. Payments and refunds are recorded
+-- here (dedupe, the payment record, refunds waiting for their payment) and queued for the
+-- fold, which then runs within BUDGET board writes: what it leaves waits for the next call
+-- or tick. Cancellations and details apply at once. Keys (apply.rs APPLY names them too):
+-- DETAILS, PAGES and FOLD (boards.lua, fold.lua), then every key a command names, given only
+-- so that a cluster routes the call (the script reaches those through the commands). Every
+-- key named carries the {rk} hash tag. The fold reaches the boards an entry, the payment
+-- record or the concert index names, and the record groups, which carry the same tag.
+-- Scores are negated seats (rate boards: negated millionths). Returns one outcome per
+-- command: a word, then ': ' and a reason for those that have one.
 -- Arguments: the dedupe window in seconds; how far ahead of the server clock a payment's or
 -- an update's time may be, in ms; most refunds that may wait for one payment; the window
--- templates (windows.lua); the fold's budget; then one JSON command each, a payment's
--- followed by its fold entry.
+-- templates (windows.lua); where records live (REC: record.lua, record.rs); the fold's
+-- budget; then one JSON command each, a payment's followed by its fold entry's shape.
 local TTL, SKEW_MS, MAX_PENDING = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local WIN, BUDGET = cjson.decode(ARGV[4]), tonumber(ARGV[5])
-local commands_from = 6
+local WIN, REC, BUDGET = cjson.decode(ARGV[4]), cjson.decode(ARGV[5]), tonumber(ARGV[6])
+local commands_from = 7
 
 -- Fold entries of this call, pushed at once before the fold.
 local queued = {}
@@ -40,11 +40,21 @@ end
 
 local function pay(op, fold_text)
   local contents = payment_contents(op)
-  local seen = redis.call('HMGET', op.record, 'concert', 'contents')
+  op.field = record_field(op.record)
+  local group, first = find_record(REC, op, NOW)
+  if group then
+    if first.concert == op.fpc and first.seats == op.seats and
+        first.genres == table.concat(op.genres, ',') then
+      return 'duplicate'
+    end
+    return 'conflict: paymentId was first delivered with ' ..
+      (first.concert == op.fpc and 'concertId=' .. op.concert or 'another concertId') ..
+      ' seats=' .. first.seats .. ' genres=' .. first.genres .. ', now with ' .. contents
+  end
+  -- A record of the old layout, one hash per payment, until those have expired.
+  local seen = redis.call('HMGET', op.legacy, 'concert', 'contents')
   if seen[1] then
     -- A record without contents (written before records kept them) has none to compare.
-    -- Records end after the dedupe window, so this branch can go one window after every
-    -- deployment writes contents.
     if not seen[2] or seen[2] == contents then return 'duplicate' end
     return 'conflict: paymentId was first delivered with ' .. seen[2] .. ', now with ' .. contents
   end
@@ -63,9 +73,12 @@ local function pay(op, fold_text)
     refunded = take_pending(op)
   end
   local seats = op.seats - math.min(op.seats, refunded)
-  redis.call('HSET', op.record, 'concert', op.concert, 'seats', seats, 'contents', contents)
-  redis.call('EXPIRE', op.record, TTL)
-  if seats > 0 then queued[#queued + 1] = 'P ' .. seats .. ' ' .. fold_text end
+  group = write_record(REC, op, {concert = op.fpc, seats = op.seats, left = seats, counted = 0,
+    day = op.day, week = op.week, b = op.b, k = op.k, w = op.w,
+    genres = table.concat(op.genres, ',')}, NOW, TTL)
+  if seats > 0 then
+    queued[#queued + 1] = table.concat({'p', seats, group, op.record, fold_text}, ' ')
+  end
   return 'applied'
 end
 
@@ -79,8 +92,10 @@ local function refund(op)
     if seen == '1' or seen == contents then return 'duplicate' end
     return 'conflict: refund was first delivered with ' .. seen .. ', now with ' .. contents
   end
-  local record = redis.call('HMGET', op.record, 'concert', 'seats')
-  if not record[1] then
+  op.field = record_field(op.record)
+  local group, record = find_record(REC, op, NOW)
+  local legacy = not group and redis.call('HMGET', op.legacy, 'concert', 'seats')
+  if legacy and not legacy[1] then
     -- The payment has not landed yet: the refund waits for it.
     if redis.call('HLEN', op.pending) >= MAX_PENDING then
       return 'refused: ' .. MAX_PENDING .. ' refunds already wait for this payment'
@@ -90,12 +105,19 @@ local function refund(op)
     redis.call('SET', op.dedupe, contents, 'EX', TTL)
     return 'pending'
   end
-  if record[1] ~= op.concert then return 'ignored: concertId differs from the payment' end
+  if (group and record.concert ~= op.fpc) or (legacy and legacy[1] ~= op.concert) then
+    return 'ignored: concertId differs from the payment'
+  end
   redis.call('SET', op.dedupe, contents, 'EX', TTL)
-  local seats = math.min(op.seats, tonumber(record[2]))
+  local seats = math.min(op.seats, group and record.left or tonumber(legacy[2]))
   if seats <= 0 then return 'ignored: payment already fully refunded' end
-  redis.call('HINCRBY', op.record, 'seats', -seats)
-  queued[#queued + 1] = table.concat({'R', seats, op.concert, op.record, op.cancelled}, ' ')
+  if group then
+    update_record(group, op.field, function(r) r.left = r.left - seats end)
+    queued[#queued + 1] = table.concat({'r', seats, op.concert, group, op.record, op.cancelled}, ' ')
+  else
+    redis.call('HINCRBY', op.legacy, 'seats', -seats)
+    queued[#queued + 1] = table.concat({'R', seats, op.concert, op.legacy, op.cancelled}, ' ')
+  end
   return 'applied'
 end
 

@@ -13,6 +13,7 @@ use serde_json::json;
 use super::events::Command;
 use super::keys::Board;
 use super::period::{local_day, Period};
+use super::record::{calendar_day, concert_fingerprint, RecordRef};
 use super::windows::{bucket_of, LAST_24H, LAST_7D};
 use super::{Rankings, FOLD_PRELUDES};
 use crate::error::Error;
@@ -29,6 +30,7 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "SKEW_MS",
         "MAX_PENDING",
         "WIN",
+        "REC",
         "BUDGET",
         "commands…",
     ],
@@ -142,12 +144,13 @@ impl Rankings {
                     .named_key("DETAILS", &details)
                     .named_key("PAGES", &pages)
                     .named_key("FOLD", &fold);
-                let mut keys = vec![self.windows_state_key()];
+                let mut keys = vec![self.windows_state_key(), self.records_index_key()];
                 invocation
                     .named("TTL", self.settings.dedupe.as_secs())
                     .named("SKEW_MS", FUTURE_SKEW.as_millis() as u64)
                     .named("MAX_PENDING", MAX_PENDING_REFUNDS)
                     .named("WIN", self.window_templates().to_string())
+                    .named("REC", self.records_config().to_string())
                     .named("BUDGET", FOLD_BUDGET_APPLY);
                 for command in chunk {
                     let (op, fold) = self.op(command, &mut keys);
@@ -192,18 +195,28 @@ impl Rankings {
                 genres,
                 completed_at,
             } => {
-                let record = keys.note(self.key(&format!("payment:{payment}")));
-                let fold = self.fold_entry(&mut keys, &record, concert, genres, *completed_at);
+                let record = RecordRef::of(payment);
+                let fold = self.fold_entry(&mut keys, concert, genres, *completed_at);
+                let (day, week) = calendar_day(local_day(*completed_at, self.settings.time_zone));
+                let [first, _] = self.trend().generations_for(*completed_at);
                 let genres: Vec<&str> = genres.iter().map(Genre::as_str).collect();
                 let op = json!({
                     "op": "pay",
-                    "record": record,
+                    "record": record.field,
+                    "slot": record.slot,
+                    "fpc": concert_fingerprint(concert),
+                    "legacy": keys.note(self.legacy_record_key(payment)),
                     "pending": keys.note(self.pending_key(payment)),
                     "cancelled": self.key(&format!("concert:{concert}:cancelled")),
                     "concert": concert.as_str(),
                     "seats": seats,
                     "genres": genres,
                     "at": completed_at.timestamp_millis(),
+                    "day": day,
+                    "week": week,
+                    "b": bucket_of(*completed_at),
+                    "k": first.index,
+                    "w": first.weight,
                 });
                 return (op, Some(fold));
             }
@@ -217,9 +230,13 @@ impl Rankings {
                     Some(refund) => format!("refund:r:{refund}"),
                     None => format!("refund:p:{payment}"),
                 };
+                let record = RecordRef::of(payment);
                 json!({
                     "op": "refund",
-                    "record": keys.note(self.key(&format!("payment:{payment}"))),
+                    "record": record.field,
+                    "slot": record.slot,
+                    "fpc": concert_fingerprint(concert),
+                    "legacy": keys.note(self.legacy_record_key(payment)),
                     "pending": keys.note(self.pending_key(payment)),
                     "dedupe": keys.note(self.key(&dedupe)),
                     "cancelled": keys.note(self.key(&format!("concert:{concert}:cancelled"))),
@@ -255,14 +272,14 @@ impl Rankings {
         (op, None)
     }
 
-    /// A payment's entry in the fold queue (`fold.lua`), noting every key the fold may
-    /// write: words, as no key or id holds a space. First what is the payment's own, then its
-    /// shape, which the payments of one concert in one bucket share: the concert's index and
-    /// cancellation, the bucket, the genres, and each board with its expiry.
+    /// A payment's entry in the fold queue (`fold.lua`) after its record, which the script
+    /// puts first, noting every key the fold may write: words, as no key or id holds a
+    /// space. First its weights, then its shape, which the payments of one concert in one
+    /// bucket share: the concert's index and cancellation, the bucket, the genres, and each
+    /// board with its expiry.
     fn fold_entry(
         &self,
         keys: &mut Noted,
-        record: &str,
         concert: &ConcertId,
         genres: &[Genre],
         completed_at: DateTime<Utc>,
@@ -283,7 +300,7 @@ impl Rankings {
             .collect::<Vec<_>>()
             .join(",");
         let mut fold = format!(
-            "{record} {} {concert} {index} {cancelled} {} {bucket} {}",
+            "{} {concert} {index} {cancelled} {} {bucket} {}",
             if weights.is_empty() { "-" } else { &weights },
             if csv.is_empty() { "-" } else { &csv },
             boards.len()

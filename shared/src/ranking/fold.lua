@@ -1,17 +1,23 @@
--- The fold: puts recorded payments and refunds on the boards. Concatenated after boards.lua
--- and windows.lua, and followed by apply.lua (which records events and then folds) or
--- fold_tick.lua (the tick). FOLD is the fold queue, a list: apply.lua pushes one entry
--- per payment or refund it records, and the fold takes entries off its head, oldest first,
--- within a budget of board writes. Its tallies (boards.lua) add up the entries of one call
--- per (board, concert), so a burst of sales of one concert writes each board once.
--- Entries, words as Rust built them (apply.rs; no key or id holds a space):
---   'P <seats> <record> <weights> <shape>': a payment's seats (after the refunds that
---     waited for it), its record, its weight on each trending generation of its shape
---     (comma-separated, '-' for none), then its shape: '<concert> <index> <cancelled>
---     <genres,…|-> <b> <n> <board> <expires at>…(n pairs) <trending board> <expires at>…',
---     the keys it names, its rolling bucket, its calendar boards and its trending
---     generations. Payments of one concert in one bucket share their shape;
---   'R <seats> <concert> <record key> <cancelled key>': a refund of seats.
+-- The fold: puts recorded payments and refunds on the boards. Concatenated after boards.lua,
+-- windows.lua and record.lua, and followed by apply.lua (which records events and then
+-- folds) or fold_tick.lua (the tick). FOLD is the fold queue, a list: apply.lua pushes one
+-- entry per payment or refund it records, and the fold takes entries off its head, oldest
+-- first, within a budget of board writes. Its tallies (boards.lua) add up the entries of one
+-- call per (board, concert), so a burst of sales of one concert writes each board once.
+-- Entries, words (no key or id holds a space):
+--   'p <seats> <group> <field> <weights> <shape>': a payment's seats (after the refunds that
+--     waited for it), its record (record.lua: the group and the field in hex), its weight
+--     on each trending generation of its shape (comma-separated, '-' for none), then its
+--     shape as Rust built it (apply.rs): '<concert> <index> <cancelled> <genres,…|-> <b> <n>
+--     <board> <expires at>…(n pairs) <trending board> <expires at>…', the keys it names,
+--     its rolling bucket, its calendar boards (the overall ones first, in Period::ALL's
+--     order, then each genre's) and its trending generations. Payments of one concert in
+--     one bucket share their shape;
+--   'r <seats> <concert> <group> <field> <cancelled key>': a refund of seats;
+--   'P <seats> <record key> <weights> <shape>' and 'R <seats> <concert> <record key>
+--     <cancelled key>': the same for a record of the old layout, one hash per payment
+--     (queued by an older version, or a refund of a payment it recorded). They can go one
+--     dedupe window after every deployment writes today's records.
 -- The list is deleted by Redis when the fold empties it.
 local FOLD = KEYS[3]
 local clock = redis.call('TIME')
@@ -89,9 +95,7 @@ local function payment_op(text)
   for word in string.gmatch(text, '%S+') do words[#words + 1] = word end
   local op = {concert = words[1], index = words[2], cancelled = words[3], genres = {},
     b = tonumber(words[5]), boards = {}, trend = {}}
-  if words[4] ~= '-' then
-    for g in string.gmatch(words[4], '[^,]+') do op.genres[#op.genres + 1] = g end
-  end
+  if words[4] ~= '-' then op.genres = split_genres(words[4]) end
   local i = 7
   for _ = 1, tonumber(words[6]) do
     op.boards[#op.boards + 1] = {words[i], tonumber(words[i + 1])}
@@ -113,6 +117,21 @@ local indexed = {}
 -- refund and at the end. So a burst of sales of one concert costs each of them little
 -- more than its record.
 local shapes, shape_order = {}, {}
+
+-- The record's `counted` bits (record.lua) for a shape: the calendar periods whose overall
+-- board is within its retention, the windows that hold its bucket, the live generations.
+local function counted_bits(op, windows)
+  local bits = 0
+  for i = 1, 4 do
+    local board = op.boards[i]
+    if board and (board[2] == 0 or board[2] > NOW) then
+      bits = bits + COUNTED_PERIODS * 2 ^ (i - 1)
+    end
+  end
+  for i in pairs(windows.windows) do bits = bits + COUNTED_WINDOWS * 2 ^ (i - 1) end
+  for _, gen in ipairs(windows.trend) do bits = bits + COUNTED_TREND * 2 ^ (gen.at - 1) end
+  return bits
+end
 
 -- Reads a shape: where it counts (calendar boards within retention, windows that hold its
 -- bucket, live trending generations), and lists those boards in the concert index.
@@ -158,11 +177,13 @@ local function new_shape(op, win)
   end
   if #listed > 0 then index_boards(op.index, listed, forever) end
   shape.boards, shape.counted, shape.windows = boards, table.concat(counted, ' '), windows
+  shape.bits = counted_bits(op, windows)
   for i in ipairs(windows.trend) do shape.weighed[i] = 0 end
   return shape
 end
 
--- Adds a payment to its shape, and notes on its record what a refund must take back.
+-- Adds a payment to its shape, and notes on its record where it counted: `record` is
+-- {group, field} for a record of today's layout, {key} for one of the old layout.
 local function fold_payment(shape, seats, record, weights, ttl)
   if shape.skip then return end
   shape.seats = shape.seats + seats
@@ -173,10 +194,14 @@ local function fold_payment(shape, seats, record, weights, ttl)
     note[#note + 1] = gen.key
     note[#note + 1] = weight
   end
-  redis.call('HSET', record, 'boards', shape.counted, 'windows', table.concat(note, ' '))
+  if record.group then
+    update_record(record.group, record.field, function(r) r.counted = shape.bits end)
+    return
+  end
+  redis.call('HSET', record.key, 'boards', shape.counted, 'windows', table.concat(note, ' '))
   -- The record was written with the dedupe window as its expiry; should it have ended
   -- before its fold, it ends again.
-  redis.call('EXPIRE', record, ttl, 'NX')
+  redis.call('EXPIRE', record.key, ttl, 'NX')
 end
 
 -- Tallies what each shape gathered since the last flush, then writes every tally.
@@ -197,20 +222,36 @@ local function flush()
   write_window_tallies()
 end
 
--- Takes a refund's seats back from the boards its payment was counted on. Returns the
--- board entries written.
-local function fold_refund(seats, concert, record, cancelled_key, win)
+-- Where a record of the old layout says its payment counted: its 'boards' (calendar board
+-- keys) and 'windows' note (windows.lua), as windows_refund reads it.
+local function legacy_counted_on(record)
+  local fields = redis.call('HMGET', record, 'boards', 'windows')
+  local counted = {calendar = {}, windows = {}, genres = {}, trend = {}}
+  for key in string.gmatch(fields[1] or '', '%S+') do counted.calendar[#counted.calendar + 1] = key end
+  if not fields[2] or fields[2] == '' then return counted end
+  local words = string.gmatch(fields[2], '%S+')
+  local mask, csv
+  counted.b, mask, csv = words(), words(), words()
+  for i = 1, #mask do counted.windows[i] = string.sub(mask, i, i) == '1' end
+  if csv ~= '-' then counted.genres = split_genres(csv) end
+  while true do
+    local key, weight = words(), words()
+    if not weight then break end
+    counted.trend[#counted.trend + 1] = {key, tonumber(weight)}
+  end
+  return counted
+end
+
+-- Takes a refund's seats back from the boards its payment was counted on, which
+-- `counted_on()` reads from the record. Returns the board entries written.
+local function fold_refund(seats, concert, cancelled_key, win, counted_on)
   if is_cancelled(cancelled_key) then return 0 end
   -- The payments gathered so far reach the boards first.
   flush()
-  local counted = redis.call('HMGET', record, 'boards', 'windows')
+  local counted = counted_on()
   local capacity = capacity_of(concert)
-  local written = 0
-  for key in string.gmatch(counted[1] or '', '%S+') do
-    uncount(key, concert, seats, capacity)
-    written = written + 1
-  end
-  return written + windows_refund(concert, win, counted[2], seats)
+  for _, key in ipairs(counted.calendar) do uncount(key, concert, seats, capacity) end
+  return #counted.calendar + windows_refund(concert, win, counted, seats)
 end
 
 -- Board writes a payment's shape costs: its calendar boards, and its rolling and trending
@@ -226,8 +267,17 @@ end
 local function fold_entry(entry, room, first, win, ttl)
   local kind, seats, rest = string.match(entry, '^(%a) (%d+) (.+)$')
   seats = tonumber(seats)
-  if kind == 'P' then
-    local record, weights_text, text = string.match(rest, '^(%S+) (%S+) (.+)$')
+  if kind == 'p' or kind == 'P' then
+    local record, weights_text, text
+    if kind == 'p' then
+      local group, field
+      group, field, weights_text, text = string.match(rest, '^(%S+) (%x+) (%S+) (.+)$')
+      record = {group = group, field = record_field(field)}
+    else
+      local key
+      key, weights_text, text = string.match(rest, '^(%S+) (%S+) (.+)$')
+      record = {key = key}
+    end
     local weights = {}
     for w in string.gmatch(weights_text, '[^,-]+') do weights[#weights + 1] = w end
     local shape, cost = shapes[text], SEEN_COST
@@ -241,9 +291,18 @@ local function fold_entry(entry, room, first, win, ttl)
     end
     fold_payment(shape, seats, record, weights, ttl)
     return cost
+  elseif kind == 'r' then
+    local concert, group, field, cancelled_key = string.match(rest, '^(%S+) (%S+) (%x+) (%S+)$')
+    return ENTRY_COST + fold_refund(seats, concert, cancelled_key, win, function()
+      local value = redis.call('HGET', group, record_field(field))
+      if not value then return {calendar = {}, windows = {}, genres = {}, trend = {}} end
+      return record_counted_on(decode_record(value), win)
+    end)
   elseif kind == 'R' then
     local concert, record, cancelled_key = string.match(rest, '^(%S+) (%S+) (%S+)$')
-    return ENTRY_COST + fold_refund(seats, concert, record, cancelled_key, win)
+    return ENTRY_COST + fold_refund(seats, concert, cancelled_key, win, function()
+      return legacy_counted_on(record)
+    end)
   end
   error('not a fold entry')
 end

@@ -1,11 +1,15 @@
 -- The tick's fold: folds what the apply calls left in the fold queue, after boards.lua,
--- windows.lua and fold.lua. Keys (tick.rs FOLD names them too): DETAILS, the page cache PAGES
--- (deleted when the call folds anything) and the fold queue FOLD, then the watermark hash,
--- which the fold reaches through the window templates. Arguments: the dedupe window in
--- seconds, the window templates (windows.lua) and the fold's budget of board writes.
+-- windows.lua, record.lua and fold.lua, and unlinks a payment record group in its last hour.
+-- Keys (tick.rs FOLD names them too): DETAILS, the page cache PAGES (deleted when the call
+-- folds anything) and the fold queue FOLD, then the watermark hash and the record index,
+-- which the call reaches through the window templates and REC. Arguments: the dedupe window
+-- in seconds, the window templates (windows.lua), where records live (REC: record.lua) and
+-- the fold's budget of board writes.
 -- Returns {entries folded, entries left, entries set aside in REJECTED}.
-local TTL, WIN, BUDGET = tonumber(ARGV[1]), cjson.decode(ARGV[2]), tonumber(ARGV[3])
+local TTL, WIN, REC = tonumber(ARGV[1]), cjson.decode(ARGV[2]), cjson.decode(ARGV[3])
+local BUDGET = tonumber(ARGV[4])
 local done = fold(BUDGET, WIN, TTL)
+sweep_group(REC, NOW)
 prune_indexes()
 flush_expiries()
 if done > 0 then forget_pages() end

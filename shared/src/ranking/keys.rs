@@ -113,7 +113,10 @@ impl Rankings {
     }
 
     /// What `windows.lua` and `roll.lua` need to name the window keys: the watermarks, the
-    /// genre infix and per window its bucket hashes (without the index) and overall board.
+    /// genre infix and per window its bucket hashes (without the index) and overall board;
+    /// and what `record.lua` needs to name the boards a record says its payment counted on:
+    /// a calendar board's key before its period, the calendar periods, and a trending
+    /// generation's key before its index.
     pub(crate) fn window_templates(&self) -> serde_json::Value {
         let window = |window: Window, period: Period| {
             json!({
@@ -130,6 +133,9 @@ impl Rankings {
             "state_keep": LAST_7D.keep_seconds() + MARGIN_SECONDS,
             "genre": ":genre:",
             "windows": [window(LAST_24H, Period::Last24h), window(LAST_7D, Period::Last7d)],
+            "calendar": self.key("board:"),
+            "periods": Period::ALL.map(Period::as_str),
+            "trending": self.key(&format!("board:{}:", Period::Trending)),
         })
     }
 

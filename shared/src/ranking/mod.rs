@@ -24,8 +24,9 @@
 //! by member name, gives most seats first and equal scores by `concertId` ascending.
 //!
 //! The module is split by concern: `keys.rs` names every key (boards, rates, the windows'
-//! watermarks, the fold queue, details, the page cache); `apply.rs` turns commands into one
-//! apply call per batch; `tick.rs` is the tick (the windows' roll and the fold); `read.rs`
+//! watermarks, the fold queue, details, the page cache); `record.rs` says where a payment's
+//! dedupe record lives and what it keeps (`record.lua` writes and reads it); `apply.rs` turns
+//! commands into one apply call per batch; `tick.rs` is the tick (the windows' roll and the fold); `read.rs`
 //! reads pages of a board. `events.rs` parses the events, `period.rs` the calendar and
 //! `windows.rs` the rolling and trending windows.
 
@@ -34,6 +35,7 @@ mod events;
 mod keys;
 mod period;
 mod read;
+mod record;
 mod tick;
 pub mod windows;
 
@@ -54,10 +56,11 @@ use crate::store::Conn;
 const BOARDS_LUA: &str = include_str!("boards.lua");
 
 /// The preludes of the scripts that fold: the board helpers, the window and trending
-/// writes, then the fold.
-const FOLD_PRELUDES: [&str; 3] = [
+/// writes, the payment records, then the fold.
+const FOLD_PRELUDES: [&str; 4] = [
     BOARDS_LUA,
     include_str!("windows.lua"),
+    include_str!("record.lua"),
     include_str!("fold.lua"),
 ];
 
@@ -91,7 +94,12 @@ mod tests {
         use super::{apply::APPLY, read::PAGE, tick::FOLD, tick::ROLL};
         use crate::store::bindings::assert_binds;
         let boards = include_str!("boards.lua");
-        let fold = [include_str!("windows.lua"), include_str!("fold.lua")].concat();
+        let fold = [
+            include_str!("windows.lua"),
+            include_str!("record.lua"),
+            include_str!("fold.lua"),
+        ]
+        .concat();
         assert_binds(&[boards, &fold, include_str!("apply.lua")].concat(), &APPLY);
         assert_binds(
             &[boards, &fold, include_str!("fold_tick.lua")].concat(),

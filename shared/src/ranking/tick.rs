@@ -12,12 +12,14 @@ use super::{Rankings, BOARDS_LUA, FOLD_PRELUDES};
 use crate::error::Error;
 use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
 
-/// The tick's fold: the board helpers, the fold, and its one call. Its last key, the
-/// watermark hash, is reached through the window templates, given for a cluster's routing.
+/// The tick's fold: the board helpers, the fold, and its one call, which also unlinks a
+/// payment record group in its last hour. Its last keys, the watermark hash and the record
+/// index, are reached through the window templates and the records' settings, given for a
+/// cluster's routing.
 pub(super) static FOLD: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(&assemble(&FOLD_PRELUDES, include_str!("fold_tick.lua")))),
     &["DETAILS", "PAGES", "FOLD", "named…"],
-    &["TTL", "WIN", "BUDGET"],
+    &["TTL", "WIN", "REC", "BUDGET"],
 );
 
 /// The tick: the board helpers, then the roll of the windows.
@@ -176,8 +178,10 @@ impl Rankings {
             .named_key("PAGES", self.page_cache_key())
             .named_key("FOLD", self.fold_key())
             .named_key("named", self.windows_state_key())
+            .named_key("named", self.records_index_key())
             .named("TTL", self.settings.dedupe.as_secs())
             .named("WIN", self.window_templates().to_string())
+            .named("REC", self.records_config().to_string())
             .named("BUDGET", FOLD_BUDGET_TICK);
         invocation
     }

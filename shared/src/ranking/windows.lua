@@ -6,11 +6,15 @@
 -- each window's watermark (the last bucket already taken off); genre, the infix of a genre
 -- board; windows, one {name, hash (bucket hash key without its index), board (overall
 -- board key), n (buckets in the window), keep (seconds a board or bucket hash outlives
--- its last write)} per window. A payment's op carries b, its bucket, and trend, one
+-- its last write)} per window; calendar and trending, the key of a calendar board and of a
+-- trending generation without their period, bucket or index (record.lua names a refund's
+-- boards from them), and periods, the calendar periods in Period::ALL's order. A payment's
+-- op carries b, its bucket, and trend, one
 -- {key, expires_at} per trending generation holding it (its weight on each comes with the
 -- payment, fold.lua).
--- A payment's record keeps a note of what it counted here: '<b> <mask> <genres|-> [<key>
--- <weight>]...', mask having a 1 for each window it was counted on.
+-- A record of the old layout (one hash per payment) keeps a note of what it counted here:
+-- '<b> <mask> <genres|-> [<key> <weight>]...', mask having a 1 for each window it was
+-- counted on. A record of today's layout keeps the same facts (record.lua).
 -- The watermarks, read once per script call: only the tick moves them.
 local window_marks = nil
 
@@ -54,8 +58,8 @@ end
 -- Where a payment shape (fold.lua) counts beyond the calendar: the rolling boards whose
 -- window still holds its bucket, with the bucket hash fields, and the live trending
 -- generations. Returns {rolling = {{key, expires_at}...}, fields = {{hash, field}...},
--- trend = {{at (index in op.trend), key, boards, expires_at}...}, note = the start of a
--- payment's record note}.
+-- windows = {counted?...} in win.windows' order, trend = {{at (index in op.trend), key,
+-- boards, expires_at}...}, note = the start of an old-layout record's note}.
 local function windows_shape(op, win, now_ms)
   local now = math.floor(now_ms / 1000)
   local cur = math.floor(now_ms / win.g)
@@ -66,7 +70,7 @@ local function windows_shape(op, win, now_ms)
   end
   local marks = window_marks
   local field = op.concert .. ' ' .. table.concat(op.genres, ',')
-  local shape, mask = {rolling = {}, fields = {}, trend = {}}, ''
+  local shape, mask = {rolling = {}, fields = {}, trend = {}, windows = {}}, ''
   for i, w in ipairs(win.windows) do
     local oldest = cur - w.n
     local mark = tonumber(marks[i])
@@ -85,6 +89,7 @@ local function windows_shape(op, win, now_ms)
       shape.fields[#shape.fields + 1] = {hash, field}
       expiries[hash] = math.floor((op.b + 1) * win.g / 1000) + w.keep
       mask = mask .. '1'
+      shape.windows[i] = true
     else
       mask = mask .. '0'
     end
@@ -118,21 +123,17 @@ end
 
 -- Takes a refund's seats back from the rolling boards (only while the payment's bucket is
 -- still in the window: its field is still in the bucket hash) and from the trending
--- generations the payment counted on, by the same weights. Returns the board entries
--- written.
-local function windows_refund(concert, win, note, seats)
-  if not note or note == '' then return 0 end
-  local words = string.gmatch(note, '%S+')
-  local b, mask, csv = words(), words(), words()
-  if csv == '-' then csv = '' end
-  local genres = {}
-  for g in string.gmatch(csv, '[^,]+') do genres[#genres + 1] = g end
-  local field = concert .. ' ' .. csv
+-- generations the payment counted on, by the same weights. `counted` says where the payment
+-- counted: {b, windows = {counted?, ...} in win.windows' order, genres, trend = {{board,
+-- weight}, ...}} (record.lua's record_counted_on; fold.lua's legacy_counted_on for a record
+-- of the old layout). Returns the board entries written.
+local function windows_refund(concert, win, counted, seats)
+  local field = concert .. ' ' .. table.concat(counted.genres, ',')
   local capacity = capacity_of(concert)
   local written = 0
   for i, w in ipairs(win.windows) do
-    if string.sub(mask, i, i) == '1' then
-      local hash = w.hash .. b
+    if counted.windows[i] then
+      local hash = w.hash .. counted.b
       local held = tonumber(redis.call('HGET', hash, field))
       if held then
         local take = math.min(seats, held)
@@ -141,18 +142,16 @@ local function windows_refund(concert, win, note, seats)
         else
           redis.call('HINCRBY', hash, field, -take)
         end
-        for _, key in ipairs(genre_boards(w.board, win.genre, genres)) do
+        for _, key in ipairs(genre_boards(w.board, win.genre, counted.genres)) do
           uncount(key, concert, take, capacity)
           written = written + 1
         end
       end
     end
   end
-  while true do
-    local key, weight = words(), words()
-    if not weight then break end
-    for _, board in ipairs(genre_boards(key, win.genre, genres)) do
-      unweigh(board, concert, seats * tonumber(weight))
+  for _, gen in ipairs(counted.trend) do
+    for _, board in ipairs(genre_boards(gen[1], win.genre, counted.genres)) do
+      unweigh(board, concert, seats * gen[2])
       written = written + 1
     end
   end

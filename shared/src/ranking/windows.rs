@@ -90,16 +90,23 @@ impl Trend {
         now.timestamp_millis().div_euclid(self.generation_ms())
     }
 
-    /// The two generations holding a sale at `at`, with its weight on each.
+    /// The two generations holding a sale at `at`, with its weight on each. The weight on
+    /// the second is the first's ÷ 2¹², exactly, as a record keeps only the first
+    /// (`record.lua`).
     pub fn generations_for(self, at: DateTime<Utc>) -> [Generation; 2] {
         let t = at.timestamp_millis();
         let p = self.generation_ms();
-        let first = t.div_euclid(p);
-        [first, first + 1].map(|index| Generation {
+        let index = t.div_euclid(p);
+        let weight = ((t - index * p) as f64 / self.half_life_ms as f64).exp2();
+        let generation = |index: i64, weight: f64| Generation {
             index,
-            weight: ((t - index * p) as f64 / self.half_life_ms as f64).exp2(),
+            weight,
             expires_at: ((index + 1) * p).div_euclid(1000) + MARGIN_SECONDS,
-        })
+        };
+        [
+            generation(index, weight),
+            generation(index + 1, weight / 4096.0),
+        ]
     }
 
     /// What a score on generation `index` is worth at `now`, in seats sold now: the score
