@@ -432,7 +432,8 @@ impl TestApp {
     }
 
     /// The functions as an operator's redeploy with `vars` changed starts them: the same
-    /// server and key prefix, the other settings as before, on a connection of their own.
+    /// server, key prefix and publisher, the other settings as before, on a connection of
+    /// their own, opened the way cold start opens it.
     pub async fn redeployed(&self, vars: &[(&str, &str)]) -> Stack {
         let mut all = self.vars.clone();
         for (k, v) in vars {
@@ -452,12 +453,7 @@ impl TestApp {
     /// The functions of another container beside this one: the same settings and
     /// publisher, on a connection of its own, opened the way cold start opens it.
     pub async fn another_container(&self) -> Stack {
-        let url = self.config.redis.url.clone().expect("REDIS_URL is set");
-        let mut started = Started::connect(self.config.clone(), &url, Publishing::Nothing)
-            .await
-            .expect("connect");
-        started.publisher = self.stack.queue_api.publisher.clone();
-        Stack::new(&started, self.metrics.clone()).expect("test settings")
+        self.redeployed(&[]).await
     }
 
     pub fn room(&self) -> &WaitingRoom {

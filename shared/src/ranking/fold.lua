@@ -187,16 +187,17 @@ end
 local function fold_payment(shape, seats, record, weights, ttl)
   if shape.skip then return end
   shape.seats = shape.seats + seats
-  local note = {shape.windows.note}
   for i, gen in ipairs(shape.windows.trend) do
-    local weight = weights[gen.at]
-    shape.weighed[i] = shape.weighed[i] + seats * tonumber(weight)
-    note[#note + 1] = gen.key
-    note[#note + 1] = weight
+    shape.weighed[i] = shape.weighed[i] + seats * tonumber(weights[gen.at])
   end
   if record.group then
     update_record(record.group, record.field, function(r) r.counted = shape.bits end)
     return
+  end
+  local note = {shape.windows.note}
+  for _, gen in ipairs(shape.windows.trend) do
+    note[#note + 1] = gen.key
+    note[#note + 1] = weights[gen.at]
   end
   redis.call('HSET', record.key, 'boards', shape.counted, 'windows', table.concat(note, ' '))
   -- The record was written with the dedupe window as its expiry; should it have ended
@@ -226,7 +227,7 @@ end
 -- keys) and 'windows' note (windows.lua), as windows_refund reads it.
 local function legacy_counted_on(record)
   local fields = redis.call('HMGET', record, 'boards', 'windows')
-  local counted = {calendar = {}, windows = {}, genres = {}, trend = {}}
+  local counted = counted_nowhere()
   for key in string.gmatch(fields[1] or '', '%S+') do counted.calendar[#counted.calendar + 1] = key end
   if not fields[2] or fields[2] == '' then return counted end
   local words = string.gmatch(fields[2], '%S+')
@@ -295,7 +296,7 @@ local function fold_entry(entry, room, first, win, ttl)
     local concert, group, field, cancelled_key = string.match(rest, '^(%S+) (%S+) (%x+) (%S+)$')
     return ENTRY_COST + fold_refund(seats, concert, cancelled_key, win, function()
       local value = redis.call('HGET', group, record_field(field))
-      if not value then return {calendar = {}, windows = {}, genres = {}, trend = {}} end
+      if not value then return counted_nowhere() end
       return record_counted_on(decode_record(value), win)
     end)
   elseif kind == 'R' then

@@ -147,12 +147,17 @@ local function split_genres(csv)
   return genres
 end
 
+-- Where a payment whose record is gone counted, as far as a refund can tell: nowhere.
+local function counted_nowhere()
+  return {calendar = {}, windows = {}, genres = {}, trend = {}}
+end
+
 -- What a refund takes back from, by the record: {calendar = {board key...}, b, windows =
 -- {counted?...}, genres, trend = {{key, weight}...}} (windows.lua's windows_refund reads the
 -- rest). `win` names the boards (keys.rs window_templates).
 local function record_counted_on(r, win)
-  local counted = {calendar = {}, b = r.b, windows = {}, genres = split_genres(r.genres),
-    trend = {}}
+  local counted = counted_nowhere()
+  counted.b, counted.genres = r.b, split_genres(r.genres)
   for i, bucket in ipairs(calendar_buckets(r.day, r.week)) do
     if has_bit(r.counted, COUNTED_PERIODS * 2 ^ (i - 1)) then
       local board = win.calendar .. win.periods[i] .. ':' .. bucket
