@@ -268,7 +268,7 @@ async fn a_primary_failover_under_load_recovers_and_admits_nobody_twice() {
 /// shards serve; once a new connection gets through, the same processes serve it again.
 ///
 /// The nodes announce a proxy each. One shard is cut off for three rounds. Its queue answers 503
-/// within 2.5 s while a queue on another shard is served in every round. After the heal it is
+/// without a hang while a queue on another shard is served in every round. After the heal it is
 /// served again, with one more 503: the timeout whose probe failed opens the new connection, which
 /// takes over only once it reaches every primary. Without the replacement, the shard stays 503.
 #[tokio::test]
@@ -322,7 +322,7 @@ async fn a_shard_cut_off_by_a_partition_answers_503_and_is_served_again_once_it_
     }
     println!(
         "RELIABILITY: cluster partition: one of 3 shards cut off for 3 rounds; its queue \
-         answered 503 within 2.5 s while the other shards served; served again \
+         answered 503 with no hang while the other shards served; served again \
          {recovered_in:?} after it healed ({unavailable} more 503s), on new connections"
     );
 }
@@ -333,7 +333,7 @@ async fn a_shard_cut_off_by_a_partition_answers_503_and_is_served_again_once_it_
 /// connection, with a handshake to every primary, is opened on each timeout.
 ///
 /// Every node is behind its own proxy, and replies come 700 ms late against a 500 ms timeout. Each
-/// of 6 buyers answers 503 with `Retry-After` within 2.5 s, with no new connection opened.
+/// of 6 buyers answers 503 with `Retry-After`, never hanging, with no new connection opened.
 #[tokio::test]
 async fn a_cluster_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections() {
     let app = TestApp::spawn_on_cluster_behind_links(QUICK_TO_GIVE_UP).await;

@@ -468,7 +468,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
 /// although the connection they held before never comes back.
 ///
 /// The partition lasts three rounds of an issue, a status and a payment, then heals for new
-/// connections only. Every request answers 503 (the payment `failed`) within 2.5 s. Service comes
+/// connections only. Every request answers 503 (the payment `failed`) never hanging. Service comes
 /// back on a new connection, after one more 503: the connection in hand when it healed has to fail
 /// its probe first. Nothing sent during the partition reaches the server: the buyer's place is
 /// ticket 2 and the payment counts once. Without the replacement, the old connection would time out
@@ -524,7 +524,7 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
 /// serves once the partition heals, without a restart.
 ///
 /// It runs with `REDIS_MODE=auto`, so its first step is asking the server what it is. The bound is
-/// 2.5 s.
+/// `OUTAGE_BOUND`: no hang.
 #[tokio::test]
 async fn a_container_started_during_a_partition_serves_once_it_heals() {
     let mut app = TestApp::spawn_behind_link(
@@ -774,7 +774,7 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
 /// After a first request is served, a proxy holds every byte back 350 ms each way: each reply comes
 /// 700 ms after its request, past the 500 ms response timeout but within a probe's 1.5 s. Then 6
 /// buyers call one after another, as a Lambda container sends them, and the delay is removed. Each
-/// must answer 503 with `Retry-After` within 2.5 s, with no new connection opened. Without the
+/// must answer 503 with `Retry-After`, never hanging, with no new connection opened. Without the
 /// probe, each timeout would replace the connection.
 #[tokio::test]
 async fn a_redis_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections() {
@@ -802,8 +802,9 @@ async fn a_redis_too_slow_for_the_timeout_is_not_also_flooded_with_reconnections
     );
 }
 
-/// How long the stalled server answers nothing: four response timeouts.
-const STALL: Duration = Duration::from_millis(2000);
+/// How long the stalled server answers nothing: longer than `OUTAGE_BOUND`, so that every
+/// answer given within the bound is given while it stalls.
+const STALL: Duration = Duration::from_millis(6000);
 
 /// What `future` gives, and how long it took.
 async fn timed<T>(future: impl std::future::Future<Output = T>) -> (T, Duration) {

@@ -35,6 +35,9 @@ const CALIBRATION: Duration = Duration::from_secs(4);
 const BEFORE: Duration = Duration::from_secs(15);
 const SURGE: Duration = Duration::from_secs(60);
 const AFTER: Duration = Duration::from_secs(20);
+/// How long after the surge the line has to recover: from then on, nobody who obeys is refused
+/// or served late.
+const RECOVERING: Duration = Duration::from_secs(10);
 /// All requests sent outside the surge, and in it, as multiples of what Redis serves.
 const CALM_LOAD: f64 = 0.4;
 const SURGE_LOAD: f64 = 3.0;
@@ -43,10 +46,13 @@ const ARRIVAL_EVERY: u64 = 20;
 /// How long an admitted obedient buyer books before it leaves: long enough that most of
 /// them still wait when the test ends.
 const BOOKING: Duration = Duration::from_secs(10);
-/// p99 latency "back to its level": at most twice the level before the surge, or that level
-/// plus one CPU period of Redis's (a request can wait out one throttled period), whichever
-/// is more.
-const RECOVERED_FACTOR: u32 = 2;
+/// How late after the surge an obedient buyer's poll may be served, past the moment it was
+/// told to poll: one refusal retried as told (`Retry-After` of a timed-out request) and one
+/// request's whole Redis budget. A figure of the machine's speed (the p99s) is reported, never
+/// asserted.
+fn served_margin(budget: Duration) -> Duration {
+    RETRY_AFTER_UNAVAILABLE + budget
+}
 
 /// The request sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,14 +218,15 @@ enum End {
 /// in-flight cap; idle period 90 s, so that a waiter told to poll after 30 s whom the surge
 /// starved throughout would be dropped.
 ///
-/// Every answer must be the call's normal one, or 503 or 429 with `Retry-After`, within 4
-/// response timeouts. The offered rate in the surge is at least 2.5 N. The connection sheds at
+/// Every answer must be the call's normal one, or 503 or 429 with `Retry-After`, never a hang
+/// (within twice the request's budget of 4 response timeouts). The offered rate in the surge is at least 2.5 N. The connection sheds at
 /// once (503, `Retry-After: 1`) at least 9 times as often as a request times out. No ticket
 /// changes and no waiter's position rises. No obedient buyer is dropped. At the end every place
 /// told is still held, unless its buyer left, or (a flood buyer, who ignores `Retry-After`) went
-/// unseen for the idle period; the queue counts at least as many. 10–20 s after the surge every
-/// poll is served, with a p99 at most twice the one of the 10 s before it, or that plus one CPU
-/// period, whichever is more; no poll is refused in either window.
+/// unseen for the idle period; the queue counts at least as many. No poll is refused in the 10 s
+/// before the surge, nor from 10 s after it; from then on every obedient buyer's poll is served
+/// within a Retry-After and a request's budget of the time it was told. The p99s are printed,
+/// never asserted: they measure the machine.
 ///
 /// Needs root for the cgroup; without it the test says so and passes
 /// (`LINEUP_REQUIRE_CPU_CAP=1`, as CI sets when it runs as root, makes that a failure). It
@@ -273,19 +280,20 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
     let start = Instant::now();
     let log = Arc::new(Log {
         start,
-        bound: timeout * lineup::store::REQUEST_BUDGET,
+        bound: lineup_tests::outage::hang_bound(timeout),
         sent: AtomicU64::new(0),
         answers: Mutex::default(),
         broken: Mutex::default(),
     });
     let stop_at = start + BEFORE + SURGE + AFTER;
+    let recovered_from = start + BEFORE + SURGE + RECOVERING;
     let obedient: Vec<_> = joined
         .into_iter()
         .map(|(held, reply)| {
             let (app, log) = (app.clone(), log.clone());
             tokio::spawn(async move {
-                let (end, longest) = obey(&app, &log, &held, &reply, stop_at).await;
-                (held, end, longest)
+                let fared = obey(&app, &log, &held, &reply, recovered_from, stop_at).await;
+                (held, fared)
             })
         })
         .collect();
@@ -328,10 +336,15 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
     let (mut holding, mut left, mut lost, mut absent) = (0, 0, Vec::new(), 0);
     let longest_unserved = ends
         .iter()
-        .map(|(_, _, longest)| *longest)
+        .map(|(_, fared)| fared.longest)
         .max()
         .unwrap_or_default();
-    for (held, end, _) in &ends {
+    let latest_after_surge = ends
+        .iter()
+        .map(|(_, fared)| fared.late_after_surge)
+        .max()
+        .unwrap_or_default();
+    for (held, Fared { end, .. }) in &ends {
         match end {
             End::Lost(what) => lost.push(format!("{} (ticket {}): {what}", held.user, held.ticket)),
             End::Left => left += 1,
@@ -340,8 +353,8 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
     }
     let checks = futures::stream::iter(
         ends.iter()
-            .filter(|(_, end, _)| matches!(end, End::Holding))
-            .map(|(held, _, _)| (held.clone(), true))
+            .filter(|(_, fared)| matches!(fared.end, End::Holding))
+            .map(|(held, _)| (held.clone(), true))
             .chain(pool.all().into_iter().map(|held| (held, false))),
     )
     .map(|(held, obedient)| {
@@ -411,8 +424,8 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
         .collect();
     let p99_surge_served = p99(surge_served);
     let end = BEFORE + SURGE;
-    let (refused_after, p99_after) =
-        polls_sent_in(end + Duration::from_secs(10), end + Duration::from_secs(20));
+    let (refused_after, p99_after) = polls_sent_in(end + RECOVERING, end + AFTER);
+    let margin = served_margin(timeout * lineup::store::REQUEST_BUDGET);
 
     let figures = format!(
         "Redis capped to {QUOTA:?} of CPU per {PERIOD:?} serves {serves:.0} polls/s (throttled in \
@@ -420,7 +433,9 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
          {} answers, {shed} shed at once (503, Retry-After 1, cap {max_in_flight} in flight), \
          {timed_out} timed out (503), {refused_429} 429, slowest {slowest:?} (bound {:?}); \
          {OBEDIENT} obedient buyers: {left} admitted and left, {holding} still holding, \
-         longest unserved {longest_unserved:?} (idle {IDLE:?}); {} places checked, {absent} flood \
+         longest unserved {longest_unserved:?} (idle {IDLE:?}), served at most \
+         {latest_after_surge:?} past the time told 10–20 s after the surge (margin {margin:?}); \
+         {} places checked, {absent} flood \
          buyers unseen for the idle period dropped; {ticks} promoter ticks ({failed_ticks} \
          failed); p99 before {p99_before:?}, served in the surge {p99_surge_served:?}, 10–20 s \
          after {p99_after:?}",
@@ -461,8 +476,9 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
     assert_eq!(refused_before, 0, "polls refused before the surge");
     assert_eq!(refused_after, 0, "polls refused 10–20 s after the surge");
     assert!(
-        p99_after <= (p99_before * RECOVERED_FACTOR).max(p99_before + PERIOD),
-        "p99 {p99_after:?} 10–20 s after the surge, {p99_before:?} before it"
+        latest_after_surge <= margin,
+        "an obedient buyer's poll due 10–20 s after the surge was served {latest_after_surge:?} \
+         past the time it was told (margin {margin:?})"
     );
     println!("RELIABILITY: overload: {figures}; lost 0, obedient buyers dropped 0");
 }
@@ -715,31 +731,49 @@ async fn poll(app: &TestApp, log: &Log, held: &Held) {
     }
 }
 
+/// How an obedient buyer fared: how it ended, the longest it went between two served polls,
+/// and how late its latest-served poll due at or after the recovery window's start was served,
+/// past the moment it was told to poll.
+struct Fared {
+    end: End,
+    longest: Duration,
+    late_after_surge: Duration,
+}
+
 /// A buyer who polls exactly when told (`pollAfterSeconds`, or `Retry-After` after a 503
-/// or 429), books for two seconds once admitted and then leaves, until `stop_at`. How it
-/// ended, and the longest it went between two served polls.
+/// or 429), books for two seconds once admitted and then leaves, until `stop_at`. Polls due
+/// from `recovered_from` on count towards `late_after_surge`.
 async fn obey(
     app: &TestApp,
     log: &Log,
     held: &Held,
     joined: &Reply,
+    recovered_from: Instant,
     stop_at: Instant,
-) -> (End, Duration) {
+) -> Fared {
     let mut state = joined.body.clone();
     let mut last_served = Instant::now();
     let mut longest = Duration::ZERO;
+    let mut late_after_surge = Duration::ZERO;
+    let fared = |end, longest, late_after_surge| Fared {
+        end,
+        longest,
+        late_after_surge,
+    };
     loop {
         if state["status"] == "active" {
             if !pause(BOOKING, stop_at).await {
-                return (End::Holding, longest);
+                return fared(End::Holding, longest, late_after_surge);
             }
-            return (leave(app, log, held, stop_at).await, longest);
+            let end = leave(app, log, held, stop_at).await;
+            return fared(end, longest, late_after_surge);
         }
         let told = state["pollAfterSeconds"]
             .as_u64()
             .expect("pollAfterSeconds");
+        let due = Instant::now() + Duration::from_secs(told);
         if !pause(Duration::from_secs(told), stop_at).await {
-            return (End::Holding, longest);
+            return fared(End::Holding, longest, late_after_surge);
         }
         let position = state["position"].as_u64();
         loop {
@@ -756,13 +790,18 @@ async fn obey(
                     held.seen(sent);
                     longest = longest.max(last_served.elapsed());
                     last_served = Instant::now();
+                    if due >= recovered_from {
+                        late_after_surge = late_after_surge.max(last_served - due);
+                    }
                     if reply.body["ticket"] != held.ticket {
                         let now = &reply.body["ticket"];
-                        return (End::Lost(format!("ticket became {now}")), longest);
+                        let end = End::Lost(format!("ticket became {now}"));
+                        return fared(end, longest, late_after_surge);
                     }
                     if let (Some(was), Some(now)) = (position, reply.body["position"].as_u64()) {
                         if now > was {
-                            return (End::Lost(format!("position {was} became {now}")), longest);
+                            let end = End::Lost(format!("position {was} became {now}"));
+                            return fared(end, longest, late_after_surge);
                         }
                     }
                     state = reply.body;
@@ -771,12 +810,13 @@ async fn obey(
                 503 | 429 => {
                     let told = Duration::from_secs(retry_after(&reply).unwrap_or(1));
                     if !pause(told, stop_at).await {
-                        return (End::Holding, longest.max(last_served.elapsed()));
+                        let longest = longest.max(last_served.elapsed());
+                        return fared(End::Holding, longest, late_after_surge);
                     }
                 }
                 _ => {
                     let what = format!("{} {}", reply.status, reply.body);
-                    return (End::Lost(what), longest);
+                    return fared(End::Lost(what), longest, late_after_surge);
                 }
             }
         }

@@ -57,12 +57,31 @@ async fn positions(app: &TestApp, issued: &[Issued]) -> Vec<u64> {
         .await
 }
 
+/// An opening far enough ahead for `fill` to join first on this machine as it is now: a
+/// tenth of the joins, `parallel` at a time, timed on a scratch queue of their own, then
+/// the whole at three times that pace, and at least `floor` seconds. A slow or busy machine
+/// moves the opening later, never the verdict.
+async fn opening_after(
+    app: &TestApp,
+    fill: usize,
+    parallel: usize,
+    floor: i64,
+) -> chrono::DateTime<Utc> {
+    let sample: Vec<String> = (0..fill.div_ceil(10))
+        .map(|i| format!("lead{i:05}"))
+        .collect();
+    let started = std::time::Instant::now();
+    join_all(app, "lead-sample", &sample, parallel).await;
+    let whole = started.elapsed().as_secs_f64() * fill as f64 / sample.len() as f64;
+    in_seconds(floor.max((3.0 * whole).ceil() as i64 + 2))
+}
+
 #[tokio::test]
 async fn ten_thousand_in_the_prequeue_are_placed_in_the_order_the_revealed_seed_gives() {
     const MEMBERS: usize = 10_000;
     const LATER: usize = 20;
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "5")]).await;
-    let opens = in_seconds(15);
+    let opens = opening_after(&app, MEMBERS, 32, 15).await;
     let set = put_settings(&app, "gig", &json!({ "opensAt": rfc(opens) })).await;
     assert_eq!(set.status, 200, "{}", set.body);
     assert_eq!(set.body["opensAt"], rfc(opens));
@@ -240,7 +259,7 @@ async fn arrival_order_does_not_predict_the_drawn_place() {
     const DRAWS: usize = 8;
     const EACH: usize = 400;
     let app = TestApp::spawn(&[]).await;
-    let opens = in_seconds(10);
+    let opens = opening_after(&app, DRAWS * EACH, DRAWS, 10).await;
     let mut commitments = Vec::new();
     for d in 0..DRAWS {
         let queue = format!("show{d}");

@@ -83,7 +83,9 @@ async fn a_waiter_polling_as_told_is_never_dropped_at_the_shortest_idle_period()
 
 /// Five waiters stop polling, their last polls spread over one heartbeat window, with a reaper run
 /// every 10 ms. Each must be dropped 1.0–1.1 idle periods after its last poll (5.0–5.5 s at the
-/// shortest idle period). The `RELIABILITY:` line gives the times seen.
+/// shortest idle period): no run that began before the idle period drops it, and none that began
+/// after the bound leaves it. How soon after the bound a run comes is the test's own pace on a
+/// busy machine, not asserted. The `RELIABILITY:` line gives the times seen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_idle_periods() {
     let (idle, idle_var) = shortest_idle();
@@ -104,8 +106,11 @@ async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_i
     }
     let idle = Duration::from_millis(idle_ms);
     let bound = idle + window;
-    let mut dropped_after: Vec<(Duration, Duration)> = Vec::new();
-    let deadline = Instant::now() + bound + Duration::from_secs(2);
+    // Per waiter: the earliest it can have been dropped, the latest, and how long after its
+    // last poll the run before (which left it) began.
+    let mut dropped_after: Vec<(Duration, Duration, Duration)> = Vec::new();
+    let deadline = Instant::now() + bound + Duration::from_secs(30);
+    let mut previous_run = Instant::now();
     while dropped_after.len() < WAITERS && Instant::now() < deadline {
         let sent = Instant::now();
         let report = queue_reaper::reap_all(&app.stack.reaper).await;
@@ -116,20 +121,25 @@ async fn a_waiter_who_stops_polling_is_dropped_between_one_and_one_and_a_tenth_i
             // At the earliest: the reply of the reaper run that dropped it, against the
             // moment its last poll was sent. At the latest: that run's start, against the
             // moment its last poll was answered.
-            dropped_after.push((done - poll_sent, sent - poll_done));
+            dropped_after.push((
+                done - poll_sent,
+                sent - poll_done,
+                previous_run.saturating_duration_since(poll_done),
+            ));
         }
+        previous_run = sent;
         sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(dropped_after.len(), WAITERS, "all dropped by {deadline:?}");
     let slack = Duration::from_millis(250);
-    for (earliest, latest) in &dropped_after {
+    for (earliest, _, left_by) in &dropped_after {
         assert!(
             *earliest >= idle,
             "dropped after {earliest:?}, before {idle:?}"
         );
         assert!(
-            *latest <= bound + slack,
-            "dropped after {latest:?}, past {bound:?}"
+            *left_by <= bound + slack,
+            "a reaper run {left_by:?} after its last poll, past {bound:?}, left it"
         );
     }
     let min = dropped_after.iter().map(|d| d.0).min().unwrap();
@@ -511,15 +521,22 @@ async fn a_far_waiter_who_walks_away_is_dropped_three_intervals_after_its_last_p
         "{present:?}"
     );
     let bound = present + Duration::from_secs(idle);
-    let deadline = answered + bound + Duration::from_secs(3);
+    let deadline = answered + bound + Duration::from_secs(30);
     let (mut others, mut walker) = (0, None);
+    let mut previous_run = Instant::now();
     while walker.is_none() && Instant::now() < deadline {
         let run = Instant::now();
         let reaped = queue_reaper::reap_all(&app.stack.reaper).await;
         for event in reaped.events() {
             assert_eq!(event.kind, QueueEventKind::Abandoned);
             if event.user_id.as_deref() == Some("walker") {
-                walker = Some((Instant::now() - sent, run - answered));
+                // The earliest it can have been dropped, and how long after its join was
+                // answered the run before (which left it) began: the test's own pace on a
+                // busy machine decides when the next run comes, not the bound.
+                walker = Some((
+                    Instant::now() - sent,
+                    previous_run.saturating_duration_since(answered),
+                ));
             } else {
                 others += 1;
                 assert!(
@@ -529,6 +546,7 @@ async fn a_far_waiter_who_walks_away_is_dropped_three_intervals_after_its_last_p
                 );
             }
         }
+        previous_run = run;
         sleep(Duration::from_millis(500)).await;
     }
     let (earliest, latest) = walker.expect("the walker dropped");
@@ -546,6 +564,7 @@ async fn a_far_waiter_who_walks_away_is_dropped_three_intervals_after_its_last_p
     );
     println!(
         "RELIABILITY: presence: a far buyer told to poll late who walked away was dropped \
-         {earliest:?}–{latest:?} after its last poll, told {told} s (bound {present:?}–{bound:?})"
+         {earliest:?} or more after its last poll, and a run {latest:?} after it left it, told \
+         {told} s (bound {present:?}–{bound:?})"
     );
 }
