@@ -155,7 +155,13 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
             detail["userId"].as_str().unwrap().to_owned(),
         );
         // Delivery is at least once (a PutEvents call that timed out is sent again), so a
-        // repeat must be the very same event; a second admission would differ in detail.
+        // repeat must be the very same event; a second admission would differ in detail. Its
+        // id, what a consumer dedupes on, names the queue, the kind and the ticket.
+        assert_eq!(
+            detail["eventId"],
+            format!("show:{}:{}", key.0, detail["ticket"]),
+            "{event}"
+        );
         if let Some(earlier) = seen.insert(key, detail.clone()) {
             assert_eq!(
                 earlier, *detail,

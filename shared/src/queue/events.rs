@@ -53,6 +53,11 @@ impl QueueEventKind {
 pub struct QueueEvent {
     #[serde(skip)]
     pub kind: QueueEventKind,
+    /// What a consumer dedupes on: the same for every delivery of one event, a resend after a
+    /// slow PutEvents included, and different for any two events. A buyer's event:
+    /// `<queueId>:<detail-type>:<ticket>` (a ticket has at most one event of each kind). A
+    /// queue's own event: `<queueId>:<detail-type>:<ms>`, the instant lineup saw it happen.
+    pub event_id: String,
     pub queue_id: QueueId,
     /// The buyer's; absent from a queue's own events.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,6 +107,7 @@ impl QueueEvent {
     ) -> Self {
         QueueEvent {
             kind,
+            event_id: format!("{}:{}:{ticket}", queue.as_str(), kind.detail_type()),
             queue_id: queue.clone(),
             user_id: Some(user.into()),
             ticket: Some(ticket),
@@ -118,10 +124,12 @@ impl QueueEvent {
         }
     }
 
-    /// An event about the queue itself, naming no buyer.
+    /// An event about the queue itself, naming no buyer, seen now.
     pub fn of_queue(kind: QueueEventKind, queue: &QueueId) -> Self {
+        let seen = Utc::now().timestamp_millis();
         QueueEvent {
             kind,
+            event_id: format!("{}:{}:{seen}", queue.as_str(), kind.detail_type()),
             queue_id: queue.clone(),
             user_id: None,
             ticket: None,
@@ -243,4 +251,34 @@ pub(super) fn seat_events(
         .into_iter()
         .map(|seat| QueueEvent::new(kind, queue, seat.user, seat.ticket))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buyers_event_is_named_by_its_queue_kind_and_ticket_and_a_queues_by_its_instant() {
+        let queue = QueueId::parse("show").unwrap();
+        let released = QueueEvent::released(&queue, "ana", 7, "paid");
+        let detail = serde_json::to_value(&released).unwrap();
+        assert_eq!(detail["eventId"], "show:QueueTokenReleased:7");
+        // A resend serializes the same event: the same id.
+        assert_eq!(
+            serde_json::to_value(released.clone()).unwrap()["eventId"],
+            detail["eventId"]
+        );
+        let before = Utc::now().timestamp_millis();
+        let closed =
+            serde_json::to_value(QueueEvent::of_queue(QueueEventKind::Closed, &queue)).unwrap();
+        let id = closed["eventId"].as_str().unwrap();
+        let seen: i64 = id
+            .strip_prefix("show:QueueClosed:")
+            .and_then(|ms| ms.parse().ok())
+            .unwrap();
+        assert!(
+            seen >= before && seen <= Utc::now().timestamp_millis(),
+            "{id}"
+        );
+    }
 }
