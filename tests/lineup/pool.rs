@@ -333,3 +333,194 @@ async fn a_pool_serves_at_most_its_most_queues_and_grants_the_others_nothing() {
         "{shown}"
     );
 }
+
+/// Ticks it takes an operator's change to reach every queue of the pool: the queue's report
+/// (a move), the ledger's answer, the queue taking it.
+const WORD_TICKS: usize = 3;
+
+/// Sets `queue` to long sessions, a pace that admits a whole line at a tick, and `pool`
+/// (`null`: none).
+async fn pooled(app: &TestApp, queue: &str, pool: Value) {
+    let set = put_settings(
+        app,
+        queue,
+        &json!({"pool": pool, "capacity": 100, "admitPerTick": 100, "sessionSeconds": 600}),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+}
+
+/// `count` buyers named `<prefix><i>` join `queue`: their tokens.
+async fn line(app: &TestApp, queue: &str, prefix: &str, count: usize) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for i in 0..count {
+        tokens.push(join(app, queue, &format!("{prefix}{i}")).await.token());
+    }
+    tokens
+}
+
+/// The pool's live sessions, the queues read one after the other between steps (nothing
+/// else runs meanwhile).
+async fn live(app: &TestApp, queues: &[&str]) -> Vec<u64> {
+    let mut counts = Vec::new();
+    for queue in queues {
+        counts.push(active(app, queue).await);
+    }
+    counts
+}
+
+/// Each queue's waiters, read one after the other between steps.
+async fn waiting(app: &TestApp, queues: &[&str]) -> Vec<u64> {
+    let mut counts = Vec::new();
+    for queue in queues {
+        counts.push(summary(app, queue).await.body["waiting"].as_u64().unwrap());
+    }
+    counts
+}
+
+/// Runs `step` (nobody joins in it), then checks what a pool promises across it: nobody is
+/// admitted (a waiter gone from a line) but into a place below `capacity` (what the step freed
+/// counted), and above it the sum never rises.
+async fn holds_across<F: std::future::Future<Output = ()>>(
+    app: &TestApp,
+    queues: &[&str],
+    capacity: u64,
+    what: &str,
+    step: F,
+) {
+    let (before, waited) = (live(app, queues).await, waiting(app, queues).await);
+    step.await;
+    let (after, waits) = (live(app, queues).await, waiting(app, queues).await);
+    let (sum_before, sum_after) = (before.iter().sum::<u64>(), after.iter().sum::<u64>());
+    if waited != waits {
+        assert!(
+            sum_after <= capacity,
+            "{what}: admitted to {sum_after} live of {capacity} ({before:?} → {after:?})"
+        );
+    }
+    assert!(
+        sum_after <= capacity.max(sum_before),
+        "{what}: {sum_before} → {sum_after} live in a pool of {capacity}"
+    );
+}
+
+/// A queue that moves from a full pool of 5 to a full pool of 2 takes nothing of its old
+/// allotment along: once the new pool's word has reached it (the third tick), it admits
+/// nobody, on any path, until the pool's sessions are below 2, and its leaves hand no place on.
+#[tokio::test]
+async fn a_queue_that_moves_to_a_smaller_full_pool_takes_no_old_allotment_along() {
+    let app = TestApp::spawn(&[]).await;
+    let (a, b) = two_queues_on_two_shards();
+    pool(&app, "PUT", "big", Some(&json!({"capacity": 5}))).await;
+    pool(&app, "PUT", "small", Some(&json!({"capacity": 2}))).await;
+    pooled(&app, &a, json!("big")).await;
+    pooled(&app, &b, json!("small")).await;
+    let tokens_a = line(&app, &a, "a", 8).await;
+    line(&app, &b, "b", 4).await;
+    for _ in 0..4 {
+        tick(&app.stack).await;
+    }
+    assert_eq!(live(&app, &[&a, &b]).await, [5, 2]);
+
+    pooled(&app, &a, json!("small")).await;
+    for _ in 0..WORD_TICKS {
+        tick(&app.stack).await;
+    }
+    let queues = [a.as_str(), b.as_str()];
+    let seen = summary(&app, &a).await.body;
+    assert!(
+        seen["pace"]["capacity"].as_u64().unwrap() < 5,
+        "the old pool's allotment stayed: {seen}"
+    );
+    for (i, token) in tokens_a[..4].iter().enumerate() {
+        holds_across(&app, &queues, 2, &format!("leave {i}"), async {
+            leave(&app, &a, token).await;
+        })
+        .await;
+        holds_across(&app, &queues, 2, &format!("tick after leave {i}"), async {
+            tick(&app.stack).await;
+        })
+        .await;
+    }
+    assert_eq!(live(&app, &queues).await, [1, 2], "a's places went back");
+}
+
+/// A pool deleted and made again with less, and a pool's capacity lowered below its live
+/// sessions: from the third tick on, the queues take the places back as sessions end and
+/// admit nobody until the live sessions are below the new capacity.
+#[tokio::test]
+async fn a_pool_remade_or_lowered_below_its_live_sessions_takes_places_back_as_they_end() {
+    let app = TestApp::spawn(&[]).await;
+    let (a, b) = two_queues_on_two_shards();
+    for (queue, id) in [(&a, "remade"), (&b, "lowered")] {
+        pool(&app, "PUT", id, Some(&json!({"capacity": 4}))).await;
+        pooled(&app, queue, json!(id)).await;
+    }
+    let tokens_a = line(&app, &a, "a", 8).await;
+    let tokens_b = line(&app, &b, "b", 8).await;
+    for _ in 0..4 {
+        tick(&app.stack).await;
+    }
+    assert_eq!(live(&app, &[&a, &b]).await, [4, 4]);
+
+    pool(&app, "DELETE", "remade", None).await;
+    pool(&app, "PUT", "remade", Some(&json!({"capacity": 1}))).await;
+    pool(&app, "PUT", "lowered", Some(&json!({"capacity": 1}))).await;
+    for _ in 0..WORD_TICKS {
+        tick(&app.stack).await;
+    }
+    for (queue, tokens) in [(&a, &tokens_a), (&b, &tokens_b)] {
+        for (i, token) in tokens[..4].iter().enumerate() {
+            holds_across(&app, &[queue], 1, &format!("{queue}: leave {i}"), async {
+                leave(&app, queue, token).await;
+            })
+            .await;
+            holds_across(&app, &[queue], 1, &format!("{queue}: tick {i}"), async {
+                tick(&app.stack).await;
+            })
+            .await;
+        }
+    }
+    // Below the capacity again: the next ticks fill it, and no more.
+    for _ in 0..3 {
+        tick(&app.stack).await;
+    }
+    assert_eq!(live(&app, &[&a, &b]).await, [1, 1]);
+}
+
+/// A queue with two live sessions joins a full pool of 3: from the third tick on, the other
+/// queue's three leaves let in one buyer at most (the pool's live sessions never rise while
+/// above its capacity, nor pass it).
+#[tokio::test]
+async fn a_queue_that_joins_a_full_pool_with_live_sessions_is_counted_before_anyone_is_let_in() {
+    let app = TestApp::spawn(&[]).await;
+    let (a, b) = two_queues_on_two_shards();
+    pool(&app, "PUT", "full", Some(&json!({"capacity": 3}))).await;
+    pooled(&app, &b, json!("full")).await;
+    let tokens_b = line(&app, &b, "b", 6).await;
+    pooled(&app, &a, Value::Null).await;
+    put_settings(&app, &a, &json!({"capacity": 2})).await;
+    line(&app, &a, "a", 4).await;
+    for _ in 0..4 {
+        tick(&app.stack).await;
+    }
+    assert_eq!(live(&app, &[&a, &b]).await, [2, 3]);
+
+    put_settings(&app, &a, &json!({"pool": "full", "capacity": 100})).await;
+    for _ in 0..WORD_TICKS {
+        tick(&app.stack).await;
+    }
+    let queues = [a.as_str(), b.as_str()];
+    for (i, token) in tokens_b[..3].iter().enumerate() {
+        holds_across(&app, &queues, 3, &format!("leave {i}"), async {
+            leave(&app, &b, token).await;
+        })
+        .await;
+        holds_across(&app, &queues, 3, &format!("tick {i}"), async {
+            tick(&app.stack).await;
+        })
+        .await;
+    }
+    let now = live(&app, &queues).await;
+    assert!(now.iter().sum::<u64>() <= 3, "{now:?}");
+}

@@ -179,6 +179,7 @@ static PROMOTE: QueueScript = QueueScript {
         "grant",
         "shrink",
         "pool_signal",
+        "word_pool",
     ],
 };
 static HEALTH: QueueScript = QueueScript {

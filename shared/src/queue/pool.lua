@@ -17,7 +17,8 @@
 -- Free places (the capacity less what the queues hold) go to the queues with waiters, in
 -- proportion to their waiters or, where the operator set weights, to the weights; each up to
 -- its own capacity and its live sessions plus its waiters. A queue that holds more than that
--- is asked to shrink.
+-- is asked to shrink. Over the capacity, queues are asked to shrink below their live sessions
+-- (below).
 -- Returns {the pool's BookingHealth signal "level:sent ms" ('' when none), then one word per
 -- report: "queue places grant shrink", shrink '-' when none}. A pool without a capacity (never
 -- made, or deleted) grants nothing and asks every queue to shrink to 0 (never below its live
@@ -109,11 +110,13 @@ for queue in pairs(ledger) do
   end
 end
 
--- What the queues hold: the ledger's count, or the live sessions where more (a queue that
--- joined with sessions live).
+-- What the queues hold: the ledger's count, or the live sessions or the allotment the queue
+-- reports where more (a queue that joined with sessions live, or holds an allotment an earlier
+-- pool of this id granted).
 local function holds(queue)
   local report = reports[queue]
-  return math.max(ledger[queue][1], report and report.active or 0)
+  if not report then return ledger[queue][1] end
+  return math.max(ledger[queue][1], report.active, report.allot)
 end
 local used = 0
 for queue in pairs(ledger) do used = used + holds(queue) end
@@ -129,6 +132,31 @@ for _, queue in ipairs(order) do
   local report = reports[queue]
   target[queue] = report.active
   room[queue] = math.max(0, math.min(report.cap, report.active + report.waiting) - report.active)
+end
+-- Over the capacity (it was lowered, or a queue joined with sessions live): the reported
+-- queues' targets shrink, in proportion to their live sessions, until they fit in what the
+-- other queues leave. A queue asked to shrink below its live sessions admits nobody until they
+-- have ended down to it, so the pool's live sessions never rise while above its capacity.
+if free < 0 then
+  local live = 0
+  for _, queue in ipairs(order) do live = live + target[queue] end
+  local keep = math.max(0, live + free)
+  if live > 0 then
+    local left = keep
+    for _, queue in ipairs(order) do
+      local share = math.floor(target[queue] * keep / live)
+      left = left - share
+      room[queue] = target[queue] - share
+      target[queue] = share
+    end
+    -- What rounding left: one each, in turn, to queues below their live sessions.
+    for _, queue in ipairs(order) do
+      if left > 0 and room[queue] > 0 then
+        target[queue], room[queue], left = target[queue] + 1, room[queue] - 1, left - 1
+      end
+    end
+  end
+  for _, queue in ipairs(order) do room[queue] = 0 end
 end
 local function weight(queue)
   if weighted then return weights[queue] or 1 end
@@ -161,7 +189,7 @@ end
 for _, queue in ipairs(order) do
   local entry = ledger[queue]
   local shrink = '-'
-  if entry[1] > target[queue] then
+  if math.max(entry[1], reports[queue].allot) > target[queue] then
     shrink = target[queue]
   elseif entry[1] < target[queue] then
     local before = holds(queue)

@@ -327,22 +327,31 @@ pub struct PoolWatch(Arc<Mutex<Watch>>);
 #[derive(Default)]
 struct Watch {
     reports: HashMap<QueueId, PoolReport>,
-    /// The ledger's last word for each queue: its grant (`places:number`), the places to
-    /// shrink to and the pool's BookingHealth signal (`level:sent ms`), each `''` when none.
-    words: HashMap<QueueId, (String, String, String)>,
+    /// The ledger's last word for each queue.
+    words: HashMap<QueueId, KeptWord>,
 }
 
-/// The ledger calls a tick staged, one per pool.
-pub(super) struct StagedLedgers(Vec<Staged<LedgerReply>>);
+/// A ledger's word for one queue, kept for its next tick: the pool whose ledger said it (a
+/// queue takes only the word of the pool it is in now), its grant (`places:number`), the places
+/// to shrink to and the pool's BookingHealth signal (`level:sent ms`), each `''` when none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct KeptWord {
+    pub pool: String,
+    pub grant: String,
+    pub shrink: String,
+    pub signal: String,
+}
+
+/// The ledger calls a tick staged, one per pool, with the pool's id.
+pub(super) struct StagedLedgers(Vec<(PoolId, Staged<LedgerReply>)>);
 
 impl PoolWatch {
     fn watch(&self) -> std::sync::MutexGuard<'_, Watch> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The ledger's last word for `queue`: its grant, the places to shrink to and the pool's
-    /// BookingHealth signal.
-    pub(super) fn word(&self, queue: &QueueId) -> (String, String, String) {
+    /// The ledger's last word for `queue`.
+    pub(super) fn word(&self, queue: &QueueId) -> KeptWord {
         self.watch().words.get(queue).cloned().unwrap_or_default()
     }
 
@@ -370,7 +379,7 @@ impl PoolWatch {
             let counted = watch
                 .words
                 .get(queue)
-                .is_some_and(|(grant, _, _)| !grant.is_empty());
+                .is_some_and(|word| !word.grant.is_empty());
             pools
                 .entry(&report.pool)
                 .or_default()
@@ -399,7 +408,7 @@ impl PoolWatch {
                             ),
                         );
                     }
-                    batch.stage(call)
+                    (pool.clone(), batch.stage(call))
                 })
                 .collect(),
         )
@@ -408,11 +417,17 @@ impl PoolWatch {
     /// Keeps the ledgers' words for the next tick.
     pub(super) fn record(&self, staged: &StagedLedgers, replies: &[Value]) -> Result<(), Error> {
         let mut words = HashMap::new();
-        for ledger in &staged.0 {
+        for (pool, ledger) in &staged.0 {
             let reply = ledger.read(replies)?;
             for word in reply.words {
                 if let Ok(queue) = QueueId::parse(&word.queue) {
-                    words.insert(queue, (word.grant, word.shrink, reply.signal.clone()));
+                    let word = KeptWord {
+                        pool: pool.as_str().to_owned(),
+                        grant: word.grant,
+                        shrink: word.shrink,
+                        signal: reply.signal.clone(),
+                    };
+                    words.insert(queue, word);
                 }
             }
         }

@@ -7,7 +7,9 @@
 -- ARGV[ARG + 4]: the pool ledger's latest word for
 -- a queue in a pool (pool.rs PoolWatch), its grant "places:number" and the places it should
 -- shrink to, each '' when none; ARGV[ARG + 5] the pool's BookingHealth signal "level:sent ms"
--- ('' when none), taken as the queue's own unless it holds a later one. Removes expired sessions, admits at
+-- ('' when none), taken as the queue's own unless it holds a later one; ARGV[ARG + 6] the pool
+-- whose ledger said them: a word of another pool than the queue is in now (it moved since) is
+-- not taken. Removes expired sessions, admits at
 -- most SLICE, then updates the admission rate, an exponentially weighted moving average
 -- of admissions per minute (time constant one minute) measured only while people wait and
 -- the queue is neither paused nor sold out.
@@ -23,6 +25,7 @@
 -- last grant applied, live sessions, waiters, the queue's own capacity}, {} outside a pool.
 local remaining, alarm, alarm_names = tonumber(ARGV[ARG]), ARGV[ARG + 1], ARGV[ARG + 2]
 local grant, shrink, pool_signal = ARGV[ARG + 3], tonumber(ARGV[ARG + 4]), ARGV[ARG + 5]
+local word_pool = ARGV[ARG + 6]
 -- A queue retired since the promoter listed it: nothing to do, and nothing written.
 if redis.call('EXISTS', META) == 0 and redis.call('EXISTS', WAITING) == 0
     and redis.call('EXISTS', ACTIVE) == 0 then
@@ -37,21 +40,22 @@ if alarm ~= '' and alarms ~= '' and alarm_names == alarms
   set_health(nil, alarm == '0' and '0' or '')
 end
 -- The pool ledger's word: a newer grant raises the allotment, a shrink lowers it to the places
--- asked for or the sessions live, whichever is more.
-if POOL then
+-- asked for, below the sessions live if need be: the queue then admits nobody, on any path,
+-- until its sessions have ended down to its allotment.
+if POOL and word_pool == POOL then
   local places, number = string.match(grant, '^(%d+):(%d+)$')
   local allot, applied = POOL_ALLOT, POOL_GRANT
   if places and tonumber(number) > applied then
     allot, applied = tonumber(places), tonumber(number)
   end
-  if shrink and shrink < allot then allot = math.max(shrink, live_active_count()) end
+  if shrink and shrink < allot then allot = shrink end
   if allot ~= POOL_ALLOT or applied ~= POOL_GRANT then
     POOL_ALLOT, POOL_GRANT = allot, applied
     redis.call('HSET', SETTINGS, 'pool-allot', string.format('%d:%d', allot, applied))
     CAPACITY = math.min(OWN_CAPACITY, allot)
   end
 end
-if POOL and pool_signal ~= '' then
+if POOL and word_pool == POOL and pool_signal ~= '' then
   local level, sent = string.match(pool_signal, '^([%d.]+):(%d+)$')
   if level then take_signal(level, tonumber(sent), HEALTH_TTL_DEFAULT_MS) end
 end

@@ -269,14 +269,15 @@ impl WaitingRoom {
             .enumerate()
             .map(|(index, queue)| {
                 let mut call = self.invocation(&PROMOTE, queue);
-                let (grant, shrink, signal) = self.pools.word(queue);
+                let word = self.pools.word(queue);
                 let (alarm, names) = self.alarms.argument(queue);
                 call.named("remaining", "")
                     .named("alarm", alarm)
                     .named("alarm_names", names)
-                    .named("grant", grant)
-                    .named("shrink", shrink)
-                    .named("pool_signal", signal);
+                    .named("grant", word.grant)
+                    .named("shrink", word.shrink)
+                    .named("pool_signal", word.signal)
+                    .named("word_pool", word.pool);
                 (index, batch.stage(call))
             })
             .collect();
