@@ -455,6 +455,10 @@ pub struct AdmissionClaims {
     pub jti: String,
 }
 
+/// The least time an admission has left when it is served: a verifier a moment behind still
+/// takes it. Fewer seconds of the session left, the answer carries none.
+pub const SHORTEST_ADMISSION: Duration = Duration::from_secs(2);
+
 /// Whose session an admission is for.
 #[derive(Debug, Clone, Copy)]
 pub struct Session<'a> {
@@ -475,13 +479,17 @@ pub struct Issuer {
 }
 
 impl Issuer {
-    /// The claims of an admission to `session` issued at `now`; `None` once the session has
-    /// ended (nothing is renewed after it).
+    /// The claims of an admission to `session` issued at `now`; `None` when it would expire
+    /// less than [`SHORTEST_ADMISSION`] after `now`: in the session's last seconds, and once
+    /// the session has ended (nothing is renewed after it).
     pub fn claims(&self, session: &Session, now: DateTime<Utc>) -> Option<AdmissionClaims> {
         let iat = now.timestamp();
         let ttl_end = iat.saturating_add(self.ttl.as_secs() as i64);
         let exp = ttl_end.min(session.until.timestamp());
-        if exp <= iat {
+        let left_ms = exp
+            .saturating_mul(1_000)
+            .saturating_sub(now.timestamp_millis());
+        if left_ms < SHORTEST_ADMISSION.as_millis() as i64 {
             return None;
         }
         let mut jti = [0u8; 16];
@@ -614,6 +622,11 @@ mod tests {
             assert_eq!(claims.exp, 1_030, "the session's end comes before the TTL");
             assert_eq!(claims.sid, "7:1000000");
             assert_eq!(issuer.sign(&session, at(1_030)).unwrap(), None);
+            // In the session's last 2 s: none, to the ms.
+            let ms = |ms: i64| Utc.timestamp_millis_opt(ms).unwrap();
+            assert!(issuer.sign(&session, ms(1_028_000)).unwrap().is_some());
+            assert_eq!(issuer.sign(&session, ms(1_028_001)).unwrap(), None);
+            assert_eq!(issuer.sign(&session, ms(1_029_990)).unwrap(), None);
         }
     }
 

@@ -139,6 +139,64 @@ async fn an_admission_expires_with_a_session_that_ends_before_its_ttl() {
     assert!(alice.body["pollAfterSeconds"].as_u64().unwrap() <= 5);
 }
 
+/// Every admission served has at least 2 s left (docs/booking.md): polls, and token requests
+/// that find the buyer active, all through a short session's last seconds get none with less.
+#[tokio::test]
+async fn no_admission_is_served_with_less_than_two_seconds_left() {
+    let app = TestApp::spawn(&[]).await;
+    put_settings(
+        &app,
+        "brief",
+        &json!({ "capacity": 1, "sessionSeconds": 4 }),
+    )
+    .await;
+    let alice = join(&app, "brief", "alice").await;
+    assert_eq!(alice.body["status"], "active", "{}", alice.body);
+    let until = until_ms(&alice);
+    let (mut served, mut withheld) = (0, 0);
+    for poll in 0.. {
+        // The answer is signed no earlier than the request is sent.
+        let sent = Utc::now().timestamp_millis();
+        let reply = if poll % 2 == 0 {
+            status(&app, "brief", &alice.token()).await
+        } else {
+            join(&app, "brief", "alice").await
+        };
+        let received = Utc::now().timestamp_millis();
+        if reply.body["status"] != "active" {
+            assert!(received >= until, "active to its end: {}", reply.body);
+            break;
+        }
+        match reply.body["admission"].as_str() {
+            Some(jwt) => {
+                served += 1;
+                let exp = parts(jwt).1["exp"].as_i64().unwrap() * 1000;
+                assert!(
+                    exp - sent >= 2_000,
+                    "an admission with {} ms left, sent {} ms before the session's end",
+                    exp - sent,
+                    until - sent
+                );
+            }
+            None => {
+                withheld += 1;
+                // `exp` is the session's end in whole seconds, so up to 3 s before the end
+                // an admission still has 2 s left.
+                assert!(
+                    received > until - 3_000,
+                    "none {} ms before the session's end",
+                    until - received
+                );
+            }
+        }
+        lineup_tests::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        served > 0 && withheld > 0,
+        "{served} served, {withheld} withheld"
+    );
+}
+
 #[tokio::test]
 async fn the_discovery_documents_name_the_issuer_and_publish_only_public_keys() {
     let app = TestApp::spawn(&[]).await;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use lineup_tests::queue::join;
 use lineup_tests::{api_request, Reply, TestApp};
+use serde_yaml_ng::value::TaggedValue;
 use serde_yaml_ng::Value;
 
 fn read_repo_file(name: &str) -> String {
@@ -43,10 +44,79 @@ fn openapi_lists_exactly_the_implemented_routes() {
     assert_eq!(documented, implemented());
 }
 
-#[test]
-fn the_template_routes_exactly_the_implemented_routes() {
-    let template = read_yaml("template.yaml");
-    let mut routed = BTreeSet::new();
+/// The template's condition that turns the admission JWT on: an admission issuer (and its
+/// keys) are set.
+const HAS_ADMISSION: &str = "HasAdmission";
+
+/// The template as CloudFormation deploys it with [`HAS_ADMISSION`] `on` or not: each
+/// `Fn::If` on it replaced by its branch (a branch `AWS::NoValue` drops the member), and the
+/// resources and outputs under it dropped where it is false. Other conditions stay as written.
+fn deployed(template: &Value, on: bool) -> Value {
+    let mut out = resolved(template, on).expect("a template");
+    for section in ["Resources", "Outputs"] {
+        if let Some(items) = out.get_mut(section).and_then(Value::as_mapping_mut) {
+            items.retain(|_, item| on || item["Condition"].as_str() != Some(HAS_ADMISSION));
+        }
+    }
+    out
+}
+
+/// The three arguments of an `Fn::If` (`!If` or `Fn::If:`) on [`HAS_ADMISSION`].
+fn if_admission(value: &Value) -> Option<&[Value]> {
+    let arguments = match value {
+        Value::Tagged(tagged) if tagged.tag == "If" => &tagged.value,
+        Value::Mapping(mapping) if mapping.len() == 1 => mapping.get("Fn::If")?,
+        _ => return None,
+    };
+    let arguments = arguments.as_sequence()?;
+    (arguments.len() == 3 && arguments[0].as_str() == Some(HAS_ADMISSION))
+        .then_some(arguments.as_slice())
+}
+
+fn is_no_value(value: &Value) -> bool {
+    match value {
+        Value::Tagged(tagged) => {
+            tagged.tag == "Ref" && tagged.value.as_str() == Some("AWS::NoValue")
+        }
+        other => other["Ref"].as_str() == Some("AWS::NoValue"),
+    }
+}
+
+/// `value` with each `Fn::If` on [`HAS_ADMISSION`] resolved; `None` where it is `AWS::NoValue`.
+fn resolved(value: &Value, on: bool) -> Option<Value> {
+    if let Some(arguments) = if_admission(value) {
+        let branch = &arguments[if on { 1 } else { 2 }];
+        return if is_no_value(branch) {
+            None
+        } else {
+            resolved(branch, on)
+        };
+    }
+    Some(match value {
+        Value::Mapping(mapping) => Value::Mapping(
+            mapping
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), resolved(v, on)?)))
+                .collect(),
+        ),
+        Value::Sequence(items) => {
+            Value::Sequence(items.iter().filter_map(|v| resolved(v, on)).collect())
+        }
+        Value::Tagged(tagged) => Value::Tagged(Box::new(TaggedValue {
+            tag: tagged.tag.clone(),
+            value: resolved(&tagged.value, on)?,
+        })),
+        other => other.clone(),
+    })
+}
+
+/// A route of the template: method, path, and the authorizer it names (`None`: open).
+type Route = (String, String, Option<String>);
+
+/// The template's routes: the functions' HttpApi events, and the paths written in the
+/// HttpApi's `DefinitionBody` (OpenAPI: the authorizer is the operation's `security`).
+fn routes(template: &Value) -> BTreeSet<Route> {
+    let mut routes = BTreeSet::new();
     for (_, resource) in template["Resources"].as_mapping().unwrap() {
         let Some(events) = resource["Properties"]["Events"].as_mapping() else {
             continue;
@@ -54,14 +124,50 @@ fn the_template_routes_exactly_the_implemented_routes() {
         for (_, event) in events {
             if event["Type"].as_str() == Some("HttpApi") {
                 let properties = &event["Properties"];
-                routed.insert((
+                routes.insert((
                     properties["Method"].as_str().unwrap().to_uppercase(),
                     properties["Path"].as_str().unwrap().to_owned(),
+                    properties
+                        .get("Auth")
+                        .map(|auth| auth["Authorizer"].as_str().unwrap().to_owned()),
                 ));
             }
         }
     }
-    assert_eq!(routed, implemented());
+    let body = &template["Resources"]["HttpApi"]["Properties"]["DefinitionBody"];
+    for (path, item) in body["paths"].as_mapping().into_iter().flatten() {
+        for (method, operation) in item.as_mapping().unwrap() {
+            let authorizer = operation["security"].as_sequence().map(|security| {
+                assert_eq!(security.len(), 1, "{path:?} {method:?}: one authorizer");
+                let (name, _) = security[0].as_mapping().unwrap().iter().next().unwrap();
+                name.as_str().unwrap().to_owned()
+            });
+            routes.insert((
+                method.as_str().unwrap().to_uppercase(),
+                path.as_str().unwrap().to_owned(),
+                authorizer,
+            ));
+        }
+    }
+    routes
+}
+
+#[test]
+fn the_template_routes_exactly_the_implemented_routes() {
+    let template = read_yaml("template.yaml");
+    let routed = |on: bool| -> BTreeSet<(String, String)> {
+        routes(&deployed(&template, on))
+            .into_iter()
+            .map(|(method, path, _)| (method, path))
+            .collect()
+    };
+    assert_eq!(routed(true), implemented());
+    // Without an admission issuer, all but the sample browse route behind the admission JWT.
+    let without: BTreeSet<(String, String)> = implemented()
+        .difference(&route_set(&ADMISSION_ROUTES))
+        .cloned()
+        .collect();
+    assert_eq!(routed(false), without);
 }
 
 /// `openapi.yaml`, the template's HttpApi routes and the handlers' route tables list the same
@@ -332,58 +438,65 @@ const BUYER_ROUTES: [(&str, &str); 6] = [
     ("DELETE", "/queues/{queueId}/tokens/{token}"),
 ];
 
+/// The template's JWT authorizers, `(name, issuer, audiences, identity source)` as written:
+/// SAM's (the HttpApi's `Auth`), and those in its `DefinitionBody` (OpenAPI).
+fn jwt_authorizers(template: &Value) -> Vec<(String, String, Vec<String>, String)> {
+    let api = &template["Resources"]["HttpApi"]["Properties"];
+    let sam = api["Auth"]["Authorizers"]
+        .as_mapping()
+        .into_iter()
+        .flatten()
+        .filter(|(_, a)| a.get("JwtConfiguration").is_some())
+        .map(|(name, a)| (name, &a["JwtConfiguration"], &a["IdentitySource"]));
+    let openapi = api["DefinitionBody"]["components"]["securitySchemes"]
+        .as_mapping()
+        .into_iter()
+        .flatten()
+        .map(|(name, scheme)| (name, &scheme["x-amazon-apigateway-authorizer"]))
+        .filter(|(_, a)| a["type"].as_str() == Some("jwt"))
+        .map(|(name, a)| (name, &a["jwtConfiguration"], &a["identitySource"]));
+    sam.chain(openapi)
+        .map(|(name, jwt, source)| {
+            (
+                name.as_str().unwrap().to_owned(),
+                get_att(&jwt["issuer"]),
+                jwt["audience"]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .map(get_att)
+                    .collect(),
+                source.as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// The template's JWT authorizer whose issuer is the parameter `issuer`: its name, after
 /// checking that it takes the token from the Authorization header for the audience in the
-/// parameter `audience`, and only that one.
-fn jwt_authorizer(template: &Value, issuer: &str, audience: &str) -> String {
+/// parameter `audience`, and only that one; `None` where the template has none.
+fn jwt_authorizer(template: &Value, issuer: &str, audience: &str) -> Option<String> {
     for parameter in [issuer, audience] {
         assert!(
             template["Parameters"].get(parameter).is_some(),
             "the template takes {parameter}"
         );
     }
-    let authorizers = &template["Resources"]["HttpApi"]["Properties"]["Auth"]["Authorizers"];
-    let (name, jwt) = authorizers
-        .as_mapping()
-        .unwrap()
-        .iter()
-        .find(|(_, a)| get_att(&a["JwtConfiguration"]["issuer"]) == format!("!Ref {issuer}"))
-        .unwrap_or_else(|| panic!("a JWT authorizer whose issuer is {issuer}"));
-    let audiences: Vec<String> = jwt["JwtConfiguration"]["audience"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(get_att)
-        .collect();
+    let (name, _, audiences, source) = jwt_authorizers(template)
+        .into_iter()
+        .find(|(_, by, _, _)| *by == format!("!Ref {issuer}"))?;
     assert_eq!(audiences, [format!("!Ref {audience}")]);
-    assert_eq!(
-        jwt["IdentitySource"].as_str(),
-        Some("$request.header.Authorization")
-    );
-    name.as_str().unwrap().to_owned()
+    assert_eq!(source, "$request.header.Authorization");
+    Some(name)
 }
 
-/// The template's HttpApi routes whose `Auth` is `auth` (`None`: routes without `Auth`).
+/// The template's HttpApi routes whose authorizer is `auth` (`None`: routes without one).
 fn routes_with_auth(template: &Value, auth: Option<&str>) -> BTreeSet<(String, String)> {
-    let mut routes = BTreeSet::new();
-    for (_, resource) in template["Resources"].as_mapping().unwrap() {
-        let Some(events) = resource["Properties"]["Events"].as_mapping() else {
-            continue;
-        };
-        for (_, event) in events {
-            let properties = &event["Properties"];
-            let authorizer = properties
-                .get("Auth")
-                .map(|auth| auth["Authorizer"].as_str().unwrap());
-            if event["Type"].as_str() == Some("HttpApi") && authorizer == auth {
-                routes.insert((
-                    properties["Method"].as_str().unwrap().to_uppercase(),
-                    properties["Path"].as_str().unwrap().to_owned(),
-                ));
-            }
-        }
-    }
-    routes
+    routes(template)
+        .into_iter()
+        .filter(|(_, _, authorizer)| authorizer.as_deref() == auth)
+        .map(|(method, path, _)| (method, path))
+        .collect()
 }
 
 fn route_set(routes: &[(&str, &str)]) -> BTreeSet<(String, String)> {
@@ -418,14 +531,17 @@ fn spec_requires_jwt(spec: &Value, name: &str, routes: &[(&str, &str)], statuses
 
 #[test]
 fn the_buyer_routes_need_a_verified_jwt_in_the_template_and_the_spec() {
-    let template = read_yaml("template.yaml");
-    let name = jwt_authorizer(&template, "JwtIssuer", "JwtAudience");
-    assert_eq!(
-        routes_with_auth(&template, Some(&name)),
-        route_set(&BUYER_ROUTES),
-        "exactly the buyer routes check the JWT"
-    );
-    spec_requires_jwt(&read_yaml("openapi.yaml"), &name, &BUYER_ROUTES, &["401"]);
+    let written = read_yaml("template.yaml");
+    for on in [true, false] {
+        let template = deployed(&written, on);
+        let name = jwt_authorizer(&template, "JwtIssuer", "JwtAudience").expect("BuyerJwt");
+        assert_eq!(
+            routes_with_auth(&template, Some(&name)),
+            route_set(&BUYER_ROUTES),
+            "exactly the buyer routes check the JWT"
+        );
+        spec_requires_jwt(&read_yaml("openapi.yaml"), &name, &BUYER_ROUTES, &["401"]);
+    }
 }
 
 /// The routes behind the admission JWT lineup issues itself, verified by API Gateway
@@ -440,8 +556,9 @@ const DISCOVERY_ROUTES: [(&str, &str); 2] = [
 
 #[test]
 fn the_browse_route_needs_the_admission_jwt_and_its_keys_are_public() {
-    let template = read_yaml("template.yaml");
-    let name = jwt_authorizer(&template, "AdmissionIssuer", "AdmissionAudience");
+    let template = deployed(&read_yaml("template.yaml"), true);
+    let name = jwt_authorizer(&template, "AdmissionIssuer", "AdmissionAudience")
+        .expect("the admission JWT's authorizer");
     assert_eq!(
         routes_with_auth(&template, Some(&name)),
         route_set(&ADMISSION_ROUTES),
@@ -471,6 +588,15 @@ fn the_browse_route_needs_the_admission_jwt_and_its_keys_are_public() {
     }
     let policies = format!("{:?}", function["Policies"]);
     assert!(policies.contains("AdmissionKeysSecretArn"), "{policies}");
+    // API Gateway may invoke the function for the browse route, and booking APIs are told
+    // where the keys are.
+    let permission = &template["Resources"]["QueueApiFunctionSeatsPermission"]["Properties"];
+    assert_eq!(permission["Principal"], "apigateway.amazonaws.com");
+    assert!(
+        get_att(&permission["SourceArn"]).ends_with("/*/GET/queues/*/seats"),
+        "{permission:?}"
+    );
+    assert!(template["Outputs"].get("AdmissionJwksUrl").is_some());
 
     let spec = read_yaml("openapi.yaml");
     spec_requires_jwt(&spec, &name, &ADMISSION_ROUTES, &["401", "403"]);
@@ -483,6 +609,118 @@ fn the_browse_route_needs_the_admission_jwt_and_its_keys_are_public() {
             operation["responses"].get("404").is_some(),
             "{method} {path}"
         );
+    }
+}
+
+/// A stack deploys without an admission issuer: both its parameters accept empty, and are
+/// empty by default; the rule holds them set or empty together. Then the stack has no
+/// AdmissionJwt authorizer, no sample browse route behind it, no permission to invoke the
+/// function for it, no policy to read the keys' secret, no `ADMISSION_*` variable (so
+/// queue-api starts with admission off) and no JWKS output: each carries the condition
+/// [`HAS_ADMISSION`]. The discovery routes stay, and answer 404.
+#[test]
+fn a_stack_without_an_admission_issuer_deploys_with_admission_off() {
+    let written = read_yaml("template.yaml");
+    let parameters = &written["Parameters"];
+    for (parameter, example) in [
+        ("AdmissionIssuer", "https://queue.example.com"),
+        (
+            "AdmissionKeysSecretArn",
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:lineup-admission-AbCdEf",
+        ),
+    ] {
+        let declared = &parameters[parameter];
+        assert_eq!(declared["Default"].as_str(), Some(""), "{parameter}");
+        let pattern = regex::Regex::new(declared["AllowedPattern"].as_str().unwrap()).unwrap();
+        assert!(pattern.is_match(""), "{parameter} accepts empty");
+        assert!(pattern.is_match(example), "{parameter} accepts {example}");
+        assert!(!pattern.is_match("x"), "{parameter} refuses x");
+        // The condition and the rule both read it.
+        let condition = format!("{:?}", written["Conditions"][HAS_ADMISSION]);
+        assert!(condition.contains(parameter), "{condition}");
+        let rule = format!("{:?}", written["Rules"]["AdmissionIssuerAndKeys"]);
+        assert!(rule.contains(parameter), "{rule}");
+    }
+
+    // What only admission has is written under the condition.
+    let api = &written["Resources"]["HttpApi"]["Properties"]["DefinitionBody"];
+    let policies = written["Resources"]["QueueApiFunction"]["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap();
+    let conditional = [
+        (
+            "the AdmissionJwt authorizer",
+            &api["components"]["securitySchemes"]["AdmissionJwt"],
+        ),
+        (
+            "the sample browse route",
+            &api["paths"]["/queues/{queueId}/seats"]["get"],
+        ),
+        (
+            "the keys' GetSecretValue policy",
+            policies
+                .iter()
+                .find(|p| format!("{p:?}").contains("AdmissionKeysSecretArn"))
+                .unwrap(),
+        ),
+    ];
+    for (what, written) in conditional {
+        assert!(if_admission(written).is_some(), "{what}: {written:?}");
+    }
+    for (section, name) in [
+        ("Resources", "QueueApiFunctionSeatsPermission"),
+        ("Outputs", "AdmissionJwksUrl"),
+    ] {
+        assert_eq!(
+            written[section][name]["Condition"].as_str(),
+            Some(HAS_ADMISSION),
+            "{name}"
+        );
+    }
+
+    // Deployed without it.
+    let template = deployed(&written, false);
+    assert_eq!(
+        jwt_authorizer(&template, "AdmissionIssuer", "AdmissionAudience"),
+        None
+    );
+    assert!(
+        routes(&template)
+            .iter()
+            .all(|(_, path, _)| !path.ends_with("/seats")),
+        "no browse route"
+    );
+    let function = &template["Resources"]["QueueApiFunction"]["Properties"];
+    let variables = function["Environment"]["Variables"].as_mapping().unwrap();
+    let admission: Vec<&str> = variables
+        .keys()
+        .filter_map(Value::as_str)
+        .filter(|name| name.starts_with("ADMISSION_"))
+        .collect();
+    assert_eq!(
+        admission,
+        Vec::<&str>::new(),
+        "queue-api starts with admission off"
+    );
+    let policies = format!("{:?}", function["Policies"]);
+    assert!(!policies.contains("AdmissionKeysSecretArn"), "{policies}");
+    assert!(template["Resources"]
+        .get("QueueApiFunctionSeatsPermission")
+        .is_none());
+    assert!(template["Outputs"].get("AdmissionJwksUrl").is_none());
+    let open = routes_with_auth(&template, None);
+    for route in route_set(&DISCOVERY_ROUTES) {
+        assert!(open.contains(&route), "{route:?} stays, and answers 404");
+    }
+    // No resource or output of such a stack reads either parameter.
+    let used = format!("{:?}{:?}", template["Resources"], template["Outputs"]);
+    for parameter in ["AdmissionIssuer", "AdmissionKeysSecretArn"] {
+        for reference in [format!("{parameter:?}"), format!("${{{parameter}}}")] {
+            assert!(
+                !used.contains(&reference),
+                "{reference} without {HAS_ADMISSION}"
+            );
+        }
     }
 }
 

@@ -442,6 +442,50 @@ async fn an_alarm_the_queue_names_stops_admission_until_it_is_ok_again() {
     assert!(alarm_keys.iter().all(|(_, ttl)| *ttl > 0), "{alarm_keys:?}");
 }
 
+/// A queue that names an alarm is watched from its settings on, before its first buyer: with
+/// the alarm already in ALARM, two promoter ticks after the settings nobody is admitted,
+/// not even the first buyers.
+#[tokio::test]
+async fn an_alarm_named_before_the_first_buyer_holds_the_first_buyers() {
+    let app = TestApp::spawn(&[]).await;
+    // A promoter already running, with other queues to promote.
+    put_settings(&app, "other", &json!({"capacity": 100})).await;
+    statuses(&app, "other", &["z"]).await;
+    tick(&app).await;
+    let fired = apply(&app, &[alarm("booking-5xx", "ALARM", Utc::now())]).await;
+    assert_eq!(fired, [Outcome::Applied]);
+    let set = put_settings(
+        &app,
+        "show",
+        &json!({"capacity": 100, "admitPerTick": 100, "sessionSeconds": 600,
+            "healthAlarms": ["booking-5xx"]}),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    for _ in 0..2 {
+        tick(&app).await;
+    }
+    assert_eq!(
+        summary(&app, "show").await.body["pace"]["health"],
+        json!({"level": 0.0, "reason": "alarm"})
+    );
+    // The first buyer costs one round trip: the settings change registered the queue.
+    let (first, commands) = app
+        .client_commands_during(join(&app, "show", "buyer-0"))
+        .await;
+    assert_eq!(first.body["status"], "waiting", "{}", first.body);
+    assert_eq!(
+        commands,
+        std::collections::HashMap::from([("evalsha", 1)]),
+        "{commands:?}"
+    );
+    let buyers: Vec<String> = (1..5).map(|i| format!("buyer-{i}")).collect();
+    let buyers: Vec<&str> = buyers.iter().map(String::as_str).collect();
+    assert_eq!(statuses(&app, "show", &buyers).await, ["waiting"; 4]);
+    assert_eq!(tick(&app).await.admitted(), 0);
+    assert_eq!(summary(&app, "show").await.body["active"], 0);
+}
+
 #[tokio::test]
 async fn the_local_stack_takes_health_and_alarm_events() {
     let app = TestApp::spawn(&[]).await;

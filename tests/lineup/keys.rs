@@ -85,6 +85,60 @@ async fn a_deployment_holds_at_most_max_queues_live_queues() {
     assert_eq!(join(&app, "q3", "ana").await.status, 201);
 }
 
+/// A queue whose settings name health alarms or a pool enters the registry with them, so the
+/// promoter watches it before its first buyer: within `MAX_QUEUES` (a change that would make
+/// one more live is 409 and writes nothing). The reaper does not retire it while it names
+/// them; named no more, it retires as any idle queue.
+#[tokio::test]
+async fn a_queue_that_names_alarms_or_a_pool_is_registered_until_it_names_neither() {
+    let app = TestApp::spawn(&[
+        OPERATOR_CREATES,
+        ("MAX_QUEUES", "2"),
+        ("QUEUE_RETIRE_AFTER_SECONDS", "1"),
+    ])
+    .await;
+    let registered = || async {
+        let mut queues: Vec<String> = app
+            .room()
+            .registered_queues()
+            .await
+            .unwrap()
+            .iter()
+            .map(|queue| queue.as_str().to_owned())
+            .collect();
+        queues.sort();
+        queues
+    };
+    let put = |queue: &'static str, settings: serde_json::Value| {
+        let app = &app;
+        async move {
+            let reply = put_settings(app, queue, &settings).await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+        }
+    };
+    put("plain", json!({"capacity": 5})).await;
+    assert_eq!(registered().await, Vec::<String>::new(), "plain settings");
+    put("watched", json!({"healthAlarms": ["booking-5xx"]})).await;
+    put("pooled", json!({"pool": "main"})).await;
+    assert_eq!(registered().await, ["pooled", "watched"]);
+
+    // A third would pass MAX_QUEUES.
+    let full = put_settings(&app, "plain", &json!({"healthAlarms": ["booking-5xx"]})).await;
+    lineup_tests::queue::assert_kind(&full, 409, "too-many-queues");
+    let plain = lineup_tests::queue::summary(&app, "plain").await;
+    assert_eq!(plain.body["settings"]["healthAlarms"], json!([]));
+    assert_eq!(registered().await, ["pooled", "watched"]);
+
+    // Idle past the retirement delay, they stay while they name alarms or a pool.
+    sleep(Duration::from_millis(1_200)).await;
+    reap(&app).await;
+    assert_eq!(registered().await, ["pooled", "watched"]);
+    put("watched", json!({"healthAlarms": null})).await;
+    put("pooled", json!({"pool": null})).await;
+    reap(&app).await;
+    assert_eq!(registered().await, Vec::<String>::new());
+}
+
 /// Keys without a TTL that docs/waiting-room.md and docs/rankings.md document as owned on
 /// purpose: `(what, matches)`.
 fn documented_exception(key: &str) -> Option<&'static str> {

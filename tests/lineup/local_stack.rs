@@ -1,5 +1,9 @@
 //! The local stack over real HTTP: the same handlers behind a TCP listener on port 0.
 
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{Config, SecretPolicy};
+use lineup::metrics::MetricsSink;
+use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_tests::{reaping_every_second, TestApp};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -55,6 +59,84 @@ pub(crate) async fn send_with_headers(
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
     (status, head.to_lowercase(), body.to_owned())
+}
+
+/// `lineup-local` as its `main` starts it, with `env` for the process environment: listening
+/// on a free loopback port, its settings from `lineup_local::local_settings`. The stack's
+/// construction is what stops the process on a bad setting.
+async fn start_local_stack(
+    redis: &EmbeddedRedis,
+    env: &[(&str, &str)],
+) -> Result<std::net::SocketAddr, lineup::config::ConfigError> {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.push(("REDIS_URL".into(), redis.url()));
+    let settings = lineup_local::local_settings(addr, move |name| {
+        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    })
+    .expect("the admission defaults");
+    let config = Config::from_lookup(settings, SecretPolicy::GenerateIfMissing)?;
+    let started = Started::connect(config, &redis.url(), Publishing::Nothing)
+        .await
+        .expect("connect");
+    let stack = lineup_local::Stack::new(&started, MetricsSink::memory())?;
+    tokio::spawn(lineup_local::serve(listener, stack, std::future::pending()));
+    Ok(addr)
+}
+
+#[tokio::test]
+async fn an_empty_admission_issuer_starts_the_local_stack_with_admission_off() {
+    let redis = EmbeddedRedis::start().await.expect("redis-server");
+    let join = |addr, queue: &'static str| async move {
+        let (status, _, body) = send(
+            addr,
+            "POST",
+            &format!("/queues/{queue}/tokens"),
+            Some(r#"{"userId":"ana"}"#),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+
+    // By default the stack is its own issuer, at its own address.
+    let on = start_local_stack(&redis, &[]).await.expect("starts");
+    let ana = join(on, "on").await;
+    assert_eq!(ana["status"], "active");
+    assert!(ana["admission"].is_string(), "{ana}");
+    let (status, _, discovery) = send(on, "GET", "/.well-known/openid-configuration", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&discovery).unwrap()["issuer"],
+        format!("http://{on}")
+    );
+
+    // `ADMISSION_ISSUER=` alone: the stack starts, and issues no admission.
+    let off = start_local_stack(&redis, &[("ADMISSION_ISSUER", "")])
+        .await
+        .expect("an empty ADMISSION_ISSUER starts the stack");
+    let ana = join(off, "off").await;
+    assert_eq!(ana["status"], "active");
+    assert!(ana.get("admission").is_none(), "{ana}");
+    for path in [
+        "/.well-known/jwks.json",
+        "/.well-known/openid-configuration",
+    ] {
+        assert_eq!(send(off, "GET", path, None).await.0, 404, "{path}");
+    }
+
+    // An audience without an issuer is still a mistake the stack names.
+    let named = start_local_stack(
+        &redis,
+        &[("ADMISSION_ISSUER", ""), ("ADMISSION_AUDIENCE", "booking")],
+    )
+    .await
+    .expect_err("an audience without an issuer");
+    assert_eq!(named.variable, "ADMISSION_AUDIENCE");
 }
 
 #[tokio::test]

@@ -147,3 +147,49 @@ async fn a_capacity_ramp_opens_up_on_schedule_on_every_admission_path() {
     assert_eq!(pace_changes(&freed), [(10, "capacity")]);
     assert_eq!(pace_changes(&tick().await), []);
 }
+
+/// In a queue without an opening, the ramp starts when it is set. Sending it again, or with
+/// only `to` changed, keeps that start; any other change starts it again.
+#[tokio::test]
+async fn a_ramp_sent_again_or_with_only_its_to_changed_keeps_its_climb() {
+    let app = TestApp::spawn(&[]).await;
+    let ramp = |from: u32, step: u32, to: u32| json!({ "from": from, "step": step, "everySeconds": 1, "to": to });
+    let pace = |body: &serde_json::Value| body["pace"]["capacity"].as_u64().unwrap();
+    let set = put_settings(
+        &app,
+        "climb",
+        &json!({ "capacity": 100, "capacityRamp": ramp(1, 1, 50) }),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    lineup_tests::sleep(std::time::Duration::from_millis(1_200)).await;
+    let climbed = pace(&summary(&app, "climb").await.body);
+    assert!(climbed >= 2, "a step up after a second: {climbed}");
+
+    for (again, what) in [
+        (ramp(1, 1, 50), "the same ramp"),
+        (ramp(1, 1, 80), "only `to` changed"),
+    ] {
+        let set = put_settings(&app, "climb", &json!({ "capacityRamp": again })).await;
+        assert_eq!(set.status, 200, "{}", set.body);
+        assert_eq!(set.body["capacityRamp"], again);
+        let seen = pace(&summary(&app, "climb").await.body);
+        assert!(
+            seen >= climbed,
+            "{what} keeps the climb: {seen} after {climbed}"
+        );
+    }
+
+    // Another step starts the ramp again, from its `from`.
+    let set = put_settings(&app, "climb", &json!({ "capacityRamp": ramp(1, 2, 80) })).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let seen = summary(&app, "climb").await;
+    assert_eq!(
+        (
+            &seen.body["pace"]["capacity"],
+            &seen.body["pace"]["limitedBy"]
+        ),
+        (&json!(1), &json!("ramp")),
+        "a new step restarts"
+    );
+}

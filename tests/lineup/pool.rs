@@ -305,6 +305,42 @@ async fn a_booking_health_level_for_a_pool_reaches_each_of_its_queues() {
     }
 }
 
+/// A queue that names a pool is visited by the promoter from its settings on, before its
+/// first buyer: a `BookingHealth` level for the pool reaches it as it reaches the others.
+#[tokio::test]
+async fn a_queue_that_names_a_pool_is_promoted_before_its_first_buyer() {
+    let app = TestApp::spawn(&[]).await;
+    pool(&app, "PUT", "paced", Some(&json!({"capacity": 10}))).await;
+    let set = put_settings(
+        &app,
+        "hall",
+        &json!({"pool": "paced", "healthRecoverySeconds": 0, "admitPerTick": 10}),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    // The promoter's first tick learns which queues report to the pool.
+    tick(&app.stack).await;
+    let event = json!({"version": "0", "id": "h", "detail-type": "BookingHealth",
+        "source": "lineup.payments", "account": "123456789012",
+        "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
+        "detail": {"pool": "paced", "level": 0.0}});
+    let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
+    assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);
+    for _ in 0..2 {
+        tick(&app.stack).await;
+    }
+    assert_eq!(
+        summary(&app, "hall").await.body["pace"]["health"],
+        json!({"level": 0.0, "reason": "booking"})
+    );
+    for user in ["ana", "ben"] {
+        assert_eq!(join(&app, "hall", user).await.body["status"], "waiting");
+    }
+    for _ in 0..3 {
+        assert_eq!(tick(&app.stack).await, 0, "the level holds the line");
+    }
+}
+
 #[tokio::test]
 async fn a_pool_serves_at_most_its_most_queues_and_grants_the_others_nothing() {
     let most = lineup::queue::pool::POOL_QUEUES_MAX;
@@ -523,4 +559,68 @@ async fn a_queue_that_joins_a_full_pool_with_live_sessions_is_counted_before_any
     }
     let now = live(&app, &queues).await;
     assert!(now.iter().sum::<u64>() <= 3, "{now:?}");
+}
+
+/// Mode passthrough admits at once, outside any allotment, so it and `pool` exclude each
+/// other as it and `opensAt` do: either added to a queue that has the other, or both in one
+/// change, is 400 naming the field changed, and writes nothing.
+#[tokio::test]
+async fn passthrough_and_a_pool_exclude_each_other() {
+    let app = TestApp::spawn(&[]).await;
+    pool(&app, "PUT", "shared", Some(&json!({"capacity": 10}))).await;
+    let refused_naming = |reply: &lineup_tests::Reply, field: &str| {
+        lineup_tests::queue::assert_kind(reply, 400, "invalid-request");
+        let detail = reply.body["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!("invalid {field}: ")),
+            "{}",
+            reply.body
+        );
+    };
+
+    // A pooled queue is not put in passthrough.
+    assert_eq!(
+        put_settings(&app, "pooled", &json!({"pool": "shared"}))
+            .await
+            .status,
+        200
+    );
+    let refused = put_settings(&app, "pooled", &json!({"mode": "passthrough"})).await;
+    refused_naming(&refused, "mode");
+    let seen = summary(&app, "pooled").await;
+    assert_eq!(seen.body["settings"]["mode"], "queue");
+    assert_eq!(seen.body["settings"]["pool"], "shared");
+
+    // A queue in passthrough joins no pool.
+    assert_eq!(
+        put_settings(&app, "open", &json!({"mode": "passthrough"}))
+            .await
+            .status,
+        200
+    );
+    let refused = put_settings(&app, "open", &json!({"pool": "shared"})).await;
+    refused_naming(&refused, "pool");
+    let seen = summary(&app, "open").await;
+    assert_eq!(seen.body["settings"]["mode"], "passthrough");
+    assert!(seen.body["settings"]["pool"].is_null(), "{}", seen.body);
+
+    // Both in one change: the mode is named.
+    let refused = put_settings(
+        &app,
+        "both",
+        &json!({"mode": "passthrough", "pool": "shared"}),
+    )
+    .await;
+    refused_naming(&refused, "mode");
+
+    // Leaving the pool, or passthrough, in the same change as the other is fine.
+    let set = put_settings(
+        &app,
+        "pooled",
+        &json!({"mode": "passthrough", "pool": null}),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let set = put_settings(&app, "open", &json!({"mode": "queue", "pool": "shared"})).await;
+    assert_eq!(set.status, 200, "{}", set.body);
 }

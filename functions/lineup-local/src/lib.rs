@@ -15,5 +15,5 @@ mod stack;
 mod timers;
 
 pub use gateway::{router, serve};
-pub use stack::{admission_defaults, local_setting, Stack, LOCAL_DEFAULTS};
+pub use stack::{local_settings, Stack, LOCAL_DEFAULTS};
 pub use timers::spawn_schedules;

@@ -4,7 +4,7 @@ use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
 use lineup::metrics::MetricsSink;
 use lineup_local::embedded_redis::EmbeddedRedis;
-use lineup_local::{admission_defaults, local_setting, serve, spawn_schedules, Stack};
+use lineup_local::{local_settings, serve, spawn_schedules, Stack};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -16,17 +16,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|err| format!("cannot listen on {host}:{port} ({err}); set HOST or PORT"))?;
     let address = listener.local_addr()?;
     // The admission issuer is this address, so its discovery document is served here.
-    let admission = admission_defaults(address)?;
-    let config = Config::from_lookup(
-        move |name| {
-            admission
-                .iter()
-                .find(|(variable, _)| variable == name)
-                .map(|(_, value)| value.clone())
-                .or_else(|| local_setting(name))
-        },
-        SecretPolicy::GenerateIfMissing,
-    )?;
+    let settings = local_settings(address, |name| std::env::var(name).ok())?;
+    let config = Config::from_lookup(settings, SecretPolicy::GenerateIfMissing)?;
     let local = config.env.local()?;
 
     // Kept alive for the life of the process; dropping it stops the server.

@@ -11,38 +11,59 @@ use lineup::metrics::MetricsSink;
 pub const LOCAL_DEFAULTS: &[(&str, &str)] =
     &[("ALLOW_BODY_USER_ID", "unsafe"), ("QUEUE_CREATION", "open")];
 
-/// `name` from the environment, else from [`LOCAL_DEFAULTS`].
-pub fn local_setting(name: &str) -> Option<String> {
-    std::env::var(name).ok().or_else(|| {
-        LOCAL_DEFAULTS
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| (*v).to_owned())
+/// The settings `lineup-local` runs with, as one lookup: `env`'s (the process environment),
+/// else the admission JWT's defaults for a stack on `address` (`admission_defaults`), else
+/// [`LOCAL_DEFAULTS`].
+pub fn local_settings(
+    address: std::net::SocketAddr,
+    env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+) -> Result<impl Fn(&str) -> Option<String> + Send + Sync + 'static, String> {
+    let admission = admission_defaults(address, &env)?;
+    Ok(move |name: &str| {
+        env(name)
+            .or_else(|| {
+                admission
+                    .iter()
+                    .find(|(variable, _)| variable == name)
+                    .map(|(_, value)| value.clone())
+            })
+            .or_else(|| {
+                LOCAL_DEFAULTS
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            })
     })
 }
 
-/// The dependencies of every function, built once.
-/// The admission JWT's settings the local stack adds where the environment has none: the
-/// issuer is the stack's own address, the audience `booking`, and the key a fresh one for
+/// The admission JWT's settings the local stack adds where `env` has none: the issuer is the
+/// stack's own address, the audience `booking`, and the key a fresh one for
 /// `ADMISSION_ALGORITHM` (RS256 by default), made now and kept for the run. An empty
-/// `ADMISSION_ISSUER` turns admission off. Listening on every interface, the issuer is
-/// `127.0.0.1` (an `http://` issuer must be a loopback one).
-pub fn admission_defaults(
+/// `ADMISSION_ISSUER` turns admission off: then it adds none. Listening on every interface,
+/// the issuer is `127.0.0.1` (an `http://` issuer must be a loopback one).
+fn admission_defaults(
     mut address: std::net::SocketAddr,
+    env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(String, String)>, String> {
     if address.ip().is_unspecified() {
         address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
+    let issuer = env("ADMISSION_ISSUER");
+    if issuer
+        .as_deref()
+        .is_some_and(|issuer| issuer.trim().is_empty())
+    {
+        return Ok(Vec::new());
+    }
     let mut defaults = Vec::new();
-    if std::env::var_os("ADMISSION_ISSUER").is_none() {
+    if issuer.is_none() {
         defaults.push(("ADMISSION_ISSUER".into(), format!("http://{address}")));
     }
-    if std::env::var_os("ADMISSION_AUDIENCE").is_none() {
+    if env("ADMISSION_AUDIENCE").is_none() {
         defaults.push(("ADMISSION_AUDIENCE".into(), "booking".into()));
     }
-    let off = std::env::var("ADMISSION_ISSUER").is_ok_and(|issuer| issuer.trim().is_empty());
-    if std::env::var_os("ADMISSION_KEYS").is_none() && !off {
-        let named = std::env::var("ADMISSION_ALGORITHM").unwrap_or_default();
+    if env("ADMISSION_KEYS").is_none() {
+        let named = env("ADMISSION_ALGORITHM").unwrap_or_default();
         let alg = lineup::admission::ALGORITHMS
             .iter()
             .find(|(name, _)| *name == named.trim())
@@ -55,6 +76,7 @@ pub fn admission_defaults(
     Ok(defaults)
 }
 
+/// The dependencies of every function, built once.
 #[derive(Clone)]
 pub struct Stack {
     pub queue_api: queue_api::Deps,

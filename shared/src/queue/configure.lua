@@ -1,18 +1,22 @@
 -- Settings: ARGV[ARG] and ARGV[ARG + 1] a fresh draw seed and its SHA-256 (hex) the caller
 -- made, ARGV[ARG + 2..] pairs of field name and value; an empty value returns the field to
--- the environment's default. Fields: capacity, session-ms, idle-ms, admit-per-tick, paused,
--- mode, sold-out, message, max-waiting, page, opens-at, closes-at, prequeue-opens-at,
--- lane-before-opening, access, challenge, challenge-cost-min, challenge-cost-max,
--- capacity-ramp ("from:step:every ms:to"; stored with the ms it was set appended, its start
--- where the queue has no opening), health-alarms (alarm names, one a line), health-recovery-ms,
--- health-ttl-ms, pool (a pool id). A change of health-alarms forgets their state until the promoter's next
--- tick reads the new ones.
+-- the environment's default. Fields: capacity, session-ms, idle-ms,
+-- admit-per-tick, paused, mode, sold-out, message, max-waiting, page, opens-at, closes-at,
+-- prequeue-opens-at, lane-before-opening, access, challenge, challenge-cost-min,
+-- challenge-cost-max, capacity-ramp ("from:step:every ms:to"; stored with the ms it was set
+-- appended, its start where the queue has no opening, kept when only `to` changes),
+-- health-alarms (alarm names, one a line), health-recovery-ms, health-ttl-ms, pool (a pool
+-- id). A change of health-alarms forgets their state until the promoter's next tick reads the
+-- new ones.
 -- The caller has validated every value. Settings always hold 'created' (when the operator
 -- first set them), so a queue an operator created stays created whatever is reset.
 -- Returns {the settings in force afterwards (settings_reply), sold out before (0|1), mode
--- before}, so the caller can report what changed; or, with nothing written, {'invalid',
--- field, why} when the schedule's times disagree or {'locked', why} when the change would
--- alter a draw (rules below).
+-- before, register (0|1)}, so the caller can report what changed; register is 1 when the
+-- settings name health alarms or a pool and the queue is not marked registered: the caller
+-- then puts it in the registry and marks it (registry.rs reregister), so the promoter watches
+-- it before its first buyer. Or, with nothing written, {'invalid',
+-- field, why} when the schedule's times disagree or mode passthrough would go with an opening
+-- or a pool, or {'locked', why} when the change would alter a draw (rules below).
 local seed, commitment = ARGV[ARG], ARGV[ARG + 1]
 local pairs_from = ARG + 2
 local old_idle = IDLE_MS
@@ -84,14 +88,37 @@ if mode == 'passthrough' and (changed['mode'] ~= nil or changed['opens-at'] ~= n
     return {'locked', "the draw's members still wait: passthrough would admit later arrivals ahead of them; let them be admitted first"}
   end
 end
+-- Mode passthrough admits at once, outside a pool's allotment, so it never goes with a pool:
+-- a change that would put them together is refused, naming the field changed (the mode when
+-- both are).
+local pool = POOL
+if changed['pool'] ~= nil then pool = changed['pool'] ~= '' and changed['pool'] or nil end
+if mode == 'passthrough' and pool and (changed['mode'] ~= nil or changed['pool'] ~= nil) then
+  if changed['mode'] ~= nil then
+    return {'invalid', 'mode', 'passthrough admits outside the pool\'s allotment: remove pool first'}
+  end
+  return {'invalid', 'pool', 'a queue in mode passthrough admits outside any pool: set mode queue first'}
+end
 -- A changed closesAt is reported again when it passes (promote.lua).
 if changed['closes-at'] ~= nil then redis.call('HDEL', SETTINGS, 'closes-announced') end
 if new_seed then
   redis.call('HSET', SETTINGS, 'draw-seed', seed, 'draw-commit', commitment)
   redis.call('HDEL', SETTINGS, 'draw-members', 'draw-announced')
 end
+-- A ramp sent again, or with only `to` changed, keeps its start (the ms it was first set);
+-- any other change of it starts it now.
 if changed['capacity-ramp'] and changed['capacity-ramp'] ~= '' then
-  changed['capacity-ramp'] = changed['capacity-ramp'] .. ':' .. string.format('%d', NOW)
+  local set_at = NOW
+  local from, step, every, _, old_set_at = ramp_parts(stored[18])
+  if from then
+    local new_from, new_step, new_every =
+      string.match(changed['capacity-ramp'], '^(%d+):(%d+):(%d+):%d+$')
+    if tonumber(new_from) == from and tonumber(new_step) == step
+        and tonumber(new_every) == every then
+      set_at = old_set_at
+    end
+  end
+  changed['capacity-ramp'] = changed['capacity-ramp'] .. ':' .. string.format('%d', set_at)
 end
 if changed['health-alarms'] ~= nil and stored[21] then set_health(nil, '') end
 -- A queue that joins or leaves a pool starts without an allotment: the new pool's ledger
@@ -108,7 +135,8 @@ keep_meta()
 write_fields(SETTINGS, changed)
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',
   'admit-per-tick', 'paused', 'mode', 'sold-out', 'message', 'max-waiting', 'opens-at',
-  'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access', 'capacity-ramp')
+  'closes-at', 'prequeue-opens-at', 'lane-before-opening', 'access', 'capacity-ramp',
+  'health-alarms', 'pool')
 local new_idle = tonumber(now_set[3] or DEFAULT_IDLE_MS)
 -- A buyer who polls when told keeps its place, whatever the operator changes afterwards.
 -- Each was told, under the settings before this change, to poll again by `told_by` at the
@@ -134,4 +162,5 @@ local set = {capacity = now_set[1] or nil, session = now_set[2] or nil, admit = 
   opens_at = now_set[10] or nil, closes_at = now_set[11] or nil,
   prequeue_opens_at = now_set[12] or nil, lane_before_opening = now_set[13] == '1',
   access = now_set[14] or nil, ramp = now_set[15] or nil}
-return {settings_reply(set), SOLD_OUT and 1 or 0, MODE}
+local register = (now_set[16] or now_set[17]) and not REGISTERED
+return {settings_reply(set), SOLD_OUT and 1 or 0, MODE, register and 1 or 0}

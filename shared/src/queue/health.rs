@@ -530,6 +530,17 @@ impl AlarmWatch {
         }
     }
 
+    /// Whether a queue names an alarm whose state no read has given yet: a queue this
+    /// promoter has just learned of, or a list the operator changed.
+    pub(super) fn has_unread(&self) -> bool {
+        let watch = self.watch();
+        watch
+            .named
+            .values()
+            .flatten()
+            .any(|name| !watch.alarmed.contains_key(name))
+    }
+
     /// Stages reading the state of every alarm a known queue names, with one `MGET` (all
     /// under `{health}`); `None` when none names any.
     pub(super) fn stage_read(&self, prefix: &str, batch: &mut Batch) -> Option<StagedAlarms> {

@@ -339,6 +339,16 @@ impl WaitingRoom {
                 .collect();
             replies = self.conn.send(&batch).await?;
         }
+        // Alarms named by a queue this tick learned of (new to the promoter, or a list the
+        // operator changed) are read at once, so the next tick hands their state on: one
+        // more round trip, only in a tick that learns such names.
+        if self.alarms.has_unread() {
+            let mut batch = Batch::new();
+            if let Some(staged) = self.alarms.stage_read(&self.prefix, &mut batch) {
+                let replies = self.conn.send(&batch).await?;
+                self.alarms.record(&staged, &replies)?;
+            }
+        }
         Ok((PromotionReport { queues: promotions }, registered))
     }
 }

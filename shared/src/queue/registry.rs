@@ -1,7 +1,9 @@
 //! The queue registry: the set of live queues the promoter and reaper work through, so they
 //! find queues without scanning the keyspace. A queue's first buyer registers it (within
-//! `MAX_QUEUES`); the reaper retires it once idle. The queue's meta hash holds a registration
-//! mark, so a buyer's script can tell when its queue must be registered again.
+//! `MAX_QUEUES`), or before any buyer the settings change that names health alarms or a pool;
+//! the reaper retires it once idle (never while its settings name either). The queue's meta
+//! hash holds a registration mark, so a buyer's script can tell when its queue must be
+//! registered again.
 
 use super::keys::{queue_registry_key, QueueKeys};
 use super::{Arrival, WaitingRoom, REGISTER, RETIRE};
@@ -19,7 +21,8 @@ impl StagedQueues {
 }
 
 impl WaitingRoom {
-    /// Every live queue: registered by its first buyer, until the reaper retires it.
+    /// Every live queue: registered by its first buyer, or by the settings change that names
+    /// health alarms or a pool, until the reaper retires it.
     pub async fn registered_queues(&self) -> Result<Vec<QueueId>, Error> {
         let mut batch = Batch::new();
         let listed = self.stage_registered_queues(&mut batch);
@@ -49,7 +52,8 @@ impl WaitingRoom {
     }
 
     /// Adds `queue` to the registry when issue or status found a live queue unmarked,
-    /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted. The registry
+    /// whatever `MAX_QUEUES` says: its buyers hold places that must be promoted; and when a
+    /// settings change found one unmarked whose settings name health alarms or a pool. The registry
     /// is written first and the mark second: a crash in between leaves the queue unmarked,
     /// and the next issue or status registers it again.
     pub(super) async fn reregister(&self, queue: &QueueId) -> Result<(), Error> {

@@ -174,11 +174,14 @@ local function active_reply(created, ticket, until_ms, since_ms)
   return token_reply(created, 'active', ticket, since_ms, until_ms, '', needs_registration())
 end
 
--- Whether the queue is empty and has had no arrival for `idle_after` ms.
+-- Whether the queue is empty and has had no arrival for `idle_after` ms. A queue whose
+-- settings name health alarms or a pool is never idle: the promoter keeps watching it for its
+-- next buyers.
 local function is_idle(idle_after)
   local last_issue = tonumber(redis.call('HGET', META, 'last-issue') or '0')
   return waiting_count() == 0 and live_active_count() == 0
     and NOW - last_issue >= idle_after
+    and not POOL and not redis.call('HGET', SETTINGS, 'health-alarms')
 end
 
 -- Finds `user`'s entry holding `ticket` (any ticket when nil). Returns the state, the

@@ -120,13 +120,17 @@ impl FromRedisValue for QueueSettings {
 /// `settings_reply`'s pace settings: `{capacity ramp, health, pool or ''}`.
 type PaceSettingsReply = (RampReply, HealthSettings, String);
 
-/// Configure's reply: `{settings in force, sold out before (0|1), mode before}`, or a
-/// schedule change refused: `{'invalid', field, why}` or `{'locked', why}`.
+/// Configure's reply: `{settings in force, sold out before (0|1), mode before, register
+/// (0|1)}`, or a change refused (a schedule's, or passthrough with an opening or a pool):
+/// `{'invalid', field, why}` or `{'locked', why}`.
 enum ConfigureReply {
     Applied {
         settings: Box<QueueSettings>,
         was_sold_out: bool,
         was: Mode,
+        /// The settings name health alarms or a pool, and the queue is not marked
+        /// registered.
+        register: bool,
     },
     Refused(Error),
 }
@@ -149,6 +153,7 @@ impl FromRedisValue for ConfigureReply {
                             "closesAt" => "closesAt",
                             "prequeueOpensAt" => "prequeueOpensAt",
                             "mode" => "mode",
+                            "pool" => "pool",
                             _ => "opensAt",
                         };
                         Error::invalid(field, why(2)?)
@@ -163,11 +168,12 @@ impl FromRedisValue for ConfigureReply {
                 }));
             }
         }
-        let (settings, was_sold_out, was): (QueueSettings, u8, String) =
+        let (settings, was_sold_out, was, register): (QueueSettings, u8, String, u8) =
             FromRedisValue::from_redis_value(v)?;
         Ok(ConfigureReply::Applied {
             settings: Box::new(settings),
             was_sold_out: was_sold_out == 1,
+            register: register == 1,
             was: serde_json::from_value(serde_json::Value::String(was.clone()))
                 .map_err(|_| format!("configure script returned mode {was:?}"))?,
         })
@@ -399,12 +405,25 @@ impl WaitingRoom {
     /// and reopening are reported as queue events. Setting an opening when none is pending
     /// starts a new draw with a fresh seed (see [`super::schedule`]); a pending one keeps
     /// its seed.
+    ///
+    /// A queue whose settings name health alarms or a pool is in the registry from then on,
+    /// so the promoter watches it before its first buyer. A change that names them takes the
+    /// queue's place first: one more round trip, refused past `MAX_QUEUES`
+    /// ([`super::Arrival::QueueLimit`]) with nothing written. A queue the script finds
+    /// unmarked is then put in the registry and marked, registry first, as status does
+    /// (`reregister`): two more, once.
     pub async fn configure(
         &self,
         queue: &QueueId,
         change: &SettingsChange,
     ) -> Result<Configured, Error> {
         let args = change.arguments()?;
+        let names_a_watch = args
+            .iter()
+            .any(|(field, value)| matches!(*field, "health-alarms" | "pool") && !value.is_empty());
+        if names_a_watch {
+            self.register(queue).await?;
+        }
         let mut invocation = self.invocation(&CONFIGURE, queue);
         let (seed, commitment) = if change.schedule().sets_opening() {
             let seed = DrawSeed::random();
@@ -418,14 +437,21 @@ impl WaitingRoom {
         for (field, value) in &args {
             invocation.named("pairs", *field).named("pairs", value);
         }
-        let (settings, was_sold_out, was) = match self.conn.invoke(invocation).await? {
+        let (settings, was_sold_out, was, register) = match self.conn.invoke(invocation).await? {
             ConfigureReply::Applied {
                 settings,
                 was_sold_out,
                 was,
-            } => (settings, was_sold_out, was),
+                register,
+            } => (settings, was_sold_out, was, register),
             ConfigureReply::Refused(err) => return Err(err),
         };
+        // The settings keep the reaper from retiring the queue now; the registry is written
+        // before the mark, so a retirement that ran in between cannot leave a mark behind
+        // without the queue in the registry.
+        if register {
+            self.reregister(queue).await?;
+        }
         let events = changed_events(queue, was_sold_out, was, &settings.availability);
         Ok(Configured {
             settings: *settings,
