@@ -624,3 +624,161 @@ async fn passthrough_and_a_pool_exclude_each_other() {
     let set = put_settings(&app, "open", &json!({"mode": "queue", "pool": "shared"})).await;
     assert_eq!(set.status, 200, "{}", set.body);
 }
+
+/// What the property test knows of one queue: the pool its settings name, and its buyers'
+/// tokens in join order.
+struct Modelled {
+    id: String,
+    pool: Option<&'static str>,
+    tokens: Vec<String>,
+}
+
+/// A seeded scheduler races an operator's changes (moving a queue between two pools and out,
+/// lowering and raising a capacity, deleting and remaking a pool, asking for passthrough)
+/// against arrivals, leaves and ticks, on two queues on two shards, and reads every queue's
+/// live sessions and waiters between steps. Once WORD_TICKS ticks have passed since the last
+/// change: nobody is admitted but into a place below the pool's capacity, and above it the
+/// pool's live sessions never rise. Passthrough with a pool is refused (400).
+#[tokio::test]
+async fn a_seeded_race_of_operator_changes_arrivals_leaves_and_ticks_keeps_every_pool_within_its_capacity(
+) {
+    use rand::{Rng, SeedableRng};
+    let app = TestApp::spawn(&[]).await;
+    let (a, b) = two_queues_on_two_shards();
+    let pools = ["north", "south"];
+    for seed in 0..3u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut capacity = [3u64, 2u64];
+        let mut made = [true, true];
+        for (i, id) in pools.iter().enumerate() {
+            pool(&app, "PUT", id, Some(&json!({"capacity": capacity[i]}))).await;
+        }
+        let mut queues = [
+            Modelled {
+                id: format!("{a}-{seed}"),
+                pool: Some("north"),
+                tokens: Vec::new(),
+            },
+            Modelled {
+                id: format!("{b}-{seed}"),
+                pool: Some("south"),
+                tokens: Vec::new(),
+            },
+        ];
+        for q in &queues {
+            pooled(&app, &q.id, json!(q.pool)).await;
+        }
+        let mut since_change = 0usize;
+        let mut joined = 0usize;
+        for step in 0..150 {
+            let ids: Vec<String> = queues.iter().map(|q| q.id.clone()).collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let (before, _) = (live(&app, &ids).await, ());
+            let mut left = [0u64; 2];
+            let what;
+            match rng.random_range(0..100) {
+                0..30 => {
+                    let q = rng.random_range(0..2);
+                    joined += 1;
+                    let reply = join(&app, &queues[q].id, &format!("u{joined}")).await;
+                    assert!(matches!(reply.status, 200 | 201), "{}", reply.body);
+                    queues[q].tokens.push(reply.token());
+                    what = format!("{} joins", queues[q].id);
+                }
+                30..50 => {
+                    let q = rng.random_range(0..2);
+                    let mut gone = None;
+                    for (k, token) in queues[q].tokens.iter().enumerate() {
+                        if lineup_tests::queue::status(&app, &queues[q].id, token)
+                            .await
+                            .body["status"]
+                            == "active"
+                        {
+                            gone = Some(k);
+                            break;
+                        }
+                    }
+                    if let Some(k) = gone {
+                        let token = queues[q].tokens.remove(k);
+                        assert_eq!(leave(&app, &queues[q].id, &token).await.status, 204);
+                        left[q] = 1;
+                    }
+                    what = format!("{} leaves", queues[q].id);
+                }
+                50..80 => {
+                    tick(&app.stack).await;
+                    since_change += 1;
+                    what = "tick".to_owned();
+                }
+                80..88 => {
+                    let q = rng.random_range(0..2);
+                    let to = [Some("north"), Some("south"), None][rng.random_range(0..3)];
+                    pooled(&app, &queues[q].id, json!(to)).await;
+                    queues[q].pool = to;
+                    since_change = 0;
+                    what = format!("{} moves to {to:?}", queues[q].id);
+                }
+                88..94 => {
+                    let p = rng.random_range(0..2);
+                    capacity[p] = rng.random_range(1..=5);
+                    pool(
+                        &app,
+                        "PUT",
+                        pools[p],
+                        Some(&json!({"capacity": capacity[p]})),
+                    )
+                    .await;
+                    made[p] = true;
+                    since_change = 0;
+                    what = format!("{} to capacity {}", pools[p], capacity[p]);
+                }
+                94..97 => {
+                    let p = rng.random_range(0..2);
+                    pool(&app, "DELETE", pools[p], None).await;
+                    made[p] = false;
+                    since_change = 0;
+                    what = format!("{} deleted", pools[p]);
+                }
+                _ => {
+                    let q = rng.random_range(0..2);
+                    let reply =
+                        put_settings(&app, &queues[q].id, &json!({"mode": "passthrough"})).await;
+                    if queues[q].pool.is_some() {
+                        reply.assert_problem(400);
+                    } else {
+                        assert_eq!(reply.status, 200, "{}", reply.body);
+                        put_settings(&app, &queues[q].id, &json!({"mode": "queue"})).await;
+                    }
+                    what = format!("{} asks for passthrough", queues[q].id);
+                }
+            }
+            let after = live(&app, &ids).await;
+            if since_change < WORD_TICKS {
+                continue;
+            }
+            for (p, id) in pools.iter().enumerate() {
+                let members: Vec<usize> = (0..2).filter(|&q| queues[q].pool == Some(*id)).collect();
+                if members.is_empty() {
+                    continue;
+                }
+                let cap = if made[p] { capacity[p] } else { 0 };
+                let sum_before: u64 = members.iter().map(|&q| before[q]).sum();
+                let sum_after: u64 = members.iter().map(|&q| after[q]).sum();
+                let admitted: u64 = members
+                    .iter()
+                    .map(|&q| (after[q] + left[q]).saturating_sub(before[q]))
+                    .sum();
+                let context = format!(
+                    "seed {seed} step {step} ({what}): pool {id} of {cap}, live {before:?} → {after:?}"
+                );
+                if admitted > 0 {
+                    assert!(sum_after <= cap, "admitted past the capacity: {context}");
+                }
+                assert!(
+                    sum_after <= sum_before.max(cap),
+                    "the sum rose above the capacity: {context}"
+                );
+            }
+        }
+    }
+}
