@@ -333,7 +333,8 @@ impl WaitingRoom {
                         .named("alarm_names", "")
                         .named("grant", "")
                         .named("shrink", "")
-                        .named("pool_signal", "");
+                        .named("pool_signal", "")
+                        .named("word_pool", "");
                     (index, batch.stage(call))
                 })
                 .collect();
