@@ -172,13 +172,16 @@ try {
   assert.equal(second.status, 200, JSON.stringify(second.body));
   assert.equal(second.body.userId, 'bob');
 
-  // The door: a queue that asks each new arrival for a proof of work. The page fetches a
-  // challenge, says it is checking the browser while ALTCHA's own worker solves it, and joins
-  // with the solution. The worker is held back until the checking state has been checked.
+  // The door: a queue that asks each new arrival for a proof of work. The page reads the
+  // setting from the summary, fetches a challenge, says it is checking the browser while
+  // ALTCHA's own worker solves it, and joins once, with the solution: no join is refused. The
+  // worker is held back until the checking state has been checked.
   assert.equal((await api('PUT', '/queues/door/settings', { capacity: 1, challenge: 'on', challengeCostMin: 1000 })).status, 200);
   const door = await open(browser);
   let release;
   const held = new Promise((r) => { release = r; });
+  const joins = [];
+  door.page.on('request', (r) => { if (r.method() === 'POST' && /\/queues\/door\/tokens$/.test(r.url())) joins.push(r.headers()['x-altcha'] ? 'solved' : 'bare'); });
   await door.page.route('**/wait/altcha.js', async (route) => { await held; await route.continue(); });
   await door.page.goto(`${BASE}/queues/door/wait`);
   await join(door.page, 'dora');
@@ -188,6 +191,7 @@ try {
   release();
   await state(door.page, 'active');
   assert.equal((await api('GET', '/queues/door')).body.active, 1);
+  assert.deepEqual(joins, ['solved'], 'one join, with the solution');
   await door.context.close();
 
   // A reload keeps the place: the token is in sessionStorage, and no second place is taken.

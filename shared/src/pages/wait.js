@@ -560,9 +560,11 @@
   }
 
   // The door (docs/door.md): a queue that asks a new arrival to solve a challenge refuses a
-  // join without one as `challenge-required` (or `challenge-failed`). The page then fetches a
+  // join without one as `challenge-required` (or `challenge-failed`). The page reads the
+  // queue's `challenge` setting from its summary first: when it is on, the page fetches a
   // challenge, solves it in a Web Worker, ALTCHA's own (wait/altcha.js), while it says it is
-  // checking the browser, and joins again with the solution in x-altcha.
+  // checking the browser, and joins with the solution in x-altcha, so no join is refused. A
+  // refusal all the same (the setting changed since) is answered the same way.
   const DOOR = ['challenge-required', 'challenge-failed'];
   // PBKDF2 iterations a browser derives per ms, roughly: the progress bar's pace. A solver
   // tries 256 times on average (a one-byte key prefix).
@@ -589,11 +591,30 @@
     }
   }
 
-  // Joins the line, bringing `altcha` (a solved challenge) when it has one. An answer of load
-  // or outage (or none) is sent again after Retry-After, as a poll is, so the buyer need not
-  // press again at the on-sale minute.
+  // Whether the queue's summary says a new arrival solves a challenge first. Unknown (false)
+  // when the summary cannot be read: the join's refusal then says so.
+  async function doorOn() {
+    try {
+      const r = await fetch('../' + encodeURIComponent(queue), { headers: { accept: 'application/json' } });
+      const b = r.ok ? await r.json() : null;
+      const mode = b && b.settings && b.settings.challenge;
+      return mode === 'on' || mode === 'adaptive';
+    } catch (e) {
+      return false;
+    }
+  }
+
+  // Joins the line, bringing `altcha` (a solved challenge) when it has one. A first join of a
+  // queue with the door on solves its challenge first. An answer of load or outage (or none) is
+  // sent again after Retry-After, as a poll is, so the buyer need not press again at the
+  // on-sale minute.
   async function join(userId, altcha) {
     clearTimeout(timer);
+    if (altcha === undefined && await doorOn()) {
+      const solved = await passDoor(userId);
+      join(userId, solved || null);
+      return;
+    }
     const again = (r) => { timer = setTimeout(() => join(userId, altcha), retrying(r) * 1000); };
     try {
       const r = await fetch('tokens', {
