@@ -253,9 +253,9 @@ end
 -- The expected length of a session, the low one and the high one, in ms, as the estimates
 -- take them, and what a live session is expected to last yet at the least
 -- (`session-rest-ms`: the live sessions' mean residual life, 0 until the lengths are known).
--- Before any fold a session is expected to run out. The low length is `session-low`, at most the expected one; the high,
--- `session-high-ms`, at least the expected one and at most a session run out and taken back a
--- tick late.
+-- Before any fold a session is expected to run out. The low length is `session-low`, at most
+-- the expected one; the high, `session-high-ms`, at least the expected one and at most a
+-- session run out and taken back a tick late.
 local function session_lengths()
   local mean = math.floor(math.min(SESSION_MEAN_MS or RUN_OUT_MS, SESSION_MS + TICK_MS))
   local known = SESSION_LOW[1] + math.max(0, NOW - SESSION_LOW[3]) * SESSION_LOW[2] / 1000
