@@ -385,10 +385,19 @@ async fn selling_out_and_closing_are_announced_on_the_bus() {
         .iter()
         .filter(|e| e["source"] == SOURCE && e["detail"].get("userId").is_none())
         .map(|e| {
-            (
-                e["detail-type"].as_str().unwrap().to_owned(),
-                e["detail"].clone(),
-            )
+            let kind = e["detail-type"].as_str().unwrap().to_owned();
+            let mut detail = e["detail"].clone();
+            // A queue's own event is named by its queue, its kind and the ms lineup saw it.
+            let id = detail
+                .as_object_mut()
+                .and_then(|d| d.remove("eventId"))
+                .expect("an eventId");
+            let seen = id
+                .as_str()
+                .and_then(|id| id.strip_prefix(&format!("show:{kind}:")))
+                .map(|ms| ms.parse::<i64>().is_ok());
+            assert_eq!(seen, Some(true), "{id}");
+            (kind, detail)
         })
         .collect();
     queue_level.sort_by(|a, b| a.0.cmp(&b.0));

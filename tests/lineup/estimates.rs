@@ -13,66 +13,21 @@ use rand::Rng;
 
 const BUYERS: usize = 300;
 const CAPACITY: usize = 20;
+const SESSION: Duration = Duration::from_secs(6);
 const TICK: Duration = Duration::from_secs(1);
 /// What the range may miss by: the wait is measured to the admission the promoter records,
 /// and each figure is rounded to the second.
 const SLACK: f64 = 1.0;
 
-/// How long sessions last: the session's length, and how each buyer ends its own once it sees
-/// its turn.
+/// How a buyer's session ends once it sees its turn.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Shape {
-    /// 6 s sessions that all run out.
+enum Endings {
+    /// Every session runs out.
     Expiry,
-    /// 6 s sessions, every buyer paying or leaving 2–6 s after seeing its turn.
+    /// Every buyer pays or leaves 2–6 s after seeing its turn.
     Early,
-    /// 6 s sessions, every other buyer ending 2–6 s after its turn, the rest running out.
+    /// Every other buyer does; the rest let the session run out.
     Mixed,
-    /// 60 s sessions, every buyer paying or leaving 2–6 s after its turn: far shorter than
-    /// the session allows.
-    EarlyOfLong,
-    /// 10 s sessions, each buyer ending an exponential time after its turn (mean 2 s), or
-    /// running out.
-    Exponential,
-    /// 10 s sessions: three buyers in five end 1–2 s after their turn, the rest 7–10 s.
-    Bimodal,
-}
-
-impl Shape {
-    fn session(self) -> Duration {
-        match self {
-            Shape::Expiry | Shape::Early | Shape::Mixed => Duration::from_secs(6),
-            Shape::EarlyOfLong => Duration::from_secs(60),
-            Shape::Exponential | Shape::Bimodal => Duration::from_secs(10),
-        }
-    }
-
-    /// How long after seeing its turn buyer `i` ends its session; `None`: it lets it run out.
-    fn ending(self, i: usize) -> Option<Duration> {
-        let mut rng = rand::rng();
-        let ms = match self {
-            Shape::Expiry => return None,
-            Shape::Mixed if !i.is_multiple_of(2) => return None,
-            Shape::Early | Shape::Mixed | Shape::EarlyOfLong => rng.random_range(2000..6000),
-            Shape::Exponential => (-2000.0 * (1.0 - rng.random::<f64>()).ln()) as u64,
-            Shape::Bimodal if rng.random_range(0..5) < 3 => rng.random_range(1000..2000),
-            Shape::Bimodal => rng.random_range(7000..10_000),
-        };
-        Some(Duration::from_millis(ms)).filter(|d| *d < self.session())
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Shape::Expiry => "6 s sessions that run out",
-            Shape::Early => "6 s sessions ended 2–6 s after the turn by paying or leaving",
-            Shape::Mixed => "6 s sessions, half ended 2–6 s after the turn, half run out",
-            Shape::EarlyOfLong => "60 s sessions ended 2–6 s after the turn",
-            Shape::Exponential => {
-                "10 s sessions ended an exponential time (mean 2 s) after the turn"
-            }
-            Shape::Bimodal => "10 s sessions, 3 in 5 ended 1–2 s after the turn, the rest 7–10 s",
-        }
-    }
 }
 
 /// One waiting reply as the buyer read it.
@@ -148,8 +103,8 @@ where
     }
 }
 
-/// Joins, polls exactly as told until admitted, then ends the session as `shape` says.
-async fn buyer(app: &TestApp, i: usize, shape: Shape) -> Buyer {
+/// Joins, polls exactly as told until admitted, then ends the session as `endings` says.
+async fn buyer(app: &TestApp, i: usize, endings: Endings) -> Buyer {
     let name = format!("b{i}");
     // Everyone arrives within the first two seconds.
     sleep(Duration::from_millis(rand::rng().random_range(0..2000))).await;
@@ -172,13 +127,17 @@ async fn buyer(app: &TestApp, i: usize, shape: Shape) -> Buyer {
         sleep(Duration::from_secs(told)).await;
         reply = obeying(|| status(app, "sale", &token)).await;
     };
-    seen.admitted = Some(until - chrono::Duration::from_std(shape.session()).unwrap());
-    let Some(after) = shape.ending(i) else {
+    seen.admitted = Some(until - chrono::Duration::from_std(SESSION).unwrap());
+    let early = match endings {
+        Endings::Expiry => false,
+        Endings::Early => true,
+        Endings::Mixed => i.is_multiple_of(2),
+    };
+    if !early {
         seen.ended = Some(until);
         return seen;
-    };
-    // Sleeps of over 2 s are for the real-time suites only; this is one.
-    sleep(after).await;
+    }
+    sleep(Duration::from_millis(rand::rng().random_range(2000..6000))).await;
     seen.ended = Some(Utc::now().min(until));
     if Utc::now() < until {
         if i.is_multiple_of(3) {
@@ -201,13 +160,13 @@ async fn buyer(app: &TestApp, i: usize, shape: Shape) -> Buyer {
     seen
 }
 
-/// Runs an on-sale of `BUYERS` into a queue of `CAPACITY` with `shape`'s sessions and a
+/// Runs an on-sale of `BUYERS` into a queue of `CAPACITY` with `SESSION` sessions and a
 /// promoter ticking every `TICK`, and returns what each buyer saw.
-async fn on_sale(shape: Shape) -> Vec<Buyer> {
+async fn on_sale(endings: Endings) -> Vec<Buyer> {
     let _turn = lineup_tests::CPU_HEAVY.lock().await;
     let app = TestApp::spawn(&[
         ("QUEUE_CAPACITY", &CAPACITY.to_string()),
-        ("SESSION_SECONDS", &shape.session().as_secs().to_string()),
+        ("SESSION_SECONDS", &SESSION.as_secs().to_string()),
         ("PROMOTE_TICK_SECONDS", &TICK.as_secs().to_string()),
         ("WAITING_IDLE_SECONDS", "60"),
         ("RATE_LIMIT_USER_PER_MINUTE", "0"),
@@ -226,7 +185,7 @@ async fn on_sale(shape: Shape) -> Vec<Buyer> {
         }
     };
     let buyers = async {
-        let seen = join_all((0..BUYERS).map(|i| buyer(&app, i, shape))).await;
+        let seen = join_all((0..BUYERS).map(|i| buyer(&app, i, endings))).await;
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         seen
     };
@@ -239,31 +198,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank]
 }
 
-/// How many sessions must have ended before the estimate is held to the band:
-/// max(10, capacity ÷ 10).
-const LEARNED_AFTER: usize = if CAPACITY / 10 > 10 {
-    CAPACITY / 10
-} else {
-    10
-};
-
-/// What one run showed.
-struct Figures {
-    /// The real wait ÷ the estimate shown once `LEARNED_AFTER` sessions had ended: p10, p50,
-    /// p90.
-    ratios: (f64, f64, f64),
-    /// The share of waiters whose real wait the range then shown held, and its median
-    /// high ÷ low.
-    learned_range: (f64, f64),
-    /// The same for the range of each waiter's first poll.
-    first_range: (f64, f64),
-}
-
-/// Checks what every run promises (no estimate rose while its waiter's position held) and
-/// prints its figures: the range shown at each waiter's first poll, and the real wait ÷ the
-/// first estimate a waiter was shown once `LEARNED_AFTER` sessions had ended, with the range
-/// shown then, for `check` to hold.
-fn report(buyers: &[Buyer], shape: Shape) -> Figures {
+/// Checks the run's promises and prints its figures:
+/// - no estimate rose while its waiter's position held;
+/// - the real wait lies inside the range shown at the first poll for ≥ 80 % of waiters;
+/// - the real wait ÷ the first estimate shown after the queue's first departure lies within
+///   1/1.5 … 1.5 at p10, p50 and p90.
+fn report(buyers: &[Buyer], endings: &str) {
     for (i, b) in buyers.iter().enumerate() {
         for pair in b.polls.windows(2) {
             let (p0, p1) = (pair[0], pair[1]);
@@ -279,149 +219,90 @@ fn report(buyers: &[Buyer], shape: Shape) -> Figures {
             }
         }
     }
-    let mut endings: Vec<DateTime<Utc>> = buyers.iter().filter_map(|b| b.ended).collect();
-    endings.sort();
-    let learned = *endings
-        .get(LEARNED_AFTER - 1)
-        .expect("enough sessions ended");
+    let first_departure = buyers
+        .iter()
+        .filter_map(|b| b.ended)
+        .min()
+        .expect("a session ended");
     let waited = |b: &Buyer, at: DateTime<Utc>| {
         (b.admitted.expect("admitted") - at).num_milliseconds() as f64 / 1000.0
     };
-    let holds = |(low, high): (f64, f64), real: f64| low - SLACK <= real && real <= high + SLACK;
-    let width = |(low, high): (f64, f64)| high / low.max(1.0);
-    let (mut first_inside, mut first_widths) = (0, Vec::new());
-    let (mut learned_inside, mut learned_widths) = (0, Vec::new());
+    let (mut inside, mut shown) = (0, 0);
     let mut ratios = Vec::new();
     for b in buyers {
         let Some(first) = b.polls.first() else {
             continue;
         };
-        let range = first.range.expect("a range");
-        first_inside += usize::from(holds(range, waited(b, first.at)));
-        first_widths.push(width(range));
-        if let Some(after) = b.polls.iter().find(|p| p.at >= learned) {
+        let (low, high) = first.range.expect("a range");
+        let real = waited(b, first.at);
+        shown += 1;
+        if low - SLACK <= real && real <= high + SLACK {
+            inside += 1;
+        }
+        if let Some(after) = b.polls.iter().find(|p| p.at >= first_departure) {
             let estimate = after.estimate.expect("a number");
-            let real = waited(b, after.at).max(0.0);
-            ratios.push(real / estimate.max(1.0));
-            let range = after.range.expect("a range");
-            learned_inside += usize::from(holds(range, real));
-            learned_widths.push(width(range));
+            ratios.push(waited(b, after.at).max(0.0) / estimate.max(1.0));
         }
     }
-    for list in [&mut ratios, &mut first_widths, &mut learned_widths] {
-        list.sort_by(f64::total_cmp);
-    }
-    let shown = first_widths.len();
-    let figures = Figures {
-        ratios: (
-            percentile(&ratios, 0.1),
-            percentile(&ratios, 0.5),
-            percentile(&ratios, 0.9),
-        ),
-        learned_range: (
-            learned_inside as f64 / ratios.len().max(1) as f64,
-            percentile(&learned_widths, 0.5),
-        ),
-        first_range: (
-            first_inside as f64 / shown as f64,
-            percentile(&first_widths, 0.5),
-        ),
-    };
-    let (p10, p50, p90) = figures.ratios;
+    ratios.sort_by(f64::total_cmp);
+    let coverage = inside as f64 / shown as f64;
+    let (p10, p50, p90) = (
+        percentile(&ratios, 0.1),
+        percentile(&ratios, 0.5),
+        percentile(&ratios, 0.9),
+    );
     println!(
-        "RELIABILITY: wait estimates: {BUYERS} buyers joining at once (capacity {CAPACITY}, {}, \
-         ticks every {} s, every buyer polling as told): the first poll's range held the real \
-         wait for {:.0} % of {shown} (median high ÷ low {:.1}); once {LEARNED_AFTER} sessions \
-         had ended, real wait ÷ estimate p10 {p10:.2}, p50 {p50:.2}, p90 {p90:.2} over {}, the \
-         range held it for {:.0} % (median high ÷ low {:.1})",
-        shape.describe(),
+        "RELIABILITY: wait estimates: {BUYERS} buyers joining at once (capacity {CAPACITY}, {} s \
+         sessions {endings}, ticks every {} s, every buyer polling as told): the real wait inside \
+         the range of the first poll for {:.0} % of {shown}; real wait ÷ the first estimate after \
+         the first departure p10 {p10:.2}, p50 {p50:.2}, p90 {p90:.2} over {}",
+        SESSION.as_secs(),
         TICK.as_secs(),
-        figures.first_range.0 * 100.0,
-        figures.first_range.1,
+        coverage * 100.0,
         ratios.len(),
-        figures.learned_range.0 * 100.0,
-        figures.learned_range.1,
     );
     assert!(shown >= BUYERS - CAPACITY, "{shown} waiters");
     assert!(
         ratios.len() >= BUYERS / 2,
-        "{} waiters seen once {LEARNED_AFTER} sessions had ended",
+        "{} waiters seen after the first departure",
         ratios.len()
     );
-    figures
-}
-
-/// The estimate once sessions have been seen to end: real wait ÷ estimate within 1/1.5 … 1.5 at
-/// p10, p50 and p90; the range then shown holds the real wait for ≥ 80 % of waiters, with a
-/// median high ÷ low ≤ 4; and the range of each waiter's first poll held it for ≥ 80 %.
-fn check(figures: &Figures) {
-    let (p10, p50, p90) = figures.ratios;
+    assert!(
+        coverage >= 0.8,
+        "the range held the real wait for {:.0} %",
+        coverage * 100.0
+    );
     for ratio in [p10, p50, p90] {
         assert!(
             (1.0 / 1.5..=1.5).contains(&ratio),
             "real wait ÷ estimate out of bounds: p10 {p10:.2}, p50 {p50:.2}, p90 {p90:.2}"
         );
     }
-    let (held, width) = figures.learned_range;
-    assert!(
-        held >= 0.8,
-        "the range held the real wait for {:.0} %",
-        held * 100.0
-    );
-    assert!(width <= 4.0, "median high ÷ low {width:.1}");
-    assert!(
-        figures.first_range.0 >= 0.8,
-        "the first poll's range held the real wait for {:.0} %",
-        figures.first_range.0 * 100.0
-    );
 }
 
 /// Every session runs to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_are_honest_when_every_session_runs_out() {
-    check(&report(&on_sale(Shape::Expiry).await, Shape::Expiry));
+    report(&on_sale(Endings::Expiry).await, "that run out");
 }
 
 /// Every buyer pays or leaves 2–6 s after seeing its turn: the first sessions to end are the
 /// short ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_are_honest_when_buyers_end_their_sessions_early_at_varying_times() {
-    check(&report(&on_sale(Shape::Early).await, Shape::Early));
+    report(
+        &on_sale(Endings::Early).await,
+        "ended 2–6 s after the turn by paying or leaving",
+    );
 }
 
 /// Half the buyers end early, the rest let the session run out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_are_honest_when_some_sessions_end_early_and_some_run_out() {
-    check(&report(&on_sale(Shape::Mixed).await, Shape::Mixed));
-}
-
-/// Buyers pay 2–6 s into a 60 s session: the estimate learns the lengths seen, not the
-/// session's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn estimates_learn_sessions_far_shorter_than_allowed() {
-    check(&report(
-        &on_sale(Shape::EarlyOfLong).await,
-        Shape::EarlyOfLong,
-    ));
-}
-
-/// Lengths spread as an exponential, with a long tail cut at the session's end. Measured, and
-/// held to what every run promises, not to `check`: the first sessions, admitted as their
-/// buyers join, last only their exponential; the later ones also the wait until their buyer's
-/// next poll sees the turn (up to a second), a quarter of a 2 s mean that the first ten
-/// endings cannot show.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn estimates_are_measured_when_lengths_are_exponential() {
-    report(&on_sale(Shape::Exponential).await, Shape::Exponential);
-}
-
-/// Two kinds of buyer: most pay at once, the rest take most of the session. Measured, and held
-/// to what every run promises, not to `check`: the first ten endings are all of the short
-/// kind, and nothing seen then tells the live sessions of the long kind from the short ones
-/// that have yet to end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn estimates_are_measured_when_lengths_are_bimodal() {
-    report(&on_sale(Shape::Bimodal).await, Shape::Bimodal);
+    report(
+        &on_sale(Endings::Mixed).await,
+        "half ended 2–6 s after the turn, half run out",
+    );
 }
 
 /// A session longer than the mean is paid for before the next tick: no waiter's estimate rises.
