@@ -25,6 +25,7 @@ mod metrics;
 mod overload;
 mod pace;
 mod pool;
+mod pool_changes;
 mod prequeue;
 mod presence;
 mod priority;
