@@ -208,29 +208,28 @@ enum End {
     Lost(String),
 }
 
-/// A redis-server held to 1 ms of CPU every 70 ms serves some N status polls a second through
-/// the handler (measured first, 32 callers in a closed loop; Redis must be throttled in at least
-/// half the periods). Then, open loop: 15 s of 0.4 N requests a second, 60 s of 3 N, 20 s of
-/// 0.4 N. 100 buyers follow `pollAfterSeconds` and `Retry-After`, book 10 s once admitted
-/// (capacity 5) and leave. A flood fills the rest of the rate: one request in 20 a new arrival,
-/// the others polls of the 600 buyers who joined after them and of the arrivals, in turn. The
-/// promoter ticks every second on a connection of its own, as in AWS. Default timeouts and
-/// in-flight cap; idle period 90 s, so that a waiter told to poll after 30 s whom the surge
-/// starved throughout would be dropped.
+/// A redis-server held to 1 ms of CPU every 70 ms serves some N status polls a second through the
+/// handler (measured first, 32 callers in a closed loop; Redis must be throttled in at least half
+/// the periods). Then, open loop: 15 s of 0.4 N requests a second, 60 s of 3 N, 20 s of 0.4 N. 100
+/// buyers, each starting at its own point of the first second, follow `pollAfterSeconds` and
+/// `Retry-After`, book 10 s once admitted (capacity 5) and leave. A flood fills the rest of the
+/// rate: one request in 20 a new arrival, the others polls of the 600 buyers who joined after them
+/// and of the arrivals, in turn. The promoter ticks every second on a connection of its own, as in
+/// AWS. Default timeouts and in-flight cap; idle period 90 s, so that a waiter told to poll after
+/// 30 s whom the surge starved throughout would be dropped.
 ///
 /// Every answer must be the call's normal one, or 503 or 429 with `Retry-After`, never a hang
-/// (within twice the request's budget of 4 response timeouts). The offered rate in the surge is at least 2.5 N. The connection sheds at
-/// once (503, `Retry-After: 1`) at least 9 times as often as a request times out. No ticket
-/// changes and no waiter's position rises. No obedient buyer is dropped. At the end every place
-/// told is still held, unless its buyer left, or (a flood buyer, who ignores `Retry-After`) went
-/// unseen for the idle period; the queue counts at least as many. No poll is refused in the 10 s
-/// before the surge, nor from 10 s after it; from then on every obedient buyer's poll is served
-/// within a Retry-After and a request's budget of the time it was told. The p99s are printed,
-/// never asserted: they measure the machine.
+/// (within twice the request's budget of 4 response timeouts). The offered rate in the surge is at
+/// least 2.5 N. The connection sheds at once (503, `Retry-After: 1`) at least 9 times as often as a
+/// request times out. No ticket changes and no waiter's position rises. No obedient buyer is
+/// dropped. At the end every place told is still held, unless its buyer left, or (a flood buyer,
+/// who ignores `Retry-After`) went unseen for the idle period; the queue counts at least as many.
+/// No poll is refused in the 10 s before the surge, nor from 10 s after it; from then on every
+/// obedient buyer's poll is served within a Retry-After and a request's budget of the time it was
+/// told. The p99s are printed, never asserted: they measure the machine.
 ///
-/// Needs root for the cgroup; without it the test says so and passes
-/// (`LINEUP_REQUIRE_CPU_CAP=1`, as CI sets when it runs as root, makes that a failure). It
-/// also needs a private server.
+/// Needs root for the cgroup; without it the test says so and passes (`LINEUP_REQUIRE_CPU_CAP=1`,
+/// as CI sets when it runs as root, makes that a failure). It also needs a private server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_place() {
     let _turn = lineup_tests::CPU_HEAVY.lock().await;
@@ -287,11 +286,19 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
     });
     let stop_at = start + BEFORE + SURGE + AFTER;
     let recovered_from = start + BEFORE + SURGE + RECOVERING;
+    // They joined before the calibration, so every first poll is overdue: each buyer starts
+    // at its own point of the first second, as buyers who joined at different moments do.
+    // Started in step, the 95 told to poll after 1 s poll in the same millisecond, mostly
+    // while the capped server sleeps, and the connection sheds what goes past its cap of
+    // requests in flight (the cap's own test below), before the surge begins.
     let obedient: Vec<_> = joined
         .into_iter()
-        .map(|(held, reply)| {
+        .enumerate()
+        .map(|(i, (held, reply))| {
             let (app, log) = (app.clone(), log.clone());
+            let offset = Duration::from_secs(1).mul_f64(i as f64 / OBEDIENT as f64);
             tokio::spawn(async move {
+                sleep(offset).await;
                 let fared = obey(&app, &log, &held, &reply, recovered_from, stop_at).await;
                 (held, fared)
             })
