@@ -294,9 +294,10 @@ local LONG_IDLE_MS = IDLE_MS * 8
 -- them updates its local copy too.
 local meta = redis.call('HMGET', META, 'last-call', 'presence-grace-until', 'registered',
   'session-mean-ms', 'admitted-through', 'clock-at', 'seen-at', 'long-seen-at', 'kept-at',
-  'session-low', 'presence-span')
+  'session-low', 'presence-span', 'session-high-ms', 'session-rest-ms')
 local REGISTERED = meta[3] ~= false
 local SESSION_MEAN_MS = tonumber(meta[4])
+local SESSION_HIGH_MS, SESSION_REST_MS = tonumber(meta[12]), tonumber(meta[13])
 local ADMITTED_THROUGH = tonumber(meta[5]) or 0
 local CLOCK_AT = tonumber(meta[6]) or 0
 local SEEN_AT, LONG_SEEN_AT, KEPT_AT = tonumber(meta[7]), tonumber(meta[8]), tonumber(meta[9])

@@ -76,10 +76,11 @@ end
 -- one ZRANGE by index from the end, O(log n). None there, or one already ended, means the
 -- place is free. `from` (ms, nil: now): no place is taken before it.
 -- The wait takes sessions to hold their place the expected length (session_lengths);
--- `low`, the low length; `high`, sessions running out, each place taken back a tick late.
+-- `low`, the low length; `high`, the high length (sessions running out until the lengths
+-- seen say otherwise), each place taken back a tick late.
 local function wait_estimate(position, from)
   if PAUSED or SOLD_OUT or CAPACITY < 1 then return '', '', '' end
-  local mean, low_mean = session_lengths()
+  local mean, low_mean, high_mean, rest = session_lengths()
   local place = (position - 1) % CAPACITY + 1
   local rounds = math.floor((position - 1) / CAPACITY)
   local start = math.max(NOW, from or NOW)
@@ -90,13 +91,21 @@ local function wait_estimate(position, from)
   if until_ms and until_ms > NOW then
     local _, since = active_entry(entry[1])
     since = since or until_ms
-    for i, length in ipairs({mean, low_mean, SESSION_MS}) do
-      frees_at[i] = math.max(start, math.min(until_ms, since + length))
+    -- The expected and the high end: no sooner than the place-th of the live sessions to
+    -- end is expected to, each expected to last `rest` yet: the place-th shortest of
+    -- CAPACITY exponential residual lives, ln((C + ½) ÷ (C − place + ½)) times `rest`, at
+    -- most `rest` itself.
+    local share = math.min(1, math.log((CAPACITY + 0.5) / (CAPACITY - place + 0.5)))
+    local soonest = rest * share
+    local lengths = {{mean, soonest}, {low_mean, 0}, {high_mean - TICK_MS, soonest}}
+    for i, length in ipairs(lengths) do
+      local frees = math.max(since + length[1], NOW + length[2])
+      frees_at[i] = math.max(start, math.min(until_ms, frees))
     end
   end
   return string.format('%d', frees_at[1] - NOW + rounds * mean),
     string.format('%d', frees_at[2] - NOW + rounds * low_mean),
-    string.format('%d', frees_at[3] - NOW + rounds * SESSION_MS + (rounds + 1) * TICK_MS)
+    string.format('%d', frees_at[3] - NOW + TICK_MS + rounds * high_mean)
 end
 
 -- The reply issue and status give, and the only place it is built (decoded by `TokenReply`
