@@ -44,6 +44,10 @@ local function bucket_of(ms)
 end
 -- Ended sessions it takes for the lengths' own estimate to hold alone.
 local TRUSTED_ENDINGS = 10
+-- Ended sessions it takes for the high end to follow the lengths alone: fewer endings give a
+-- mean that may be far off (ten exponential lengths: outside 0.67–1.5 of the truth one time
+-- in five), so the range stays wide for longer than the estimate takes to move.
+local TRUSTED_HIGH_ENDINGS = 40
 
 local function note_session_lengths(lengths)
   local sum, count = 0, 0
@@ -227,7 +231,9 @@ local function fold_session_lengths()
     local trust = math.min(1, (ended - 1) / (TRUSTED_ENDINGS - 1))
     own = math.max(1, math.min(own, RUN_OUT_MS))
     mean = first ^ (1 - trust) * own ^ trust
-    high = (SESSION_MS + TICK_MS) ^ (1 - trust) * math.min(SESSION_MS + TICK_MS, 1.6 * own) ^ trust
+    local trust_high = math.min(1, (ended - 1) / (TRUSTED_HIGH_ENDINGS - 1))
+    high = (SESSION_MS + TICK_MS) ^ (1 - trust_high)
+      * math.min(SESSION_MS + TICK_MS, 1.6 * own) ^ trust_high
     rest = trust * math.min(own_rest, RUN_OUT_MS)
   end
   SESSION_MEAN_MS = math.floor(mean)
