@@ -409,14 +409,22 @@ fn report(sale: &Sale, shape: Shape, since: Since) -> Figures {
     figures
 }
 
-/// The estimate once sessions have been seen to end: real wait ÷ estimate within 1/1.5 … 1.5 at
-/// p10, p50 and p90; the range then shown holds the real wait for ≥ 80 % of waiters, with a
-/// median high ÷ low ≤ 4; and the range of each waiter's first poll held it for ≥ 80 %.
-fn check(figures: &Figures) {
+/// How far the real wait ÷ the estimate may stray, either way, where lengths spread little.
+const BAND: f64 = 1.5;
+
+/// The same where lengths spread as wide as an exponential's. Forty lengths known in full
+/// give a mean that strays from the later sessions' by up to 0.88–1.18 in the runs measured,
+/// and the estimator sees most of them only in part: the live ones' ages.
+const WIDE_BAND: f64 = 2.0;
+
+/// The estimate once sessions have been seen to end: real wait ÷ estimate within 1/`band` …
+/// `band` at p10, p50 and p90; the range then shown holds the real wait for ≥ 80 % of waiters,
+/// with a median high ÷ low ≤ 4; and the range of each waiter's first poll held it for ≥ 80 %.
+fn check(figures: &Figures, band: f64) {
     let (p10, p50, p90) = figures.ratios;
     for ratio in [p10, p50, p90] {
         assert!(
-            (1.0 / 1.5..=1.5).contains(&ratio),
+            (1.0 / band..=band).contains(&ratio),
             "real wait ÷ estimate out of bounds: p10 {p10:.2}, p50 {p50:.2}, p90 {p90:.2}"
         );
     }
@@ -435,61 +443,55 @@ fn check(figures: &Figures) {
 }
 
 /// Runs an on-sale of `shape`, reports its figures after `FIRST_ENDINGS` endings and holds
-/// those after `LEARNED_AFTER` to `check`.
-async fn learned_and_checked(shape: Shape) {
+/// those after `LEARNED_AFTER` to `check` within `band`.
+async fn learned_and_checked(shape: Shape, band: f64) -> Sale {
     let sale = on_sale(shape).await;
     report(&sale, shape, Since::Endings(FIRST_ENDINGS));
-    check(&report(&sale, shape, Since::Endings(LEARNED_AFTER)));
+    check(&report(&sale, shape, Since::Endings(LEARNED_AFTER)), band);
+    sale
 }
 
 /// Every session runs to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_are_honest_when_every_session_runs_out() {
-    learned_and_checked(Shape::Expiry).await;
+    learned_and_checked(Shape::Expiry, BAND).await;
 }
 
 /// Every buyer pays or leaves 2–6 s after seeing its turn: the first sessions to end are the
 /// short ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_are_honest_when_buyers_end_their_sessions_early_at_varying_times() {
-    learned_and_checked(Shape::Early).await;
+    learned_and_checked(Shape::Early, BAND).await;
 }
 
 /// Half the buyers end early, the rest let the session run out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_are_honest_when_some_sessions_end_early_and_some_run_out() {
-    learned_and_checked(Shape::Mixed).await;
+    learned_and_checked(Shape::Mixed, BAND).await;
 }
 
 /// Buyers pay 2–6 s into a 60 s session: the estimate learns the lengths seen, not the
 /// session's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_learn_sessions_far_shorter_than_allowed() {
-    learned_and_checked(Shape::EarlyOfLong).await;
+    learned_and_checked(Shape::EarlyOfLong, BAND).await;
 }
 
-/// Lengths spread as an exponential, with a long tail cut at the session's end. Measured, and
-/// held to what every run promises, not to `check`: the first sessions, admitted as their
-/// buyers join, last only their exponential; later ones also the wait until their buyer's next
-/// poll sees the turn (a quarter of the 2 s mean here: mean holds of 1.7 s against 2.5 s in
-/// one run), and the first forty endings are mostly of the first kind (p50 0.93 in one run,
-/// 1.37 in the next).
+/// Lengths spread as an exponential, with a long tail cut at the session's end: held within
+/// `WIDE_BAND`, and measured against `BAND`. The first forty lengths' mean strays too far
+/// from the later ones' for `BAND` to hold in every run (see `WIDE_BAND`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn estimates_are_measured_when_lengths_are_exponential() {
-    let sale = on_sale(Shape::Exponential).await;
-    report(&sale, Shape::Exponential, Since::Endings(FIRST_ENDINGS));
-    report(&sale, Shape::Exponential, Since::Endings(LEARNED_AFTER));
+async fn estimates_hold_wider_when_lengths_are_exponential() {
+    learned_and_checked(Shape::Exponential, WIDE_BAND).await;
 }
 
-/// Two kinds of buyer: most pay at once, the rest take most of the session. Measured, and
-/// held to what every run promises, not to `check`: the first endings are all of the short
-/// kind, and nothing seen then tells the live sessions of the long kind from the short ones
-/// that have yet to end. Reported also once a session's length has passed.
+/// Two kinds of buyer: most pay at once, the rest take most of the session. Held within
+/// `WIDE_BAND`, and measured against `BAND`: the first endings are all of the short kind, and
+/// nothing seen then tells the live sessions of the long kind from the short ones yet to end.
+/// Reported also once a session's length has passed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn estimates_are_measured_when_lengths_are_bimodal() {
-    let sale = on_sale(Shape::Bimodal).await;
-    report(&sale, Shape::Bimodal, Since::Endings(FIRST_ENDINGS));
-    report(&sale, Shape::Bimodal, Since::Endings(LEARNED_AFTER));
+async fn estimates_hold_wider_when_lengths_are_bimodal() {
+    let sale = learned_and_checked(Shape::Bimodal, WIDE_BAND).await;
     report(&sale, Shape::Bimodal, Since::ASession(LEARNED_AFTER));
 }
 

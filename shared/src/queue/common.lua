@@ -62,18 +62,20 @@ local function find_active(user, ticket)
 end
 
 -- An active buyer's entry: "ticket:since:until", the ticket, the instant the session began
--- and the instant it ends (also its score in ACTIVE). The gatekeeper's check reads the entry
+-- and the instant it ends (also its score in ACTIVE), and ":1" after them for a session its
+-- buyer was told of as it began (admitted on joining). The gatekeeper's check reads the entry
 -- alone (check.rs). Entries written before the end was added are "ticket:since".
-local function active_entry_text(ticket, until_ms)
-  return string.format('%d:%d:%d', ticket, NOW, until_ms)
+local function active_entry_text(ticket, until_ms, told)
+  return string.format(told and '%d:%d:%d:1' or '%d:%d:%d', ticket, NOW, until_ms)
 end
 
--- An active buyer's ticket and the instant the session began.
+-- An active buyer's ticket, the instant the session began, and whether its buyer was told
+-- of it as it began.
 local function active_entry(user)
   local raw = redis.call('HGET', TICKETS, user)
   if not raw then return nil end
-  local ticket, since = string.match(raw, '^(%d+):(%d+)')
-  return tonumber(ticket), tonumber(since)
+  local ticket, since, told = string.match(raw, '^(%d+):(%d+):?%d*:?(%d*)')
+  return tonumber(ticket), tonumber(since), told == '1'
 end
 
 local stored = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',

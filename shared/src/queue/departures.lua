@@ -1,16 +1,25 @@
 -- Departures, after sessions.lua: a session ended, and why a ticket lost its place, recorded
 -- for GONE_MS.
 
+-- What a buyer admitted by a promotion waits, on average, until its next poll shows it its
+-- turn: half the shortest poll interval (1 s, TokenState::poll_after_seconds).
+local SEE_TURN_MS = 500
+
 -- Ends `user`'s session (live or lapsed) and returns its ticket and how long it held its
 -- place in ms: until now, which for a lapsed session is the tick that takes the place back
 -- (at most a tick past its end).
 local function close_session(user)
   local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
-  local ticket, since = active_entry(user)
+  local ticket, since, told = active_entry(user)
   redis.call('ZREM', ACTIVE, user)
   redis.call('HDEL', TICKETS, user)
   if not until_ms or not since then return ticket, nil end
-  return ticket, math.max(0, math.min(until_ms + TICK_MS, NOW) - since)
+  local length = math.max(0, math.min(until_ms + TICK_MS, NOW) - since)
+  -- A buyer admitted while waiting learns it at its next poll, which the place waits for too;
+  -- one admitted on joining knew at once. Its length counts that wait as well: the waiters'
+  -- sessions, which the estimates are for, all begin with it.
+  if told then length = length + SEE_TURN_MS end
+  return ticket, length
 end
 
 -- Of two hashes used in turn, one per period of `period_ms`, the one for the current period

@@ -158,7 +158,7 @@ if MODE == 'queue' and LANE_ON and redis.call('SISMEMBER', PRIORITY, user) == 1 
   ticket = issue_ticket()
   if not PAUSED and HEALTH >= 1 and (not BEFORE_OPENING or lane_before_opening())
       and redis.call('ZCARD', LANE) == 0 and live_active_count() < CAPACITY then
-    activate(user, ticket)
+    activate(user, ticket, true)
     return active_reply(1, ticket, NOW + SESSION_MS, NOW)
   end
   redis.call('ZADD', LANE, ticket, user)
@@ -212,7 +212,7 @@ if not PAUSED and (MODE == 'passthrough' or (waiting_count() == 0 and HEALTH >= 
     and live_active_count() < CAPACITY then
   -- In passthrough a lapsed waiter is admitted past the line: its old entry goes.
   if state == 'dropped' then redis.call('ZREM', WAITING, user) end
-  activate(user, ticket)
+  activate(user, ticket, true)
   return active_reply(1, ticket, NOW + SESSION_MS, NOW)
 end
 redis.call('ZADD', WAITING, ticket, user)

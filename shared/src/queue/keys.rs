@@ -15,8 +15,9 @@ pub struct QueueKeys {
     pub waiting: String,
     /// Sorted set: member user id, score the millisecond the session ends.
     pub active: String,
-    /// Hash: user id → `ticket:since:until` of each active buyer, so a token can be matched and
-    /// a payment can tell whether it belongs to this session.
+    /// Hash: user id → `ticket:since:until[:1]` of each active buyer (`:1`: admitted on
+    /// joining), so a token can be matched and a payment can tell whether it belongs to this
+    /// session.
     pub active_tickets: String,
     /// Hash: ticket counter, admission counters, rate estimate, presence bookkeeping (the span,
     /// when a poll was last seen, the grace), the registration mark. Expires `SESSION + WAITING_IDLE + QUEUE_RETIRE_AFTER` after the

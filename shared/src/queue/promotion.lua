@@ -17,9 +17,10 @@ local function purge_expired(limit)
   return expired
 end
 
-local function activate(user, ticket)
+-- Admits `user` now; `told`: its buyer learns it in this call's reply (admitted on joining).
+local function activate(user, ticket, told)
   redis.call('ZADD', ACTIVE, NOW + SESSION_MS, user)
-  redis.call('HSET', TICKETS, user, active_entry_text(ticket, NOW + SESSION_MS))
+  redis.call('HSET', TICKETS, user, active_entry_text(ticket, NOW + SESSION_MS, told))
   -- The queue's first session: what sessions last at least grows from now, until a fold.
   if not meta[10] then
     meta[10] = string.format('0:1000:%d', NOW)

@@ -23,9 +23,9 @@ end
 --   length, from the ended sessions and the live ones (censored at their age), and past the
 --   oldest length seen, the hazard of the last octave seen, capped by running out. It alone
 --   holds once ten sessions have ended; between, the geometric blend moves with n.
--- Ended sessions count with a weight that halves every 0.69 session lengths
--- (e^(-t / length)): the sessions a live one overlaps. Until a session has ended, sessions are
--- expected to run out.
+-- On the curve, a session counts with a weight that halves every 0.69 session lengths since it
+-- began (e^(-t / length), start_weight): the sessions a live one overlaps. Until a session has
+-- ended, sessions are expected to run out.
 local RUN_OUT_MS = SESSION_MS + TICK_MS / 2
 -- Live sessions sampled (by rank in the active set) for their ages at a fold.
 local AGE_SAMPLES = 8
@@ -49,13 +49,21 @@ local TRUSTED_ENDINGS = 10
 -- in five), so the range stays wide for longer than the estimate takes to move.
 local TRUSTED_HIGH_ENDINGS = 40
 
+-- A session's weight on the curve, by its start: e^(-(now - start) / length). An ended one of
+-- `ms` weighs e^(-ms / length) beside one ending now, and the fade does the rest; a live one of
+-- age `ms` the same. Weighing by start, not by end, keeps the curve a cohort's: the live
+-- sessions, which are mostly the long ones, and the long ones that ended are not both counted.
+local function start_weight(ms)
+  return math.exp(-ms / SESSION_MS)
+end
+
 local function note_session_lengths(lengths)
   local sum, count = 0, 0
   for _, ms in ipairs(lengths) do
     sum, count = sum + ms, count + 1
-    local k = bucket_of(ms)
-    redis.call('HINCRBY', META, 'pc' .. k, 1)
-    redis.call('HINCRBY', META, 'pm' .. k, ms)
+    local k, w = bucket_of(ms), start_weight(ms)
+    redis.call('HINCRBYFLOAT', META, 'pc' .. k, string.format('%.6g', w))
+    redis.call('HINCRBYFLOAT', META, 'pm' .. k, string.format('%.9g', w * ms))
   end
   if count == 0 then return end
   redis.call('HINCRBY', META, 'pending-ms', sum)
@@ -118,7 +126,8 @@ local function lengths_own_mean(buckets, ages, live)
   local deaths, at_risk = 0, 0
   for k = 0, BUCKETS - 1 do deaths = deaths + buckets[k][1] end
   if deaths <= 0 then return nil end
-  at_risk = deaths + live
+  at_risk = deaths
+  for _, a in ipairs(ages) do at_risk = at_risk + weight * start_weight(a) end
   local survival, area, edge = 1, 0, 0
   local recent_deaths, recent_exposure = 0, 0
   -- Per bucket seen: its edges, the curve at its start and end, and its area.
@@ -131,7 +140,8 @@ local function lengths_own_mean(buckets, ages, live)
     local censored, censored_ms = 0, 0
     for _, a in ipairs(ages) do
       if a >= low and (a < high or k == BUCKETS - 1) then
-        censored, censored_ms = censored + weight, censored_ms + weight * a
+        local w = weight * start_weight(a)
+        censored, censored_ms = censored + w, censored_ms + w * a
       end
     end
     -- Exposure inside the bucket: those who outlived it whole, those who ended or were
