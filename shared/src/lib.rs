@@ -37,6 +37,9 @@
 //!    - [`queue`]: the waiting room: its key layout, issue, status, leave, the gatekeeper
 //!      check, release after payment, per-queue settings and availability (modes, sold out,
 //!      maxWaiting, the operator's message), summary, promotion and reaping.
+//!    - [`line`]: the striped line a sale of any size waits in: places spread over many hash
+//!      tags by buyer, a poll of plain commands, and a tick that admits across the stripes in
+//!      order and publishes each buyer's exact place.
 //!    - [`coupon`]: first-come coupon campaigns: exactly `quantity` numbered claims, one per
 //!      buyer, each written with its outbox entry for the publisher.
 //!    - [`ranking`]: sales and sell-through boards fed by payment and concert events
@@ -63,6 +66,7 @@ pub mod door;
 pub mod error;
 pub mod http;
 pub mod ids;
+pub mod line;
 pub mod metrics;
 pub mod pages;
 pub mod publish;

@@ -19,6 +19,7 @@ mod gate_identity;
 mod health;
 mod identity;
 mod keys;
+mod line;
 mod load;
 mod local_stack;
 mod metrics;

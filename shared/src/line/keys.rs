@@ -1,0 +1,91 @@
+//! Where a striped line lives: one hash tag per stripe, `{l:<queue>:<stripe>}`, so a large
+//! queue's keys spread over as many slots as it has stripes, and which stripe a buyer is on.
+
+use sha2::{Digest, Sha256};
+
+use crate::ids::{QueueId, UserId};
+
+/// One stripe of a queue's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stripe(pub u16);
+
+impl Stripe {
+    /// The stripe `user` is on, of `stripes`: the first eight bytes of SHA-256 over the queue
+    /// and the user, so buyers spread evenly and each always lands on the same stripe.
+    pub fn of(queue: &QueueId, user: &UserId, stripes: u16) -> Stripe {
+        let digest = Sha256::new()
+            .chain_update(queue.as_str())
+            .chain_update([0])
+            .chain_update(user.as_str())
+            .finalize();
+        let mut head = [0; 8];
+        head.copy_from_slice(&digest[..8]);
+        Stripe((u64::from_be_bytes(head) % u64::from(stripes.max(1))) as u16)
+    }
+}
+
+/// One stripe's keys, all under its tag.
+#[derive(Debug, Clone)]
+pub struct StripeKeys {
+    base: String,
+    /// Sorted set: user → the place's score, the arrival instant in ms (or the seal).
+    pub line: String,
+    /// Sorted set: user → the instant its session ends, in ms.
+    pub active: String,
+    /// Set: the segments (arrival ms ÷ the segment length) that have had places since the
+    /// tick last found them empty.
+    pub segments: String,
+    /// Hash: what the last tick published for this stripe's polls: `sealed` (ms), `tick`
+    /// (ms), and per segment the waiters of other stripes ahead of it.
+    pub published: String,
+}
+
+impl StripeKeys {
+    pub fn new(prefix: &str, queue: &QueueId, stripe: Stripe) -> StripeKeys {
+        let base = format!("{prefix}:{{l:{queue}:{}}}", stripe.0);
+        StripeKeys {
+            line: format!("{base}:line"),
+            active: format!("{base}:active"),
+            segments: format!("{base}:segments"),
+            published: format!("{base}:published"),
+            base,
+        }
+    }
+
+    /// The key that marks `user` present until its poll's deadline (a string with a TTL).
+    pub fn seen(&self, user: &str) -> String {
+        format!("{}:seen:{user}", self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buyers_spread_over_every_stripe_and_keep_theirs() {
+        let queue = QueueId::parse("sale").unwrap();
+        let mut counts = [0u32; 8];
+        for i in 0..8000 {
+            let user = UserId::parse(&format!("u{i}")).unwrap();
+            let stripe = Stripe::of(&queue, &user, 8);
+            assert_eq!(stripe, Stripe::of(&queue, &user, 8));
+            counts[stripe.0 as usize] += 1;
+        }
+        assert!(counts.iter().all(|c| (850..1150).contains(c)), "{counts:?}");
+    }
+
+    #[test]
+    fn a_stripes_keys_share_its_tag() {
+        let keys = StripeKeys::new("lineup", &QueueId::parse("sale").unwrap(), Stripe(3));
+        for key in [
+            &keys.line,
+            &keys.active,
+            &keys.segments,
+            &keys.published,
+            &keys.seen("u1"),
+        ] {
+            assert!(key.starts_with("lineup:{l:sale:3}:"), "{key}");
+        }
+    }
+}

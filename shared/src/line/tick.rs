@@ -1,0 +1,322 @@
+//! The line's tick, the only writer of admissions: three round trips, each one pipeline per
+//! stripe, all stripes at once. It reads every stripe's sessions, segments and head; counts
+//! each sealed segment's places and reads the head's presence marks; then on each stripe admits
+//! and passes over what it chose and publishes what that stripe's polls read (`apply.lua`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::{ms, Line, Stripe, StripeKeys};
+use crate::error::Error;
+use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
+
+/// The tick's work on one stripe; its keys and arguments, named as `apply.lua` binds them.
+pub(super) static APPLY: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(include_str!("apply.lua"))),
+    &["LINE", "ACTIVE", "SEGMENTS", "PUBLISHED"],
+    &[
+        "now",
+        "session_ms",
+        "keep_ms",
+        "admit_count",
+        "drop_count",
+        "empty_count",
+        "lists…",
+    ],
+);
+
+/// The most places a tick reads from the head of each stripe: it admits at most this many
+/// from one stripe, and passes over at most this many absent ones, per tick.
+pub const HEAD_WINDOW: u64 = 1000;
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ticked {
+    /// The buyers admitted, in order.
+    pub admitted: Vec<String>,
+    /// The buyers passed over as absent.
+    pub dropped: Vec<String>,
+    /// Live sessions after the tick.
+    pub live: u64,
+    /// Places in sealed segments after the tick.
+    pub placed: u64,
+}
+
+/// `apply.lua`'s reply: `{admitted users, dropped users}`.
+struct Applied {
+    admitted: Vec<String>,
+    dropped: Vec<String>,
+}
+
+impl FromRedisValue for Applied {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (admitted, dropped) = FromRedisValue::from_redis_value(v)?;
+        Ok(Applied { admitted, dropped })
+    }
+}
+
+/// What the first round trip read on one stripe.
+struct Head {
+    live: Staged<u64>,
+    segments: Staged<Vec<i64>>,
+    places: Staged<Vec<(String, f64)>>,
+}
+
+/// A place at the head of a stripe, in the line's order: segment, stripe, score, user.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    segment: i64,
+    stripe: Stripe,
+    score: i64,
+    user: String,
+}
+
+impl Line {
+    /// One tick at `now` (ms) with room for `capacity` live sessions.
+    pub async fn tick(&self, now: i64, capacity: u64) -> Result<Ticked, Error> {
+        let stripes: Vec<(Stripe, StripeKeys)> = (0..self.shape.stripes.max(1))
+            .map(|k| (Stripe(k), self.keys(Stripe(k))))
+            .collect();
+        let sealed = self.segment_of(now - self.shape.seal.as_millis() as i64);
+
+        // 1. Sessions (the lapsed ones taken off first), segments and head, per stripe.
+        let mut batch = Batch::new();
+        let heads: Vec<Head> = stripes
+            .iter()
+            .map(|(_, keys)| {
+                batch.stage_command::<u64>(
+                    &keys.active,
+                    redis::cmd("ZREMRANGEBYSCORE")
+                        .arg(&keys.active)
+                        .arg("-inf")
+                        .arg(now)
+                        .clone(),
+                );
+                Head {
+                    live: batch.stage_command(
+                        &keys.active,
+                        redis::cmd("ZCOUNT")
+                            .arg(&keys.active)
+                            .arg(format!("({now}"))
+                            .arg("+inf")
+                            .clone(),
+                    ),
+                    segments: batch.stage_command(
+                        &keys.segments,
+                        redis::cmd("SMEMBERS").arg(&keys.segments).clone(),
+                    ),
+                    places: batch.stage_command(
+                        &keys.line,
+                        redis::cmd("ZRANGE")
+                            .arg(&keys.line)
+                            .arg(0)
+                            .arg(HEAD_WINDOW - 1)
+                            .arg("WITHSCORES")
+                            .clone(),
+                    ),
+                }
+            })
+            .collect();
+        let replies = self.conn.send(&batch).await?;
+        let mut live = 0;
+        let mut segments: Vec<BTreeSet<i64>> = Vec::new();
+        let mut places: Vec<Vec<Place>> = Vec::new();
+        let mut complete: Vec<bool> = Vec::new();
+        for ((stripe, _), head) in stripes.iter().zip(&heads) {
+            live += head.live.read(&replies)?;
+            segments.push(head.segments.read(&replies)?.into_iter().collect());
+            let read = head.places.read(&replies)?;
+            complete.push((read.len() as u64) < HEAD_WINDOW);
+            places.push(
+                read.into_iter()
+                    .map(|(user, score)| Place {
+                        segment: self.segment_of(score as i64),
+                        stripe: *stripe,
+                        score: score as i64,
+                        user,
+                    })
+                    .filter(|p| p.segment < sealed)
+                    .collect(),
+            );
+        }
+
+        // 2. Each sealed segment's places, and the presence of each head place.
+        let mut batch = Batch::new();
+        let mut counted: Vec<Vec<(i64, Staged<u64>)>> = Vec::new();
+        let mut marks: Vec<Option<Staged<Vec<Option<String>>>>> = Vec::new();
+        for (k, (_, keys)) in stripes.iter().enumerate() {
+            let width = self.segment_ms();
+            counted.push(
+                segments[k]
+                    .iter()
+                    .filter(|s| **s < sealed)
+                    .map(|s| {
+                        let staged = batch.stage_command(
+                            &keys.line,
+                            redis::cmd("ZCOUNT")
+                                .arg(&keys.line)
+                                .arg(s * width)
+                                .arg(format!("({}", (s + 1) * width))
+                                .clone(),
+                        );
+                        (*s, staged)
+                    })
+                    .collect(),
+            );
+            marks.push((!places[k].is_empty()).then(|| {
+                let mut mget = redis::cmd("MGET");
+                for place in &places[k] {
+                    mget.arg(keys.seen(&place.user));
+                }
+                batch.stage_command(&keys.line, mget)
+            }));
+        }
+        let replies = if batch.is_empty() {
+            Vec::new()
+        } else {
+            self.conn.send(&batch).await?
+        };
+        // counts[k][segment]: the places of stripe k in each sealed segment.
+        let mut counts: Vec<BTreeMap<i64, u64>> = Vec::new();
+        for staged in &counted {
+            let mut of_stripe = BTreeMap::new();
+            for (segment, count) in staged {
+                of_stripe.insert(*segment, count.read(&replies)?);
+            }
+            counts.push(of_stripe);
+        }
+        let mut present: Vec<Vec<bool>> = Vec::new();
+        for mark in &marks {
+            present.push(match mark {
+                Some(staged) => staged.read(&replies)?.iter().map(Option::is_some).collect(),
+                None => Vec::new(),
+            });
+        }
+
+        // The walk: the head places in order, as far as every stripe's head is known.
+        let known_to = places
+            .iter()
+            .zip(&complete)
+            .filter(|(_, complete)| !**complete)
+            .filter_map(|(places, _)| places.last().cloned())
+            .min();
+        let mut order: Vec<(Place, bool)> = places
+            .into_iter()
+            .zip(present)
+            .flat_map(|(places, present)| places.into_iter().zip(present))
+            .collect();
+        order.sort();
+        let free = capacity.saturating_sub(live);
+        let mut admit: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
+        let mut drop: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
+        let mut admitting = 0;
+        // The walk's choices in the line's order: (stripe, user, admitted).
+        let mut walked: Vec<(usize, String, bool)> = Vec::new();
+        for (place, present) in order {
+            if admitting >= free || known_to.as_ref().is_some_and(|last| place > *last) {
+                break;
+            }
+            let k = place.stripe.0 as usize;
+            if let Some(count) = counts[k].get_mut(&place.segment) {
+                *count = count.saturating_sub(1);
+            }
+            walked.push((k, place.user.clone(), present));
+            if present {
+                admit[k].push(place.user);
+                admitting += 1;
+            } else {
+                drop[k].push(place.user);
+            }
+        }
+
+        // 3. On each stripe: the admissions, the passed over, and what its polls read.
+        let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
+        let mut before = 0u64;
+        let mut own_before = vec![0u64; stripes.len()];
+        let mut published: Vec<Vec<(i64, u64)>> = vec![Vec::new(); stripes.len()];
+        for segment in &every {
+            let mut within = 0;
+            for (k, of_stripe) in counts.iter().enumerate() {
+                let count = of_stripe.get(segment).copied().unwrap_or(0);
+                if count > 0 {
+                    published[k].push((*segment, before + within - own_before[k]));
+                }
+                within += count;
+                own_before[k] += count;
+            }
+            before += within;
+        }
+        let mut batch = Batch::new();
+        let applied: Vec<Staged<Applied>> = stripes
+            .iter()
+            .enumerate()
+            .map(|(k, (_, keys))| {
+                let empty: Vec<i64> = counts[k]
+                    .iter()
+                    .filter(|(_, count)| **count == 0)
+                    .map(|(segment, _)| *segment)
+                    .collect();
+                let mut call = ScriptCall::of(&APPLY);
+                call.named_key("LINE", &keys.line)
+                    .named_key("ACTIVE", &keys.active)
+                    .named_key("SEGMENTS", &keys.segments)
+                    .named_key("PUBLISHED", &keys.published)
+                    .named("now", now)
+                    .named("session_ms", ms(self.shape.session))
+                    .named("keep_ms", ms(self.shape.keep))
+                    .named("admit_count", admit[k].len())
+                    .named("drop_count", drop[k].len())
+                    .named("empty_count", empty.len());
+                for user in admit[k].iter().chain(&drop[k]) {
+                    call.named("lists", user.as_str());
+                }
+                for segment in &empty {
+                    call.named("lists", *segment);
+                }
+                call.named("lists", "sealed")
+                    .named("lists", sealed * self.segment_ms())
+                    .named("lists", "tick")
+                    .named("lists", now);
+                for (segment, ahead) in &published[k] {
+                    call.named("lists", *segment).named("lists", *ahead);
+                }
+                batch.stage(call)
+            })
+            .collect();
+        let replies = self.conn.send(&batch).await?;
+        let mut ticked = Ticked {
+            live,
+            placed: before,
+            ..Ticked::default()
+        };
+        // What each stripe really moved (a buyer who left meanwhile is not), in the walk's order.
+        let mut moved: Vec<(BTreeSet<String>, BTreeSet<String>)> = Vec::new();
+        for staged in &applied {
+            let applied = staged.read(&replies)?;
+            moved.push((
+                applied.admitted.into_iter().collect(),
+                applied.dropped.into_iter().collect(),
+            ));
+        }
+        for (k, user, admitted) in walked {
+            let (admits, drops) = &moved[k];
+            if admitted && admits.contains(&user) {
+                ticked.admitted.push(user);
+            } else if !admitted && drops.contains(&user) {
+                ticked.dropped.push(user);
+            }
+        }
+        ticked.live += ticked.admitted.len() as u64;
+        Ok(ticked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_apply_binds_its_keys_and_arguments_as_named() {
+        crate::store::bindings::assert_binds(include_str!("apply.lua"), &super::APPLY);
+    }
+}

@@ -1,0 +1,230 @@
+//! The striped line against a model: buyers spread over four stripes join at real instants a
+//! test clock moves through, some leave, some stop polling; each tick must admit exactly the
+//! model's next present buyers, and every poll must give exactly the model's position.
+
+use std::time::Duration;
+
+use futures::{stream, StreamExt};
+use lineup::ids::{QueueId, UserId};
+use lineup::line::{Joined, Line, LineShape, Standing, Stripe, StripeKeys};
+use lineup_tests::TestApp;
+
+const STRIPES: u16 = 4;
+const SEGMENT_MS: i64 = 1000;
+const SEAL_MS: i64 = 500;
+
+fn shape() -> LineShape {
+    LineShape {
+        stripes: STRIPES,
+        segment: Duration::from_millis(SEGMENT_MS as u64),
+        seal: Duration::from_millis(SEAL_MS as u64),
+        presence: Duration::from_secs(600),
+        session: Duration::from_secs(600),
+        keep: Duration::from_secs(3600),
+    }
+}
+
+async fn line(app: &TestApp) -> Line {
+    let url = app.config.redis.url.clone().expect("REDIS_URL");
+    let conn = lineup::store::connect(&app.config.redis, &url).expect("connect");
+    Line::new(
+        conn,
+        &app.config.key_prefix,
+        QueueId::parse("sale").unwrap(),
+        shape(),
+    )
+}
+
+fn user(i: usize) -> UserId {
+    UserId::parse(&format!("buyer-{i}")).unwrap()
+}
+
+/// A place as the model orders it: segment, stripe, score, user id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    segment: i64,
+    stripe: Stripe,
+    score: i64,
+    user: String,
+}
+
+/// The model's line: every waiting place, in order.
+struct Model(Vec<(Place, usize)>);
+
+impl Model {
+    fn position(&self, i: usize) -> Option<u64> {
+        self.0
+            .iter()
+            .position(|(_, j)| *j == i)
+            .map(|p| p as u64 + 1)
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.0.retain(|(_, j)| *j != i);
+    }
+}
+
+async fn expect_positions(line: &Line, model: &Model, scores: &[i64], now: i64) {
+    // At most 32 at once: a connection carries at most 64 requests in flight.
+    let polls: Vec<(usize, Standing)> =
+        stream::iter(model.0.iter().map(|(_, i)| async move {
+            (*i, line.poll(&user(*i), scores[*i], now).await.unwrap())
+        }))
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    for (i, standing) in polls {
+        let position = model.position(i).unwrap();
+        assert_eq!(
+            standing,
+            Standing::Waiting { position },
+            "buyer-{i}, stripe {:?}",
+            line.stripe_of(&user(i))
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    // 200 buyers, one every 37 ms: eight segments, all four stripes, joining at once.
+    let buyers = 200;
+    let joined: Vec<Joined> = stream::iter((0..buyers).map(|i| {
+        let line = &line;
+        async move { line.join(&user(i), t0 + 37 * i as i64).await.unwrap() }
+    }))
+    .buffered(32)
+    .collect()
+    .await;
+    let mut scores = vec![0; buyers];
+    let mut model = Model(Vec::new());
+    for (i, joined) in joined.into_iter().enumerate() {
+        let Joined::New { stripe, score } = joined else {
+            panic!("buyer-{i}: {joined:?}");
+        };
+        assert_eq!(score, t0 + 37 * i as i64);
+        scores[i] = score;
+        model.0.push((
+            Place {
+                segment: score.div_euclid(SEGMENT_MS),
+                stripe,
+                score,
+                user: user(i).to_string(),
+            },
+            i,
+        ));
+    }
+    model.0.sort();
+    let stripes: std::collections::BTreeSet<Stripe> =
+        model.0.iter().map(|(p, _)| p.stripe).collect();
+    assert_eq!(stripes.len(), STRIPES as usize, "every stripe holds places");
+    // A second join keeps the place.
+    assert_eq!(
+        line.join(&user(5), t0 + 9000).await.unwrap(),
+        Joined::Already {
+            stripe: line.stripe_of(&user(5)),
+            score: scores[5]
+        }
+    );
+    // Every seventh leaves before the first tick; a poll tells them they hold nothing.
+    for i in (0..buyers).step_by(7) {
+        line.leave(&user(i)).await.unwrap();
+        model.remove(i);
+    }
+    let now = t0 + 37 * buyers as i64 + SEGMENT_MS + SEAL_MS;
+    assert_eq!(
+        line.poll(&user(7), scores[7], now).await.unwrap(),
+        Standing::Gone
+    );
+
+    // The first tick admits the model's first 30.
+    let ticked = line.tick(now, 30).await.unwrap();
+    let first: Vec<String> = model.0[..30].iter().map(|(p, _)| p.user.clone()).collect();
+    assert_eq!(ticked.admitted, first);
+    assert!(ticked.dropped.is_empty());
+    let admitted: Vec<usize> = model.0[..30].iter().map(|(_, i)| *i).collect();
+    for i in &admitted {
+        model.remove(*i);
+        assert!(matches!(
+            line.poll(&user(*i), scores[*i], now).await.unwrap(),
+            Standing::Active { .. }
+        ));
+    }
+    expect_positions(&line, &model, &scores, now).await;
+
+    // The next five stop polling: their marks lapse. Ten more places: the line passes them
+    // over and admits the ten after them.
+    let absent: Vec<usize> = model.0[..5].iter().map(|(_, i)| *i).collect();
+    let mut redis = app.inspect.clone();
+    for i in &absent {
+        let keys = StripeKeys::new(
+            &app.config.key_prefix,
+            &QueueId::parse("sale").unwrap(),
+            line.stripe_of(&user(*i)),
+        );
+        let _: () = redis::cmd("DEL")
+            .arg(keys.seen(user(*i).as_str()))
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+    }
+    let next: Vec<String> = model.0[5..15].iter().map(|(p, _)| p.user.clone()).collect();
+    let ticked = line.tick(now + 1000, 40).await.unwrap();
+    let mut dropped = ticked.dropped.clone();
+    dropped.sort();
+    let mut expected: Vec<String> = absent.iter().map(|i| user(*i).to_string()).collect();
+    expected.sort();
+    assert_eq!(dropped, expected);
+    assert_eq!(ticked.admitted, next);
+    for i in model.0[..15].iter().map(|(_, i)| *i).collect::<Vec<_>>() {
+        model.remove(i);
+    }
+    for i in &absent {
+        assert_eq!(
+            line.poll(&user(*i), scores[*i], now + 1000).await.unwrap(),
+            Standing::Gone
+        );
+    }
+    expect_positions(&line, &model, &scores, now + 1000).await;
+}
+
+#[tokio::test]
+async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_it() {
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    let Joined::New { score: early, .. } = line.join(&user(1), t0).await.unwrap() else {
+        panic!("a new place");
+    };
+    // Before its segment has sealed, the buyer has no position, and nobody is admitted.
+    let ticked = line.tick(t0 + 10, 5).await.unwrap();
+    assert!(ticked.admitted.is_empty());
+    assert_eq!(
+        line.poll(&user(1), early, t0 + 10).await.unwrap(),
+        Standing::Unplaced { on_stripe: 1 }
+    );
+    // Sealed: placed, then admitted.
+    let later = t0 + SEGMENT_MS + SEAL_MS;
+    let ticked = line.tick(later, 0).await.unwrap();
+    assert!(ticked.admitted.is_empty());
+    assert_eq!(
+        line.poll(&user(1), early, later).await.unwrap(),
+        Standing::Waiting { position: 1 }
+    );
+    // A buyer whose clock runs behind the seal is placed at the seal, behind every place the
+    // tick may admit from.
+    let Joined::New { score, .. } = line.join(&user(2), t0).await.unwrap() else {
+        panic!("a new place");
+    };
+    let sealed = (later - SEAL_MS).div_euclid(SEGMENT_MS) * SEGMENT_MS;
+    assert_eq!(score, sealed.max(t0));
+    let ticked = line.tick(later + 1, 5).await.unwrap();
+    assert_eq!(ticked.admitted, vec![user(1).to_string()]);
+    // An admitted buyer who joins again is told of its session.
+    assert!(matches!(
+        line.join(&user(1), later + 2).await.unwrap(),
+        Joined::Active { .. }
+    ));
+}
