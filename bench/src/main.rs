@@ -23,6 +23,7 @@ mod coupons;
 mod dedupe;
 mod door;
 mod ingest;
+mod line_costs;
 mod memory;
 mod opening;
 mod pace;
@@ -100,6 +101,11 @@ const SECTIONS: &[Section] = &[
         name: "per-request",
         full: true,
         run: |bench, report| Box::pin(per_request::per_request(bench, report)),
+    },
+    Section {
+        name: "line",
+        full: true,
+        run: |bench, report| Box::pin(line_costs::run(bench, report)),
     },
     Section {
         name: "capacity",

@@ -75,9 +75,8 @@ const BUYERS: usize = 4_000;
 /// load from elsewhere on the machine skews one round's ratio, not the figure.
 const ROUNDS: usize = 5;
 
-/// Runs `requests` over [`CONTAINERS`] tasks, each taking the next request when its last has
-/// answered, in [`ROUNDS`] rounds, each after a round of as many PINGs on `pings`; returns
-/// the Redis CPU they cost and each round's ratio to its PINGs.
+/// Runs `requests` over [`CONTAINERS`] tasks in [`ROUNDS`] rounds, each beside its own PINGs
+/// ([`crate::probe::paired`]).
 async fn measure<T, F, Fut>(
     bench: &Bench,
     pings: &[redis::aio::MultiplexedConnection],
@@ -89,26 +88,7 @@ where
     F: Fn(usize, T) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let count = requests.len().max(1);
-    let per_round = count.div_ceil(ROUNDS);
-    let mut requests = requests.into_iter().peekable();
-    let (mut total_us, mut script_us, mut ratios) = (0.0, 0.0, Vec::new());
-    let mut rounds = 0.0_f64;
-    while requests.peek().is_some() {
-        let round: Vec<T> = requests.by_ref().take(per_round).collect();
-        let size = round.len() as f64;
-        let ping_us = crate::probe::ping_us(bench, pings, round.len()).await;
-        let cost = crate::probe::per_request(bench, CONTAINERS, round, &run).await;
-        total_us += cost.per_request_us * size;
-        script_us += cost.script_us;
-        ratios.push(cost.per_request_us / ping_us);
-        rounds += 1.0;
-    }
-    Cost {
-        per_request_us: total_us / count as f64,
-        script_us: script_us / rounds.max(1.0),
-        ratios,
-    }
+    crate::probe::paired(bench, pings, ROUNDS, requests, run).await
 }
 
 /// Sends `cmd` on `conn` and drops its reply.

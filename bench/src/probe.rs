@@ -113,6 +113,44 @@ where
     }
 }
 
+/// Runs `requests` over as many tasks as `pings` has connections (containers, one request in
+/// flight each), in `rounds` rounds, each right after a round of as many PINGs on `pings`, so
+/// a burst of load from elsewhere on the machine skews one round's ratio, not the figure;
+/// returns the Redis CPU they cost and each round's ratio to its PINGs.
+pub async fn paired<T, F, Fut>(
+    bench: &Bench,
+    pings: &[redis::aio::MultiplexedConnection],
+    rounds: usize,
+    requests: Vec<T>,
+    run: F,
+) -> Cost
+where
+    T: Send,
+    F: Fn(usize, T) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let count = requests.len().max(1);
+    let per_round = count.div_ceil(rounds.max(1));
+    let mut requests = requests.into_iter().peekable();
+    let (mut total_us, mut script_us, mut ratios) = (0.0, 0.0, Vec::new());
+    let mut measured = 0.0_f64;
+    while requests.peek().is_some() {
+        let round: Vec<T> = requests.by_ref().take(per_round).collect();
+        let size = round.len() as f64;
+        let ping_us = ping_us(bench, pings, round.len()).await;
+        let cost = per_request(bench, pings.len(), round, &run).await;
+        total_us += cost.per_request_us * size;
+        script_us += cost.script_us;
+        ratios.push(cost.per_request_us / ping_us);
+        measured += 1.0;
+    }
+    Cost {
+        per_request_us: total_us / count as f64,
+        script_us: script_us / measured.max(1.0),
+        ratios,
+    }
+}
+
 /// `lanes` connections of their own to the bench's Redis, for PING and GET sent as the
 /// containers send their requests.
 pub async fn plain_connections(

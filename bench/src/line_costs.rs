@@ -1,0 +1,126 @@
+//! `lineup-bench line`: Redis main-thread CPU per request of the striped line
+//! (`lineup::line`), from `INFO cpu`, sent as AWS sends it: 16 containers, each a `Line` over
+//! its own connection with one request in flight, in five rounds each beside as many PINGs.
+//!
+//! The line has one stripe here: every request touches one stripe, so one server shows a
+//! request's whole cost. The rows: a new buyer's join (the join script), a waiter's poll (four
+//! plain commands: its segment's published figure, its rank, its session, its presence mark), a
+//! leave (two `ZREM`s), and one tick over the waiting line.
+
+use std::time::Duration;
+
+use lineup::ids::{QueueId, UserId};
+use lineup::line::{Joined, Line, LineShape, Standing};
+
+use crate::measure::Bench;
+use crate::probe::{main_thread_cpu_us, paired, plain_connections};
+use crate::report::Report;
+
+/// Containers sending at once, each one connection with one request in flight.
+const CONTAINERS: usize = 16;
+
+/// Buyers per row: each request a distinct buyer.
+const BUYERS: usize = 4_000;
+
+/// Rounds each row is sent in, each beside its own PINGs.
+const ROUNDS: usize = 5;
+
+fn user(i: usize) -> UserId {
+    UserId::parse(&format!("line-{i:05}")).expect("user id")
+}
+
+pub async fn run(bench: &Bench, report: &mut Report) {
+    report.section(&format!(
+        "Redis CPU per request of the striped line (INFO cpu, main thread), {CONTAINERS} \
+         containers with one request in flight each, {BUYERS} distinct buyers per row"
+    ));
+    let shape = LineShape {
+        stripes: 1,
+        presence: Duration::from_secs(3600),
+        ..LineShape::default()
+    };
+    let config = &bench.app.config;
+    let lines: Vec<Line> = (0..CONTAINERS)
+        .map(|_| {
+            let conn = lineup::store::connect(&config.redis, &bench.url()).expect("connect");
+            Line::new(
+                conn,
+                &config.key_prefix,
+                QueueId::parse("line-costs").expect("queue id"),
+                shape,
+            )
+        })
+        .collect();
+    let lines = &lines;
+    let pings = plain_connections(bench, CONTAINERS).await;
+    let now = chrono::Utc::now().timestamp_millis();
+    let scores: Vec<std::sync::atomic::AtomicI64> = (0..BUYERS)
+        .map(|_| std::sync::atomic::AtomicI64::new(0))
+        .collect();
+    let scores = &scores;
+
+    let join = paired(
+        bench,
+        &pings,
+        ROUNDS,
+        (0..BUYERS).collect(),
+        |lane, i| async move {
+            match lines[lane].join(&user(i), now).await.expect("join") {
+                Joined::New { score, .. } => {
+                    scores[i].store(score, std::sync::atomic::Ordering::Relaxed)
+                }
+                other => panic!("a new place: {other:?}"),
+            }
+        },
+    )
+    .await;
+
+    // One tick once every segment has sealed, admitting nobody: every waiter then has its
+    // published figure.
+    let sealed = now + 2 * shape.segment.as_millis() as i64 + shape.seal.as_millis() as i64;
+    let before = main_thread_cpu_us(bench).await;
+    let ticked = lines[0].tick(sealed, 0).await.expect("tick");
+    let tick_us = main_thread_cpu_us(bench).await - before;
+    assert_eq!(ticked.placed, BUYERS as u64);
+
+    let poll = paired(
+        bench,
+        &pings,
+        ROUNDS,
+        (0..BUYERS).collect(),
+        |lane, i| async move {
+            let score = scores[i].load(std::sync::atomic::Ordering::Relaxed);
+            let standing = lines[lane]
+                .poll(&user(i), score, sealed)
+                .await
+                .expect("poll");
+            assert!(matches!(standing, Standing::Waiting { .. }), "{standing:?}");
+        },
+    )
+    .await;
+
+    let leave = paired(
+        bench,
+        &pings,
+        ROUNDS,
+        (0..BUYERS).collect(),
+        |lane, i| async move {
+            lines[lane].leave(&user(i)).await.expect("leave");
+        },
+    )
+    .await;
+    let ping_us = crate::probe::ping_us(bench, &pings, BUYERS).await;
+    report.row(
+        "PING",
+        &format!("{ping_us:.1} µs"),
+        "the floor: a request's own I/O",
+    );
+    report.row("join, a new buyer", &join.against(ping_us), "≤ 3× PING");
+    report.row("poll, a waiter", &poll.against(ping_us), "≤ 1.5× PING");
+    report.row("leave, a waiter", &leave.against(ping_us), "≤ 2× PING");
+    report.row(
+        &format!("tick over {BUYERS} waiters in one segment"),
+        &format!("{tick_us:.0} µs"),
+        "a diagnostic",
+    );
+}
