@@ -3,9 +3,10 @@
 //! its own connection with one request in flight, in five rounds each beside as many PINGs.
 //!
 //! The line has one stripe here: every request touches one stripe, so one server shows a
-//! request's whole cost. The rows: a new buyer's join (the join script), a waiter's poll (four
-//! plain commands: its segment's published figure, its rank, its session, its presence mark), a
-//! leave (two `ZREM`s), and one tick over the waiting line.
+//! request's whole cost. The rows: a new buyer's join (the join script), a waiter's poll (two
+//! plain commands: its rank and its mark, read and kept alive; each container reads the
+//! stripe's published state once a second, so once here), a leave (two `ZREM`s), and one tick
+//! over the waiting line.
 
 use std::time::Duration;
 

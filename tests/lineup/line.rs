@@ -139,8 +139,10 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
         Standing::Gone
     );
 
-    // The first tick admits the model's first 30.
+    // The first tick admits the model's first 30. Polls read what it published once the
+    // function's copy of the stripe's state is older than a second.
     let ticked = line.tick(now, 30).await.unwrap();
+    let after = now + lineup::line::PUBLISHED_FOR.as_millis() as i64;
     let first: Vec<String> = model.0[..30].iter().map(|(p, _)| p.user.clone()).collect();
     assert_eq!(ticked.admitted, first);
     assert!(ticked.dropped.is_empty());
@@ -148,11 +150,11 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
     for i in &admitted {
         model.remove(*i);
         assert!(matches!(
-            line.poll(&user(*i), scores[*i], now).await.unwrap(),
+            line.poll(&user(*i), scores[*i], after).await.unwrap(),
             Standing::Active { .. }
         ));
     }
-    expect_positions(&line, &model, &scores, now).await;
+    expect_positions(&line, &model, &scores, after).await;
 
     // The next five stop polling: their marks lapse. Ten more places: the line passes them
     // over and admits the ten after them.
@@ -171,7 +173,8 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             .unwrap();
     }
     let next: Vec<String> = model.0[5..15].iter().map(|(p, _)| p.user.clone()).collect();
-    let ticked = line.tick(now + 1000, 40).await.unwrap();
+    let ticked = line.tick(after, 40).await.unwrap();
+    let after = after + lineup::line::PUBLISHED_FOR.as_millis() as i64;
     let mut dropped = ticked.dropped.clone();
     dropped.sort();
     let mut expected: Vec<String> = absent.iter().map(|i| user(*i).to_string()).collect();
@@ -183,11 +186,11 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
     }
     for i in &absent {
         assert_eq!(
-            line.poll(&user(*i), scores[*i], now + 1000).await.unwrap(),
-            Standing::Gone
+            line.poll(&user(*i), scores[*i], after).await.unwrap(),
+            Standing::Dropped
         );
     }
-    expect_positions(&line, &model, &scores, now + 1000).await;
+    expect_positions(&line, &model, &scores, after).await;
 }
 
 #[tokio::test]
@@ -222,6 +225,12 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
     assert_eq!(score, sealed.max(t0));
     let ticked = line.tick(later + 1, 5).await.unwrap();
     assert_eq!(ticked.admitted, vec![user(1).to_string()]);
+    // The function still holds the state published before that tick: the buyer's mark tells it
+    // of its admission.
+    assert!(matches!(
+        line.poll(&user(1), early, later + 2).await.unwrap(),
+        Standing::Active { .. }
+    ));
     // An admitted buyer who joins again is told of its session.
     assert!(matches!(
         line.join(&user(1), later + 2).await.unwrap(),

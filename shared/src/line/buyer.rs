@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Stripe};
+use super::{ms, Line, Published, Stripe};
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
@@ -14,8 +14,8 @@ use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
 /// The join; its keys and arguments, named as `join.lua` binds them.
 pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
-    &["LINE", "ACTIVE", "SEGMENTS", "PUBLISHED", "SEEN"],
-    &["user", "now", "segment_ms", "presence_ms", "keep_ms"],
+    &["LINE", "ACTIVE", "SEGMENTS", "SEALED", "SEEN"],
+    &["user", "now", "segment_ms", "presence_ms"],
 );
 
 /// What a join did.
@@ -62,8 +62,9 @@ pub enum Standing {
     Unplaced { on_stripe: u64 },
     /// Admitted: a session until `until` (ms).
     Active { until: i64 },
-    /// Neither in line nor in a session: it left, was passed over as absent, or its session
-    /// ended.
+    /// Passed over as absent: the line reached it after its mark had lapsed.
+    Dropped,
+    /// Neither in line nor in a session: it left, or its session ended.
     Gone,
 }
 
@@ -87,13 +88,12 @@ impl Line {
         call.named_key("LINE", &keys.line)
             .named_key("ACTIVE", &keys.active)
             .named_key("SEGMENTS", &keys.segments)
-            .named_key("PUBLISHED", &keys.published)
+            .named_key("SEALED", &keys.sealed)
             .named_key("SEEN", keys.seen(user.as_str()))
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
-            .named("presence_ms", ms(self.shape.presence))
-            .named("keep_ms", ms(self.shape.keep));
+            .named("presence_ms", ms(self.shape.presence));
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
@@ -101,19 +101,47 @@ impl Line {
         })
     }
 
-    /// `user`'s standing at `now` (ms), for the place scored `score` that its join gave it;
-    /// marks it present for the shape's presence. Four plain commands in one pipeline:
-    /// the published figure of its segment, its rank on its stripe, its session, and the mark.
+    /// `user`'s standing at `now` (ms), for the place scored `score` that its join gave it.
+    /// One pipeline on its stripe. While it waits, by the published state this function holds:
+    /// its rank and its mark, kept alive for the shape's presence (`ZRANK`, `GETEX`), and the
+    /// published state itself (`GET`) when none is held fresh. Once the held state's head has
+    /// passed its place: its session and its mark (`ZSCORE`, `GET`).
     pub async fn poll(&self, user: &UserId, score: i64, now: i64) -> Result<Standing, Error> {
-        let keys = self.keys(self.stripe_of(user));
+        let stripe = self.stripe_of(user);
+        let keys = self.keys(stripe);
+        let mark = keys.seen(user.as_str());
+        let held = self.held(stripe, now);
+        let place = (self.segment_of(score), stripe.0, score, user.to_string());
+        let walked = held
+            .as_ref()
+            .and_then(|p| p.head.as_ref())
+            .is_some_and(|head| place <= *head);
         let mut batch = Batch::new();
-        let ahead = batch.stage_command::<Option<u64>>(
-            &keys.published,
-            redis::cmd("HGET")
-                .arg(&keys.published)
-                .arg(self.segment_of(score))
-                .clone(),
-        );
+        if walked {
+            let until = batch.stage_command::<Option<f64>>(
+                &keys.active,
+                redis::cmd("ZSCORE")
+                    .arg(&keys.active)
+                    .arg(user.as_str())
+                    .clone(),
+            );
+            let marked =
+                batch.stage_command::<Option<String>>(&mark, redis::cmd("GET").arg(&mark).clone());
+            let replies = self.conn.send(&batch).await?;
+            return Ok(match (until.read(&replies)?, marked.read(&replies)?) {
+                (Some(until), _) if until as i64 > now => Standing::Active {
+                    until: until as i64,
+                },
+                (_, Some(mark)) if mark == "d" => Standing::Dropped,
+                _ => Standing::Gone,
+            });
+        }
+        let fetch = held.is_none().then(|| {
+            batch.stage_command::<Option<Published>>(
+                &keys.published,
+                redis::cmd("GET").arg(&keys.published).clone(),
+            )
+        });
         let rank = batch.stage_command::<Option<u64>>(
             &keys.line,
             redis::cmd("ZRANK")
@@ -121,42 +149,39 @@ impl Line {
                 .arg(user.as_str())
                 .clone(),
         );
-        let until = batch.stage_command::<Option<f64>>(
-            &keys.active,
-            redis::cmd("ZSCORE")
-                .arg(&keys.active)
-                .arg(user.as_str())
-                .clone(),
-        );
-        let seen = keys.seen(user.as_str());
-        batch.stage_command::<()>(
-            &seen,
-            redis::cmd("SET")
-                .arg(&seen)
-                .arg(1)
+        let marked = batch.stage_command::<Option<String>>(
+            &mark,
+            redis::cmd("GETEX")
+                .arg(&mark)
                 .arg("PX")
                 .arg(ms(self.shape.presence))
                 .clone(),
         );
         let replies = self.conn.send(&batch).await?;
-        Ok(
-            match (
-                rank.read(&replies)?,
-                ahead.read(&replies)?,
-                until.read(&replies)?,
-            ) {
-                (Some(rank), Some(ahead), _) => Standing::Waiting {
+        let published = match fetch {
+            Some(fetch) => {
+                let published = fetch.read(&replies)?.unwrap_or_default();
+                self.hold(stripe, now, published.clone());
+                std::sync::Arc::new(published)
+            }
+            None => held.unwrap_or_default(),
+        };
+        Ok(match (rank.read(&replies)?, marked.read(&replies)?) {
+            (Some(rank), _) => match published.ahead.get(&place.0) {
+                Some(ahead) => Standing::Waiting {
                     position: ahead + rank + 1,
                 },
-                (Some(rank), None, _) => Standing::Unplaced {
+                None => Standing::Unplaced {
                     on_stripe: rank + 1,
                 },
-                (None, _, Some(until)) if until as i64 > now => Standing::Active {
-                    until: until as i64,
-                },
-                (None, _, _) => Standing::Gone,
             },
-        )
+            (None, Some(mark)) => match mark.strip_prefix("a:").map(str::parse::<i64>) {
+                Some(Ok(until)) if until > now => Standing::Active { until },
+                _ if mark == "d" => Standing::Dropped,
+                _ => Standing::Gone,
+            },
+            (None, None) => Standing::Gone,
+        })
     }
 
     /// `user` gives up its place or its session: two plain commands in one pipeline.

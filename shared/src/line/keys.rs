@@ -35,8 +35,9 @@ pub struct StripeKeys {
     /// Set: the segments (arrival ms ÷ the segment length) that have had places since the
     /// tick last found them empty.
     pub segments: String,
-    /// Hash: what the last tick published for this stripe's polls: `sealed` (ms), `tick`
-    /// (ms), and per segment the waiters of other stripes ahead of it.
+    /// String: the instant (ms) before which no new place is scored, the seal.
+    pub sealed: String,
+    /// String: what the last tick published for this stripe's polls ([`super::Published`]).
     pub published: String,
 }
 
@@ -47,12 +48,14 @@ impl StripeKeys {
             line: format!("{base}:line"),
             active: format!("{base}:active"),
             segments: format!("{base}:segments"),
+            sealed: format!("{base}:sealed"),
             published: format!("{base}:published"),
             base,
         }
     }
 
-    /// The key that marks `user` present until its poll's deadline (a string with a TTL).
+    /// `user`'s mark: present until its TTL runs out, and what the tick did with it: `w` while it
+    /// waits, `a:<until>` once admitted, `d` once passed over as absent.
     pub fn seen(&self, user: &str) -> String {
         format!("{}:seen:{user}", self.base)
     }

@@ -19,28 +19,57 @@
 //! that instant; a join scores a place no earlier than it. So no late place lands ahead of one
 //! already admitted.
 //!
-//! A position. The tick publishes, per stripe and segment, how many waiters of the other
-//! stripes are ahead of that segment's places on that stripe. A poll reads that figure and its
-//! rank on its own stripe (`ZRANK`, live) in one pipeline: the position is their sum plus one,
-//! exact as of the last tick. A place in a segment the tick has not seen yet has no position
-//! until the next tick.
+//! A position. The tick publishes on each stripe one small value ([`Published`]): per sealed
+//! segment, how many waiters of the other stripes are ahead of that segment's places, and the
+//! last place it has walked. A function keeps it for up to [`PUBLISHED_FOR`]. A poll is two
+//! plain commands in one pipeline: the buyer's rank on its own stripe (`ZRANK`, live) and its
+//! mark, read and kept alive (`GETEX`); a third, `GET` of the published value, when the function
+//! holds none fresh. The position is the published figure plus the rank plus one: exact as of
+//! the tick the function last read, for the other stripes, and live for its own. A place in a
+//! segment not sealed at that tick has no position yet.
 //!
-//! Presence. Each poll sets a key with a TTL of how long it keeps the buyer present. When the
-//! line reaches a buyer whose key has lapsed, the tick passes it over and removes its place.
+//! The mark. Each buyer has one key with a TTL: `w` while it waits, set by the join and kept
+//! alive by each poll for as long as the poll keeps it present; `a:<until>` once the tick
+//! admits it; `d` once the tick passes it over as absent. When the line reaches a buyer whose
+//! mark has lapsed, the tick passes it over. A buyer whose place the last read tick had walked
+//! is answered from its session and its mark.
 
 pub mod keys;
 
 mod buyer;
 mod tick;
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use buyer::{Joined, Standing};
+use serde::{Deserialize, Serialize};
+
+pub use buyer::{Joined, Left, Standing};
 pub use keys::{Stripe, StripeKeys};
 pub use tick::Ticked;
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;
+
+/// How long a function keeps a stripe's published state before reading it again.
+pub const PUBLISHED_FOR: Duration = Duration::from_secs(1);
+
+/// A place in the line's order: segment, stripe, score (ms), user id.
+pub type Place = (i64, u16, i64, String);
+
+/// What the tick publishes on each stripe for its polls, as JSON: one small value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Published {
+    /// When the tick that wrote it ran (ms).
+    pub tick: i64,
+    /// The last place the ticks have walked: every place up to it was admitted or passed over,
+    /// so a buyer whose place is not after it waits no more.
+    pub head: Option<Place>,
+    /// For each sealed segment with places on this stripe: the waiters of the other stripes
+    /// ahead of them.
+    pub ahead: BTreeMap<i64, u64>,
+}
 
 /// How one queue's line is laid out and paced.
 #[derive(Debug, Clone, Copy)]
@@ -74,12 +103,22 @@ impl Default for LineShape {
     }
 }
 
+impl redis::FromRedisValue for Published {
+    fn from_redis_value(v: redis::Value) -> Result<Self, redis::ParsingError> {
+        let text: String = redis::FromRedisValue::from_redis_value(v)?;
+        serde_json::from_str(&text)
+            .map_err(|e| redis::ParsingError::from(format!("published state: {e}: {text}")))
+    }
+}
+
 /// One queue's striped line, reached through `conn`.
 pub struct Line {
     conn: Conn,
     prefix: String,
     queue: QueueId,
     shape: LineShape,
+    /// Each stripe's published state, and when (ms, the callers' clock) it was read.
+    published: Mutex<HashMap<Stripe, (i64, Arc<Published>)>>,
 }
 
 impl Line {
@@ -89,6 +128,22 @@ impl Line {
             prefix: prefix.to_owned(),
             queue,
             shape,
+            published: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `stripe`'s published state as this function holds it, unless older than
+    /// [`PUBLISHED_FOR`] at `now`.
+    fn held(&self, stripe: Stripe, now: i64) -> Option<Arc<Published>> {
+        let held = self.published.lock().ok()?;
+        let (at, published) = held.get(&stripe)?;
+        (now - at < PUBLISHED_FOR.as_millis() as i64 && now >= *at).then(|| published.clone())
+    }
+
+    /// Keeps `published`, read at `now`, for `stripe`.
+    fn hold(&self, stripe: Stripe, now: i64, published: Published) {
+        if let Ok(mut held) = self.published.lock() {
+            held.insert(stripe, (now, Arc::new(published)));
         }
     }
 

@@ -1,25 +1,35 @@
 //! The line's tick, the only writer of admissions: three round trips, each one pipeline per
 //! stripe, all stripes at once. It reads every stripe's sessions, segments and head; counts
-//! each sealed segment's places and reads the head's presence marks; then on each stripe admits
-//! and passes over what it chose and publishes what that stripe's polls read (`apply.lua`).
+//! each sealed segment's places and reads the head's marks; then on each stripe admits and
+//! passes over what it chose, marks them, and publishes what that stripe's polls read
+//! (`apply.lua`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Stripe, StripeKeys};
+use super::{ms, Line, Place as Walked, Published, Stripe, StripeKeys};
 use crate::error::Error;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
 /// The tick's work on one stripe; its keys and arguments, named as `apply.lua` binds them.
 pub(super) static APPLY: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("apply.lua"))),
-    &["LINE", "ACTIVE", "SEGMENTS", "PUBLISHED"],
+    &[
+        "LINE",
+        "ACTIVE",
+        "SEGMENTS",
+        "SEALED",
+        "PUBLISHED",
+        "marks…",
+    ],
     &[
         "now",
         "session_ms",
         "keep_ms",
+        "sealed",
+        "published",
         "admit_count",
         "drop_count",
         "empty_count",
@@ -119,7 +129,17 @@ impl Line {
                 }
             })
             .collect();
+        let before = stripes.first().map(|(_, keys)| {
+            batch.stage_command::<Option<Published>>(
+                &keys.published,
+                redis::cmd("GET").arg(&keys.published).clone(),
+            )
+        });
         let replies = self.conn.send(&batch).await?;
+        let mut head: Option<Walked> = match before {
+            Some(staged) => staged.read(&replies)?.and_then(|published| published.head),
+            None => None,
+        };
         let mut live = 0;
         let mut segments: Vec<BTreeSet<i64>> = Vec::new();
         let mut places: Vec<Vec<Place>> = Vec::new();
@@ -223,6 +243,12 @@ impl Line {
                 *count = count.saturating_sub(1);
             }
             walked.push((k, place.user.clone(), present));
+            head = Some((
+                place.segment,
+                place.stripe.0,
+                place.score,
+                place.user.clone(),
+            ));
             if present {
                 admit[k].push(place.user);
                 admitting += 1;
@@ -235,13 +261,22 @@ impl Line {
         let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
         let mut before = 0u64;
         let mut own_before = vec![0u64; stripes.len()];
-        let mut published: Vec<Vec<(i64, u64)>> = vec![Vec::new(); stripes.len()];
+        let mut published: Vec<Published> = vec![
+            Published {
+                tick: now,
+                head: head.clone(),
+                ..Published::default()
+            };
+            stripes.len()
+        ];
         for segment in &every {
             let mut within = 0;
             for (k, of_stripe) in counts.iter().enumerate() {
                 let count = of_stripe.get(segment).copied().unwrap_or(0);
                 if count > 0 {
-                    published[k].push((*segment, before + within - own_before[k]));
+                    published[k]
+                        .ahead
+                        .insert(*segment, before + within - own_before[k]);
                 }
                 within += count;
                 own_before[k] += count;
@@ -262,10 +297,19 @@ impl Line {
                 call.named_key("LINE", &keys.line)
                     .named_key("ACTIVE", &keys.active)
                     .named_key("SEGMENTS", &keys.segments)
-                    .named_key("PUBLISHED", &keys.published)
-                    .named("now", now)
+                    .named_key("SEALED", &keys.sealed)
+                    .named_key("PUBLISHED", &keys.published);
+                for user in admit[k].iter().chain(&drop[k]) {
+                    call.named_key("marks", keys.seen(user));
+                }
+                call.named("now", now)
                     .named("session_ms", ms(self.shape.session))
                     .named("keep_ms", ms(self.shape.keep))
+                    .named("sealed", sealed * self.segment_ms())
+                    .named(
+                        "published",
+                        serde_json::to_string(&published[k]).unwrap_or_default(),
+                    )
                     .named("admit_count", admit[k].len())
                     .named("drop_count", drop[k].len())
                     .named("empty_count", empty.len());
@@ -274,13 +318,6 @@ impl Line {
                 }
                 for segment in &empty {
                     call.named("lists", *segment);
-                }
-                call.named("lists", "sealed")
-                    .named("lists", sealed * self.segment_ms())
-                    .named("lists", "tick")
-                    .named("lists", now);
-                for (segment, ahead) in &published[k] {
-                    call.named("lists", *segment).named("lists", *ahead);
                 }
                 batch.stage(call)
             })
