@@ -62,7 +62,7 @@ use lineup::token::TokenClaims;
 use serde_json::json;
 
 use crate::measure::Bench;
-use crate::probe::{main_thread_cpu_us, plain_connections, Cost};
+use crate::probe::{main_thread_cpu_us, paired, plain_connections, Cost};
 use crate::report::Report;
 
 /// Containers sending at once, each one connection with one request in flight.
@@ -74,22 +74,6 @@ const BUYERS: usize = 4_000;
 /// Rounds each measured kind is sent in, each right after as many PINGs, so that a burst of
 /// load from elsewhere on the machine skews one round's ratio, not the figure.
 const ROUNDS: usize = 5;
-
-/// Runs `requests` over [`CONTAINERS`] tasks in [`ROUNDS`] rounds, each beside its own PINGs
-/// ([`crate::probe::paired`]).
-async fn measure<T, F, Fut>(
-    bench: &Bench,
-    pings: &[redis::aio::MultiplexedConnection],
-    requests: Vec<T>,
-    run: F,
-) -> Cost
-where
-    T: Send,
-    F: Fn(usize, T) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    crate::probe::paired(bench, pings, ROUNDS, requests, run).await
-}
 
 /// Sends `cmd` on `conn` and drops its reply.
 fn send(
@@ -157,13 +141,19 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let mut rows: Vec<(&str, Cost, &str)> = Vec::new();
 
     let ping_us = crate::probe::ping_us(bench, pings, BUYERS).await;
-    let get = measure(bench, pings, (0..BUYERS).collect(), |lane, i| async move {
-        let _: Option<String> = redis::cmd("GET")
-            .arg(format!("per-request-get-{i}"))
-            .query_async(&mut pings[lane].clone())
-            .await
-            .expect("GET");
-    })
+    let get = paired(
+        bench,
+        pings,
+        ROUNDS,
+        (0..BUYERS).collect(),
+        |lane, i| async move {
+            let _: Option<String> = redis::cmd("GET")
+                .arg(format!("per-request-get-{i}"))
+                .query_async(&mut pings[lane].clone())
+                .await
+                .expect("GET");
+        },
+    )
     .await;
     // ElastiCache Serverless bills a script by its vCPU time against a simple GET's.
     let get_us = get.per_request_us.max(f64::EPSILON);
@@ -188,13 +178,13 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
             room.status(&claims).await.expect("status");
         }
     };
-    let first = measure(bench, pings, waiters.iter().collect(), &status).await;
+    let first = paired(bench, pings, ROUNDS, waiters.iter().collect(), &status).await;
     rows.push((
         "status, a waiter's first poll 5 s after joining",
         first,
         "goal ≤ 2× PING",
     ));
-    let next = measure(bench, pings, waiters.iter().collect(), &status).await;
+    let next = paired(bench, pings, ROUNDS, waiters.iter().collect(), &status).await;
     let poll_us = next.per_request_us;
     rows.push(("status, the waiter's next poll", next, "goal ≤ 2× PING"));
     // The least a Lua status can do (least/status.lua: the clock, two settings, the ticket
@@ -203,15 +193,21 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let least_hash = load(&pings[0], include_str!("least/status.lua")).await;
     let least_hash = &least_hash;
     let line_ref = &line;
-    let least = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
-        let ticket = claims.ticket.to_string();
-        let parts = lineup::bench_support::status_command(
-            &rooms[lane],
-            line_ref,
-            &[claims.user.as_str(), &ticket],
-        );
-        send(as_script(least_hash, &parts), &pings[lane])
-    })
+    let least = paired(
+        bench,
+        pings,
+        ROUNDS,
+        waiters.iter().collect(),
+        |lane, claims| {
+            let ticket = claims.ticket.to_string();
+            let parts = lineup::bench_support::status_command(
+                &rooms[lane],
+                line_ref,
+                &[claims.user.as_str(), &ticket],
+            );
+            send(as_script(least_hash, &parts), &pings[lane])
+        },
+    )
     .await;
     rows.push((
         "least status script (bench/src/least/status.lua), the same waiters",
@@ -226,19 +222,25 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         .replace("KEYS[5]", "KEYS[2]");
     let own_hash = load(&pings[0], &own).await;
     let own_hash = &own_hash;
-    let least_own = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
-        let ticket = claims.ticket.to_string();
-        let keys = lineup::queue::keys::QueueKeys::new(&bench.app.config.key_prefix, line_ref);
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(own_hash.as_str())
-            .arg(3)
-            .arg(&keys.waiting)
-            .arg(&keys.settings)
-            .arg(&keys.meta)
-            .arg(claims.user.as_str())
-            .arg(&ticket);
-        send(cmd, &pings[lane])
-    })
+    let least_own = paired(
+        bench,
+        pings,
+        ROUNDS,
+        waiters.iter().collect(),
+        |lane, claims| {
+            let ticket = claims.ticket.to_string();
+            let keys = lineup::queue::keys::QueueKeys::new(&bench.app.config.key_prefix, line_ref);
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(own_hash.as_str())
+                .arg(3)
+                .arg(&keys.waiting)
+                .arg(&keys.settings)
+                .arg(&keys.meta)
+                .arg(claims.user.as_str())
+                .arg(&ticket);
+            send(cmd, &pings[lane])
+        },
+    )
     .await;
     rows.push((
         "least status script with only its own 3 keys and 2 arguments",
@@ -259,7 +261,7 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     let members = join(bench.room(), &gig, &users("m")).await;
     let left = (opens - chrono::Utc::now()).num_milliseconds().max(0) as u64;
     tokio::time::sleep(Duration::from_millis(left + 100)).await;
-    let opening = measure(bench, pings, members.iter().collect(), &status).await;
+    let opening = paired(bench, pings, ROUNDS, members.iter().collect(), &status).await;
     rows.push((
         "status, a pre-queue member's first poll after the opening",
         opening,
@@ -272,13 +274,19 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         .configure(open.as_str(), json!({"capacity": 1_000_000}))
         .await;
     let active = join(bench.room(), &open, &users("a")).await;
-    let check = measure(bench, pings, active.iter().collect(), |lane, claims| {
-        let room = &rooms[lane];
-        let claims = claims.clone();
-        async move {
-            room.check(&claims).await.expect("check").expect("active");
-        }
-    })
+    let check = paired(
+        bench,
+        pings,
+        ROUNDS,
+        active.iter().collect(),
+        |lane, claims| {
+            let room = &rooms[lane];
+            let claims = claims.clone();
+            async move {
+                room.check(&claims).await.expect("check").expect("active");
+            }
+        },
+    )
     .await;
     let check_us = check.per_request_us;
     rows.push((
@@ -288,15 +296,21 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     ));
     // The one read that answers an active buyer, alone: the floor of any check.
     let open_keys = lineup::queue::keys::QueueKeys::new(&bench.app.config.key_prefix, &open);
-    let entry = measure(bench, pings, active.iter().collect(), |lane, claims| {
-        send(
-            redis::cmd("HGET")
-                .arg(&open_keys.active_tickets)
-                .arg(claims.user.as_str())
-                .clone(),
-            &pings[lane],
-        )
-    })
+    let entry = paired(
+        bench,
+        pings,
+        ROUNDS,
+        active.iter().collect(),
+        |lane, claims| {
+            send(
+                redis::cmd("HGET")
+                    .arg(&open_keys.active_tickets)
+                    .arg(claims.user.as_str())
+                    .clone(),
+                &pings[lane],
+            )
+        },
+    )
     .await;
     rows.push((
         "HGET of an active buyer's session entry alone, the same buyers",
@@ -306,15 +320,21 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
 
     // New buyers joining a line.
     let arrivals = users("n");
-    let issue = measure(bench, pings, arrivals.iter().collect(), |lane, user| {
-        let room = &rooms[lane];
-        let line = &line;
-        async move {
-            room.issue(line, &crate::util::user(user), None)
-                .await
-                .expect("issue");
-        }
-    })
+    let issue = paired(
+        bench,
+        pings,
+        ROUNDS,
+        arrivals.iter().collect(),
+        |lane, user| {
+            let room = &rooms[lane];
+            let line = &line;
+            async move {
+                room.issue(line, &crate::util::user(user), None)
+                    .await
+                    .expect("issue");
+            }
+        },
+    )
     .await;
     let issue_us = issue.per_request_us;
     rows.push((
@@ -328,14 +348,20 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
     // script could reach at best on this machine.
     let least_issue_hash = load(&pings[0], include_str!("least/issue.lua")).await;
     let least_issue_hash = &least_issue_hash;
-    let least_issue = measure(bench, pings, users("l").iter().collect(), |lane, user| {
-        let parts = lineup::bench_support::issue_command(
-            &rooms[lane],
-            line_ref,
-            &[user.as_str(), "10.0.0.1", "1000000", "1000000", "open", "0"],
-        );
-        send(as_script(least_issue_hash, &parts), &pings[lane])
-    })
+    let least_issue = paired(
+        bench,
+        pings,
+        ROUNDS,
+        users("l").iter().collect(),
+        |lane, user| {
+            let parts = lineup::bench_support::issue_command(
+                &rooms[lane],
+                line_ref,
+                &[user.as_str(), "10.0.0.1", "1000000", "1000000", "open", "0"],
+            );
+            send(as_script(least_issue_hash, &parts), &pings[lane])
+        },
+    )
     .await;
     rows.push((
         "least issue script (bench/src/least/issue.lua), new buyers",
@@ -369,13 +395,19 @@ pub async fn per_request(bench: &Bench, report: &mut Report) {
         per_request_us: (main_thread_cpu_us(bench).await - before) / admitted.max(1) as f64,
         script_us: 0.0,
     };
-    let leave = measure(bench, pings, waiters.iter().collect(), |lane, claims| {
-        let room = &rooms[lane];
-        let claims = claims.clone();
-        async move {
-            room.leave(&claims).await.expect("leave");
-        }
-    })
+    let leave = paired(
+        bench,
+        pings,
+        ROUNDS,
+        waiters.iter().collect(),
+        |lane, claims| {
+            let room = &rooms[lane];
+            let claims = claims.clone();
+            async move {
+                room.leave(&claims).await.expect("leave");
+            }
+        },
+    )
     .await;
 
     report.row(
