@@ -5,13 +5,14 @@
 //! The line has one stripe here: every request touches one stripe, so one server shows a
 //! request's whole cost. The rows: a new buyer's join (the join script), a waiter's poll (two
 //! plain commands: its rank and its mark, read and kept alive; each container reads the
-//! stripe's published state once a second, so once here), a leave (two `ZREM`s), and one tick
-//! over the waiting line.
+//! stripe's published state once a second, so once here), the gatekeeper's check (one
+//! `ZSCORE`) with the first thousand admitted, a leave (two `ZREM`s), and one tick over the
+//! waiting line.
 
 use std::time::Duration;
 
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Line, LineShape, Standing};
+use lineup::line::{Joined, Line, LineShape, Standing, HEAD_WINDOW};
 
 use crate::measure::Bench;
 use crate::probe::{main_thread_cpu_us, paired, plain_connections};
@@ -100,6 +101,25 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     )
     .await;
 
+    // As many admitted as one tick admits from a stripe, then the gatekeeper's check of each.
+    let admit_at = sealed + 1;
+    let admitted = HEAD_WINDOW as usize;
+    lines[0]
+        .tick(admit_at, admitted as u64)
+        .await
+        .expect("tick");
+    let check = paired(
+        bench,
+        &pings,
+        ROUNDS,
+        (0..BUYERS).collect(),
+        |lane, i| async move {
+            let live = lines[lane].check(&user(i), admit_at).await.expect("check");
+            assert_eq!(live.is_some(), i < admitted, "buyer {i}");
+        },
+    )
+    .await;
+
     let leave = paired(
         bench,
         &pings,
@@ -118,7 +138,16 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     );
     report.row("join, a new buyer", &join.against(ping_us), "≤ 3× PING");
     report.row("poll, a waiter", &poll.against(ping_us), "≤ 1.5× PING");
-    report.row("leave, a waiter", &leave.against(ping_us), "≤ 2× PING");
+    report.row(
+        "the gatekeeper's check",
+        &check.against(ping_us),
+        "≤ 1.5× PING",
+    );
+    report.row(
+        "leave, a waiter or a session",
+        &leave.against(ping_us),
+        "≤ 2× PING",
+    );
     report.row(
         &format!("tick over {BUYERS} waiters in one segment"),
         &format!("{tick_us:.0} µs"),

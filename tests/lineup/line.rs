@@ -149,6 +149,7 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
     let admitted: Vec<usize> = model.0[..30].iter().map(|(_, i)| *i).collect();
     for i in &admitted {
         model.remove(*i);
+        assert!(line.check(&user(*i), after).await.unwrap().is_some());
         assert!(matches!(
             line.poll(&user(*i), scores[*i], after).await.unwrap(),
             Standing::Active { .. }
@@ -189,6 +190,7 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             line.poll(&user(*i), scores[*i], after).await.unwrap(),
             Standing::Dropped
         );
+        assert_eq!(line.check(&user(*i), after).await.unwrap(), None);
     }
     expect_positions(&line, &model, &scores, after).await;
 }

@@ -5,6 +5,7 @@
 //! - `buyer`: what a buyer's calls do, each on its own stripe in one round trip: [`Line::join`]
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
 //!   [`Line::leave`] (plain commands, pipelined).
+//! - `check`: [`Line::check`], the gatekeeper's: a live session, one `ZSCORE`.
 //! - `tick`: [`Line::tick`], the only writer of admissions: it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
 //!   each stripe what its polls need to know their exact place.
@@ -37,6 +38,7 @@
 pub mod keys;
 
 mod buyer;
+mod check;
 mod tick;
 
 use std::collections::{BTreeMap, HashMap};
@@ -47,7 +49,7 @@ use serde::{Deserialize, Serialize};
 
 pub use buyer::{Joined, Left, Standing};
 pub use keys::{Stripe, StripeKeys};
-pub use tick::Ticked;
+pub use tick::{Ticked, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;
