@@ -239,3 +239,62 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
         Joined::Active { .. }
     ));
 }
+
+/// Joins and ticks race on a clock that moves 50 ms a step, one join in eight from a clock 2 s
+/// behind: no tick admits past the free capacity, and every admitted place precedes, in the
+/// line's order, every place still waiting.
+#[tokio::test]
+async fn ticks_racing_joins_admit_in_order_and_within_capacity() {
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    let capacity = 25;
+    let mut admitted: Vec<Place> = Vec::new();
+    let mut places = std::collections::HashMap::new();
+    for step in 0..60_i64 {
+        let now = t0 + 50 * step;
+        let joins = stream::iter((0..8).map(|j| {
+            let line = &line;
+            async move {
+                let i = (step * 8 + j) as usize;
+                // One in eight joins through a container whose clock runs 2 s behind.
+                let clock = if j == 0 { now - 2000 } else { now };
+                (i, line.join(&user(i), clock).await.unwrap())
+            }
+        }))
+        .buffer_unordered(8);
+        let tick = line.tick(now, capacity);
+        let (joined, ticked): (Vec<(usize, Joined)>, _) = tokio::join!(joins.collect(), tick);
+        for (i, joined) in joined {
+            let Joined::New { stripe, score } = joined else {
+                panic!("buyer-{i}: {joined:?}");
+            };
+            places.insert(
+                user(i).to_string(),
+                Place {
+                    segment: score.div_euclid(SEGMENT_MS),
+                    stripe,
+                    score,
+                    user: user(i).to_string(),
+                },
+            );
+        }
+        let ticked = ticked.unwrap();
+        assert!(ticked.live <= capacity, "{} live", ticked.live);
+        admitted.extend(ticked.admitted.iter().map(|u| places[u].clone()));
+    }
+    assert_eq!(
+        admitted.len() as u64,
+        capacity,
+        "every place filled once sealed"
+    );
+    let mut sorted = admitted.clone();
+    sorted.sort();
+    assert_eq!(admitted, sorted, "admitted in the line's order");
+    let last = admitted.last().unwrap();
+    for place in places.values() {
+        if !admitted.contains(place) {
+            assert!(place > last, "{place:?} waits behind {last:?}");
+        }
+    }
+}
