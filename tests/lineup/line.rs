@@ -298,3 +298,50 @@ async fn ticks_racing_joins_admit_in_order_and_within_capacity() {
         }
     }
 }
+
+/// A stripe whose head window fills with places, the last of them not yet sealed, does not hold
+/// back the other stripes' sealed places behind its own.
+#[tokio::test]
+async fn a_full_head_window_holds_back_no_other_stripe() {
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let on = |stripe: u16, count: usize| -> Vec<UserId> {
+        (0..)
+            .map(|i| UserId::parse(&format!("w{stripe}-{i}")).unwrap())
+            .filter(|u| line.stripe_of(u) == Stripe(stripe))
+            .take(count)
+            .collect()
+    };
+    let window = lineup::line::HEAD_WINDOW as usize;
+    let (a, b) = (on(0, window + 10), on(1, 5));
+    let t0 = chrono::Utc::now().timestamp_millis();
+    // Stripe 0: a window's worth less ten in the first segment, ten in a late one. Stripe 1:
+    // five in the second segment.
+    let joins = a
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            (
+                u,
+                if i < window - 10 {
+                    t0
+                } else {
+                    t0 + 10 * SEGMENT_MS
+                },
+            )
+        })
+        .chain(b.iter().map(|u| (u, t0 + SEGMENT_MS)));
+    let _: Vec<Joined> = stream::iter(joins.map(|(u, at)| {
+        let line = &line;
+        async move { line.join(u, at).await.unwrap() }
+    }))
+    .buffer_unordered(32)
+    .collect()
+    .await;
+    let now = t0 + 2 * SEGMENT_MS + SEAL_MS;
+    let ticked = line.tick(now, 10_000).await.unwrap();
+    assert_eq!(ticked.admitted.len(), window - 10 + 5);
+    for u in &b {
+        assert!(ticked.admitted.contains(&u.to_string()), "{u} admitted");
+    }
+}

@@ -148,7 +148,14 @@ impl Line {
             live += head.live.read(&replies)?;
             segments.push(head.segments.read(&replies)?.into_iter().collect());
             let read = head.places.read(&replies)?;
-            complete.push((read.len() as u64) < HEAD_WINDOW);
+            // Every sealed place of the stripe was read: the window was not full, or it
+            // reached past the seal.
+            complete.push(
+                (read.len() as u64) < HEAD_WINDOW
+                    || read
+                        .last()
+                        .is_some_and(|(_, score)| self.segment_of(*score as i64) >= sealed),
+            );
             places.push(
                 read.into_iter()
                     .map(|(user, score)| Place {
