@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Published, Stripe};
+use super::{ms, Line, Place, Published, Stripe};
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
@@ -111,7 +111,12 @@ impl Line {
         let keys = self.keys(stripe);
         let mark = keys.seen(user.as_str());
         let held = self.held(stripe, now);
-        let place = (self.segment_of(score), stripe.0, score, user.to_string());
+        let place = Place {
+            segment: self.segment_of(score),
+            stripe,
+            score,
+            user: user.to_string(),
+        };
         let walked = held
             .as_ref()
             .and_then(|p| p.head.as_ref())
@@ -167,7 +172,7 @@ impl Line {
             None => held.unwrap_or_default(),
         };
         Ok(match (rank.read(&replies)?, marked.read(&replies)?) {
-            (Some(rank), _) => match published.ahead.get(&place.0) {
+            (Some(rank), _) => match published.ahead.get(&place.segment) {
                 Some(ahead) => Standing::Waiting {
                     position: ahead + rank + 1,
                 },

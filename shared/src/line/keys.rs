@@ -1,12 +1,13 @@
 //! Where a striped line lives: one hash tag per stripe, `{l:<queue>:<stripe>}`, so a large
 //! queue's keys spread over as many slots as it has stripes, and which stripe a buyer is on.
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::ids::{QueueId, UserId};
 
 /// One stripe of a queue's line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Stripe(pub u16);
 
 impl Stripe {

@@ -57,8 +57,14 @@ use crate::store::Conn;
 /// How long a function keeps a stripe's published state before reading it again.
 pub const PUBLISHED_FOR: Duration = Duration::from_secs(1);
 
-/// A place in the line's order: segment, stripe, score (ms), user id.
-pub type Place = (i64, u16, i64, String);
+/// A place, ordered as the line orders places: by segment, stripe, score (ms), then user id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Place {
+    pub segment: i64,
+    pub stripe: Stripe,
+    pub score: i64,
+    pub user: String,
+}
 
 /// What the tick publishes on each stripe for its polls, as JSON: one small value.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

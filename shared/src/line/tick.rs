@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Place as Walked, Published, Stripe, StripeKeys};
+use super::{ms, Line, Place, Published, Stripe, StripeKeys};
 use crate::error::Error;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
@@ -74,15 +74,6 @@ struct Head {
     places: Staged<Vec<(String, f64)>>,
 }
 
-/// A place at the head of a stripe, in the line's order: segment, stripe, score, user.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Place {
-    segment: i64,
-    stripe: Stripe,
-    score: i64,
-    user: String,
-}
-
 impl Line {
     /// One tick at `now` (ms) with room for `capacity` live sessions.
     pub async fn tick(&self, now: i64, capacity: u64) -> Result<Ticked, Error> {
@@ -136,7 +127,7 @@ impl Line {
             )
         });
         let replies = self.conn.send(&batch).await?;
-        let mut head: Option<Walked> = match before {
+        let mut head: Option<Place> = match before {
             Some(staged) => staged.read(&replies)?.and_then(|published| published.head),
             None => None,
         };
@@ -250,18 +241,13 @@ impl Line {
                 *count = count.saturating_sub(1);
             }
             walked.push((k, place.user.clone(), present));
-            head = Some((
-                place.segment,
-                place.stripe.0,
-                place.score,
-                place.user.clone(),
-            ));
             if present {
-                admit[k].push(place.user);
+                admit[k].push(place.user.clone());
                 admitting += 1;
             } else {
-                drop[k].push(place.user);
+                drop[k].push(place.user.clone());
             }
+            head = Some(place);
         }
 
         // 3. On each stripe: the admissions, the passed over, and what its polls read.
