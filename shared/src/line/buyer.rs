@@ -52,6 +52,28 @@ impl FromRedisValue for JoinReply {
     }
 }
 
+/// A buyer's mark as read (`keys::StripeKeys::seen`): `w`, `a:<until>` or `d`.
+enum Mark {
+    Waiting,
+    Admitted(i64),
+    Dropped,
+}
+
+impl FromRedisValue for Mark {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let text: String = FromRedisValue::from_redis_value(v)?;
+        match text.as_str() {
+            "w" => Ok(Mark::Waiting),
+            "d" => Ok(Mark::Dropped),
+            _ => text
+                .strip_prefix("a:")
+                .and_then(|until| until.parse().ok())
+                .map(Mark::Admitted)
+                .ok_or_else(|| ParsingError::from(format!("mark: {text}"))),
+        }
+    }
+}
+
 /// Where a poll found its buyer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
@@ -131,13 +153,13 @@ impl Line {
                     .clone(),
             );
             let marked =
-                batch.stage_command::<Option<String>>(&mark, redis::cmd("GET").arg(&mark).clone());
+                batch.stage_command::<Option<Mark>>(&mark, redis::cmd("GET").arg(&mark).clone());
             let replies = self.conn.send(&batch).await?;
             return Ok(match (until.read(&replies)?, marked.read(&replies)?) {
                 (Some(until), _) if until as i64 > now => Standing::Active {
                     until: until as i64,
                 },
-                (_, Some(mark)) if mark == "d" => Standing::Dropped,
+                (_, Some(Mark::Dropped)) => Standing::Dropped,
                 _ => Standing::Gone,
             });
         }
@@ -154,7 +176,7 @@ impl Line {
                 .arg(user.as_str())
                 .clone(),
         );
-        let marked = batch.stage_command::<Option<String>>(
+        let marked = batch.stage_command::<Option<Mark>>(
             &mark,
             redis::cmd("GETEX")
                 .arg(&mark)
@@ -180,12 +202,9 @@ impl Line {
                     on_stripe: rank + 1,
                 },
             },
-            (None, Some(mark)) => match mark.strip_prefix("a:").map(str::parse::<i64>) {
-                Some(Ok(until)) if until > now => Standing::Active { until },
-                _ if mark == "d" => Standing::Dropped,
-                _ => Standing::Gone,
-            },
-            (None, None) => Standing::Gone,
+            (None, Some(Mark::Admitted(until))) if until > now => Standing::Active { until },
+            (None, Some(Mark::Dropped)) => Standing::Dropped,
+            (None, Some(Mark::Waiting | Mark::Admitted(_)) | None) => Standing::Gone,
         })
     }
 
