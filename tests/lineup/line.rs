@@ -2,11 +2,13 @@
 //! test clock moves through, some leave, some stop polling; each tick must admit exactly the
 //! model's next present buyers, and every poll must give exactly the model's position.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{stream, StreamExt};
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Line, LineShape, Standing, Stripe, StripeKeys};
+use lineup::line::{Joined, Line, LineShape, Opening, Standing, Stripe, StripeKeys};
+use lineup::queue::schedule::DrawSeed;
 use lineup_tests::TestApp;
 
 const STRIPES: u16 = 4;
@@ -344,4 +346,200 @@ async fn a_full_head_window_holds_back_no_other_stripe() {
     for u in &b {
         assert!(ticked.admitted.contains(&u.to_string()), "{u} admitted");
     }
+}
+
+/// Ticks 2 s apart from `now`, each with room for `capacity` more, until two in a row find
+/// nobody to admit: the buyers admitted, in order.
+async fn drain(line: &Line, mut now: i64, capacity: u64) -> Vec<String> {
+    let mut admitted = Vec::new();
+    let mut room = 0;
+    let mut idle = 0;
+    while idle < 2 {
+        room += capacity;
+        let ticked = line.tick(now, room).await.unwrap();
+        idle = if ticked.admitted.is_empty() && ticked.placed == 0 {
+            idle + 1
+        } else {
+            0
+        };
+        admitted.extend(ticked.admitted);
+        now += 2 * SEGMENT_MS;
+    }
+    admitted
+}
+
+/// A line with an opening: 240 members join before it, with coarse draw values so that many
+/// share one (those go by arrival), over all four stripes. The draw is admitted in value order
+/// exactly, every member's position is its place in that order, and those who come at or after
+/// the opening (a member whose clock runs behind included) stand behind the whole draw.
+#[tokio::test]
+async fn the_draw_is_admitted_in_value_order_across_stripes() {
+    let app = TestApp::spawn(&[]).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    let opens = t0 + 60_000;
+    let seed = Arc::new(DrawSeed::random());
+    // 64 values: the top six of the 28 bits.
+    let value = move |u: &UserId| ((seed.value(u) >> 24) as u32) & !((1 << 22) - 1);
+    let line = line(&app).await.with_opening(Opening {
+        at: opens,
+        value: Arc::new(value.clone()),
+    });
+    let members = 240;
+    let mut scores = vec![0; members + 21];
+    let mut model = Model(Vec::new());
+    for i in 0..members {
+        let Joined::New { stripe, score } = line.join(&user(i), t0 + 100 * i as i64).await.unwrap()
+        else {
+            panic!("buyer-{i}: a new place");
+        };
+        assert!(score < 0, "a draw place");
+        assert_eq!(stripe, line.stripe_of(&user(i)));
+        scores[i] = score;
+        let place = Place {
+            segment: -1,
+            stripe,
+            score,
+            user: user(i).to_string(),
+        };
+        model.0.push((place, i));
+    }
+    // The model's draw: by value, then by arrival.
+    model.0.sort_by_key(|(_, i)| (value(&user(*i)), *i));
+    let stripes: std::collections::BTreeSet<Stripe> =
+        model.0.iter().map(|(p, _)| p.stripe).collect();
+    assert_eq!(
+        stripes.len(),
+        STRIPES as usize,
+        "every stripe holds members"
+    );
+    let ties = model
+        .0
+        .windows(2)
+        .filter(|w| value(&user(w[0].1)) == value(&user(w[1].1)))
+        .count();
+    assert!(
+        ties > 100,
+        "{ties} members share a value with the one before"
+    );
+    // Joining again before the opening keeps the place.
+    assert_eq!(
+        line.join(&user(3), opens - 10).await.unwrap(),
+        Joined::Already {
+            stripe: line.stripe_of(&user(3)),
+            score: scores[3]
+        }
+    );
+
+    // Before the opening nobody is admitted, and a member has no position yet.
+    let ticked = line.tick(opens - 1000, 50).await.unwrap();
+    assert!(ticked.admitted.is_empty());
+    assert!(matches!(
+        line.poll(&user(0), scores[0], opens - 1000).await.unwrap(),
+        Standing::Unplaced { .. }
+    ));
+    // Twenty arrive at and after the opening.
+    let mut after = Vec::new();
+    for i in members..members + 20 {
+        let Joined::New { stripe, score } = line
+            .join(&user(i), opens + 10 * (i - members) as i64)
+            .await
+            .unwrap()
+        else {
+            panic!("buyer-{i}: a new place");
+        };
+        assert!(score >= opens);
+        scores[i] = score;
+        after.push((
+            Place {
+                segment: score.div_euclid(SEGMENT_MS),
+                stripe,
+                score,
+                user: user(i).to_string(),
+            },
+            i,
+        ));
+    }
+    // The first tick after the opening seals every stripe past it, and admits nobody yet.
+    let ticked = line.tick(opens + 100, 50).await.unwrap();
+    assert!(ticked.admitted.is_empty());
+    // A new member whose clock runs 5 s behind now comes after the draw: at the opening.
+    let late = members + 20;
+    let Joined::New { stripe, score } = line.join(&user(late), opens - 5000).await.unwrap() else {
+        panic!("a new place");
+    };
+    assert_eq!(score, opens);
+    scores[late] = score;
+    after.push((
+        Place {
+            segment: score.div_euclid(SEGMENT_MS),
+            stripe,
+            score,
+            user: user(late).to_string(),
+        },
+        late,
+    ));
+    after.sort();
+    model.0.extend(after);
+
+    // The next tick admits the draw's first 50, in value order, and every other buyer's
+    // position is its place in the model.
+    let now = opens + 2 * SEGMENT_MS;
+    let ticked = line.tick(now, 50).await.unwrap();
+    let first: Vec<String> = model.0[..50].iter().map(|(p, _)| p.user.clone()).collect();
+    assert_eq!(ticked.admitted, first);
+    for i in model.0[..50].iter().map(|(_, i)| *i).collect::<Vec<_>>() {
+        model.remove(i);
+    }
+    let polled = now + lineup::line::PUBLISHED_FOR.as_millis() as i64;
+    expect_positions(&line, &model, &scores, polled).await;
+    // The rest, in the model's order.
+    let rest: Vec<String> = model.0.iter().map(|(p, _)| p.user.clone()).collect();
+    assert_eq!(drain(&line, polled, 37).await, rest);
+}
+
+/// Four stripes whose clocks disagree (one 400 ms behind, one 250 ms ahead, one 150 ms behind)
+/// take 400 arrivals 7 ms apart while ticks run: a buyer is admitted before one who came
+/// earlier only when it came less than δ later, δ = the segment + the clocks' spread (650 ms).
+#[tokio::test]
+async fn arrivals_swap_places_by_less_than_a_segment_and_the_clocks_spread() {
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let offsets: [i64; STRIPES as usize] = [0, -400, 250, -150];
+    let spread = offsets.iter().max().unwrap() - offsets.iter().min().unwrap();
+    let delta = SEGMENT_MS + spread;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    let arrived = |i: usize| t0 + 7 * i as i64;
+    let mut admitted = Vec::new();
+    for batch in 0..20 {
+        let joins = stream::iter((batch * 20..batch * 20 + 20).map(|i| {
+            let line = &line;
+            async move {
+                let clock = arrived(i) + offsets[line.stripe_of(&user(i)).0 as usize];
+                line.join(&user(i), clock).await.unwrap()
+            }
+        }))
+        .buffer_unordered(20)
+        .collect::<Vec<_>>();
+        let tick = line.tick(arrived(batch * 20), 15);
+        let (_, ticked) = tokio::join!(joins, tick);
+        admitted.extend(ticked.unwrap().admitted);
+    }
+    admitted.extend(drain(&line, arrived(400), 15).await);
+    assert_eq!(admitted.len(), 400);
+    let index = |u: &str| -> usize { u.trim_start_matches("buyer-").parse().unwrap() };
+    let mut latest = 0;
+    let mut swapped = 0;
+    for user in &admitted {
+        let i = index(user);
+        assert!(
+            arrived(latest) - arrived(i) < delta,
+            "{user} came {} ms before one admitted ahead of it",
+            arrived(latest) - arrived(i)
+        );
+        if i < latest {
+            swapped += 1;
+        }
+        latest = latest.max(i);
+    }
+    assert!(swapped > 0, "some arrivals within δ swap places");
 }

@@ -14,14 +14,22 @@ use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
 /// The join; its keys and arguments, named as `join.lua` binds them.
 pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
-    &["LINE", "ACTIVE", "SEGMENTS", "SEALED", "SEEN"],
-    &["user", "now", "segment_ms", "presence_ms"],
+    &["LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "SEEN"],
+    &[
+        "user",
+        "now",
+        "segment_ms",
+        "presence_ms",
+        "draw",
+        "opens_at",
+        "keep_ms",
+    ],
 );
 
 /// What a join did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Joined {
-    /// A new place, scored `score` (ms) on `stripe`.
+    /// A new place, scored `score` on `stripe`: its arrival (ms), or below zero in the draw.
     New { stripe: Stripe, score: i64 },
     /// The buyer was already in line: its place, unchanged.
     Already { stripe: Stripe, score: i64 },
@@ -111,11 +119,20 @@ impl Line {
             .named_key("ACTIVE", &keys.active)
             .named_key("SEGMENTS", &keys.segments)
             .named_key("SEALED", &keys.sealed)
+            .named_key("DRAWS", &keys.draws)
             .named_key("SEEN", keys.seen(user.as_str()))
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
-            .named("presence_ms", ms(self.shape.presence));
+            .named("presence_ms", ms(self.shape.presence))
+            .named(
+                "draw",
+                self.draw_score(user, now)
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+            )
+            .named("opens_at", self.opening.as_ref().map_or(0, |o| o.at))
+            .named("keep_ms", ms(self.shape.keep));
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
@@ -242,5 +259,11 @@ mod tests {
     #[test]
     fn the_join_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("join.lua"), &super::JOIN);
+    }
+
+    #[test]
+    fn the_join_orders_equal_draw_values_within_the_tie_bits() {
+        let span = 1u64 << super::super::DRAW_TIE_BITS;
+        assert!(include_str!("join.lua").contains(&format!(" % {span}\n")));
     }
 }

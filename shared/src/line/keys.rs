@@ -23,6 +23,13 @@ impl Stripe {
         head.copy_from_slice(&digest[..8]);
         Stripe((u64::from_be_bytes(head) % u64::from(stripes.max(1))) as u16)
     }
+
+    /// The stripe of a buyer with draw value `value` (below 2²⁸), of `stripes`: its share of
+    /// the value range, so that stripe order is value order.
+    pub fn by_value(value: u32, stripes: u16) -> Stripe {
+        let value = u64::from(value) & ((1 << super::DRAW_VALUE_BITS) - 1);
+        Stripe(((value * u64::from(stripes.max(1))) >> super::DRAW_VALUE_BITS) as u16)
+    }
 }
 
 /// One stripe's keys, all under its tag.
@@ -40,6 +47,8 @@ pub struct StripeKeys {
     pub sealed: String,
     /// String: what the last tick published for this stripe's polls ([`super::Published`]).
     pub published: String,
+    /// Counter: the draw places taken on this stripe, which orders equal draw values.
+    pub draws: String,
 }
 
 impl StripeKeys {
@@ -51,6 +60,7 @@ impl StripeKeys {
             segments: format!("{base}:segments"),
             sealed: format!("{base}:sealed"),
             published: format!("{base}:published"),
+            draws: format!("{base}:draws"),
             base,
         }
     }
@@ -80,6 +90,22 @@ mod tests {
     }
 
     #[test]
+    fn stripes_by_value_keep_the_values_order() {
+        let top = (1u32 << crate::line::DRAW_VALUE_BITS) - 1;
+        assert_eq!(Stripe::by_value(0, 4), Stripe(0));
+        assert_eq!(Stripe::by_value(top / 4, 4), Stripe(0));
+        assert_eq!(Stripe::by_value(top / 4 + 1, 4), Stripe(1));
+        assert_eq!(Stripe::by_value(top, 4), Stripe(3));
+        assert_eq!(Stripe::by_value(top, 1), Stripe(0));
+        let mut last = Stripe(0);
+        for value in (0..=top).step_by(9973) {
+            let stripe = Stripe::by_value(value, 7);
+            assert!(stripe >= last && stripe.0 < 7);
+            last = stripe;
+        }
+    }
+
+    #[test]
     fn a_stripes_keys_share_its_tag() {
         let keys = StripeKeys::new("lineup", &QueueId::parse("sale").unwrap(), Stripe(3));
         for key in [
@@ -87,6 +113,7 @@ mod tests {
             &keys.active,
             &keys.segments,
             &keys.published,
+            &keys.draws,
             &keys.seen("u1"),
         ] {
             assert!(key.starts_with("lineup:{l:sale:3}:"), "{key}");

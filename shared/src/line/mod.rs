@@ -29,6 +29,14 @@
 //! the tick the function last read, for the other stripes, and live for its own. A place in a
 //! segment not sealed at that tick has no position yet.
 //!
+//! The draw. A line with an [`Opening`] orders the places taken before it by each buyer's draw
+//! value, exactly, whatever stripe the buyer is on: a buyer's stripe is then its value's share
+//! of the value range (stripe `k` of `S` holds the values from `k/S` of the range to
+//! `(k+1)/S`), so stripe order is value order. The draw's places sit in one segment,
+//! [`DRAW_SEGMENT`], ahead of every arrival's, scored below zero: the value, then the order of
+//! arrival on the stripe, for equal values. The draw is admitted from only once every stripe
+//! has been sealed past the opening, so no place joins it after the tick has started on it.
+//!
 //! The mark. Each buyer has one key with a TTL: `w` while it waits, set by the join and kept
 //! alive by each poll for as long as the poll keeps it present; `a:<until>` once the tick
 //! admits it; `d` once the tick passes it over as absent. When the line reaches a buyer whose
@@ -42,6 +50,7 @@ mod check;
 mod tick;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -56,6 +65,34 @@ use crate::store::Conn;
 
 /// How long a function keeps a stripe's published state before reading it again.
 pub const PUBLISHED_FOR: Duration = Duration::from_secs(1);
+
+/// The segment of the draw's places: before every arrival's.
+pub const DRAW_SEGMENT: i64 = -1;
+
+/// A draw value's bits: values run from 0 to 2²⁸ − 1 (docs/draw.md).
+pub const DRAW_VALUE_BITS: u32 = 28;
+
+/// The bits of a draw place's score below its value: its order of arrival among equal values
+/// on its stripe.
+const DRAW_TIE_BITS: u32 = 24;
+
+/// A scheduled opening: before `at` (ms), a join takes a place in the draw, by `value`.
+#[derive(Clone)]
+pub struct Opening {
+    /// The opening instant, ms.
+    pub at: i64,
+    /// A buyer's draw value, below 2^[`DRAW_VALUE_BITS`]: the same for the same buyer.
+    pub value: Arc<dyn Fn(&UserId) -> u32 + Send + Sync>,
+}
+
+impl Opening {
+    /// The lowest score of a draw place with `value`: all draw scores lie below zero, in value
+    /// order, exactly (below 2⁵² in magnitude).
+    fn score_of(value: u32) -> i64 {
+        let value = i64::from(value & ((1 << DRAW_VALUE_BITS) - 1));
+        -(1i64 << (DRAW_VALUE_BITS + DRAW_TIE_BITS)) + (value << DRAW_TIE_BITS)
+    }
+}
 
 /// A place, ordered as the line orders places: by segment, stripe, score (ms), then user id.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -125,6 +162,10 @@ pub struct Line {
     prefix: String,
     queue: QueueId,
     shape: LineShape,
+    /// The scheduled opening, if the line has a draw.
+    opening: Option<Opening>,
+    /// Whether a tick has found every stripe sealed past the opening (kept once found).
+    draw_open: AtomicBool,
     /// Each stripe's published state, and when (ms, the callers' clock) it was read.
     published: Mutex<HashMap<Stripe, (i64, Arc<Published>)>>,
 }
@@ -136,8 +177,16 @@ impl Line {
             prefix: prefix.to_owned(),
             queue,
             shape,
+            opening: None,
+            draw_open: AtomicBool::new(false),
             published: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The line with a scheduled opening: joins before it take places in the draw.
+    pub fn with_opening(mut self, opening: Opening) -> Line {
+        self.opening = Some(opening);
+        self
     }
 
     /// `stripe`'s published state as this function holds it, unless older than
@@ -159,18 +208,46 @@ impl Line {
         &self.shape
     }
 
-    /// The stripe `user` is on.
+    /// The stripe `user` is on: by its draw value in a line with an opening, else by
+    /// [`Stripe::of`].
     pub fn stripe_of(&self, user: &UserId) -> Stripe {
-        Stripe::of(&self.queue, user, self.shape.stripes)
+        match &self.opening {
+            Some(opening) => Stripe::by_value((opening.value)(user), self.shape.stripes),
+            None => Stripe::of(&self.queue, user, self.shape.stripes),
+        }
+    }
+
+    /// The score a draw place of `user` starts from, while the draw is open to joins at `now`.
+    fn draw_score(&self, user: &UserId, now: i64) -> Option<i64> {
+        let opening = self.opening.as_ref()?;
+        (now < opening.at && !self.draw_open.load(Ordering::Relaxed))
+            .then(|| Opening::score_of((opening.value)(user)))
     }
 
     fn keys(&self, stripe: Stripe) -> StripeKeys {
         StripeKeys::new(&self.prefix, &self.queue, stripe)
     }
 
-    /// The segment a score falls in.
-    fn segment_of(&self, score_ms: i64) -> i64 {
-        score_ms.div_euclid(self.segment_ms())
+    /// The segment a score falls in: the draw's for a score below zero, else its instant's.
+    fn segment_of(&self, score: i64) -> i64 {
+        if score < 0 {
+            DRAW_SEGMENT
+        } else {
+            score.div_euclid(self.segment_ms())
+        }
+    }
+
+    /// The scores of `segment`'s places, as `ZCOUNT`'s bounds.
+    fn segment_bounds(&self, segment: i64) -> (String, String) {
+        if segment == DRAW_SEGMENT {
+            ("-inf".to_owned(), "(0".to_owned())
+        } else {
+            let width = self.segment_ms();
+            (
+                (segment * width).to_string(),
+                format!("({}", (segment + 1) * width),
+            )
+        }
     }
 
     fn segment_ms(&self) -> i64 {

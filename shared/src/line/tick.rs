@@ -9,7 +9,9 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Place, Published, Stripe, StripeKeys};
+use std::sync::atomic::Ordering;
+
+use super::{ms, Line, Place, Published, Stripe, StripeKeys, DRAW_SEGMENT};
 use crate::error::Error;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
@@ -80,7 +82,16 @@ impl Line {
         let stripes: Vec<(Stripe, StripeKeys)> = (0..self.shape.stripes.max(1))
             .map(|k| (Stripe(k), self.keys(Stripe(k))))
             .collect();
-        let sealed = self.segment_of(now - self.shape.seal.as_millis() as i64);
+        // The instant before which no new place is scored once this tick has run: the end of
+        // the last segment that ended `seal` ago, and at least the opening once it has come.
+        let mut seal_at = (now - self.shape.seal.as_millis() as i64).div_euclid(self.segment_ms())
+            * self.segment_ms();
+        if let Some(opening) = self.opening.as_ref().filter(|o| now >= o.at) {
+            seal_at = seal_at.max(opening.at);
+        }
+        // Whether the draw must still wait: a line with an opening admits nothing until a
+        // tick has found every stripe sealed past it, so no place joins the draw after this.
+        let draw_waits = self.opening.is_some() && !self.draw_open.load(Ordering::Relaxed);
 
         // 1. Sessions (the lapsed ones taken off first), segments and head, per stripe.
         let mut batch = Batch::new();
@@ -120,6 +131,16 @@ impl Line {
                 }
             })
             .collect();
+        let seals: Vec<Staged<Option<i64>>> = if draw_waits {
+            stripes
+                .iter()
+                .map(|(_, keys)| {
+                    batch.stage_command(&keys.sealed, redis::cmd("GET").arg(&keys.sealed).clone())
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let before = stripes.first().map(|(_, keys)| {
             batch.stage_command::<Option<Published>>(
                 &keys.published,
@@ -130,6 +151,21 @@ impl Line {
         let mut head: Option<Place> = match before {
             Some(staged) => staged.read(&replies)?.and_then(|published| published.head),
             None => None,
+        };
+        if let Some(opening) = self.opening.as_ref().filter(|_| draw_waits) {
+            let mut sealed_past = true;
+            for seal in &seals {
+                sealed_past &= seal.read(&replies)?.is_some_and(|at| at >= opening.at);
+            }
+            if sealed_past {
+                self.draw_open.store(true, Ordering::Relaxed);
+            }
+        }
+        // The segments this tick may admit from: those before `sealed`.
+        let sealed = if self.draw_open.load(Ordering::Relaxed) || self.opening.is_none() {
+            self.segment_of(now - self.shape.seal.as_millis() as i64)
+        } else {
+            DRAW_SEGMENT
         };
         let mut live = 0;
         let mut segments: Vec<BTreeSet<i64>> = Vec::new();
@@ -165,18 +201,18 @@ impl Line {
         let mut counted: Vec<Vec<(i64, Staged<u64>)>> = Vec::new();
         let mut marks: Vec<Option<Staged<Vec<Option<String>>>>> = Vec::new();
         for (k, (_, keys)) in stripes.iter().enumerate() {
-            let width = self.segment_ms();
             counted.push(
                 segments[k]
                     .iter()
                     .filter(|s| **s < sealed)
                     .map(|s| {
+                        let (min, max) = self.segment_bounds(*s);
                         let staged = batch.stage_command(
                             &keys.line,
                             redis::cmd("ZCOUNT")
                                 .arg(&keys.line)
-                                .arg(s * width)
-                                .arg(format!("({}", (s + 1) * width))
+                                .arg(min)
+                                .arg(max)
                                 .clone(),
                         );
                         (*s, staged)
@@ -298,7 +334,7 @@ impl Line {
                 call.named("now", now)
                     .named("session_ms", ms(self.shape.session))
                     .named("keep_ms", ms(self.shape.keep))
-                    .named("sealed", sealed * self.segment_ms())
+                    .named("sealed", seal_at)
                     .named(
                         "published",
                         serde_json::to_string(&published[k]).unwrap_or_default(),
