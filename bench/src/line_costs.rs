@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Line, LineShape, Standing, HEAD_WINDOW};
+use lineup::line::{Joined, Lease, Line, LineShape, Standing, HEAD_WINDOW};
 
 use crate::measure::Bench;
 use crate::probe::{main_thread_cpu_us, paired, plain_connections};
@@ -81,7 +81,14 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     // published figure.
     let sealed = now + 2 * shape.segment.as_millis() as i64 + shape.seal.as_millis() as i64;
     let before = main_thread_cpu_us(bench).await;
-    let ticked = lines[0].tick(sealed, 0).await.expect("tick");
+    let Lease::Granted(fence) = lines[0]
+        .lease("bench", Duration::from_secs(600))
+        .await
+        .expect("lease")
+    else {
+        panic!("the bench's lease");
+    };
+    let ticked = lines[0].tick(fence, &sealed, 0).await.expect("tick");
     let tick_us = main_thread_cpu_us(bench).await - before;
     assert_eq!(ticked.placed, BUYERS as u64);
 
@@ -105,7 +112,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     let admit_at = sealed + 1;
     let admitted = HEAD_WINDOW as usize;
     lines[0]
-        .tick(admit_at, admitted as u64)
+        .tick(fence, &admit_at, admitted as u64)
         .await
         .expect("tick");
     let check = paired(

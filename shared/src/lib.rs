@@ -12,6 +12,7 @@
 //!      queue that takes no arrivals, a campaign given out) for the edge to map.
 //!    - [`ids`]: the validated identifiers (`QueueId`, `UserId`, …); `parse` is the only way in.
 //!    - [`bounds`]: the one range-checked number parser, and the queue settings' bounds.
+//!    - [`clock`]: where time comes from, so that tests move it.
 //!    - [`tls`]: the Amazon Trust Services roots and the reader of a PEM bundle replacing them.
 //!    - [`metrics`]: CloudWatch Embedded Metric Format lines.
 //!    - [`telemetry`]: tracing set-up shared by every binary.
@@ -59,6 +60,7 @@ pub mod admission;
 pub mod aws;
 pub mod bench_support;
 pub mod bounds;
+pub mod clock;
 pub mod cold_start;
 pub mod config;
 pub mod coupon;

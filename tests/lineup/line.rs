@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::{stream, StreamExt};
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Line, LineShape, Opening, Standing, Stripe, StripeKeys};
+use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys, Ticked};
 use lineup::queue::schedule::DrawSeed;
 use lineup_tests::TestApp;
 
@@ -35,6 +35,14 @@ async fn line(app: &TestApp) -> Line {
         QueueId::parse("sale").unwrap(),
         shape(),
     )
+}
+
+/// One tick at `now`, as the promoter "test": it takes or renews the lease first.
+async fn tick(line: &Line, now: i64, capacity: u64) -> Ticked {
+    let Lease::Granted(fence) = line.lease("test", Duration::from_secs(60)).await.unwrap() else {
+        panic!("the lease is the test's");
+    };
+    line.tick(fence, &now, capacity).await.unwrap()
 }
 
 fn user(i: usize) -> UserId {
@@ -143,7 +151,7 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
 
     // The first tick admits the model's first 30. Polls read what it published once the
     // function's copy of the stripe's state is older than a second.
-    let ticked = line.tick(now, 30).await.unwrap();
+    let ticked = tick(&line, now, 30).await;
     let after = now + lineup::line::PUBLISHED_FOR.as_millis() as i64;
     let first: Vec<String> = model.0[..30].iter().map(|(p, _)| p.user.clone()).collect();
     assert_eq!(ticked.admitted, first);
@@ -176,7 +184,7 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             .unwrap();
     }
     let next: Vec<String> = model.0[5..15].iter().map(|(p, _)| p.user.clone()).collect();
-    let ticked = line.tick(after, 40).await.unwrap();
+    let ticked = tick(&line, after, 40).await;
     let after = after + lineup::line::PUBLISHED_FOR.as_millis() as i64;
     let mut dropped = ticked.dropped.clone();
     dropped.sort();
@@ -206,7 +214,7 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
         panic!("a new place");
     };
     // Before its segment has sealed, the buyer has no position, and nobody is admitted.
-    let ticked = line.tick(t0 + 10, 5).await.unwrap();
+    let ticked = tick(&line, t0 + 10, 5).await;
     assert!(ticked.admitted.is_empty());
     assert_eq!(
         line.poll(&user(1), early, t0 + 10).await.unwrap(),
@@ -214,7 +222,7 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
     );
     // Sealed: placed, then admitted.
     let later = t0 + SEGMENT_MS + SEAL_MS;
-    let ticked = line.tick(later, 0).await.unwrap();
+    let ticked = tick(&line, later, 0).await;
     assert!(ticked.admitted.is_empty());
     assert_eq!(
         line.poll(&user(1), early, later).await.unwrap(),
@@ -227,7 +235,7 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
     };
     let sealed = (later - SEAL_MS).div_euclid(SEGMENT_MS) * SEGMENT_MS;
     assert_eq!(score, sealed.max(t0));
-    let ticked = line.tick(later + 1, 5).await.unwrap();
+    let ticked = tick(&line, later + 1, 5).await;
     assert_eq!(ticked.admitted, vec![user(1).to_string()]);
     // The function still holds the state published before that tick: the buyer's mark tells it
     // of its admission.
@@ -265,7 +273,7 @@ async fn ticks_racing_joins_admit_in_order_and_within_capacity() {
             }
         }))
         .buffer_unordered(8);
-        let tick = line.tick(now, capacity);
+        let tick = tick(&line, now, capacity);
         let (joined, ticked): (Vec<(usize, Joined)>, _) = tokio::join!(joins.collect(), tick);
         for (i, joined) in joined {
             let Joined::New { stripe, score } = joined else {
@@ -281,7 +289,6 @@ async fn ticks_racing_joins_admit_in_order_and_within_capacity() {
                 },
             );
         }
-        let ticked = ticked.unwrap();
         assert!(ticked.live <= capacity, "{} live", ticked.live);
         admitted.extend(ticked.admitted.iter().map(|u| places[u].clone()));
     }
@@ -341,7 +348,7 @@ async fn a_full_head_window_holds_back_no_other_stripe() {
     .collect()
     .await;
     let now = t0 + 2 * SEGMENT_MS + SEAL_MS;
-    let ticked = line.tick(now, 10_000).await.unwrap();
+    let ticked = tick(&line, now, 10_000).await;
     assert_eq!(ticked.admitted.len(), window - 10 + 5);
     for u in &b {
         assert!(ticked.admitted.contains(&u.to_string()), "{u} admitted");
@@ -356,7 +363,7 @@ async fn drain(line: &Line, mut now: i64, capacity: u64) -> Vec<String> {
     let mut idle = 0;
     while idle < 2 {
         room += capacity;
-        let ticked = line.tick(now, room).await.unwrap();
+        let ticked = tick(line, now, room).await;
         idle = if ticked.admitted.is_empty() && ticked.placed == 0 {
             idle + 1
         } else {
@@ -385,7 +392,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         value: Arc::new(value.clone()),
     });
     let members = 240;
-    let mut scores = vec![0; members + 21];
+    let mut scores = Vec::new();
     let mut model = Model(Vec::new());
     for i in 0..members {
         let Joined::New { stripe, score } = line.join(&user(i), t0 + 100 * i as i64).await.unwrap()
@@ -394,7 +401,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         };
         assert!(score < 0, "a draw place");
         assert_eq!(stripe, line.stripe_of(&user(i)));
-        scores[i] = score;
+        scores.push(score);
         let place = Place {
             segment: -1,
             stripe,
@@ -431,7 +438,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     );
 
     // Before the opening nobody is admitted, and a member has no position yet.
-    let ticked = line.tick(opens - 1000, 50).await.unwrap();
+    let ticked = tick(&line, opens - 1000, 50).await;
     assert!(ticked.admitted.is_empty());
     assert!(matches!(
         line.poll(&user(0), scores[0], opens - 1000).await.unwrap(),
@@ -448,7 +455,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
             panic!("buyer-{i}: a new place");
         };
         assert!(score >= opens);
-        scores[i] = score;
+        scores.push(score);
         after.push((
             Place {
                 segment: score.div_euclid(SEGMENT_MS),
@@ -460,7 +467,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         ));
     }
     // The first tick after the opening seals every stripe past it, and admits nobody yet.
-    let ticked = line.tick(opens + 100, 50).await.unwrap();
+    let ticked = tick(&line, opens + 100, 50).await;
     assert!(ticked.admitted.is_empty());
     // A new member whose clock runs 5 s behind now comes after the draw: at the opening.
     let late = members + 20;
@@ -468,7 +475,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         panic!("a new place");
     };
     assert_eq!(score, opens);
-    scores[late] = score;
+    scores.push(score);
     after.push((
         Place {
             segment: score.div_euclid(SEGMENT_MS),
@@ -484,7 +491,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     // The next tick admits the draw's first 50, in value order, and every other buyer's
     // position is its place in the model.
     let now = opens + 2 * SEGMENT_MS;
-    let ticked = line.tick(now, 50).await.unwrap();
+    let ticked = tick(&line, now, 50).await;
     let first: Vec<String> = model.0[..50].iter().map(|(p, _)| p.user.clone()).collect();
     assert_eq!(ticked.admitted, first);
     for i in model.0[..50].iter().map(|(_, i)| *i).collect::<Vec<_>>() {
@@ -520,9 +527,9 @@ async fn arrivals_swap_places_by_less_than_a_segment_and_the_clocks_spread() {
         }))
         .buffer_unordered(20)
         .collect::<Vec<_>>();
-        let tick = line.tick(arrived(batch * 20), 15);
+        let tick = tick(&line, arrived(batch * 20), 15);
         let (_, ticked) = tokio::join!(joins, tick);
-        admitted.extend(ticked.unwrap().admitted);
+        admitted.extend(ticked.admitted);
     }
     admitted.extend(drain(&line, arrived(400), 15).await);
     assert_eq!(admitted.len(), 400);
@@ -542,4 +549,101 @@ async fn arrivals_swap_places_by_less_than_a_segment_and_the_clocks_spread() {
         latest = latest.max(i);
     }
     assert!(swapped > 0, "some arrivals within δ swap places");
+}
+
+/// A clock that moves on by `step` ms each time it is read: a tick reading it finds its own
+/// reads that much older when it comes to write.
+struct Stepping {
+    now: std::sync::atomic::AtomicI64,
+    step: i64,
+}
+
+impl lineup::clock::Clock for Stepping {
+    fn now_ms(&self) -> i64 {
+        self.now
+            .fetch_add(self.step, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// One promoter at a time: a second is refused the lease while the first holds it, takes it
+/// once it lapses, and from then on every stripe refuses the first one's writes. A tick that
+/// comes to write more than `DECIDED_FOR` after its reads writes nothing. A poll says how old
+/// the line's state is once no tick has run for `STALE_AFTER`.
+#[tokio::test]
+async fn one_promoter_at_a_time_and_a_stale_tick_or_state_says_so() {
+    use lineup::line::{TickRefused, DECIDED_FOR, STALE_AFTER};
+    let app = TestApp::spawn(&[]).await;
+    let (first, second) = (line(&app).await, line(&app).await);
+    let t0 = chrono::Utc::now().timestamp_millis();
+    for i in 0..40 {
+        first.join(&user(i), t0).await.unwrap();
+    }
+    let now = t0 + SEGMENT_MS + SEAL_MS;
+    // The lease's own expiry is Redis's clock: the test waits it out.
+    let lease = Duration::from_millis(300);
+    let Lease::Granted(old) = first.lease("first", lease).await.unwrap() else {
+        panic!("a free lease");
+    };
+    assert!(matches!(
+        second.lease("second", lease).await.unwrap(),
+        Lease::Held { for_ms } if for_ms > 0
+    ));
+    assert_eq!(
+        first.lease("first", lease).await.unwrap(),
+        Lease::Granted(old),
+        "renewed with the same fence"
+    );
+    let ticked = first.tick(old, &now, 10).await.unwrap();
+    assert_eq!((ticked.admitted.len(), ticked.refused), (10, None));
+
+    tokio::time::sleep(lease + Duration::from_millis(100)).await;
+    let Lease::Granted(new) = second.lease("second", lease).await.unwrap() else {
+        panic!("a lapsed lease is taken");
+    };
+    assert!(new > old);
+    let ticked = second.tick(new, &(now + 1), 20).await.unwrap();
+    assert_eq!((ticked.admitted.len(), ticked.refused), (10, None));
+    // The first promoter resumes as if it still held the lease: every stripe refuses it.
+    let ticked = first.tick(old, &(now + 2), 40).await.unwrap();
+    assert_eq!(ticked.refused, Some(TickRefused::Fenced { by: new }));
+    assert!(ticked.admitted.is_empty());
+    let Standing::Waiting { position } = first_waiting(&second, 40, now + 2000).await else {
+        panic!("waiting");
+    };
+    assert!(position <= 20, "twenty wait: {position}");
+
+    // A tick whose clock has moved on 2.5 s between its reads and its writes writes nothing.
+    let clock = Stepping {
+        now: (now + 3).into(),
+        step: DECIDED_FOR.as_millis() as i64 + 500,
+    };
+    let ticked = second.tick(new, &clock, 40).await.unwrap();
+    assert_eq!(
+        ticked.refused,
+        Some(TickRefused::Stale {
+            age_ms: DECIDED_FOR.as_millis() as i64 + 500
+        })
+    );
+    assert!(ticked.admitted.is_empty());
+
+    // No tick since `now + 1`: past STALE_AFTER, a poll says how old the state is.
+    let late = now + 1 + STALE_AFTER.as_millis() as i64 + 1;
+    assert_eq!(
+        first_waiting(&second, 40, late).await,
+        Standing::Stalled {
+            position: Some(position),
+            age_ms: STALE_AFTER.as_millis() as i64 + 1
+        }
+    );
+}
+
+/// The standing at `now` of the first of `buyers` still in line, its score read back by joining
+/// again.
+async fn first_waiting(line: &Line, buyers: usize, now: i64) -> Standing {
+    for i in 0..buyers {
+        if let Joined::Already { score, .. } = line.join(&user(i), now).await.unwrap() {
+            return line.poll(&user(i), score, now).await.unwrap();
+        }
+    }
+    panic!("nobody waits");
 }

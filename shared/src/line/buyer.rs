@@ -96,7 +96,14 @@ pub enum Standing {
     Dropped,
     /// Neither in line nor in a session: it left, or its session ended.
     Gone,
+    /// In line, but the last tick's state is `age_ms` old, more than [`STALE_AFTER`]: the line
+    /// is not moving. `position` is as of that tick, when it had one.
+    Stalled { position: Option<u64>, age_ms: i64 },
 }
+
+/// How old the published state may be before a poll says the line has stalled: three ticks
+/// missed.
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What a leave removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,8 +217,18 @@ impl Line {
             }
             None => held.unwrap_or_default(),
         };
+        let age_ms = now - published.tick;
+        let stalled = published.tick > 0 && age_ms > STALE_AFTER.as_millis() as i64;
         Ok(match (rank.read(&replies)?, marked.read(&replies)?) {
             (Some(rank), _) => match published.ahead.get(&place.segment) {
+                Some(ahead) if stalled => Standing::Stalled {
+                    position: Some(ahead + rank + 1),
+                    age_ms,
+                },
+                None if stalled => Standing::Stalled {
+                    position: None,
+                    age_ms,
+                },
                 Some(ahead) => Standing::Waiting {
                     position: ahead + rank + 1,
                 },

@@ -49,6 +49,8 @@ pub struct StripeKeys {
     pub published: String,
     /// Counter: the draw places taken on this stripe, which orders equal draw values.
     pub draws: String,
+    /// String: the highest lease fence a tick has written this stripe with.
+    pub fence: String,
 }
 
 impl StripeKeys {
@@ -61,6 +63,7 @@ impl StripeKeys {
             sealed: format!("{base}:sealed"),
             published: format!("{base}:published"),
             draws: format!("{base}:draws"),
+            fence: format!("{base}:fence"),
             base,
         }
     }
@@ -114,6 +117,7 @@ mod tests {
             &keys.segments,
             &keys.published,
             &keys.draws,
+            &keys.fence,
             &keys.seen("u1"),
         ] {
             assert!(key.starts_with("lineup:{l:sale:3}:"), "{key}");

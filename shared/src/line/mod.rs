@@ -6,6 +6,7 @@
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
 //!   [`Line::leave`] (plain commands, pipelined).
 //! - `check`: [`Line::check`], the gatekeeper's: a live session, one `ZSCORE`.
+//! - `lease`: [`Line::lease`], one promoter at a time, and the fence its tick's writes carry.
 //! - `tick`: [`Line::tick`], the only writer of admissions: it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
 //!   each stripe what its polls need to know their exact place.
@@ -47,6 +48,7 @@ pub mod keys;
 
 mod buyer;
 mod check;
+mod lease;
 mod tick;
 
 use std::collections::{BTreeMap, HashMap};
@@ -56,9 +58,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use buyer::{Joined, Left, Standing};
+pub use buyer::{Joined, Left, Standing, STALE_AFTER};
 pub use keys::{Stripe, StripeKeys};
-pub use tick::{Ticked, HEAD_WINDOW};
+pub use lease::{Fence, Lease};
+pub use tick::{TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;

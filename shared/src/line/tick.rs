@@ -10,8 +10,11 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
+use super::lease::Fence;
 use super::{ms, Line, Place, Published, Stripe, StripeKeys, DRAW_SEGMENT};
+use crate::clock::Clock;
 use crate::error::Error;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
@@ -24,6 +27,7 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "SEGMENTS",
         "SEALED",
         "PUBLISHED",
+        "FENCE",
         "marks…",
     ],
     &[
@@ -32,6 +36,7 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "keep_ms",
         "sealed",
         "published",
+        "fence",
         "admit_count",
         "drop_count",
         "empty_count",
@@ -43,9 +48,15 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
 /// from one stripe, and passes over at most this many absent ones, per tick.
 pub const HEAD_WINDOW: u64 = 1000;
 
+/// How long a tick's choice holds: a tick that reaches its writes later than this after its
+/// reads writes nothing, and says how late it was.
+pub const DECIDED_FOR: Duration = Duration::from_secs(2);
+
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ticked {
+    /// Why it wrote nothing, if it did not.
+    pub refused: Option<TickRefused>,
     /// The buyers admitted, in order.
     pub admitted: Vec<String>,
     /// The buyers passed over as absent.
@@ -56,16 +67,49 @@ pub struct Ticked {
     pub placed: u64,
 }
 
-/// `apply.lua`'s reply: `{admitted users, dropped users}`.
-struct Applied {
-    admitted: Vec<String>,
-    dropped: Vec<String>,
+/// Why a tick wrote nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickRefused {
+    /// Its reads were `age_ms` old when it came to write: more than [`DECIDED_FOR`].
+    Stale { age_ms: i64 },
+    /// A newer lease's tick has written a stripe: that fence is higher than this tick's.
+    Fenced { by: Fence },
+}
+
+/// `apply.lua`'s reply: `{'applied', admitted users, dropped users}` or `{'fenced', fence}`.
+enum Applied {
+    Applied {
+        admitted: Vec<String>,
+        dropped: Vec<String>,
+    },
+    Fenced(Fence),
 }
 
 impl FromRedisValue for Applied {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (admitted, dropped) = FromRedisValue::from_redis_value(v)?;
-        Ok(Applied { admitted, dropped })
+        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
+        let mut fields = fields.into_iter();
+        let outcome: String = match fields.next() {
+            Some(v) => FromRedisValue::from_redis_value(v)?,
+            None => return Err(ParsingError::from("apply: an empty reply")),
+        };
+        let mut next = || {
+            fields
+                .next()
+                .ok_or_else(|| ParsingError::from(format!("apply: {outcome} is short")))
+        };
+        match outcome.as_str() {
+            "applied" => Ok(Applied::Applied {
+                admitted: FromRedisValue::from_redis_value(next()?)?,
+                dropped: FromRedisValue::from_redis_value(next()?)?,
+            }),
+            "fenced" => Ok(Applied::Fenced(Fence(FromRedisValue::from_redis_value(
+                next()?,
+            )?))),
+            other => Err(ParsingError::from(format!(
+                "apply: unknown outcome {other}"
+            ))),
+        }
     }
 }
 
@@ -77,8 +121,14 @@ struct Head {
 }
 
 impl Line {
-    /// One tick at `now` (ms) with room for `capacity` live sessions.
-    pub async fn tick(&self, now: i64, capacity: u64) -> Result<Ticked, Error> {
+    /// One tick, under the lease `fence`, by `clock`, with room for `capacity` live sessions.
+    pub async fn tick(
+        &self,
+        fence: Fence,
+        clock: &dyn Clock,
+        capacity: u64,
+    ) -> Result<Ticked, Error> {
+        let now = clock.now_ms();
         let stripes: Vec<(Stripe, StripeKeys)> = (0..self.shape.stripes.max(1))
             .map(|k| (Stripe(k), self.keys(Stripe(k))))
             .collect();
@@ -312,6 +362,13 @@ impl Line {
             }
             before += within;
         }
+        let age_ms = clock.now_ms() - now;
+        if age_ms > DECIDED_FOR.as_millis() as i64 {
+            return Ok(Ticked {
+                refused: Some(TickRefused::Stale { age_ms }),
+                ..Ticked::default()
+            });
+        }
         let mut batch = Batch::new();
         let applied: Vec<Staged<Applied>> = stripes
             .iter()
@@ -327,7 +384,8 @@ impl Line {
                     .named_key("ACTIVE", &keys.active)
                     .named_key("SEGMENTS", &keys.segments)
                     .named_key("SEALED", &keys.sealed)
-                    .named_key("PUBLISHED", &keys.published);
+                    .named_key("PUBLISHED", &keys.published)
+                    .named_key("FENCE", &keys.fence);
                 for user in admit[k].iter().chain(&drop[k]) {
                     call.named_key("marks", keys.seen(user));
                 }
@@ -339,6 +397,7 @@ impl Line {
                         "published",
                         serde_json::to_string(&published[k]).unwrap_or_default(),
                     )
+                    .named("fence", fence.0)
                     .named("admit_count", admit[k].len())
                     .named("drop_count", drop[k].len())
                     .named("empty_count", empty.len());
@@ -360,11 +419,16 @@ impl Line {
         // What each stripe really moved (a buyer who left meanwhile is not), in the walk's order.
         let mut moved: Vec<(BTreeSet<String>, BTreeSet<String>)> = Vec::new();
         for staged in &applied {
-            let applied = staged.read(&replies)?;
-            moved.push((
-                applied.admitted.into_iter().collect(),
-                applied.dropped.into_iter().collect(),
-            ));
+            match staged.read(&replies)? {
+                Applied::Applied { admitted, dropped } => moved.push((
+                    admitted.into_iter().collect(),
+                    dropped.into_iter().collect(),
+                )),
+                Applied::Fenced(by) => {
+                    ticked.refused = Some(TickRefused::Fenced { by });
+                    moved.push(Default::default());
+                }
+            }
         }
         for (k, user, admitted) in walked {
             let (admits, drops) = &moved[k];

@@ -1,0 +1,70 @@
+//! The promoter's lease on a line: one tick writer at a time. A promoter takes or renews the
+//! lease before each tick, and the tick's writes carry the lease's fence: each stripe keeps the
+//! highest fence it has seen and refuses a lower one, so a promoter that paused past its lease
+//! and resumes changes nothing a newer one has written. The lease lives under the queue's own
+//! tag, `{l:<queue>}`, apart from every stripe's.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use super::{ms, Line};
+use crate::error::Error;
+use crate::store::{lua_script, NamedScript, ScriptCall};
+
+/// The lease; its keys and arguments, named as `lease.lua` binds them.
+pub(super) static LEASE: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(include_str!("lease.lua"))),
+    &["LEASE", "FENCE"],
+    &["holder", "ttl_ms", "keep_ms"],
+);
+
+/// The fence a tick's writes carry: a lease's number, higher for each new holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Fence(pub u64);
+
+/// What asking for the lease gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// The caller holds the lease (taken now, or renewed) with this fence.
+    Granted(Fence),
+    /// Another holder has it for `for_ms` more.
+    Held { for_ms: i64 },
+}
+
+impl FromRedisValue for Lease {
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        let (outcome, number): (String, i64) = FromRedisValue::from_redis_value(v)?;
+        match outcome.as_str() {
+            "taken" | "renewed" => Ok(Lease::Granted(Fence(number.max(0) as u64))),
+            "held" => Ok(Lease::Held { for_ms: number }),
+            other => Err(ParsingError::from(format!(
+                "lease: unknown outcome {other}"
+            ))),
+        }
+    }
+}
+
+impl Line {
+    /// Takes or renews the line's lease for `holder`, for `ttl`.
+    pub async fn lease(&self, holder: &str, ttl: Duration) -> Result<Lease, Error> {
+        let base = format!("{}:{{l:{}}}", self.prefix, self.queue);
+        let mut call = ScriptCall::of(&LEASE);
+        call.named_key("LEASE", format!("{base}:lease"))
+            .named_key("FENCE", format!("{base}:fence"))
+            .named("holder", holder)
+            .named("ttl_ms", ms(ttl))
+            // The fence outlives every stripe's copy of it, so it never runs backwards.
+            .named("keep_ms", 2 * ms(self.shape.keep));
+        Ok(self.conn.invoke(call).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_lease_binds_its_keys_and_arguments_as_named() {
+        crate::store::bindings::assert_binds(include_str!("lease.lua"), &super::LEASE);
+    }
+}
