@@ -176,6 +176,7 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             &app.config.key_prefix,
             &QueueId::parse("sale").unwrap(),
             line.stripe_of(&user(*i)),
+            STRIPES,
         );
         let _: () = redis::cmd("DEL")
             .arg(keys.seen(user(*i).as_str()))

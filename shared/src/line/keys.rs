@@ -1,5 +1,9 @@
-//! Where a striped line lives: one hash tag per stripe, `{l:<queue>:<stripe>}`, so a large
-//! queue's keys spread over as many slots as it has stripes, and which stripe a buyer is on.
+//! Where a striped line lives: one hash tag per stripe, so a large queue's keys spread over as
+//! many slots as it has stripes, evenly over the slot range, and which stripe a buyer is on.
+//!
+//! Stripe `k` of `S` has the tag `{l:<queue>:<k>.<n>}`, `n` the least number that puts the tag
+//! in the `k`-th of `S` equal shares of the 16 384 slots. A cluster's primaries own equal runs
+//! of slots, so with `S` a multiple of the primaries each holds the same number of stripes.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -53,9 +57,29 @@ pub struct StripeKeys {
     pub fence: String,
 }
 
+/// The slots of a cluster.
+const SLOTS: u32 = 16_384;
+
+/// The slot a hash tag's keys are in.
+fn slot_of(tag: &str) -> u32 {
+    u32::from(crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes())) % SLOTS
+}
+
+/// Stripe `stripe` of `stripes`'s hash tag: in its share of the slots.
+fn tag(queue: &QueueId, stripe: Stripe, stripes: u16) -> String {
+    let stripes = u32::from(stripes.max(1));
+    let k = u32::from(stripe.0).min(stripes - 1);
+    let share = (k * SLOTS / stripes)..((k + 1) * SLOTS / stripes);
+    (0u32..)
+        .map(|n| format!("l:{queue}:{k}.{n}"))
+        .find(|tag| share.contains(&slot_of(tag)))
+        .unwrap_or_default()
+}
+
 impl StripeKeys {
-    pub fn new(prefix: &str, queue: &QueueId, stripe: Stripe) -> StripeKeys {
-        let base = format!("{prefix}:{{l:{queue}:{}}}", stripe.0);
+    /// Stripe `stripe`'s keys, of a line of `stripes`.
+    pub fn new(prefix: &str, queue: &QueueId, stripe: Stripe, stripes: u16) -> StripeKeys {
+        let base = format!("{prefix}:{{{}}}", tag(queue, stripe, stripes));
         StripeKeys {
             line: format!("{base}:line"),
             active: format!("{base}:active"),
@@ -109,8 +133,34 @@ mod tests {
     }
 
     #[test]
+    fn stripes_spread_evenly_over_the_slots() {
+        let queue = QueueId::parse("sale").unwrap();
+        let slots: Vec<u32> = (0..64)
+            .map(|k| slot_of(&tag(&queue, Stripe(k), 64)))
+            .collect();
+        for (k, slot) in slots.iter().enumerate() {
+            assert_eq!(
+                *slot as usize * 64 / SLOTS as usize,
+                k,
+                "stripe {k}: slot {slot}"
+            );
+        }
+        // The slot of a key is its tag's, as Redis computes it (the CRC16 of redis-rs).
+        let key = StripeKeys::new("lineup", &queue, Stripe(5), 64).line;
+        assert_eq!(
+            redis::cluster_routing::Slot::for_key(&key),
+            redis::cluster_routing::Slot::new(slots[5] as u16).unwrap()
+        );
+        assert_eq!(tag(&queue, Stripe(0), 1), "l:sale:0.0");
+    }
+
+    #[test]
     fn a_stripes_keys_share_its_tag() {
-        let keys = StripeKeys::new("lineup", &QueueId::parse("sale").unwrap(), Stripe(3));
+        let keys = StripeKeys::new("lineup", &QueueId::parse("sale").unwrap(), Stripe(3), 8);
+        let tag = format!(
+            "lineup:{{{}}}:",
+            super::tag(&QueueId::parse("sale").unwrap(), Stripe(3), 8)
+        );
         for key in [
             &keys.line,
             &keys.active,
@@ -120,7 +170,7 @@ mod tests {
             &keys.fence,
             &keys.seen("u1"),
         ] {
-            assert!(key.starts_with("lineup:{l:sale:3}:"), "{key}");
+            assert!(key.starts_with(&tag), "{key}");
         }
     }
 }

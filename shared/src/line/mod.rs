@@ -165,6 +165,8 @@ pub struct Line {
     prefix: String,
     queue: QueueId,
     shape: LineShape,
+    /// Each stripe's keys, by stripe: their tags are found once.
+    stripe_keys: Vec<StripeKeys>,
     /// The scheduled opening, if the line has a draw.
     opening: Option<Opening>,
     /// Whether a tick has found every stripe sealed past the opening (kept once found).
@@ -178,6 +180,9 @@ impl Line {
         Line {
             conn,
             prefix: prefix.to_owned(),
+            stripe_keys: (0..shape.stripes.max(1))
+                .map(|k| StripeKeys::new(prefix, &queue, Stripe(k), shape.stripes))
+                .collect(),
             queue,
             shape,
             opening: None,
@@ -227,8 +232,8 @@ impl Line {
             .then(|| Opening::score_of((opening.value)(user)))
     }
 
-    fn keys(&self, stripe: Stripe) -> StripeKeys {
-        StripeKeys::new(&self.prefix, &self.queue, stripe)
+    fn keys(&self, stripe: Stripe) -> &StripeKeys {
+        &self.stripe_keys[usize::from(stripe.0).min(self.stripe_keys.len() - 1)]
     }
 
     /// The segment a score falls in: the draw's for a score below zero, else its instant's.

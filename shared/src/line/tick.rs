@@ -129,7 +129,7 @@ impl Line {
         capacity: u64,
     ) -> Result<Ticked, Error> {
         let now = clock.now_ms();
-        let stripes: Vec<(Stripe, StripeKeys)> = (0..self.shape.stripes.max(1))
+        let stripes: Vec<(Stripe, &StripeKeys)> = (0..self.shape.stripes.max(1))
             .map(|k| (Stripe(k), self.keys(Stripe(k))))
             .collect();
         // The instant before which no new place is scored once this tick has run: the end of
