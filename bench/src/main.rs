@@ -8,7 +8,7 @@
 //! each section's name on the command line, whether the full run includes it, and the
 //! function that runs it. `lineup-bench` runs the full run's sections in the table's order.
 //! `lineup-bench <name>` runs that one section alone. An unknown name prints the names.
-//! `opening-spike` and `arrivals` are not in the full run: they run only alone.
+//! `opening-spike`, `arrivals` and `line-opening` are not in the full run: they run only alone.
 //!
 //! For the cold-start section, build the function binaries first:
 //! `cargo build --release --bins`.
@@ -24,6 +24,7 @@ mod dedupe;
 mod door;
 mod ingest;
 mod line_costs;
+mod line_opening;
 mod memory;
 mod opening;
 mod pace;
@@ -171,6 +172,11 @@ const SECTIONS: &[Section] = &[
         name: "arrivals",
         full: false,
         run: |bench, report| Box::pin(arrivals::arrivals(bench, report)),
+    },
+    Section {
+        name: "line-opening",
+        full: false,
+        run: |bench, report| Box::pin(line_opening::run(bench, report)),
     },
 ];
 

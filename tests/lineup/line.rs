@@ -167,8 +167,9 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
     }
     expect_positions(&line, &model, &scores, after).await;
 
-    // The next five stop polling: their marks lapse. Ten more places: the line passes them
-    // over and admits the ten after them.
+    // The next five stop polling: their marks lapse. Ten more places: the tick walks the next
+    // ten, passes the five over and admits the five after them; the next tick admits five
+    // more.
     let absent: Vec<usize> = model.0[..5].iter().map(|(_, i)| *i).collect();
     let mut redis = app.inspect.clone();
     for i in &absent {
@@ -184,15 +185,22 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             .await
             .unwrap();
     }
-    let next: Vec<String> = model.0[5..15].iter().map(|(p, _)| p.user.clone()).collect();
+    let next: Vec<String> = model.0[5..10].iter().map(|(p, _)| p.user.clone()).collect();
     let ticked = tick(&line, after, 40).await;
-    let after = after + lineup::line::PUBLISHED_FOR.as_millis() as i64;
     let mut dropped = ticked.dropped.clone();
     dropped.sort();
     let mut expected: Vec<String> = absent.iter().map(|i| user(*i).to_string()).collect();
     expected.sort();
     assert_eq!(dropped, expected);
     assert_eq!(ticked.admitted, next);
+    let next: Vec<String> = model.0[10..15]
+        .iter()
+        .map(|(p, _)| p.user.clone())
+        .collect();
+    let ticked = tick(&line, after + 1, 40).await;
+    assert!(ticked.dropped.is_empty());
+    assert_eq!(ticked.admitted, next);
+    let after = after + lineup::line::PUBLISHED_FOR.as_millis() as i64;
     for i in model.0[..15].iter().map(|(_, i)| *i).collect::<Vec<_>>() {
         model.remove(i);
     }

@@ -1,5 +1,5 @@
 //! A local Redis Cluster for the tests: `EmbeddedRedis` nodes on free loopback ports,
-//! joined with `redis-cli --cluster create`. Three primaries, optionally each with a
+//! joined with `redis-cli --cluster create`. Three primaries (or more), optionally each with a
 //! replica (for failover), or three primaries that speak TLS. Stopped when dropped.
 
 use std::process::Stdio;
@@ -22,17 +22,26 @@ pub struct EmbeddedCluster {
 impl EmbeddedCluster {
     /// Three primaries, with one replica each when `replicas` is set.
     pub async fn start(replicas: bool) -> EmbeddedCluster {
-        EmbeddedCluster::start_with(replicas, None).await
+        EmbeddedCluster::start_with(3, replicas, None).await
+    }
+
+    /// `count` primaries (at least 3), no replicas: each owns an equal run of the slots.
+    pub async fn start_primaries(count: usize) -> EmbeddedCluster {
+        EmbeddedCluster::start_with(count.max(3), false, None).await
     }
 
     /// Three primaries whose clients and bus speak TLS with `certificates`; each keeps a
     /// plaintext port, where plaintext clients are told the other nodes' plaintext ports.
     pub async fn start_tls(certificates: &Certificates) -> EmbeddedCluster {
-        EmbeddedCluster::start_with(false, Some(certificates)).await
+        EmbeddedCluster::start_with(3, false, Some(certificates)).await
     }
 
-    async fn start_with(replicas: bool, tls: Option<&Certificates>) -> EmbeddedCluster {
-        let count = if replicas { 6 } else { 3 };
+    async fn start_with(
+        primaries: usize,
+        replicas: bool,
+        tls: Option<&Certificates>,
+    ) -> EmbeddedCluster {
+        let count = if replicas { 2 * primaries } else { primaries };
         let mut nodes = Vec::new();
         let mut tls_ports = Vec::new();
         for _ in 0..count {

@@ -1,8 +1,10 @@
-//! The line's tick, the only writer of admissions: three round trips, each one pipeline per
-//! stripe, all stripes at once. It reads every stripe's sessions, segments and head; counts
-//! each sealed segment's places and reads the head's marks; then on each stripe admits and
-//! passes over what it chose, marks them, and publishes what that stripe's polls read
-//! (`apply.lua`).
+//! The line's tick, the only writer of admissions: four round trips, each one pipeline over
+//! every stripe. It reads every stripe's sessions and segments; counts each sealed segment's
+//! places, and from the counts works out how many places of each stripe's head the free room
+//! reaches; reads exactly those; then on each stripe admits the present ones of them and passes
+//! over the absent ones, in calls of at most [`APPLY_CHUNK`], and publishes what that stripe's
+//! polls read (`apply.lua`). What it reads and writes grows with what it admits, not with the
+//! line.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
@@ -37,16 +39,19 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "sealed",
         "published",
         "fence",
-        "admit_count",
-        "drop_count",
+        "walk_count",
         "empty_count",
         "lists…",
     ],
 );
 
-/// The most places a tick reads from the head of each stripe: it admits at most this many
-/// from one stripe, and passes over at most this many absent ones, per tick.
+/// The most places a tick reads from the head of each stripe: it walks at most this many of one
+/// stripe per tick.
 pub const HEAD_WINDOW: u64 = 1000;
+
+/// The most places one call of `apply.lua` takes off the line, so that a call stays well under
+/// a millisecond of Redis's time.
+pub const APPLY_CHUNK: usize = 50;
 
 /// How long a tick's choice holds: a tick that reaches its writes later than this after its
 /// reads writes nothing, and says how late it was.
@@ -113,12 +118,8 @@ impl FromRedisValue for Applied {
     }
 }
 
-/// What the first round trip read on one stripe.
-struct Head {
-    live: Staged<u64>,
-    segments: Staged<Vec<i64>>,
-    places: Staged<Vec<(String, f64)>>,
-}
+/// A stripe's head as `ZRANGE … WITHSCORES` reads it: (user, score).
+type HeadPlaces = Vec<(String, f64)>;
 
 impl Line {
     /// One tick, under the lease `fence`, by `clock`, with room for `capacity` live sessions.
@@ -129,8 +130,8 @@ impl Line {
         capacity: u64,
     ) -> Result<Ticked, Error> {
         let now = clock.now_ms();
-        let stripes: Vec<(Stripe, &StripeKeys)> = (0..self.shape.stripes.max(1))
-            .map(|k| (Stripe(k), self.keys(Stripe(k))))
+        let stripes: Vec<&StripeKeys> = (0..self.shape.stripes.max(1))
+            .map(|k| self.keys(Stripe(k)))
             .collect();
         // The instant before which no new place is scored once this tick has run: the end of
         // the last segment that ended `seal` ago, and at least the opening once it has come.
@@ -143,55 +144,43 @@ impl Line {
         // tick has found every stripe sealed past it, so no place joins the draw after this.
         let draw_waits = self.opening.is_some() && !self.draw_open.load(Ordering::Relaxed);
 
-        // 1. Sessions (the lapsed ones taken off first), segments and head, per stripe.
+        // 1. Sessions (the lapsed ones taken off first) and segments, per stripe.
         let mut batch = Batch::new();
-        let heads: Vec<Head> = stripes
-            .iter()
-            .map(|(_, keys)| {
-                batch.stage_command::<u64>(
-                    &keys.active,
-                    redis::cmd("ZREMRANGEBYSCORE")
-                        .arg(&keys.active)
-                        .arg("-inf")
-                        .arg(now)
-                        .clone(),
-                );
-                Head {
-                    live: batch.stage_command(
-                        &keys.active,
-                        redis::cmd("ZCOUNT")
-                            .arg(&keys.active)
-                            .arg(format!("({now}"))
-                            .arg("+inf")
-                            .clone(),
-                    ),
-                    segments: batch.stage_command(
-                        &keys.segments,
-                        redis::cmd("SMEMBERS").arg(&keys.segments).clone(),
-                    ),
-                    places: batch.stage_command(
-                        &keys.line,
-                        redis::cmd("ZRANGE")
-                            .arg(&keys.line)
-                            .arg(0)
-                            .arg(HEAD_WINDOW - 1)
-                            .arg("WITHSCORES")
-                            .clone(),
-                    ),
-                }
-            })
-            .collect();
+        let mut heads = Vec::new();
+        for keys in &stripes {
+            batch.stage_command::<u64>(
+                &keys.active,
+                redis::cmd("ZREMRANGEBYSCORE")
+                    .arg(&keys.active)
+                    .arg("-inf")
+                    .arg(now)
+                    .clone(),
+            );
+            let live: Staged<u64> = batch.stage_command(
+                &keys.active,
+                redis::cmd("ZCOUNT")
+                    .arg(&keys.active)
+                    .arg(format!("({now}"))
+                    .arg("+inf")
+                    .clone(),
+            );
+            let segments: Staged<Vec<i64>> = batch.stage_command(
+                &keys.segments,
+                redis::cmd("SMEMBERS").arg(&keys.segments).clone(),
+            );
+            heads.push((live, segments));
+        }
         let seals: Vec<Staged<Option<i64>>> = if draw_waits {
             stripes
                 .iter()
-                .map(|(_, keys)| {
+                .map(|keys| {
                     batch.stage_command(&keys.sealed, redis::cmd("GET").arg(&keys.sealed).clone())
                 })
                 .collect()
         } else {
             Vec::new()
         };
-        let before = stripes.first().map(|(_, keys)| {
+        let before = stripes.first().map(|keys| {
             batch.stage_command::<Option<Published>>(
                 &keys.published,
                 redis::cmd("GET").arg(&keys.published).clone(),
@@ -219,38 +208,15 @@ impl Line {
         };
         let mut live = 0;
         let mut segments: Vec<BTreeSet<i64>> = Vec::new();
-        let mut places: Vec<Vec<Place>> = Vec::new();
-        let mut complete: Vec<bool> = Vec::new();
-        for ((stripe, _), head) in stripes.iter().zip(&heads) {
-            live += head.live.read(&replies)?;
-            segments.push(head.segments.read(&replies)?.into_iter().collect());
-            let read = head.places.read(&replies)?;
-            // Every sealed place of the stripe was read: the window was not full, or it
-            // reached past the seal.
-            complete.push(
-                (read.len() as u64) < HEAD_WINDOW
-                    || read
-                        .last()
-                        .is_some_and(|(_, score)| self.segment_of(*score as i64) >= sealed),
-            );
-            places.push(
-                read.into_iter()
-                    .map(|(user, score)| Place {
-                        segment: self.segment_of(score as i64),
-                        stripe: *stripe,
-                        score: score as i64,
-                        user,
-                    })
-                    .filter(|p| p.segment < sealed)
-                    .collect(),
-            );
+        for (staged_live, staged_segments) in &heads {
+            live += staged_live.read(&replies)?;
+            segments.push(staged_segments.read(&replies)?.into_iter().collect());
         }
 
-        // 2. Each sealed segment's places, and the presence of each head place.
+        // 2. Each sealed segment's places, per stripe.
         let mut batch = Batch::new();
         let mut counted: Vec<Vec<(i64, Staged<u64>)>> = Vec::new();
-        let mut marks: Vec<Option<Staged<Vec<Option<String>>>>> = Vec::new();
-        for (k, (_, keys)) in stripes.iter().enumerate() {
+        for (k, keys) in stripes.iter().enumerate() {
             counted.push(
                 segments[k]
                     .iter()
@@ -269,13 +235,6 @@ impl Line {
                     })
                     .collect(),
             );
-            marks.push((!places[k].is_empty()).then(|| {
-                let mut mget = redis::cmd("MGET");
-                for place in &places[k] {
-                    mget.arg(keys.seen(&place.user));
-                }
-                batch.stage_command(&keys.line, mget)
-            }));
         }
         let replies = if batch.is_empty() {
             Vec::new()
@@ -291,53 +250,93 @@ impl Line {
             }
             counts.push(of_stripe);
         }
-        let mut present: Vec<Vec<bool>> = Vec::new();
-        for mark in &marks {
-            present.push(match mark {
-                Some(staged) => staged.read(&replies)?.iter().map(Option::is_some).collect(),
-                None => Vec::new(),
-            });
+        // How far into each stripe's head the free room reaches: the line's first `free`
+        // places, segment by segment, stripe by stripe.
+        let free = capacity.saturating_sub(live);
+        let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
+        let mut reach = vec![0u64; stripes.len()];
+        let mut left = free;
+        for segment in &every {
+            for (k, of_stripe) in counts.iter().enumerate() {
+                let take = of_stripe.get(segment).copied().unwrap_or(0).min(left);
+                reach[k] += take;
+                left -= take;
+            }
         }
 
-        // The walk: the head places in order, as far as every stripe's head is known.
-        let known_to = places
+        // 3. Those places, and one more of each stripe: a stripe's reads bound the walk only
+        // where they end before the free room does (a window cut short, or joins that raced
+        // the counts), and the one more shows where they end.
+        let mut batch = Batch::new();
+        let windows: Vec<Option<(u64, Staged<HeadPlaces>)>> = stripes
             .iter()
-            .zip(&complete)
-            .filter(|(_, complete)| !**complete)
-            .filter_map(|(places, _)| places.last().cloned())
-            .min();
-        let mut order: Vec<(Place, bool)> = places
-            .into_iter()
-            .zip(present)
-            .flat_map(|(places, present)| places.into_iter().zip(present))
+            .zip(&reach)
+            .map(|(keys, reach)| {
+                let window = (reach + 1).min(HEAD_WINDOW);
+                (free > 0).then(|| {
+                    let staged = batch.stage_command(
+                        &keys.line,
+                        redis::cmd("ZRANGE")
+                            .arg(&keys.line)
+                            .arg(0)
+                            .arg(window - 1)
+                            .arg("WITHSCORES")
+                            .clone(),
+                    );
+                    (window, staged)
+                })
+            })
             .collect();
-        order.sort();
-        let free = capacity.saturating_sub(live);
-        let mut admit: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
-        let mut drop: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
-        let mut admitting = 0;
-        // The walk's choices in the line's order: (stripe, user, admitted).
-        let mut walked: Vec<(usize, String, bool)> = Vec::new();
-        for (place, present) in order {
-            if admitting >= free || known_to.as_ref().is_some_and(|last| place > *last) {
+        let replies = if batch.is_empty() {
+            Vec::new()
+        } else {
+            self.conn.send(&batch).await?
+        };
+        let mut places: Vec<Place> = Vec::new();
+        // The walk goes no further than the last place read of a stripe that filled its window:
+        // the stripe may have more after it.
+        let mut known_to: Option<Place> = None;
+        for (k, window) in windows.iter().enumerate() {
+            let Some((window, staged)) = window else {
+                continue;
+            };
+            let read: Vec<Place> = staged
+                .read(&replies)?
+                .into_iter()
+                .map(|(user, score)| Place {
+                    segment: self.segment_of(score as i64),
+                    stripe: Stripe(k as u16),
+                    score: score as i64,
+                    user,
+                })
+                .collect();
+            if read.len() as u64 == *window {
+                if let Some(last) = read.last() {
+                    if known_to.as_ref().is_none_or(|known| last < known) {
+                        known_to = Some(last.clone());
+                    }
+                }
+            }
+            places.extend(read.into_iter().filter(|p| p.segment < sealed));
+        }
+        places.sort();
+        let mut walk: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
+        let mut walked: Vec<(usize, String)> = Vec::new();
+        for place in places.into_iter().take(free as usize) {
+            if known_to.as_ref().is_some_and(|last| place > *last) {
                 break;
             }
             let k = place.stripe.0 as usize;
             if let Some(count) = counts[k].get_mut(&place.segment) {
                 *count = count.saturating_sub(1);
             }
-            walked.push((k, place.user.clone(), present));
-            if present {
-                admit[k].push(place.user.clone());
-                admitting += 1;
-            } else {
-                drop[k].push(place.user.clone());
-            }
+            walk[k].push(place.user.clone());
+            walked.push((k, place.user.clone()));
             head = Some(place);
         }
 
-        // 3. On each stripe: the admissions, the passed over, and what its polls read.
-        let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
+        // 4. On each stripe: the walked places, present ones admitted, absent ones passed
+        // over; then what its polls read.
         let mut before = 0u64;
         let mut own_before = vec![0u64; stripes.len()];
         let mut published: Vec<Published> = vec![
@@ -370,15 +369,20 @@ impl Line {
             });
         }
         let mut batch = Batch::new();
-        let applied: Vec<Staged<Applied>> = stripes
-            .iter()
-            .enumerate()
-            .map(|(k, (_, keys))| {
-                let empty: Vec<i64> = counts[k]
-                    .iter()
-                    .filter(|(_, count)| **count == 0)
-                    .map(|(segment, _)| *segment)
-                    .collect();
+        let mut applied: Vec<(usize, Staged<Applied>)> = Vec::new();
+        for (k, keys) in stripes.iter().enumerate() {
+            let empty: Vec<i64> = counts[k]
+                .iter()
+                .filter(|(_, count)| **count == 0)
+                .map(|(segment, _)| *segment)
+                .collect();
+            let chunks: Vec<&[String]> = if walk[k].is_empty() {
+                vec![&[]]
+            } else {
+                walk[k].chunks(APPLY_CHUNK).collect()
+            };
+            let last = chunks.len() - 1;
+            for (c, chunk) in chunks.into_iter().enumerate() {
                 let mut call = ScriptCall::of(&APPLY);
                 call.named_key("LINE", &keys.line)
                     .named_key("ACTIVE", &keys.active)
@@ -386,30 +390,43 @@ impl Line {
                     .named_key("SEALED", &keys.sealed)
                     .named_key("PUBLISHED", &keys.published)
                     .named_key("FENCE", &keys.fence);
-                for user in admit[k].iter().chain(&drop[k]) {
+                for user in chunk {
                     call.named_key("marks", keys.seen(user));
                 }
+                let closing = c == last;
                 call.named("now", now)
                     .named("session_ms", ms(self.shape.session))
                     .named("keep_ms", ms(self.shape.keep))
-                    .named("sealed", seal_at)
+                    .named(
+                        "sealed",
+                        if closing {
+                            seal_at.to_string()
+                        } else {
+                            String::new()
+                        },
+                    )
                     .named(
                         "published",
-                        serde_json::to_string(&published[k]).unwrap_or_default(),
+                        if closing {
+                            serde_json::to_string(&published[k]).unwrap_or_default()
+                        } else {
+                            String::new()
+                        },
                     )
                     .named("fence", fence.0)
-                    .named("admit_count", admit[k].len())
-                    .named("drop_count", drop[k].len())
-                    .named("empty_count", empty.len());
-                for user in admit[k].iter().chain(&drop[k]) {
+                    .named("walk_count", chunk.len())
+                    .named("empty_count", if closing { empty.len() } else { 0 });
+                for user in chunk {
                     call.named("lists", user.as_str());
                 }
-                for segment in &empty {
-                    call.named("lists", *segment);
+                if closing {
+                    for segment in &empty {
+                        call.named("lists", *segment);
+                    }
                 }
-                batch.stage(call)
-            })
-            .collect();
+                applied.push((k, batch.stage(call)));
+            }
+        }
         let replies = self.conn.send(&batch).await?;
         let mut ticked = Ticked {
             live,
@@ -417,24 +434,22 @@ impl Line {
             ..Ticked::default()
         };
         // What each stripe really moved (a buyer who left meanwhile is not), in the walk's order.
-        let mut moved: Vec<(BTreeSet<String>, BTreeSet<String>)> = Vec::new();
-        for staged in &applied {
+        let mut moved: Vec<(BTreeSet<String>, BTreeSet<String>)> =
+            vec![Default::default(); stripes.len()];
+        for (k, staged) in &applied {
             match staged.read(&replies)? {
-                Applied::Applied { admitted, dropped } => moved.push((
-                    admitted.into_iter().collect(),
-                    dropped.into_iter().collect(),
-                )),
-                Applied::Fenced(by) => {
-                    ticked.refused = Some(TickRefused::Fenced { by });
-                    moved.push(Default::default());
+                Applied::Applied { admitted, dropped } => {
+                    moved[*k].0.extend(admitted);
+                    moved[*k].1.extend(dropped);
                 }
+                Applied::Fenced(by) => ticked.refused = Some(TickRefused::Fenced { by }),
             }
         }
-        for (k, user, admitted) in walked {
+        for (k, user) in walked {
             let (admits, drops) = &moved[k];
-            if admitted && admits.contains(&user) {
+            if admits.contains(&user) {
                 ticked.admitted.push(user);
-            } else if !admitted && drops.contains(&user) {
+            } else if drops.contains(&user) {
                 ticked.dropped.push(user);
             }
         }

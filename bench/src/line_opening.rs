@@ -1,0 +1,949 @@
+//! `lineup-bench line-opening`: issue 56's openings on the striped line (`lineup::line`),
+//! replayed in real time at fractions f of their scale, on fresh servers:
+//!
+//! - **A cluster of 8 primaries**, 64 stripes: a pre-queue of 10 000 000 opens while 62 000 new
+//!   buyers a second join for the first 30 s.
+//! - **One server**, one stripe: a pre-queue of 2 000 000 opens while 2 000 new buyers a second
+//!   join, from 10 s before the opening to 180 s after.
+//!
+//! Each runs at f = 1/100 and 1/400 (`LINEUP_BENCH_LINE_FRACTIONS=100,400`): f × every count,
+//! in real time. Redis's CPU is read from each primary's `INFO cpu` every 5 s, from 10 s before
+//! the opening to 180 s after, and extrapolated to the whole scale: the primary's idle share,
+//! plus its ticks at the whole scale's pace (a cost a second, measured alone: a full head window
+//! on every stripe and a second's admissions), plus the rest ÷ f (the rest: the window's CPU
+//! less idle and less its ticks as they cost at this scale, measured alone after the run).
+//!
+//! What the buyers do, as a waiting-room page following its replies would:
+//!
+//! - The pre-queue joins before the measured run (not measured). A member's first poll comes
+//!   at the opening plus its draw value's share of [`FIRST_POLLS`]: the front first.
+//! - A waiter polls again after a tenth of its wait (its position ÷ the admission rate),
+//!   from 1 s to [`MAX_INTERVAL`]. A waiter with no position yet polls again after 1 s.
+//! - An admitted buyer learns it at its next poll, passes [`CHECKS`] gatekeeper checks a
+//!   second apart and leaves a second later. Room: f × 5 000 sessions.
+//! - A promoter takes the lease and ticks every second.
+//! - Every request goes as AWS sends it: [`CONTAINERS`] containers, each a `Line` over its own
+//!   connection with one request in flight; a free container takes the next request due.
+//!
+//! Per slot (the cluster): the bench counts each stripe's requests of each kind in each 5 s
+//! window and prices them with the kind's Redis CPU measured alone on the same cluster
+//! (`INFO cpu` over every primary ÷ calls, beside PINGs and GETs sent the same way). A slot's
+//! load is given in GET-equivalents a second at the whole scale, and each primary's priced
+//! total is set beside its `INFO cpu`.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use lineup::clock::SystemClock;
+use lineup::config::{RedisMode, RedisSettings};
+use lineup::ids::{QueueId, UserId};
+use lineup::line::{
+    Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys, HEAD_WINDOW,
+};
+use lineup::queue::schedule::DrawSeed;
+use lineup_local::embedded_redis::EmbeddedRedis;
+use lineup_tests::EmbeddedCluster;
+
+use crate::measure::Bench;
+use crate::probe::info_field;
+use crate::report::{met, thousands, Report};
+
+/// Containers sending at once, each one connection with one request in flight.
+const CONTAINERS: usize = 16;
+/// How often each primary's CPU is read.
+const WINDOW: Duration = Duration::from_secs(5);
+/// The measured run: from this long before the opening…
+const BEFORE: Duration = Duration::from_secs(10);
+/// …to this long after it (`LINEUP_BENCH_LINE_AFTER_SECONDS`, for a short trial).
+fn after() -> Duration {
+    std::env::var("LINEUP_BENCH_LINE_AFTER_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(Duration::from_secs(180), Duration::from_secs)
+}
+/// The live sessions the booking system takes, at the whole scale.
+const CAPACITY: f64 = 5_000.0;
+/// How long an admitted buyer holds its session here: it learns at its next poll, checks
+/// three times a second apart and leaves a second later.
+const HOLD_SECONDS: f64 = 5.0;
+/// The pre-queue's first polls spread over this long after the opening, by draw value.
+const FIRST_POLLS: Duration = Duration::from_secs(50);
+/// The longest a waiter is told to wait before its next poll.
+const MAX_INTERVAL: Duration = Duration::from_secs(60);
+/// Gatekeeper checks an admitted buyer passes before it leaves.
+const CHECKS: u32 = 3;
+
+/// One opening to replay.
+struct Layout {
+    name: &'static str,
+    /// 1: one server.
+    primaries: usize,
+    stripes: u16,
+    /// The pre-queue at the whole scale.
+    members: u64,
+    /// New buyers a second at the whole scale, from `joins_from` to `joins_to` (s, from the
+    /// opening).
+    joins_per_second: u64,
+    joins_from: i64,
+    joins_to: i64,
+}
+
+const LAYOUTS: [Layout; 2] = [
+    Layout {
+        name: "a cluster of 8 primaries, 64 stripes",
+        primaries: 8,
+        stripes: 64,
+        members: 10_000_000,
+        joins_per_second: 62_000,
+        joins_from: 0,
+        joins_to: 30,
+    },
+    Layout {
+        name: "one server, one stripe",
+        primaries: 1,
+        stripes: 1,
+        members: 2_000_000,
+        joins_per_second: 2_000,
+        joins_from: -10,
+        joins_to: 180,
+    },
+];
+
+/// The kinds of request, as counted per stripe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Join = 0,
+    Poll = 1,
+    Check = 2,
+    Leave = 3,
+    /// One tick's work on one stripe.
+    Tick = 4,
+}
+
+const KINDS: [Kind; 5] = [Kind::Join, Kind::Poll, Kind::Check, Kind::Leave, Kind::Tick];
+
+/// What falls due for a buyer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Task {
+    Join(u32),
+    Poll(u32),
+    Check(u32, u32),
+    Leave(u32),
+}
+
+fn user(i: u32) -> UserId {
+    UserId::parse(&format!("b{i}")).expect("user id")
+}
+
+/// The servers of one replay.
+enum Servers {
+    One(EmbeddedRedis),
+    Cluster(EmbeddedCluster),
+}
+
+impl Servers {
+    async fn start(primaries: usize) -> Servers {
+        if primaries <= 1 {
+            Servers::One(EmbeddedRedis::start().await.expect("redis-server"))
+        } else {
+            Servers::Cluster(EmbeddedCluster::start_primaries(primaries).await)
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Servers::One(server) => server.url(),
+            Servers::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    fn node_urls(&self) -> Vec<String> {
+        match self {
+            Servers::One(server) => vec![server.url()],
+            Servers::Cluster(cluster) => cluster.nodes.iter().map(|n| n.url()).collect(),
+        }
+    }
+}
+
+/// Plain connections to each node, for `INFO`, PING and `CLUSTER` reads.
+struct Nodes(Vec<redis::aio::MultiplexedConnection>);
+
+impl Nodes {
+    async fn open(servers: &Servers) -> Nodes {
+        let mut conns = Vec::new();
+        for url in servers.node_urls() {
+            let client = redis::Client::open(url).expect("node url");
+            conns.push(
+                client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .expect("node"),
+            );
+        }
+        Nodes(conns)
+    }
+
+    /// Each node's main-thread CPU, µs.
+    async fn cpu_us(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        for conn in &self.0 {
+            let info: String = redis::cmd("INFO")
+                .arg("cpu")
+                .query_async(&mut conn.clone())
+                .await
+                .expect("INFO cpu");
+            out.push(
+                (info_field(&info, "used_cpu_user_main_thread")
+                    + info_field(&info, "used_cpu_sys_main_thread"))
+                    * 1e6,
+            );
+        }
+        out
+    }
+
+    /// Which node holds each stripe's keys.
+    async fn owners(&self, keys: &[StripeKeys]) -> Vec<usize> {
+        if self.0.len() == 1 {
+            return vec![0; keys.len()];
+        }
+        let mut conn = self.0[0].clone();
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query_async(&mut conn)
+            .await
+            .expect("CLUSTER NODES");
+        let ports: Vec<u16> = {
+            let mut ports = Vec::new();
+            for conn in &self.0 {
+                let info: String = redis::cmd("INFO")
+                    .arg("server")
+                    .query_async(&mut conn.clone())
+                    .await
+                    .expect("INFO server");
+                ports.push(info_field(&info, "tcp_port") as u16);
+            }
+            ports
+        };
+        let mut ranges: Vec<(u16, u16, usize)> = Vec::new();
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(port) = fields
+                .get(1)
+                .and_then(|a| a.split(['@', ',']).next())
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| p.parse::<u16>().ok())
+            else {
+                continue;
+            };
+            let Some(node) = ports.iter().position(|p| *p == port) else {
+                continue;
+            };
+            for range in fields.iter().skip(8) {
+                let mut ends = range.split('-').filter_map(|n| n.parse::<u16>().ok());
+                if let Some(start) = ends.next() {
+                    ranges.push((start, ends.next().unwrap_or(start), node));
+                }
+            }
+        }
+        let mut owners = Vec::new();
+        for stripe in keys {
+            let slot: u16 = redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(&stripe.line)
+                .query_async(&mut conn)
+                .await
+                .expect("CLUSTER KEYSLOT");
+            owners.push(
+                ranges
+                    .iter()
+                    .find(|(a, b, _)| (*a..=*b).contains(&slot))
+                    .map_or(0, |r| r.2),
+            );
+        }
+        owners
+    }
+}
+
+/// Counts of requests per stripe and kind.
+struct Tally(Vec<[AtomicU64; 5]>);
+
+impl Tally {
+    fn new(stripes: u16) -> Tally {
+        Tally(
+            (0..stripes.max(1))
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect(),
+        )
+    }
+
+    fn add(&self, stripe: Stripe, kind: Kind) {
+        self.0[stripe.0 as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> Vec<[u64; 5]> {
+        self.0
+            .iter()
+            .map(|kinds| std::array::from_fn(|k| kinds[k].load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// The lines of one replay, one per container, and what they share.
+struct Replay {
+    lines: Vec<Line>,
+    opens_at: i64,
+    end: Instant,
+    /// Admissions a second, at this scale.
+    rate: f64,
+    scores: Vec<AtomicI64>,
+    first_polled: Vec<AtomicI64>,
+    members: u32,
+    due: Mutex<BinaryHeap<Reverse<(Instant, Task)>>>,
+    tally: Tally,
+    late_ms: Mutex<Vec<u64>>,
+    dropped: AtomicU64,
+    done: AtomicBool,
+}
+
+impl Replay {
+    fn schedule(&self, at: Instant, task: Task) {
+        if at < self.end {
+            if let Ok(mut due) = self.due.lock() {
+                due.push(Reverse((at, task)));
+            }
+        }
+    }
+
+    /// The next task due, if any is due now.
+    fn next(&self) -> Result<Task, Option<Instant>> {
+        let mut due = self.due.lock().map_err(|_| None)?;
+        match due.peek() {
+            Some(Reverse((at, _))) if *at <= Instant::now() => {
+                let Some(Reverse((at, task))) = due.pop() else {
+                    return Err(None);
+                };
+                if let Ok(mut late) = self.late_ms.lock() {
+                    late.push(at.elapsed().as_millis() as u64);
+                }
+                Ok(task)
+            }
+            Some(Reverse((at, _))) => Err(Some(*at)),
+            None => Err(None),
+        }
+    }
+
+    async fn container(&self, lane: usize) {
+        let line = &self.lines[lane];
+        while !self.done.load(Ordering::Relaxed) {
+            let task = match self.next() {
+                Ok(task) => task,
+                Err(at) => {
+                    let wait = at.map_or(Duration::from_millis(5), |at| {
+                        at.saturating_duration_since(Instant::now())
+                    });
+                    tokio::time::sleep(wait.min(Duration::from_millis(5))).await;
+                    continue;
+                }
+            };
+            let now = chrono::Utc::now().timestamp_millis();
+            let second = Duration::from_secs(1);
+            match task {
+                Task::Join(i) => {
+                    let u = user(i);
+                    self.tally.add(line.stripe_of(&u), Kind::Join);
+                    if let Ok(Joined::New { score, .. } | Joined::Already { score, .. }) =
+                        line.join(&u, now).await
+                    {
+                        self.scores[i as usize].store(score, Ordering::Relaxed);
+                        self.schedule(Instant::now() + second, Task::Poll(i));
+                    }
+                }
+                Task::Poll(i) => {
+                    let u = user(i);
+                    if i < self.members {
+                        let _ = self.first_polled[i as usize].compare_exchange(
+                            i64::MAX,
+                            now - self.opens_at,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                    }
+                    self.tally.add(line.stripe_of(&u), Kind::Poll);
+                    let score = self.scores[i as usize].load(Ordering::Relaxed);
+                    match line.poll(&u, score, now).await {
+                        Ok(Standing::Waiting { position }) => {
+                            let wait = position as f64 / self.rate / 10.0;
+                            let after = Duration::from_secs_f64(
+                                wait.clamp(1.0, MAX_INTERVAL.as_secs_f64()),
+                            );
+                            self.schedule(Instant::now() + after, Task::Poll(i));
+                        }
+                        Ok(Standing::Active { .. }) => {
+                            self.schedule(Instant::now() + second, Task::Check(i, 0))
+                        }
+                        Ok(Standing::Dropped | Standing::Gone) => {
+                            self.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(Standing::Unplaced { .. } | Standing::Stalled { .. }) | Err(_) => {
+                            self.schedule(Instant::now() + second, Task::Poll(i))
+                        }
+                    }
+                }
+                Task::Check(i, n) => {
+                    let u = user(i);
+                    self.tally.add(line.stripe_of(&u), Kind::Check);
+                    let _ = line.check(&u, now).await;
+                    let next = if n + 1 < CHECKS {
+                        Task::Check(i, n + 1)
+                    } else {
+                        Task::Leave(i)
+                    };
+                    self.schedule(Instant::now() + second, next);
+                }
+                Task::Leave(i) => {
+                    let u = user(i);
+                    self.tally.add(line.stripe_of(&u), Kind::Leave);
+                    let _ = line.leave(&u).await;
+                }
+            }
+        }
+    }
+
+    async fn promoter(&self, capacity: u64, stripes: u16) {
+        let line = &self.lines[0];
+        let mut next = Instant::now();
+        while !self.done.load(Ordering::Relaxed) {
+            tokio::time::sleep_until(next.into()).await;
+            next += Duration::from_secs(1);
+            if let Ok(Lease::Granted(fence)) = line.lease("bench", Duration::from_secs(5)).await {
+                if line.tick(fence, &SystemClock, capacity).await.is_ok() {
+                    for k in 0..stripes.max(1) {
+                        self.tally.add(Stripe(k), Kind::Tick);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Redis CPU per request of each kind on `servers`, summed over every node, in µs, beside a
+/// PING and a GET sent the same way: (PING, GET, per kind).
+async fn calibrate(
+    settings: &RedisSettings,
+    servers: &Servers,
+    nodes: &Nodes,
+    layout: &Layout,
+) -> (f64, f64, [f64; 5]) {
+    let shape = shape(layout.stripes);
+    let lines = lines_of(settings, servers, "calibrate", shape, None).await;
+    let scores: Vec<AtomicI64> = (0..6_400).map(|_| AtomicI64::new(0)).collect();
+    let scores = &scores;
+    let count: u32 = 6_400;
+    let now = chrono::Utc::now().timestamp_millis();
+    let cost = |before: &[f64], after: &[f64], calls: u32| {
+        before.iter().zip(after).map(|(b, a)| a - b).sum::<f64>() / f64::from(calls)
+    };
+    let before = nodes.cpu_us().await;
+    spread(count, |lane, _| {
+        let mut conn = nodes.0[lane % nodes.0.len()].clone();
+        async move {
+            let _: String = redis::cmd("PING")
+                .query_async(&mut conn)
+                .await
+                .expect("PING");
+        }
+    })
+    .await;
+    let ping = cost(&before, &nodes.cpu_us().await, count);
+    let before = nodes.cpu_us().await;
+    spread(count, |lane, i| {
+        let line = &lines[lane];
+        async move {
+            if let Joined::New { score, .. } = line.join(&user(i), now).await.expect("join") {
+                scores[i as usize].store(score, Ordering::Relaxed);
+            }
+        }
+    })
+    .await;
+    let join = cost(&before, &nodes.cpu_us().await, count);
+    let sealed = now + 2_000;
+    let Ok(Lease::Granted(fence)) = lines[0].lease("calibrate", Duration::from_secs(60)).await
+    else {
+        panic!("the calibration's lease");
+    };
+    let conn = lineup::store::connect(settings, &servers.url()).expect("connect");
+    let conn = &conn;
+    let keys: Vec<StripeKeys> = (0..shape.stripes)
+        .map(|k| StripeKeys::new("lineup", &queue("calibrate"), Stripe(k), shape.stripes))
+        .collect();
+    let keys = &keys;
+    let before = nodes.cpu_us().await;
+    spread(count, |_, i| {
+        let key = &keys[i as usize % keys.len()].sealed;
+        async move {
+            let _: Option<String> = conn
+                .query(key, redis::cmd("GET").arg(key).clone())
+                .await
+                .expect("GET");
+        }
+    })
+    .await;
+    let get = cost(&before, &nodes.cpu_us().await, count);
+    // Each container reads each stripe's published state once, then holds it: the clock
+    // the polls pass stands still.
+    for line in &lines {
+        for k in 0..shape.stripes {
+            if let Some(i) = (0..count).find(|i| line.stripe_of(&user(*i)) == Stripe(k)) {
+                let score = scores[i as usize].load(Ordering::Relaxed);
+                line.poll(&user(i), score, sealed).await.expect("poll");
+            }
+        }
+    }
+    let before = nodes.cpu_us().await;
+    spread(count, |lane, i| {
+        let line = &lines[lane];
+        async move {
+            let score = scores[i as usize].load(Ordering::Relaxed);
+            line.poll(&user(i), score, sealed).await.expect("poll");
+        }
+    })
+    .await;
+    let poll = cost(&before, &nodes.cpu_us().await, count);
+    lines[0]
+        .tick(fence, &(sealed + 1), u64::from(count))
+        .await
+        .expect("tick");
+    let before = nodes.cpu_us().await;
+    spread(count, |lane, i| {
+        let line = &lines[lane];
+        async move {
+            line.check(&user(i), sealed + 2).await.expect("check");
+        }
+    })
+    .await;
+    let check = cost(&before, &nodes.cpu_us().await, count);
+    let before = nodes.cpu_us().await;
+    spread(count, |lane, i| {
+        let line = &lines[lane];
+        async move {
+            line.leave(&user(i)).await.expect("leave");
+        }
+    })
+    .await;
+    let leave = cost(&before, &nodes.cpu_us().await, count);
+
+    // One tick at the whole scale's pace: a window's worth of waiters on every stripe, and
+    // room for a second's admissions.
+    let ticking = lines_of(settings, servers, "calibrate-tick", shape, None).await;
+    let waiters = (HEAD_WINDOW as u32 + 8) * u32::from(shape.stripes);
+    spread(waiters, |lane, i| {
+        let line = &ticking[lane];
+        async move {
+            line.join(&user(i), now).await.expect("join");
+        }
+    })
+    .await;
+    let Ok(Lease::Granted(fence)) = ticking[0].lease("calibrate", Duration::from_secs(60)).await
+    else {
+        panic!("the calibration's lease");
+    };
+    let before = nodes.cpu_us().await;
+    let ticked = ticking[0]
+        .tick(fence, &sealed, (CAPACITY / HOLD_SECONDS) as u64)
+        .await
+        .expect("tick");
+    let tick = cost(&before, &nodes.cpu_us().await, u32::from(shape.stripes));
+    assert_eq!(ticked.admitted.len() as f64, CAPACITY / HOLD_SECONDS);
+    (ping, get, [join, poll, check, leave, tick])
+}
+
+/// Runs `run` for each of `count` requests, over the containers, one in flight on each.
+async fn spread<F, Fut>(count: u32, run: F)
+where
+    F: Fn(usize, u32) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let run = &run;
+    join_all((0..CONTAINERS).map(|lane| async move {
+        for i in (lane as u32..count).step_by(CONTAINERS) {
+            run(lane, i).await;
+        }
+    }))
+    .await;
+}
+
+fn shape(stripes: u16) -> LineShape {
+    LineShape {
+        stripes,
+        presence: 3 * MAX_INTERVAL,
+        ..LineShape::default()
+    }
+}
+
+fn queue(name: &str) -> QueueId {
+    QueueId::parse(name).expect("queue id")
+}
+
+async fn lines_of(
+    settings: &RedisSettings,
+    servers: &Servers,
+    name: &str,
+    shape: LineShape,
+    opening: Option<Opening>,
+) -> Vec<Line> {
+    (0..CONTAINERS)
+        .map(|_| {
+            let conn = lineup::store::connect(settings, &servers.url()).expect("connect");
+            let line = Line::new(conn, "lineup", queue(name), shape);
+            match &opening {
+                Some(opening) => line.with_opening(opening.clone()),
+                None => line,
+            }
+        })
+        .collect()
+}
+
+/// One scale's figures.
+struct Figures {
+    members: u32,
+    arrivals: u32,
+    /// The busiest window's share of a core, at the whole scale, of the busiest primary.
+    busiest_share: f64,
+    first_polls_by_60: u32,
+    last_first_poll_ms: i64,
+    late_p99_ms: u64,
+    dropped: u64,
+    /// Calls a buyer made, on average.
+    calls_per_buyer: f64,
+    /// The hottest slot's GET-equivalents a second at the whole scale.
+    hottest_slot: f64,
+    /// Each primary's priced CPU ÷ its `INFO cpu` above idle, over the run: lowest, highest.
+    priced: (f64, f64),
+    /// Per kind, µs and × PING (summed over every primary).
+    per_kind: [f64; 5],
+    ping_us: f64,
+}
+
+async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Figures {
+    let servers = Servers::start(layout.primaries).await;
+    let nodes = Nodes::open(&servers).await;
+    let (ping_us, get_us, per_kind) = calibrate(settings, &servers, &nodes, layout).await;
+    let shape = shape(layout.stripes);
+    let members = (layout.members / fraction) as u32;
+    let per_second = layout.joins_per_second as f64 / fraction as f64;
+    let arrivals = (per_second * (layout.joins_to - layout.joins_from) as f64) as u32;
+    let seed = Arc::new(DrawSeed::random());
+    let value = {
+        let seed = seed.clone();
+        move |u: &UserId| (seed.value(u) >> 24) as u32
+    };
+
+    // The pre-queue, joined as fast as the containers go, before an opening far off.
+    let far = chrono::Utc::now().timestamp_millis() + 3_600_000;
+    let prefill = lines_of(
+        settings,
+        &servers,
+        "sale",
+        shape,
+        Some(Opening {
+            at: far,
+            value: Arc::new(value.clone()),
+        }),
+    )
+    .await;
+    let scores: Vec<AtomicI64> = (0..members + arrivals).map(|_| AtomicI64::new(0)).collect();
+    join_all(prefill.iter().enumerate().map(|(lane, line)| {
+        let scores = &scores;
+        async move {
+            let now = chrono::Utc::now().timestamp_millis();
+            for i in (lane as u32..members).step_by(CONTAINERS) {
+                if let Ok(Joined::New { score, .. }) = line.join(&user(i), now).await {
+                    scores[i as usize].store(score, Ordering::Relaxed);
+                }
+            }
+        }
+    }))
+    .await;
+    drop(prefill);
+
+    // Idle CPU, then the run.
+    let idle_before = nodes.cpu_us().await;
+    tokio::time::sleep(WINDOW).await;
+    let idle: Vec<f64> = nodes
+        .cpu_us()
+        .await
+        .iter()
+        .zip(&idle_before)
+        .map(|(a, b)| (a - b) / WINDOW.as_secs_f64() / 1e6)
+        .collect();
+    let started = Instant::now();
+    let opened = started + BEFORE;
+    let opens_at = chrono::Utc::now().timestamp_millis() + BEFORE.as_millis() as i64;
+    let line_set = lines_of(
+        settings,
+        &servers,
+        "sale",
+        shape,
+        Some(Opening {
+            at: opens_at,
+            value: Arc::new(value.clone()),
+        }),
+    )
+    .await;
+    let owners = nodes
+        .owners(
+            &(0..shape.stripes)
+                .map(|k| StripeKeys::new("lineup", &queue("sale"), Stripe(k), shape.stripes))
+                .collect::<Vec<_>>(),
+        )
+        .await;
+    let capacity = (CAPACITY / fraction as f64).max(1.0);
+    let replay = Replay {
+        lines: line_set,
+        opens_at,
+        end: opened + after(),
+        rate: capacity / HOLD_SECONDS,
+        scores,
+        first_polled: (0..members).map(|_| AtomicI64::new(i64::MAX)).collect(),
+        members,
+        due: Mutex::new(BinaryHeap::new()),
+        tally: Tally::new(shape.stripes),
+        late_ms: Mutex::new(Vec::new()),
+        dropped: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+    };
+    for i in 0..members {
+        let share = f64::from(value(&user(i))) / f64::from(1u32 << 28);
+        replay.schedule(opened + FIRST_POLLS.mul_f64(share), Task::Poll(i));
+    }
+    let joins_start = if layout.joins_from < 0 {
+        opened - Duration::from_secs(layout.joins_from.unsigned_abs())
+    } else {
+        opened + Duration::from_secs(layout.joins_from as u64)
+    };
+    for j in 0..arrivals {
+        replay.schedule(
+            joins_start + Duration::from_secs_f64(f64::from(j) / per_second),
+            Task::Join(members + j),
+        );
+    }
+    let replay = &replay;
+    let sampler = async {
+        let mut windows: Vec<(Vec<f64>, Vec<[u64; 5]>)> = Vec::new();
+        let mut last = (nodes.cpu_us().await, replay.tally.snapshot());
+        let mut at = started;
+        while at < replay.end {
+            at += WINDOW;
+            tokio::time::sleep_until(at.into()).await;
+            let now = (nodes.cpu_us().await, replay.tally.snapshot());
+            let cpu: Vec<f64> = now.0.iter().zip(&last.0).map(|(a, b)| a - b).collect();
+            let counts: Vec<[u64; 5]> = now
+                .1
+                .iter()
+                .zip(&last.1)
+                .map(|(a, b)| std::array::from_fn(|k| a[k] - b[k]))
+                .collect();
+            windows.push((cpu, counts));
+            last = now;
+        }
+        replay.done.store(true, Ordering::Relaxed);
+        windows
+    };
+    let containers = join_all((0..CONTAINERS).map(|lane| replay.container(lane)));
+    let promoter = replay.promoter(capacity as u64, shape.stripes);
+    let (windows, _, _) = tokio::join!(sampler, containers, promoter);
+    // What a tick costs at this scale, on the line as the run left it: the run's ticks are a
+    // cost a second, not a cost per buyer, so they are not multiplied up.
+    let tick_here = {
+        let line = &replay.lines[0];
+        let Ok(Lease::Granted(fence)) = line.lease("bench", Duration::from_secs(5)).await else {
+            panic!("the bench's lease");
+        };
+        let before = nodes.cpu_us().await;
+        for _ in 0..3 {
+            line.tick(fence, &SystemClock, capacity as u64)
+                .await
+                .expect("tick");
+        }
+        let after = nodes.cpu_us().await;
+        after.iter().zip(&before).map(|(a, b)| a - b).sum::<f64>() / 3.0 / f64::from(shape.stripes)
+    };
+    let tick_whole = per_kind[Kind::Tick as usize];
+
+    // The figures.
+    let f = fraction as f64;
+    let seconds = WINDOW.as_secs_f64();
+    let mut busiest_share: f64 = 0.0;
+    let mut hottest_slot: f64 = 0.0;
+    let mut priced = vec![0.0; idle.len()];
+    let mut measured = vec![0.0; idle.len()];
+    let mut calls = 0u64;
+    for (cpu, counts) in &windows {
+        // Each node's ticks, at this scale and at the whole scale (µs).
+        let mut ticks = vec![(0.0, 0.0); cpu.len()];
+        for (stripe, kinds) in counts.iter().enumerate() {
+            let buyers: f64 = KINDS[..4]
+                .iter()
+                .map(|k| kinds[*k as usize] as f64 * per_kind[*k as usize])
+                .sum();
+            let n = kinds[Kind::Tick as usize] as f64;
+            ticks[owners[stripe]].0 += n * tick_here;
+            ticks[owners[stripe]].1 += n * tick_whole;
+            priced[owners[stripe]] += buyers + n * tick_here;
+            let whole = buyers * f + n * tick_whole;
+            hottest_slot = hottest_slot.max(whole / get_us / seconds);
+            calls += kinds[..4].iter().sum::<u64>();
+        }
+        for (node, used) in cpu.iter().enumerate() {
+            let idle_us = idle[node] * seconds * 1e6;
+            let buyers = (used - idle_us - ticks[node].0).max(0.0);
+            let whole = idle_us + buyers * f + ticks[node].1;
+            busiest_share = busiest_share.max(whole / seconds / 1e6);
+            measured[node] += (used - idle_us).max(0.0);
+        }
+    }
+    let ratios: Vec<f64> = priced
+        .iter()
+        .zip(&measured)
+        .filter(|(_, m)| **m > 0.0)
+        .map(|(p, m)| p / m)
+        .collect();
+    let mut late = replay.late_ms.lock().map(|l| l.clone()).unwrap_or_default();
+    late.sort_unstable();
+    let firsts: Vec<i64> = replay
+        .first_polled
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .collect();
+    Figures {
+        members,
+        arrivals,
+        busiest_share,
+        first_polls_by_60: firsts.iter().filter(|t| **t <= 60_000).count() as u32,
+        last_first_poll_ms: firsts
+            .iter()
+            .copied()
+            .filter(|t| *t < i64::MAX)
+            .max()
+            .unwrap_or(0),
+        late_p99_ms: late.get(late.len() * 99 / 100).copied().unwrap_or(0),
+        dropped: replay.dropped.load(Ordering::Relaxed),
+        calls_per_buyer: calls as f64 / f64::from((members + arrivals).max(1)),
+        hottest_slot,
+        priced: (
+            ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            ratios.iter().copied().fold(0.0, f64::max),
+        ),
+        per_kind,
+        ping_us,
+    }
+}
+
+fn fractions() -> Vec<u64> {
+    std::env::var("LINEUP_BENCH_LINE_FRACTIONS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|f| f.trim().parse().ok()).collect())
+        .filter(|v: &Vec<u64>| !v.is_empty())
+        .unwrap_or_else(|| vec![100, 400])
+}
+
+pub async fn run(bench: &Bench, report: &mut Report) {
+    let mut settings = bench.app.config.redis.clone();
+    settings.mode = RedisMode::Auto;
+    for layout in &LAYOUTS {
+        report.section(&format!(
+            "The striped line's opening on {}: {} pre-queue members, {} joins a second",
+            layout.name,
+            thousands(layout.members),
+            thousands(layout.joins_per_second)
+        ));
+        let mut by_scale: BTreeMap<u64, Figures> = BTreeMap::new();
+        for fraction in fractions() {
+            by_scale.insert(fraction, replay(&settings, layout, fraction).await);
+        }
+        for (fraction, figures) in &by_scale {
+            let at = format!("1/{fraction}");
+            report.row(
+                &format!("{at}: members, arrivals"),
+                &format!(
+                    "{}, {}",
+                    thousands(u64::from(figures.members)),
+                    thousands(u64::from(figures.arrivals))
+                ),
+                &format!("requests late p99 {} ms", figures.late_p99_ms),
+            );
+            report.row(
+                &format!("{at}: first polls within 60 s"),
+                &format!(
+                    "{} of {} (last at {:.1} s)",
+                    thousands(u64::from(figures.first_polls_by_60)),
+                    thousands(u64::from(figures.members)),
+                    figures.last_first_poll_ms as f64 / 1000.0
+                ),
+                met(figures.first_polls_by_60 == figures.members),
+            );
+            report.row(
+                &format!("{at}: busiest primary, busiest 5 s, at the whole scale"),
+                &format!("{:.0} % of a core", figures.busiest_share * 100.0),
+                &format!("goal ≤ 70 %: {}", met(figures.busiest_share <= 0.70)),
+            );
+            let names = ["join", "poll", "check", "leave", "tick (per stripe)"];
+            let goals = [3.0, 1.5, 1.5, 2.0, f64::INFINITY];
+            let costs: Vec<String> = names
+                .iter()
+                .zip(figures.per_kind)
+                .zip(goals)
+                .map(|((name, us), goal)| {
+                    let ratio = us / figures.ping_us;
+                    if goal.is_finite() {
+                        format!("{name} {ratio:.1}× (≤ {goal}: {})", met(ratio <= goal))
+                    } else {
+                        format!("{name} {us:.0} µs")
+                    }
+                })
+                .collect();
+            report.row(
+                &format!("{at}: Redis CPU per request, every primary, ÷ PING"),
+                &costs.join("; "),
+                &format!("PING {:.1} µs", figures.ping_us),
+            );
+            if layout.primaries > 1 {
+                report.row(
+                    &format!("{at}: hottest slot, GET-equivalents a second, whole scale"),
+                    &thousands(figures.hottest_slot as u64),
+                    &format!("goal ≤ 20 000: {}", met(figures.hottest_slot <= 20_000.0)),
+                );
+                report.row(
+                    &format!("{at}: priced ÷ INFO cpu per primary"),
+                    &format!("{:.2}–{:.2}", figures.priced.0, figures.priced.1),
+                    "goal within 0.90–1.10",
+                );
+            }
+            report.row(
+                &format!("{at}: calls per buyer, passed over"),
+                &format!(
+                    "{:.1}, {}",
+                    figures.calls_per_buyer,
+                    thousands(figures.dropped)
+                ),
+                "",
+            );
+        }
+        if let (Some(small), Some(large)) = (by_scale.values().last(), by_scale.values().next()) {
+            let flat: Vec<String> = ["join", "poll", "check", "leave"]
+                .iter()
+                .enumerate()
+                .map(|(k, name)| format!("{name} {:.2}", large.per_kind[k] / small.per_kind[k]))
+                .collect();
+            report.row(
+                "CPU per call, larger scale ÷ smaller",
+                &flat.join("; "),
+                "goal ≤ 1.1",
+            );
+        }
+    }
+}
