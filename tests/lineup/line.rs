@@ -437,6 +437,35 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         ties > 100,
         "{ties} members share a value with the one before"
     );
+    // A member's mark lasts until the presence period after the opening (the join was at
+    // t0 + 100 i, the opening is t0 + 60 s, the presence 600 s).
+    let keys = StripeKeys::new(
+        &app.config.key_prefix,
+        &QueueId::parse("sale").unwrap(),
+        line.stripe_of(&user(0)),
+        STRIPES,
+    );
+    let left: i64 = redis::cmd("PTTL")
+        .arg(keys.seen(user(0).as_str()))
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(left > 600_000 + 55_000, "{left} ms");
+    // First polls come to every stripe at once, each stripe's front first.
+    for stripe in 0..STRIPES {
+        let mut shares: Vec<(u32, f64)> = model
+            .0
+            .iter()
+            .filter(|(p, _)| p.stripe == Stripe(stripe))
+            .map(|(_, i)| (value(&user(*i)), line.first_poll_share(&user(*i)).unwrap()))
+            .collect();
+        shares.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        assert!(
+            shares.windows(2).all(|w| w[0].1 <= w[1].1),
+            "stripe {stripe}"
+        );
+        assert!(shares.first().unwrap().1 < 0.3 && shares.last().unwrap().1 > 0.7);
+    }
     // Joining again before the opening keeps the place.
     assert_eq!(
         line.join(&user(3), opens - 10).await.unwrap(),
@@ -655,4 +684,45 @@ async fn first_waiting(line: &Line, buyers: usize, now: i64) -> Standing {
         }
     }
     panic!("nobody waits");
+}
+
+/// Sold out, paused or unhealthy: once `halt` returns, no tick admits anyone, whatever the
+/// room, and the places wait on; the published state says why. Resumed, the line admits in
+/// order again.
+#[tokio::test]
+async fn a_halted_line_admits_nobody_until_it_resumes() {
+    use lineup::line::Halt;
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    for i in 0..20 {
+        line.join(&user(i), t0 + i as i64).await.unwrap();
+    }
+    let now = t0 + SEGMENT_MS + SEAL_MS;
+    let ticked = tick(&line, now, 5).await;
+    assert_eq!(ticked.admitted.len(), 5);
+    line.halt(Halt::SoldOut).await.unwrap();
+    let ticked = tick(&line, now + 1, 100).await;
+    assert!(ticked.admitted.is_empty());
+    assert_eq!(ticked.halted, Some(Halt::SoldOut));
+    let published: String = redis::cmd("GET")
+        .arg(
+            StripeKeys::new(
+                &app.config.key_prefix,
+                &QueueId::parse("sale").unwrap(),
+                Stripe(0),
+                STRIPES,
+            )
+            .published,
+        )
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(published.contains(r#""halted":"sold-out""#), "{published}");
+    let later = now + 1 + lineup::line::PUBLISHED_FOR.as_millis() as i64;
+    let standing = first_waiting(&line, 20, later).await;
+    assert!(matches!(standing, Standing::Waiting { .. }), "{standing:?}");
+    line.resume().await.unwrap();
+    let ticked = tick(&line, now + 2, 100).await;
+    assert_eq!((ticked.admitted.len(), ticked.halted), (15, None));
 }

@@ -3,14 +3,16 @@
 -- walked, in order, off the line: each whose buyer is present (its mark says it waits) is
 -- admitted, for the session, and marked 'a:<until>'; each absent one is passed over and marked
 -- 'd'. Forgets segments left empty. With `sealed` set, replaces the seal and the published
--- state the stripe's polls read: the tick's last call on the stripe carries them.
+-- state the stripe's polls read: the tick's last call on the stripe carries them. On a halted
+-- stripe (sold out, paused, health 0) a walk is refused, and only the seal is written: the
+-- tick that chose it had not seen the halt.
 -- KEYS: the stripe's keys, then the mark of each walked user.
 -- ARGV: now, session_ms, keep_ms, sealed (ms, or ''), published (text), fence, walk_count,
 -- empty_count, then the walked users and the empty segments.
--- Returns {'applied', admitted users, dropped users}: those really moved; or {'fenced', the
--- stripe's fence}.
-local LINE, ACTIVE, SEGMENTS, SEALED, PUBLISHED, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local first_mark = 7
+-- Returns {'applied', admitted users, dropped users}: those really moved; {'fenced', the
+-- stripe's fence}; or {'halted', why}.
+local LINE, ACTIVE, SEGMENTS, SEALED, PUBLISHED, FENCE, HALT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local first_mark = 8
 local now, session_ms, keep_ms = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local sealed, published, fence = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local walk_count, empty_count = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -18,6 +20,12 @@ local lists_from = 9
 local seen = tonumber(redis.call('GET', FENCE) or '0')
 if seen > fence then return {'fenced', seen} end
 redis.call('SET', FENCE, fence, 'PX', keep_ms)
+local halted = redis.call('GET', HALT)
+if halted and walk_count > 0 then
+  if sealed ~= '' then redis.call('SET', SEALED, sealed, 'PX', keep_ms) end
+  redis.call('PEXPIRE', HALT, keep_ms)
+  return {'halted', halted}
+end
 local admitted, dropped = {}, {}
 local until_ms = now + session_ms
 for i = 0, walk_count - 1 do

@@ -5,8 +5,9 @@
 -- opening; its score adds the stripe's count of draw places, so equal values go by arrival.
 -- Any other new place is scored `now`, or the stripe's seal when that is later, so no place
 -- lands in a segment the tick has already admitted from. Its segment joins the stripe's list
--- of segments. Either way the buyer's mark says it waits ('w'), present for `presence_ms`. The
--- tick, which runs while the line has places, keeps the line's keys alive.
+-- of segments. Either way the buyer's mark says it waits ('w'), present for `presence_ms`, and
+-- a draw member's until then after the opening. The tick, which runs while the line has
+-- places, keeps the line's keys alive.
 -- Returns {'active', until} | {'waiting', score} | {'joined', score}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, SEEN = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -14,7 +15,9 @@ local presence_ms, draw, opens_at, keep_ms = ARGV[4], tonumber(ARGV[5]), tonumbe
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
 local held = redis.call('ZSCORE', LINE, user)
-redis.call('SET', SEEN, 'w', 'PX', presence_ms)
+local present_for = tonumber(presence_ms)
+if draw and opens_at > now then present_for = present_for + opens_at - now end
+redis.call('SET', SEEN, 'w', 'PX', present_for)
 if held then return {'waiting', held} end
 local sealed = tonumber(redis.call('GET', SEALED) or '0')
 local score, segment

@@ -55,6 +55,8 @@ pub struct StripeKeys {
     pub draws: String,
     /// String: the highest lease fence a tick has written this stripe with.
     pub fence: String,
+    /// String, while admissions are halted: why ([`super::Halt`]).
+    pub halt: String,
 }
 
 /// The slots of a cluster.
@@ -88,6 +90,7 @@ impl StripeKeys {
             published: format!("{base}:published"),
             draws: format!("{base}:draws"),
             fence: format!("{base}:fence"),
+            halt: format!("{base}:halt"),
             base,
         }
     }
@@ -168,6 +171,7 @@ mod tests {
             &keys.published,
             &keys.draws,
             &keys.fence,
+            &keys.halt,
             &keys.seen("u1"),
         ] {
             assert!(key.starts_with(&tag), "{key}");

@@ -6,6 +6,8 @@
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
 //!   [`Line::leave`] (plain commands, pipelined).
 //! - `check`: [`Line::check`], the gatekeeper's: a live session, one `ZSCORE`.
+//! - `halt`: [`Line::halt`] and [`Line::resume`]: sold out, paused or unhealthy, on every
+//!   stripe before the call returns.
 //! - `lease`: [`Line::lease`], one promoter at a time, and the fence its tick's writes carry.
 //! - `tick`: [`Line::tick`], the only writer of admissions: it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
@@ -48,6 +50,7 @@ pub mod keys;
 
 mod buyer;
 mod check;
+mod halt;
 mod lease;
 mod tick;
 
@@ -59,6 +62,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use buyer::{Joined, Left, Standing, STALE_AFTER};
+pub use halt::Halt;
 pub use keys::{Stripe, StripeKeys};
 pub use lease::{Fence, Lease};
 pub use tick::{TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
@@ -117,6 +121,9 @@ pub struct Published {
     /// For each sealed segment with places on this stripe: the waiters of the other stripes
     /// ahead of them.
     pub ahead: BTreeMap<i64, u64>,
+    /// Why the line admits nobody, when the tick found it halted ([`Halt::as_str`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<String>,
 }
 
 /// How one queue's line is laid out and paced.
@@ -223,6 +230,21 @@ impl Line {
             Some(opening) => Stripe::by_value((opening.value)(user), self.shape.stripes),
             None => Stripe::of(&self.queue, user, self.shape.stripes),
         }
+    }
+
+    /// When a draw member should come back for its first poll after the opening, as a share
+    /// (0 to 1) of the time the first polls are spread over: its value's place within its
+    /// stripe's share of the values. So the first polls reach every stripe at once, each
+    /// stripe's front first, and no stripe runs hot. A member is back before the line reaches
+    /// it while the spread is shorter than a stripe's members take to admit. `None` without an
+    /// opening.
+    pub fn first_poll_share(&self, user: &UserId) -> Option<f64> {
+        let opening = self.opening.as_ref()?;
+        let value = (opening.value)(user) & ((1 << DRAW_VALUE_BITS) - 1);
+        let stripes = f64::from(self.shape.stripes.max(1));
+        let width = f64::from(1u32 << DRAW_VALUE_BITS) / stripes;
+        let stripe = f64::from(Stripe::by_value(value, self.shape.stripes).0);
+        Some(((f64::from(value) - stripe * width) / width).clamp(0.0, 1.0))
     }
 
     /// The score a draw place of `user` starts from, while the draw is open to joins at `now`.

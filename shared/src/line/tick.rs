@@ -14,6 +14,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::halt::Halt;
 use super::lease::Fence;
 use super::{ms, Line, Place, Published, Stripe, StripeKeys, DRAW_SEGMENT};
 use crate::clock::Clock;
@@ -30,6 +31,7 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "SEALED",
         "PUBLISHED",
         "FENCE",
+        "HALT",
         "marks…",
     ],
     &[
@@ -66,6 +68,8 @@ pub struct Ticked {
     pub admitted: Vec<String>,
     /// The buyers passed over as absent.
     pub dropped: Vec<String>,
+    /// Why it admitted nobody, when the line is halted.
+    pub halted: Option<Halt>,
     /// Live sessions after the tick.
     pub live: u64,
     /// Places in sealed segments after the tick.
@@ -81,16 +85,18 @@ pub enum TickRefused {
     Fenced { by: Fence },
 }
 
-/// `apply.lua`'s reply: `{'applied', admitted users, dropped users}` or `{'fenced', fence}`.
-enum Applied {
+/// `apply.lua`'s reply: `{'applied', admitted users, dropped users}`, `{'fenced', fence}` or
+/// `{'halted', why}`.
+enum ApplyReply {
     Applied {
         admitted: Vec<String>,
         dropped: Vec<String>,
     },
     Fenced(Fence),
+    Halted(Option<Halt>),
 }
 
-impl FromRedisValue for Applied {
+impl FromRedisValue for ApplyReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
         let mut fields = fields.into_iter();
@@ -104,13 +110,17 @@ impl FromRedisValue for Applied {
                 .ok_or_else(|| ParsingError::from(format!("apply: {outcome} is short")))
         };
         match outcome.as_str() {
-            "applied" => Ok(Applied::Applied {
+            "applied" => Ok(ApplyReply::Applied {
                 admitted: FromRedisValue::from_redis_value(next()?)?,
                 dropped: FromRedisValue::from_redis_value(next()?)?,
             }),
-            "fenced" => Ok(Applied::Fenced(Fence(FromRedisValue::from_redis_value(
+            "fenced" => Ok(ApplyReply::Fenced(Fence(FromRedisValue::from_redis_value(
                 next()?,
             )?))),
+            "halted" => {
+                let why: String = FromRedisValue::from_redis_value(next()?)?;
+                Ok(ApplyReply::Halted(Halt::parse(&why)))
+            }
             other => Err(ParsingError::from(format!(
                 "apply: unknown outcome {other}"
             ))),
@@ -168,7 +178,9 @@ impl Line {
                 &keys.segments,
                 redis::cmd("SMEMBERS").arg(&keys.segments).clone(),
             );
-            heads.push((live, segments));
+            let halt: Staged<Option<String>> =
+                batch.stage_command(&keys.halt, redis::cmd("GET").arg(&keys.halt).clone());
+            heads.push((live, segments, halt));
         }
         let seals: Vec<Staged<Option<i64>>> = if draw_waits {
             stripes
@@ -208,9 +220,13 @@ impl Line {
         };
         let mut live = 0;
         let mut segments: Vec<BTreeSet<i64>> = Vec::new();
-        for (staged_live, staged_segments) in &heads {
+        let mut halted: Option<Halt> = None;
+        for (staged_live, staged_segments, staged_halt) in &heads {
             live += staged_live.read(&replies)?;
             segments.push(staged_segments.read(&replies)?.into_iter().collect());
+            if let Some(why) = staged_halt.read(&replies)? {
+                halted = halted.or(Halt::parse(&why)).or(Some(Halt::Paused));
+            }
         }
 
         // 2. Each sealed segment's places, per stripe.
@@ -252,7 +268,12 @@ impl Line {
         }
         // How far into each stripe's head the free room reaches: the line's first `free`
         // places, segment by segment, stripe by stripe.
-        let free = capacity.saturating_sub(live);
+        // A halted line admits nobody, whatever the room.
+        let free = if halted.is_some() {
+            0
+        } else {
+            capacity.saturating_sub(live)
+        };
         let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
         let mut reach = vec![0u64; stripes.len()];
         let mut left = free;
@@ -343,6 +364,7 @@ impl Line {
             Published {
                 tick: now,
                 head: head.clone(),
+                halted: halted.map(|h| h.as_str().to_owned()),
                 ..Published::default()
             };
             stripes.len()
@@ -369,7 +391,7 @@ impl Line {
             });
         }
         let mut batch = Batch::new();
-        let mut applied: Vec<(usize, Staged<Applied>)> = Vec::new();
+        let mut applied: Vec<(usize, Staged<ApplyReply>)> = Vec::new();
         for (k, keys) in stripes.iter().enumerate() {
             let empty: Vec<i64> = counts[k]
                 .iter()
@@ -389,7 +411,8 @@ impl Line {
                     .named_key("SEGMENTS", &keys.segments)
                     .named_key("SEALED", &keys.sealed)
                     .named_key("PUBLISHED", &keys.published)
-                    .named_key("FENCE", &keys.fence);
+                    .named_key("FENCE", &keys.fence)
+                    .named_key("HALT", &keys.halt);
                 for user in chunk {
                     call.named_key("marks", keys.seen(user));
                 }
@@ -429,6 +452,7 @@ impl Line {
         }
         let replies = self.conn.send(&batch).await?;
         let mut ticked = Ticked {
+            halted,
             live,
             placed: before,
             ..Ticked::default()
@@ -438,11 +462,12 @@ impl Line {
             vec![Default::default(); stripes.len()];
         for (k, staged) in &applied {
             match staged.read(&replies)? {
-                Applied::Applied { admitted, dropped } => {
+                ApplyReply::Applied { admitted, dropped } => {
                     moved[*k].0.extend(admitted);
                     moved[*k].1.extend(dropped);
                 }
-                Applied::Fenced(by) => ticked.refused = Some(TickRefused::Fenced { by }),
+                ApplyReply::Fenced(by) => ticked.refused = Some(TickRefused::Fenced { by }),
+                ApplyReply::Halted(why) => ticked.halted = why.or(Some(Halt::Paused)),
             }
         }
         for (k, user) in walked {

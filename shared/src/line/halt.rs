@@ -1,0 +1,72 @@
+//! Stopping a line's admissions at once: sold out, paused, or a health level of 0. The call
+//! that halts writes every stripe before it returns, and every admission checks its own
+//! stripe's halt in the same script that admits, so no admission follows the call. Resuming
+//! clears every stripe.
+
+use std::fmt;
+
+use super::{ms, Line};
+use crate::error::Error;
+use crate::store::Batch;
+
+/// Why a line admits nobody.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    SoldOut,
+    Paused,
+    /// The booking system's health level is 0.
+    Unhealthy,
+}
+
+impl Halt {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Halt::SoldOut => "sold-out",
+            Halt::Paused => "paused",
+            Halt::Unhealthy => "unhealthy",
+        }
+    }
+
+    /// The halt a stripe's `halt` key names.
+    pub fn parse(text: &str) -> Option<Halt> {
+        [Halt::SoldOut, Halt::Paused, Halt::Unhealthy]
+            .into_iter()
+            .find(|h| h.as_str() == text)
+    }
+}
+
+impl fmt::Display for Halt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Line {
+    /// Halts admissions for `why`: every stripe says so once this returns.
+    pub async fn halt(&self, why: Halt) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for keys in &self.stripe_keys {
+            batch.stage_command::<()>(
+                &keys.halt,
+                redis::cmd("SET")
+                    .arg(&keys.halt)
+                    .arg(why.as_str())
+                    .arg("PX")
+                    .arg(ms(self.shape.keep))
+                    .clone(),
+            );
+        }
+        self.conn.send(&batch).await?;
+        Ok(())
+    }
+
+    /// Lets the line admit again: clears every stripe's halt.
+    pub async fn resume(&self) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for keys in &self.stripe_keys {
+            batch.stage_command::<u64>(&keys.halt, redis::cmd("DEL").arg(&keys.halt).clone());
+        }
+        self.conn.send(&batch).await?;
+        Ok(())
+    }
+}
