@@ -16,14 +16,14 @@
 //! What the buyers do, as a waiting-room page following its replies would:
 //!
 //! - The pre-queue joins before the measured run (not measured). A member's first poll comes
-//!   at the opening plus its share of [`FIRST_POLLS`] (`Line::first_poll_share`): each
+//!   at the opening plus its share of `FIRST_POLLS` (`Line::first_poll_share`): each
 //!   stripe's front first, every stripe at once.
 //! - A waiter polls again after a tenth of its wait (its position ÷ the admission rate),
-//!   from 1 s to [`MAX_INTERVAL`]. A waiter with no position yet polls again after 1 s.
-//! - An admitted buyer learns it at its next poll, passes [`CHECKS`] gatekeeper checks a
+//!   from 1 s to `MAX_INTERVAL`. A waiter with no position yet polls again after 1 s.
+//! - An admitted buyer learns it at its next poll, passes `CHECKS` gatekeeper checks a
 //!   second apart and leaves a second later. Room: f × 5 000 sessions.
 //! - A promoter takes the lease and ticks every second.
-//! - Every request goes as AWS sends it: [`CONTAINERS`] containers, each a `Line` over its own
+//! - Every request goes as AWS sends it: `CONTAINERS` containers, each a `Line` over its own
 //!   connection with one request in flight; a free container takes the next request due.
 //!
 //! Per slot (the cluster): the bench counts each stripe's requests of each kind in each 5 s
@@ -31,8 +31,10 @@
 //! (`INFO cpu` over every primary ÷ calls, beside PINGs and GETs sent the same way). A slot's
 //! load is given in GET-equivalents a second at the whole scale, and each primary's priced
 //! total is set beside its `INFO cpu`.
+//!
+//! This file drives the runs and reports them; `line_replay.rs` holds the replay and
+//! `line_calibrate.rs` the prices.
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,41 +43,17 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use lineup::clock::SystemClock;
 use lineup::config::{RedisMode, RedisSettings};
-use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys};
+use lineup::ids::UserId;
+use lineup::line::{Joined, Lease, Opening, Stripe, StripeKeys};
 use lineup::queue::schedule::DrawSeed;
-use lineup_local::embedded_redis::EmbeddedRedis;
-use lineup_tests::EmbeddedCluster;
 
+use crate::line_calibrate::calibrate;
+use crate::line_replay::{
+    after, lines_of, queue, shape, user, Kind, Nodes, Replay, Servers, Tally, Task, BEFORE,
+    CAPACITY, CONTAINERS, FIRST_POLLS, HOLD_SECONDS, KINDS, WINDOW,
+};
 use crate::measure::Bench;
-use crate::probe::info_field;
 use crate::report::{met, thousands, Report};
-
-/// Containers sending at once, each one connection with one request in flight.
-const CONTAINERS: usize = 16;
-/// How often each primary's CPU is read.
-const WINDOW: Duration = Duration::from_secs(5);
-/// The measured run: from this long before the opening…
-const BEFORE: Duration = Duration::from_secs(10);
-/// …to this long after it (`LINEUP_BENCH_LINE_AFTER_SECONDS`, for a short trial).
-fn after() -> Duration {
-    std::env::var("LINEUP_BENCH_LINE_AFTER_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(Duration::from_secs(180), Duration::from_secs)
-}
-/// The live sessions the booking system takes, at the whole scale.
-const CAPACITY: f64 = 5_000.0;
-/// How long an admitted buyer holds its session here: it learns at its next poll, checks
-/// three times a second apart and leaves a second later.
-const HOLD_SECONDS: f64 = 5.0;
-/// The pre-queue's first polls spread over this long after the opening, by draw value.
-const FIRST_POLLS: Duration = Duration::from_secs(50);
-/// The longest a waiter is told to wait before its next poll: the waiting room's rule, a tenth
-/// of the wait up to 320 s.
-const MAX_INTERVAL: Duration = Duration::from_secs(320);
-/// Gatekeeper checks an admitted buyer passes before it leaves.
-const CHECKS: u32 = 3;
 
 /// One opening to replay.
 struct Layout {
@@ -113,507 +91,6 @@ const LAYOUTS: [Layout; 2] = [
     },
 ];
 
-/// The kinds of request, as counted per stripe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Join = 0,
-    Poll = 1,
-    Check = 2,
-    Leave = 3,
-    /// One tick's work on one stripe.
-    Tick = 4,
-}
-
-const KINDS: [Kind; 5] = [Kind::Join, Kind::Poll, Kind::Check, Kind::Leave, Kind::Tick];
-
-/// What falls due for a buyer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Task {
-    Join(u32),
-    Poll(u32),
-    Check(u32, u32),
-    Leave(u32),
-}
-
-fn user(i: u32) -> UserId {
-    UserId::parse(&format!("b{i}")).expect("user id")
-}
-
-/// The servers of one replay.
-enum Servers {
-    One(EmbeddedRedis),
-    Cluster(EmbeddedCluster),
-}
-
-impl Servers {
-    async fn start(primaries: usize) -> Servers {
-        if primaries <= 1 {
-            Servers::One(EmbeddedRedis::start().await.expect("redis-server"))
-        } else {
-            Servers::Cluster(EmbeddedCluster::start_primaries(primaries).await)
-        }
-    }
-
-    fn url(&self) -> String {
-        match self {
-            Servers::One(server) => server.url(),
-            Servers::Cluster(cluster) => cluster.url(),
-        }
-    }
-
-    fn node_urls(&self) -> Vec<String> {
-        match self {
-            Servers::One(server) => vec![server.url()],
-            Servers::Cluster(cluster) => cluster.nodes.iter().map(|n| n.url()).collect(),
-        }
-    }
-}
-
-/// Plain connections to each node, for `INFO`, PING and `CLUSTER` reads.
-struct Nodes(Vec<redis::aio::MultiplexedConnection>);
-
-impl Nodes {
-    async fn open(servers: &Servers) -> Nodes {
-        let mut conns = Vec::new();
-        for url in servers.node_urls() {
-            let client = redis::Client::open(url).expect("node url");
-            conns.push(
-                client
-                    .get_multiplexed_async_connection()
-                    .await
-                    .expect("node"),
-            );
-        }
-        Nodes(conns)
-    }
-
-    /// Each node's main-thread CPU, µs.
-    async fn cpu_us(&self) -> Vec<f64> {
-        let mut out = Vec::new();
-        for conn in &self.0 {
-            let info: String = redis::cmd("INFO")
-                .arg("cpu")
-                .query_async(&mut conn.clone())
-                .await
-                .expect("INFO cpu");
-            out.push(
-                (info_field(&info, "used_cpu_user_main_thread")
-                    + info_field(&info, "used_cpu_sys_main_thread"))
-                    * 1e6,
-            );
-        }
-        out
-    }
-
-    /// Which node holds each stripe's keys.
-    async fn owners(&self, keys: &[StripeKeys]) -> Vec<usize> {
-        if self.0.len() == 1 {
-            return vec![0; keys.len()];
-        }
-        let mut conn = self.0[0].clone();
-        let nodes: String = redis::cmd("CLUSTER")
-            .arg("NODES")
-            .query_async(&mut conn)
-            .await
-            .expect("CLUSTER NODES");
-        let ports: Vec<u16> = {
-            let mut ports = Vec::new();
-            for conn in &self.0 {
-                let info: String = redis::cmd("INFO")
-                    .arg("server")
-                    .query_async(&mut conn.clone())
-                    .await
-                    .expect("INFO server");
-                ports.push(info_field(&info, "tcp_port") as u16);
-            }
-            ports
-        };
-        let mut ranges: Vec<(u16, u16, usize)> = Vec::new();
-        for line in nodes.lines() {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let Some(port) = fields
-                .get(1)
-                .and_then(|a| a.split(['@', ',']).next())
-                .and_then(|a| a.rsplit(':').next())
-                .and_then(|p| p.parse::<u16>().ok())
-            else {
-                continue;
-            };
-            let Some(node) = ports.iter().position(|p| *p == port) else {
-                continue;
-            };
-            for range in fields.iter().skip(8) {
-                let mut ends = range.split('-').filter_map(|n| n.parse::<u16>().ok());
-                if let Some(start) = ends.next() {
-                    ranges.push((start, ends.next().unwrap_or(start), node));
-                }
-            }
-        }
-        let mut owners = Vec::new();
-        for stripe in keys {
-            let slot: u16 = redis::cmd("CLUSTER")
-                .arg("KEYSLOT")
-                .arg(&stripe.line)
-                .query_async(&mut conn)
-                .await
-                .expect("CLUSTER KEYSLOT");
-            owners.push(
-                ranges
-                    .iter()
-                    .find(|(a, b, _)| (*a..=*b).contains(&slot))
-                    .map_or(0, |r| r.2),
-            );
-        }
-        owners
-    }
-}
-
-/// Counts of requests per stripe and kind.
-struct Tally(Vec<[AtomicU64; 5]>);
-
-impl Tally {
-    fn new(stripes: u16) -> Tally {
-        Tally(
-            (0..stripes.max(1))
-                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
-                .collect(),
-        )
-    }
-
-    fn add(&self, stripe: Stripe, kind: Kind) {
-        self.0[stripe.0 as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn snapshot(&self) -> Vec<[u64; 5]> {
-        self.0
-            .iter()
-            .map(|kinds| std::array::from_fn(|k| kinds[k].load(Ordering::Relaxed)))
-            .collect()
-    }
-}
-
-/// The lines of one replay, one per container, and what they share.
-struct Replay {
-    lines: Vec<Line>,
-    opens_at: i64,
-    end: Instant,
-    /// Admissions a second, at this scale.
-    rate: f64,
-    scores: Vec<AtomicI64>,
-    first_polled: Vec<AtomicI64>,
-    members: u32,
-    due: Mutex<BinaryHeap<Reverse<(Instant, Task)>>>,
-    tally: Tally,
-    late_ms: Mutex<Vec<u64>>,
-    dropped: AtomicU64,
-    done: AtomicBool,
-}
-
-impl Replay {
-    fn schedule(&self, at: Instant, task: Task) {
-        if at < self.end {
-            if let Ok(mut due) = self.due.lock() {
-                due.push(Reverse((at, task)));
-            }
-        }
-    }
-
-    /// The next task due, if any is due now.
-    fn next(&self) -> Result<Task, Option<Instant>> {
-        let mut due = self.due.lock().map_err(|_| None)?;
-        match due.peek() {
-            Some(Reverse((at, _))) if *at <= Instant::now() => {
-                let Some(Reverse((at, task))) = due.pop() else {
-                    return Err(None);
-                };
-                if let Ok(mut late) = self.late_ms.lock() {
-                    late.push(at.elapsed().as_millis() as u64);
-                }
-                Ok(task)
-            }
-            Some(Reverse((at, _))) => Err(Some(*at)),
-            None => Err(None),
-        }
-    }
-
-    async fn container(&self, lane: usize) {
-        let line = &self.lines[lane];
-        while !self.done.load(Ordering::Relaxed) {
-            let task = match self.next() {
-                Ok(task) => task,
-                Err(at) => {
-                    let wait = at.map_or(Duration::from_millis(5), |at| {
-                        at.saturating_duration_since(Instant::now())
-                    });
-                    tokio::time::sleep(wait.min(Duration::from_millis(5))).await;
-                    continue;
-                }
-            };
-            let now = chrono::Utc::now().timestamp_millis();
-            let second = Duration::from_secs(1);
-            match task {
-                Task::Join(i) => {
-                    let u = user(i);
-                    self.tally.add(line.stripe_of(&u), Kind::Join);
-                    if let Ok(Joined::New { score, .. } | Joined::Already { score, .. }) =
-                        line.join(&u, now).await
-                    {
-                        self.scores[i as usize].store(score, Ordering::Relaxed);
-                        self.schedule(Instant::now() + second, Task::Poll(i));
-                    }
-                }
-                Task::Poll(i) => {
-                    let u = user(i);
-                    if i < self.members {
-                        let _ = self.first_polled[i as usize].compare_exchange(
-                            i64::MAX,
-                            now - self.opens_at,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
-                    }
-                    self.tally.add(line.stripe_of(&u), Kind::Poll);
-                    let score = self.scores[i as usize].load(Ordering::Relaxed);
-                    match line.poll(&u, score, now).await {
-                        Ok(Standing::Waiting { position }) => {
-                            let wait = position as f64 / self.rate / 10.0;
-                            let after = Duration::from_secs_f64(
-                                wait.clamp(1.0, MAX_INTERVAL.as_secs_f64()),
-                            );
-                            self.schedule(Instant::now() + after, Task::Poll(i));
-                        }
-                        Ok(Standing::Active { .. }) => {
-                            self.schedule(Instant::now() + second, Task::Check(i, 0))
-                        }
-                        Ok(Standing::Dropped | Standing::Gone) => {
-                            self.dropped.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(Standing::Unplaced { .. } | Standing::Stalled { .. }) | Err(_) => {
-                            self.schedule(Instant::now() + second, Task::Poll(i))
-                        }
-                    }
-                }
-                Task::Check(i, n) => {
-                    let u = user(i);
-                    self.tally.add(line.stripe_of(&u), Kind::Check);
-                    let _ = line.check(&u, now).await;
-                    let next = if n + 1 < CHECKS {
-                        Task::Check(i, n + 1)
-                    } else {
-                        Task::Leave(i)
-                    };
-                    self.schedule(Instant::now() + second, next);
-                }
-                Task::Leave(i) => {
-                    let u = user(i);
-                    self.tally.add(line.stripe_of(&u), Kind::Leave);
-                    let _ = line.leave(&u).await;
-                }
-            }
-        }
-    }
-
-    async fn promoter(&self, capacity: u64, stripes: u16) {
-        let line = &self.lines[0];
-        let mut next = Instant::now();
-        while !self.done.load(Ordering::Relaxed) {
-            tokio::time::sleep_until(next.into()).await;
-            next += Duration::from_secs(1);
-            if let Ok(Lease::Granted(fence)) = line.lease("bench", Duration::from_secs(5)).await {
-                if line.tick(fence, &SystemClock, capacity).await.is_ok() {
-                    for k in 0..stripes.max(1) {
-                        self.tally.add(Stripe(k), Kind::Tick);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Redis CPU per request of each kind on `servers`, summed over every node, in µs, beside a
-/// PING and a GET sent the same way: (PING, GET, per kind).
-async fn calibrate(
-    settings: &RedisSettings,
-    servers: &Servers,
-    nodes: &Nodes,
-    layout: &Layout,
-    fraction: u64,
-) -> (f64, f64, [f64; 5]) {
-    let shape = shape(layout.stripes);
-    let lines = lines_of(settings, servers, "calibrate", shape, None).await;
-    let scores: Vec<AtomicI64> = (0..6_400).map(|_| AtomicI64::new(0)).collect();
-    let scores = &scores;
-    let count: u32 = 6_400;
-    let now = chrono::Utc::now().timestamp_millis();
-    let cost = |before: &[f64], after: &[f64], calls: u32| {
-        before.iter().zip(after).map(|(b, a)| a - b).sum::<f64>() / f64::from(calls)
-    };
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, _| {
-        let mut conn = nodes.0[lane % nodes.0.len()].clone();
-        async move {
-            let _: String = redis::cmd("PING")
-                .query_async(&mut conn)
-                .await
-                .expect("PING");
-        }
-    })
-    .await;
-    let ping = cost(&before, &nodes.cpu_us().await, count);
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
-        let line = &lines[lane];
-        async move {
-            if let Joined::New { score, .. } = line.join(&user(i), now).await.expect("join") {
-                scores[i as usize].store(score, Ordering::Relaxed);
-            }
-        }
-    })
-    .await;
-    let join = cost(&before, &nodes.cpu_us().await, count);
-    let sealed = now + 2_000;
-    let Ok(Lease::Granted(fence)) = lines[0].lease("calibrate", Duration::from_secs(60)).await
-    else {
-        panic!("the calibration's lease");
-    };
-    let conn = lineup::store::connect(settings, &servers.url()).expect("connect");
-    let conn = &conn;
-    let keys: Vec<StripeKeys> = (0..shape.stripes)
-        .map(|k| StripeKeys::new("lineup", &queue("calibrate"), Stripe(k), shape.stripes))
-        .collect();
-    let keys = &keys;
-    let before = nodes.cpu_us().await;
-    spread(count, |_, i| {
-        let key = &keys[i as usize % keys.len()].sealed;
-        async move {
-            let _: Option<String> = conn
-                .query(key, redis::cmd("GET").arg(key).clone())
-                .await
-                .expect("GET");
-        }
-    })
-    .await;
-    let get = cost(&before, &nodes.cpu_us().await, count);
-    // Each container reads each stripe's published state once, then holds it: the clock
-    // the polls pass stands still.
-    for line in &lines {
-        for k in 0..shape.stripes {
-            if let Some(i) = (0..count).find(|i| line.stripe_of(&user(*i)) == Stripe(k)) {
-                let score = scores[i as usize].load(Ordering::Relaxed);
-                line.poll(&user(i), score, sealed).await.expect("poll");
-            }
-        }
-    }
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
-        let line = &lines[lane];
-        async move {
-            let score = scores[i as usize].load(Ordering::Relaxed);
-            line.poll(&user(i), score, sealed).await.expect("poll");
-        }
-    })
-    .await;
-    let poll = cost(&before, &nodes.cpu_us().await, count);
-    lines[0]
-        .tick(fence, &(sealed + 1), u64::from(count))
-        .await
-        .expect("tick");
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
-        let line = &lines[lane];
-        async move {
-            line.check(&user(i), sealed + 2).await.expect("check");
-        }
-    })
-    .await;
-    let check = cost(&before, &nodes.cpu_us().await, count);
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
-        let line = &lines[lane];
-        async move {
-            line.leave(&user(i)).await.expect("leave");
-        }
-    })
-    .await;
-    let leave = cost(&before, &nodes.cpu_us().await, count);
-
-    // What a second's admissions add to a tick: one tick with room for the whole scale's
-    // second of admissions less one with room for this scale's, each over a line of waiters.
-    let ticking = lines_of(settings, servers, "calibrate-tick", shape, None).await;
-    let waiters = 4 * (CAPACITY / HOLD_SECONDS) as u32;
-    spread(waiters, |lane, i| {
-        let line = &ticking[lane];
-        async move {
-            line.join(&user(i), now).await.expect("join");
-        }
-    })
-    .await;
-    let Ok(Lease::Granted(fence)) = ticking[0].lease("calibrate", Duration::from_secs(60)).await
-    else {
-        panic!("the calibration's lease");
-    };
-    let tick_with = |capacity: u64, admits: u64, at: i64| {
-        let ticking = &ticking;
-        async move {
-            let before = nodes.cpu_us().await;
-            let ticked = ticking[0].tick(fence, &at, capacity).await.expect("tick");
-            assert_eq!(ticked.admitted.len() as u64, admits);
-            cost(&before, &nodes.cpu_us().await, u32::from(shape.stripes))
-        }
-    };
-    let here = ((CAPACITY / HOLD_SECONDS) as u64 / fraction).max(1);
-    let second = (CAPACITY / HOLD_SECONDS) as u64;
-    let scaled = tick_with(here, here, sealed).await;
-    let whole = tick_with(here + second, second, sealed + 1).await;
-    (ping, get, [join, poll, check, leave, whole - scaled])
-}
-
-/// Runs `run` for each of `count` requests, over the containers, one in flight on each.
-async fn spread<F, Fut>(count: u32, run: F)
-where
-    F: Fn(usize, u32) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let run = &run;
-    join_all((0..CONTAINERS).map(|lane| async move {
-        for i in (lane as u32..count).step_by(CONTAINERS) {
-            run(lane, i).await;
-        }
-    }))
-    .await;
-}
-
-fn shape(stripes: u16) -> LineShape {
-    LineShape {
-        stripes,
-        presence: 3 * MAX_INTERVAL,
-        ..LineShape::default()
-    }
-}
-
-fn queue(name: &str) -> QueueId {
-    QueueId::parse(name).expect("queue id")
-}
-
-async fn lines_of(
-    settings: &RedisSettings,
-    servers: &Servers,
-    name: &str,
-    shape: LineShape,
-    opening: Option<Opening>,
-) -> Vec<Line> {
-    (0..CONTAINERS)
-        .map(|_| {
-            let conn = lineup::store::connect(settings, &servers.url()).expect("connect");
-            let line = Line::new(conn, "lineup", queue(name), shape);
-            match &opening {
-                Some(opening) => line.with_opening(opening.clone()),
-                None => line,
-            }
-        })
-        .collect()
-}
-
 /// One scale's figures.
 struct Figures {
     members: u32,
@@ -644,7 +121,8 @@ struct Figures {
 async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Figures {
     let servers = Servers::start(layout.primaries).await;
     let nodes = Nodes::open(&servers).await;
-    let (ping_us, get_us, per_kind) = calibrate(settings, &servers, &nodes, layout, fraction).await;
+    let (ping_us, get_us, per_kind) =
+        calibrate(settings, &servers, &nodes, layout.stripes, fraction).await;
     let shape = shape(layout.stripes);
     let members = (layout.members / fraction) as u32;
     let per_second = layout.joins_per_second as f64 / fraction as f64;

@@ -39,6 +39,8 @@ mod throughput;
 
 // What they share, and the parts of the larger ones.
 mod baseline;
+mod line_calibrate;
+mod line_replay;
 mod measure;
 mod probe;
 mod report;

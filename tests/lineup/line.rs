@@ -11,9 +11,9 @@ use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, St
 use lineup::queue::schedule::DrawSeed;
 use lineup_tests::TestApp;
 
-const STRIPES: u16 = 4;
-const SEGMENT_MS: i64 = 1000;
-const SEAL_MS: i64 = 500;
+pub(crate) const STRIPES: u16 = 4;
+pub(crate) const SEGMENT_MS: i64 = 1000;
+pub(crate) const SEAL_MS: i64 = 500;
 
 fn shape() -> LineShape {
     LineShape {
@@ -26,7 +26,7 @@ fn shape() -> LineShape {
     }
 }
 
-async fn line(app: &TestApp) -> Line {
+pub(crate) async fn line(app: &TestApp) -> Line {
     let url = app.config.redis.url.clone().expect("REDIS_URL");
     let conn = lineup::store::connect(&app.config.redis, &url).expect("connect");
     Line::new(
@@ -38,14 +38,14 @@ async fn line(app: &TestApp) -> Line {
 }
 
 /// One tick at `now`, as the promoter "test": it takes or renews the lease first.
-async fn tick(line: &Line, now: i64, capacity: u64) -> Ticked {
+pub(crate) async fn tick(line: &Line, now: i64, capacity: u64) -> Ticked {
     let Lease::Granted(fence) = line.lease("test", Duration::from_secs(60)).await.unwrap() else {
         panic!("the lease is the test's");
     };
     line.tick(fence, &now, capacity).await.unwrap()
 }
 
-fn user(i: usize) -> UserId {
+pub(crate) fn user(i: usize) -> UserId {
     UserId::parse(&format!("buyer-{i}")).unwrap()
 }
 
@@ -587,142 +587,4 @@ async fn arrivals_swap_places_by_less_than_a_segment_and_the_clocks_spread() {
         latest = latest.max(i);
     }
     assert!(swapped > 0, "some arrivals within δ swap places");
-}
-
-/// A clock that moves on by `step` ms each time it is read: a tick reading it finds its own
-/// reads that much older when it comes to write.
-struct Stepping {
-    now: std::sync::atomic::AtomicI64,
-    step: i64,
-}
-
-impl lineup::clock::Clock for Stepping {
-    fn now_ms(&self) -> i64 {
-        self.now
-            .fetch_add(self.step, std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// One promoter at a time: a second is refused the lease while the first holds it, takes it
-/// once it lapses, and from then on every stripe refuses the first one's writes. A tick that
-/// comes to write more than `DECIDED_FOR` after its reads writes nothing. A poll says how old
-/// the line's state is once no tick has run for `STALE_AFTER`.
-#[tokio::test]
-async fn one_promoter_at_a_time_and_a_stale_tick_or_state_says_so() {
-    use lineup::line::{TickRefused, DECIDED_FOR, STALE_AFTER};
-    let app = TestApp::spawn(&[]).await;
-    let (first, second) = (line(&app).await, line(&app).await);
-    let t0 = chrono::Utc::now().timestamp_millis();
-    for i in 0..40 {
-        first.join(&user(i), t0).await.unwrap();
-    }
-    let now = t0 + SEGMENT_MS + SEAL_MS;
-    // The lease's own expiry is Redis's clock: the test waits it out.
-    let lease = Duration::from_millis(300);
-    let Lease::Granted(old) = first.lease("first", lease).await.unwrap() else {
-        panic!("a free lease");
-    };
-    assert!(matches!(
-        second.lease("second", lease).await.unwrap(),
-        Lease::Held { for_ms } if for_ms > 0
-    ));
-    assert_eq!(
-        first.lease("first", lease).await.unwrap(),
-        Lease::Granted(old),
-        "renewed with the same fence"
-    );
-    let ticked = first.tick(old, &now, 10).await.unwrap();
-    assert_eq!((ticked.admitted.len(), ticked.refused), (10, None));
-
-    tokio::time::sleep(lease + Duration::from_millis(100)).await;
-    let Lease::Granted(new) = second.lease("second", lease).await.unwrap() else {
-        panic!("a lapsed lease is taken");
-    };
-    assert!(new > old);
-    let ticked = second.tick(new, &(now + 1), 20).await.unwrap();
-    assert_eq!((ticked.admitted.len(), ticked.refused), (10, None));
-    // The first promoter resumes as if it still held the lease: every stripe refuses it.
-    let ticked = first.tick(old, &(now + 2), 40).await.unwrap();
-    assert_eq!(ticked.refused, Some(TickRefused::Fenced { by: new }));
-    assert!(ticked.admitted.is_empty());
-    let Standing::Waiting { position } = first_waiting(&second, 40, now + 2000).await else {
-        panic!("waiting");
-    };
-    assert!(position <= 20, "twenty wait: {position}");
-
-    // A tick whose clock has moved on 2.5 s between its reads and its writes writes nothing.
-    let clock = Stepping {
-        now: (now + 3).into(),
-        step: DECIDED_FOR.as_millis() as i64 + 500,
-    };
-    let ticked = second.tick(new, &clock, 40).await.unwrap();
-    assert_eq!(
-        ticked.refused,
-        Some(TickRefused::Stale {
-            age_ms: DECIDED_FOR.as_millis() as i64 + 500
-        })
-    );
-    assert!(ticked.admitted.is_empty());
-
-    // No tick since `now + 1`: past STALE_AFTER, a poll says how old the state is.
-    let late = now + 1 + STALE_AFTER.as_millis() as i64 + 1;
-    assert_eq!(
-        first_waiting(&second, 40, late).await,
-        Standing::Stalled {
-            position: Some(position),
-            age_ms: STALE_AFTER.as_millis() as i64 + 1
-        }
-    );
-}
-
-/// The standing at `now` of the first of `buyers` still in line, its score read back by joining
-/// again.
-async fn first_waiting(line: &Line, buyers: usize, now: i64) -> Standing {
-    for i in 0..buyers {
-        if let Joined::Already { score, .. } = line.join(&user(i), now).await.unwrap() {
-            return line.poll(&user(i), score, now).await.unwrap();
-        }
-    }
-    panic!("nobody waits");
-}
-
-/// Sold out, paused or unhealthy: once `halt` returns, no tick admits anyone, whatever the
-/// room, and the places wait on; the published state says why. Resumed, the line admits in
-/// order again.
-#[tokio::test]
-async fn a_halted_line_admits_nobody_until_it_resumes() {
-    use lineup::line::Halt;
-    let app = TestApp::spawn(&[]).await;
-    let line = line(&app).await;
-    let t0 = chrono::Utc::now().timestamp_millis();
-    for i in 0..20 {
-        line.join(&user(i), t0 + i as i64).await.unwrap();
-    }
-    let now = t0 + SEGMENT_MS + SEAL_MS;
-    let ticked = tick(&line, now, 5).await;
-    assert_eq!(ticked.admitted.len(), 5);
-    line.halt(Halt::SoldOut).await.unwrap();
-    let ticked = tick(&line, now + 1, 100).await;
-    assert!(ticked.admitted.is_empty());
-    assert_eq!(ticked.halted, Some(Halt::SoldOut));
-    let published: String = redis::cmd("GET")
-        .arg(
-            StripeKeys::new(
-                &app.config.key_prefix,
-                &QueueId::parse("sale").unwrap(),
-                Stripe(0),
-                STRIPES,
-            )
-            .published,
-        )
-        .query_async(&mut app.inspect.clone())
-        .await
-        .unwrap();
-    assert!(published.contains(r#""halted":"sold-out""#), "{published}");
-    let later = now + 1 + lineup::line::PUBLISHED_FOR.as_millis() as i64;
-    let standing = first_waiting(&line, 20, later).await;
-    assert!(matches!(standing, Standing::Waiting { .. }), "{standing:?}");
-    line.resume().await.unwrap();
-    let ticked = tick(&line, now + 2, 100).await;
-    assert_eq!((ticked.admitted.len(), ticked.halted), (15, None));
 }

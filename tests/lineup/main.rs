@@ -20,6 +20,7 @@ mod health;
 mod identity;
 mod keys;
 mod line;
+mod line_control;
 mod load;
 mod local_stack;
 mod metrics;
