@@ -55,7 +55,7 @@ async fn one_promoter_at_a_time_and_a_stale_tick_or_state_says_so() {
     let ticked = first.tick(old, &now, 10).await.unwrap();
     assert_eq!((ticked.admitted.len(), ticked.refused), (10, None));
 
-    tokio::time::sleep(lease + Duration::from_millis(100)).await;
+    lineup_tests::sleep(lease + Duration::from_millis(100)).await;
     let Lease::Granted(new) = second.lease("second", lease).await.unwrap() else {
         panic!("a lapsed lease is taken");
     };
