@@ -16,7 +16,7 @@ use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, St
 use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_tests::EmbeddedCluster;
 
-use crate::probe::info_field;
+use crate::probe::{info_field, main_thread_cpu_of};
 
 /// Containers sending at once, each one connection with one request in flight.
 pub(crate) const CONTAINERS: usize = 16;
@@ -127,11 +127,7 @@ impl Nodes {
                 .query_async(&mut conn.clone())
                 .await
                 .expect("INFO cpu");
-            out.push(
-                (info_field(&info, "used_cpu_user_main_thread")
-                    + info_field(&info, "used_cpu_sys_main_thread"))
-                    * 1e6,
-            );
+            out.push(main_thread_cpu_of(&info));
         }
         out
     }

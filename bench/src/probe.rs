@@ -24,7 +24,12 @@ pub async fn main_thread_cpu_us(bench: &Bench) -> f64 {
         .query_async(&mut bench.app.inspect.clone())
         .await
         .expect("INFO cpu");
-    (info_field(&info, "used_cpu_user_main_thread") + info_field(&info, "used_cpu_sys_main_thread"))
+    main_thread_cpu_of(&info)
+}
+
+/// Main-thread CPU (user + sys), in µs, from an `INFO cpu` reply.
+pub fn main_thread_cpu_of(info: &str) -> f64 {
+    (info_field(info, "used_cpu_user_main_thread") + info_field(info, "used_cpu_sys_main_thread"))
         * 1e6
 }
 

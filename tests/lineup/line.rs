@@ -58,6 +58,16 @@ struct Place {
     user: String,
 }
 
+/// Buyer `i`'s arrival place, as the model orders it.
+fn arrival(stripe: Stripe, score: i64, i: usize) -> Place {
+    Place {
+        segment: score.div_euclid(SEGMENT_MS),
+        stripe,
+        score,
+        user: user(i).to_string(),
+    }
+}
+
 /// The model's line: every waiting place, in order.
 struct Model(Vec<(Place, usize)>);
 
@@ -494,15 +504,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         };
         assert!(score >= opens);
         scores.push(score);
-        after.push((
-            Place {
-                segment: score.div_euclid(SEGMENT_MS),
-                stripe,
-                score,
-                user: user(i).to_string(),
-            },
-            i,
-        ));
+        after.push((arrival(stripe, score, i), i));
     }
     // The first tick after the opening seals every stripe past it, and admits nobody yet.
     let ticked = tick(&line, opens + 100, 50).await;
@@ -514,15 +516,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     };
     assert_eq!(score, opens);
     scores.push(score);
-    after.push((
-        Place {
-            segment: score.div_euclid(SEGMENT_MS),
-            stripe,
-            score,
-            user: user(late).to_string(),
-        },
-        late,
-    ));
+    after.push((arrival(stripe, score, late), late));
     after.sort();
     model.0.extend(after);
 
