@@ -21,7 +21,7 @@ pub(crate) async fn calibrate(
     stripes: u16,
     fraction: u64,
 ) -> (f64, f64, [f64; 5]) {
-    let shape = shape(stripes);
+    let shape = shape(stripes, 1);
     let lines = lines_of(settings, servers, "calibrate", shape, None).await;
     let scores: Vec<AtomicI64> = (0..6_400).map(|_| AtomicI64::new(0)).collect();
     let scores = &scores;

@@ -1,11 +1,12 @@
 //! `lineup-bench line-opening`: issue 56's openings on the striped line (`lineup::line`),
 //! replayed in real time at fractions f of their scale, on fresh servers:
 //!
-//! - **A cluster of 8 primaries**, 64 stripes: a pre-queue of 10 000 000 opens while 62 000 new
-//!   buyers a second join for the first 30 s.
+//! - **A cluster of 8 primaries**, 128 stripes, 32 ranges of draw values each: a pre-queue of
+//!   10 000 000 opens while 62 000 new buyers a second join for the first 30 s.
 //! - **One server**, one stripe: a pre-queue of 2 000 000 opens while 2 000 new buyers a second
 //!   join, from 10 s before the opening to 180 s after.
 //!
+//! `LINEUP_BENCH_LINE_PRIMARIES=8` (or `1`) runs only that layout.
 //! Each runs at f = 1/100 and 1/400 (`LINEUP_BENCH_LINE_FRACTIONS=100,400`): f × every count,
 //! in real time. Redis's CPU is read from each primary's `INFO cpu` every 5 s, from 10 s before
 //! the opening to 180 s after, and extrapolated to the whole scale: the primary's idle share,
@@ -61,6 +62,8 @@ struct Layout {
     /// 1: one server.
     primaries: usize,
     stripes: u16,
+    /// Ranges of the draw's values a stripe holds: a range holds about 2.5 s of admissions.
+    draw_ranges: u16,
     /// The pre-queue at the whole scale.
     members: u64,
     /// New buyers a second at the whole scale, from `joins_from` to `joins_to` (s, from the
@@ -72,9 +75,10 @@ struct Layout {
 
 const LAYOUTS: [Layout; 2] = [
     Layout {
-        name: "a cluster of 8 primaries, 64 stripes",
+        name: "a cluster of 8 primaries, 128 stripes of 32 draw ranges",
         primaries: 8,
-        stripes: 64,
+        stripes: 128,
+        draw_ranges: 32,
         members: 10_000_000,
         joins_per_second: 62_000,
         joins_from: 0,
@@ -84,6 +88,7 @@ const LAYOUTS: [Layout; 2] = [
         name: "one server, one stripe",
         primaries: 1,
         stripes: 1,
+        draw_ranges: 1,
         members: 2_000_000,
         joins_per_second: 2_000,
         joins_from: -10,
@@ -111,6 +116,9 @@ struct Figures {
     calls_per_buyer: f64,
     /// The hottest slot's GET-equivalents a second at the whole scale.
     hottest_slot: f64,
+    /// What the hottest slot's load was made of: its window's end (s from the opening) and
+    /// each kind's share of it, in GET-equivalents a second at the whole scale.
+    hottest_parts: String,
     /// Each primary's priced CPU ÷ its `INFO cpu` above idle, over the run: lowest, highest.
     priced: (f64, f64),
     /// Per kind, µs and × PING (summed over every primary).
@@ -123,7 +131,7 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
     let nodes = Nodes::open(&servers).await;
     let (ping_us, get_us, per_kind) =
         calibrate(settings, &servers, &nodes, layout.stripes, fraction).await;
-    let shape = shape(layout.stripes);
+    let shape = shape(layout.stripes, layout.draw_ranges);
     let members = (layout.members / fraction) as u32;
     let per_second = layout.joins_per_second as f64 / fraction as f64;
     let arrivals = (per_second * (layout.joins_to - layout.joins_from) as f64) as u32;
@@ -293,6 +301,7 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
     let mut busiest_priced: f64 = 0.0;
     let mut busiest_priced_at = 0.0;
     let mut hottest_slot: f64 = 0.0;
+    let mut hottest_parts = String::new();
     let mut priced = vec![0.0; idle.len()];
     let mut measured = vec![0.0; idle.len()];
     let mut calls = 0u64;
@@ -311,7 +320,25 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
             priced[owners[stripe]] += buyers + n * tick_here;
             let whole = buyers * f + n * tick_whole;
             whole_priced[owners[stripe]] += whole;
-            hottest_slot = hottest_slot.max(whole / get_us / seconds);
+            if whole / get_us / seconds > hottest_slot {
+                hottest_slot = whole / get_us / seconds;
+                let part = |k: Kind, scale: f64, each: f64| {
+                    let load = kinds[k as usize] as f64 * each * scale / get_us / seconds;
+                    format!("{k:?} {}", thousands(load as u64))
+                };
+                hottest_parts = format!(
+                    "the 5 s to {:+.0} s: {}",
+                    (w + 1) as f64 * seconds - BEFORE.as_secs_f64(),
+                    [
+                        part(Kind::Join, f, per_kind[Kind::Join as usize]),
+                        part(Kind::Poll, f, per_kind[Kind::Poll as usize]),
+                        part(Kind::Check, f, per_kind[Kind::Check as usize]),
+                        part(Kind::Leave, f, per_kind[Kind::Leave as usize]),
+                        part(Kind::Tick, 1.0, tick_whole),
+                    ]
+                    .join(", ")
+                );
+            }
             calls += kinds[..4].iter().sum::<u64>();
         }
         for (node, used) in cpu.iter().enumerate() {
@@ -361,6 +388,7 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
         dropped: replay.dropped.load(Ordering::Relaxed),
         calls_per_buyer: calls as f64 / f64::from((members + arrivals).max(1)),
         hottest_slot,
+        hottest_parts,
         priced: (
             ratios.iter().copied().fold(f64::INFINITY, f64::min),
             ratios.iter().copied().fold(0.0, f64::max),
@@ -381,7 +409,14 @@ fn fractions() -> Vec<u64> {
 pub async fn run(bench: &Bench, report: &mut Report) {
     let mut settings = bench.app.config.redis.clone();
     settings.mode = RedisMode::Auto;
-    for layout in &LAYOUTS {
+    // `LINEUP_BENCH_LINE_PRIMARIES=8` runs only the layouts of that many primaries.
+    let primaries: Option<usize> = std::env::var("LINEUP_BENCH_LINE_PRIMARIES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok());
+    for layout in LAYOUTS
+        .iter()
+        .filter(|l| primaries.is_none_or(|p| l.primaries == p))
+    {
         report.section(&format!(
             "The striped line's opening on {}: {} pre-queue members, {} joins a second",
             layout.name,
@@ -454,7 +489,11 @@ pub async fn run(bench: &Bench, report: &mut Report) {
             if layout.primaries > 1 {
                 report.row(
                     &format!("{at}: hottest slot, GET-equivalents a second, whole scale"),
-                    &thousands(figures.hottest_slot as u64),
+                    &format!(
+                        "{} ({})",
+                        thousands(figures.hottest_slot as u64),
+                        figures.hottest_parts
+                    ),
                     &format!("goal ≤ 20 000: {}", met(figures.hottest_slot <= 20_000.0)),
                 );
                 report.row(

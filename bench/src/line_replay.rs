@@ -372,9 +372,10 @@ where
     .await;
 }
 
-pub(crate) fn shape(stripes: u16) -> LineShape {
+pub(crate) fn shape(stripes: u16, draw_ranges: u16) -> LineShape {
     LineShape {
         stripes,
+        draw_ranges,
         presence: 3 * MAX_INTERVAL,
         ..LineShape::default()
     }

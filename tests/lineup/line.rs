@@ -15,7 +15,7 @@ pub(crate) const STRIPES: u16 = 4;
 pub(crate) const SEGMENT_MS: i64 = 1000;
 pub(crate) const SEAL_MS: i64 = 500;
 
-fn shape() -> LineShape {
+pub(crate) fn shape() -> LineShape {
     LineShape {
         stripes: STRIPES,
         segment: Duration::from_millis(SEGMENT_MS as u64),
@@ -23,6 +23,7 @@ fn shape() -> LineShape {
         presence: Duration::from_secs(600),
         session: Duration::from_secs(600),
         keep: Duration::from_secs(3600),
+        draw_ranges: 4,
     }
 }
 
@@ -190,7 +191,7 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             STRIPES,
         );
         let _: () = redis::cmd("DEL")
-            .arg(keys.seen(user(*i).as_str()))
+            .arg(keys.mark(user(*i).as_str()))
             .query_async(&mut redis)
             .await
             .unwrap();
@@ -395,9 +396,10 @@ async fn drain(line: &Line, mut now: i64, capacity: u64) -> Vec<String> {
 }
 
 /// A line with an opening: 240 members join before it, with coarse draw values so that many
-/// share one (those go by arrival), over all four stripes. The draw is admitted in value order
-/// exactly, every member's position is its place in that order, and those who come at or after
-/// the opening (a member whose clock runs behind included) stand behind the whole draw.
+/// share one (those go by arrival), over all four stripes, four ranges of values each. The
+/// draw is admitted in value order exactly, its front from every stripe, every member's
+/// position is its place in that order, and those who come at or after the opening (a member
+/// whose clock runs behind included) stand behind the whole draw.
 #[tokio::test]
 async fn the_draw_is_admitted_in_value_order_across_stripes() {
     let app = TestApp::spawn(&[]).await;
@@ -421,8 +423,9 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         assert!(score < 0, "a draw place");
         assert_eq!(stripe, line.stripe_of(&user(i)));
         scores.push(score);
+        // The model orders the draw by value, below.
         let place = Place {
-            segment: -1,
+            segment: i64::MIN,
             stripe,
             score,
             user: user(i).to_string(),
@@ -456,7 +459,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
         STRIPES,
     );
     let left: i64 = redis::cmd("PTTL")
-        .arg(keys.seen(user(0).as_str()))
+        .arg(keys.mark(user(0).as_str()))
         .query_async(&mut app.inspect.clone())
         .await
         .unwrap();
@@ -526,6 +529,11 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     let ticked = tick(&line, now, 50).await;
     let first: Vec<String> = model.0[..50].iter().map(|(p, _)| p.user.clone()).collect();
     assert_eq!(ticked.admitted, first);
+    // The draw's front is not one stripe's: its values' ranges go round the stripes, so the
+    // first 50 of 240 come from every stripe.
+    let fronts: std::collections::BTreeSet<Stripe> =
+        model.0[..50].iter().map(|(p, _)| p.stripe).collect();
+    assert_eq!(fronts.len(), STRIPES as usize, "{fronts:?}");
     for i in model.0[..50].iter().map(|(_, i)| *i).collect::<Vec<_>>() {
         model.remove(i);
     }

@@ -8,7 +8,7 @@ use lineup::ids::QueueId;
 use lineup::line::{Joined, Lease, Line, Standing, Stripe, StripeKeys};
 use lineup_tests::TestApp;
 
-use super::line::{line, tick, user, SEAL_MS, SEGMENT_MS, STRIPES};
+use super::line::{line, shape, tick, user, SEAL_MS, SEGMENT_MS, STRIPES};
 
 /// A clock that moves on by `step` ms each time it is read: a tick reading it finds its own
 /// reads that much older when it comes to write.
@@ -146,4 +146,86 @@ async fn a_halted_line_admits_nobody_until_it_resumes() {
     line.resume().await.unwrap();
     let ticked = tick(&line, now + 2, 100).await;
     assert_eq!((ticked.admitted.len(), ticked.halted), (15, None));
+}
+
+/// A clock that stands at `now`, and the second time it is read (a tick's, after its reads and
+/// before its writes) first halts the line as sold out, through another `Line` on another
+/// connection, as an operator's call would.
+struct HaltsBetween {
+    now: i64,
+    reads: std::sync::atomic::AtomicU32,
+    redis: lineup::config::RedisSettings,
+    prefix: String,
+}
+
+impl lineup::clock::Clock for HaltsBetween {
+    fn now_ms(&self) -> i64 {
+        if self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            let (redis, prefix) = (self.redis.clone(), self.prefix.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let url = redis.url.clone().expect("REDIS_URL");
+                    let conn = lineup::store::connect(&redis, &url).expect("connect");
+                    let operator =
+                        Line::new(conn, &prefix, QueueId::parse("sale").unwrap(), shape());
+                    operator.halt(lineup::line::Halt::SoldOut).await.unwrap();
+                });
+            })
+            .join()
+            .unwrap();
+        }
+        self.now
+    }
+}
+
+/// A halt that lands while a tick is between its reads and its writes: the tick chose its
+/// buyers before the halt, yet admits none of them, says the line is halted, and still seals.
+#[tokio::test]
+async fn a_halt_during_a_tick_stops_its_admissions() {
+    use lineup::line::Halt;
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    for i in 0..20 {
+        line.join(&user(i), t0 + i as i64).await.unwrap();
+    }
+    let now = t0 + SEGMENT_MS + SEAL_MS;
+    let clock = HaltsBetween {
+        now,
+        reads: Default::default(),
+        redis: app.config.redis.clone(),
+        prefix: app.config.key_prefix.clone(),
+    };
+    let Lease::Granted(fence) = line.lease("test", Duration::from_secs(60)).await.unwrap() else {
+        panic!("the lease is the test's");
+    };
+    let ticked = line.tick(fence, &clock, 100).await.unwrap();
+    assert_eq!(clock.reads.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        (ticked.admitted.len(), ticked.halted, ticked.refused),
+        (0, Some(Halt::SoldOut), None)
+    );
+    let keys = StripeKeys::new(
+        &app.config.key_prefix,
+        &QueueId::parse("sale").unwrap(),
+        line.stripe_of(&user(0)),
+        STRIPES,
+    );
+    let (queued, sealed): (u64, Option<i64>) = redis::pipe()
+        .cmd("ZCARD")
+        .arg(&keys.line)
+        .cmd("GET")
+        .arg(&keys.sealed)
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert!(queued > 0, "the places wait on");
+    assert!(sealed.is_some_and(|at| at > t0), "{sealed:?}");
+    line.resume().await.unwrap();
+    let ticked = tick(&line, now + 1, 100).await;
+    assert_eq!((ticked.admitted.len(), ticked.halted), (20, None));
 }

@@ -14,13 +14,14 @@ use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
 /// The join; its keys and arguments, named as `join.lua` binds them.
 pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
-    &["LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "SEEN"],
+    &["LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK"],
     &[
         "user",
         "now",
         "segment_ms",
         "presence_ms",
         "draw",
+        "draw_segment",
         "opens_at",
         "keep_ms",
     ],
@@ -60,7 +61,7 @@ impl FromRedisValue for JoinReply {
     }
 }
 
-/// A buyer's mark as read (`keys::StripeKeys::seen`): `w`, `a:<until>` or `d`.
+/// A buyer's mark as read (`keys::StripeKeys::mark`): `w`, `a:<until>` or `d`.
 enum Mark {
     Waiting,
     Admitted(i64),
@@ -121,23 +122,23 @@ impl Line {
     pub async fn join(&self, user: &UserId, now: i64) -> Result<Joined, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
+        let draw = self.draw_place(user, now);
         let mut call = ScriptCall::of(&JOIN);
         call.named_key("LINE", &keys.line)
             .named_key("ACTIVE", &keys.active)
             .named_key("SEGMENTS", &keys.segments)
             .named_key("SEALED", &keys.sealed)
             .named_key("DRAWS", &keys.draws)
-            .named_key("SEEN", keys.seen(user.as_str()))
+            .named_key("MARK", keys.mark(user.as_str()))
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
             .named("presence_ms", ms(self.shape.presence))
             .named(
                 "draw",
-                self.draw_score(user, now)
-                    .map(|s| s.to_string())
-                    .unwrap_or_default(),
+                draw.map(|(score, _)| score.to_string()).unwrap_or_default(),
             )
+            .named("draw_segment", draw.map_or(0, |(_, segment)| segment))
             .named("opens_at", self.opening.as_ref().map_or(0, |o| o.at))
             .named("keep_ms", ms(self.shape.keep));
         Ok(match self.conn.invoke(call).await? {
@@ -155,7 +156,7 @@ impl Line {
     pub async fn poll(&self, user: &UserId, score: i64, now: i64) -> Result<Standing, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
-        let mark = keys.seen(user.as_str());
+        let mark = keys.mark(user.as_str());
         let held = self.held(stripe, now);
         let place = Place {
             segment: self.segment_of(score),
@@ -280,7 +281,7 @@ mod tests {
 
     #[test]
     fn the_join_orders_equal_draw_values_within_the_tie_bits() {
-        let span = 1u64 << super::super::DRAW_TIE_BITS;
+        let span = 1u64 << super::super::draw::DRAW_TIE_BITS;
         assert!(include_str!("join.lua").contains(&format!(" % {span}\n")));
     }
 }

@@ -9,22 +9,23 @@
 -- a draw member's until then after the opening. The tick, which runs while the line has
 -- places, keeps the line's keys alive.
 -- Returns {'active', until} | {'waiting', score} | {'joined', score}.
-local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, SEEN = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local presence_ms, draw, opens_at, keep_ms = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local presence_ms, draw, draw_segment = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local opens_at, keep_ms = tonumber(ARGV[7]), ARGV[8]
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
 local held = redis.call('ZSCORE', LINE, user)
 local present_for = tonumber(presence_ms)
 if draw and opens_at > now then present_for = present_for + opens_at - now end
-redis.call('SET', SEEN, 'w', 'PX', present_for)
+redis.call('SET', MARK, 'w', 'PX', present_for)
 if held then return {'waiting', held} end
 local sealed = tonumber(redis.call('GET', SEALED) or '0')
 local score, segment
 if draw and sealed < opens_at then
   score = draw + (redis.call('INCR', DRAWS) - 1) % 16777216
   redis.call('PEXPIRE', DRAWS, keep_ms)
-  segment = -1
+  segment = draw_segment
 else
   score = math.max(now, sealed)
   segment = math.floor(score / segment_ms)

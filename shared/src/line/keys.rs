@@ -27,13 +27,6 @@ impl Stripe {
         head.copy_from_slice(&digest[..8]);
         Stripe((u64::from_be_bytes(head) % u64::from(stripes.max(1))) as u16)
     }
-
-    /// The stripe of a buyer with draw value `value` (below 2²⁸), of `stripes`: its share of
-    /// the value range, so that stripe order is value order.
-    pub fn by_value(value: u32, stripes: u16) -> Stripe {
-        let value = u64::from(value) & ((1 << super::DRAW_VALUE_BITS) - 1);
-        Stripe(((value * u64::from(stripes.max(1))) >> super::DRAW_VALUE_BITS) as u16)
-    }
 }
 
 /// One stripe's keys, all under its tag.
@@ -97,8 +90,8 @@ impl StripeKeys {
 
     /// `user`'s mark: present until its TTL runs out, and what the tick did with it: `w` while it
     /// waits, `a:<until>` once admitted, `d` once passed over as absent.
-    pub fn seen(&self, user: &str) -> String {
-        format!("{}:seen:{user}", self.base)
+    pub fn mark(&self, user: &str) -> String {
+        format!("{}:mark:{user}", self.base)
     }
 }
 
@@ -117,22 +110,6 @@ mod tests {
             counts[stripe.0 as usize] += 1;
         }
         assert!(counts.iter().all(|c| (850..1150).contains(c)), "{counts:?}");
-    }
-
-    #[test]
-    fn stripes_by_value_keep_the_values_order() {
-        let top = (1u32 << crate::line::DRAW_VALUE_BITS) - 1;
-        assert_eq!(Stripe::by_value(0, 4), Stripe(0));
-        assert_eq!(Stripe::by_value(top / 4, 4), Stripe(0));
-        assert_eq!(Stripe::by_value(top / 4 + 1, 4), Stripe(1));
-        assert_eq!(Stripe::by_value(top, 4), Stripe(3));
-        assert_eq!(Stripe::by_value(top, 1), Stripe(0));
-        let mut last = Stripe(0);
-        for value in (0..=top).step_by(9973) {
-            let stripe = Stripe::by_value(value, 7);
-            assert!(stripe >= last && stripe.0 < 7);
-            last = stripe;
-        }
     }
 
     #[test]
@@ -172,7 +149,7 @@ mod tests {
             &keys.draws,
             &keys.fence,
             &keys.halt,
-            &keys.seen("u1"),
+            &keys.mark("u1"),
         ] {
             assert!(key.starts_with(&tag), "{key}");
         }

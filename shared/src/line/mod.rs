@@ -2,6 +2,7 @@
 //! uses every shard of a cluster and no slot runs hot, and a poll costs a few plain commands.
 //!
 //! - [`keys`]: a stripe's tag and keys, and which stripe a buyer is on.
+//! - `draw`: how a line with an opening lays its draw's values over the stripes.
 //! - `buyer`: what a buyer's calls do, each on its own stripe in one round trip: [`Line::join`]
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
 //!   [`Line::leave`] (plain commands, pipelined).
@@ -33,12 +34,12 @@
 //! segment not sealed at that tick has no position yet.
 //!
 //! The draw. A line with an [`Opening`] orders the places taken before it by each buyer's draw
-//! value, exactly, whatever stripe the buyer is on: a buyer's stripe is then its value's share
-//! of the value range (stripe `k` of `S` holds the values from `k/S` of the range to
-//! `(k+1)/S`), so stripe order is value order. The draw's places sit in one segment,
-//! [`DRAW_SEGMENT`], ahead of every arrival's, scored below zero: the value, then the order of
-//! arrival on the stripe, for equal values. The draw is admitted from only once every stripe
-//! has been sealed past the opening, so no place joins it after the tick has started on it.
+//! value, exactly, whatever stripe the buyer is on (`draw`): the values are cut into ranges,
+//! range `r` on stripe `r mod S`, each range a segment of its own ahead of every arrival's, in
+//! value order. So the draw's front moves over every stripe in turn. A draw place's score is
+//! below zero: the value, then the order of arrival on the stripe, for equal values. The draw
+//! is admitted from only once every stripe has been sealed past the opening, so no place joins
+//! it after the tick has started on it.
 //!
 //! The mark. Each buyer has one key with a TTL: `w` while it waits, set by the join and kept
 //! alive by each poll for as long as the poll keeps it present; `a:<until>` once the tick
@@ -50,6 +51,7 @@ pub mod keys;
 
 mod buyer;
 mod check;
+mod draw;
 mod halt;
 mod lease;
 mod tick;
@@ -62,6 +64,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use buyer::{Joined, Left, Standing, STALE_AFTER};
+use draw::DrawLayout;
+pub use draw::DRAW_VALUE_BITS;
 pub use halt::Halt;
 pub use keys::{Stripe, StripeKeys};
 pub use lease::{Fence, Lease};
@@ -73,16 +77,6 @@ use crate::store::Conn;
 /// How long a function keeps a stripe's published state before reading it again.
 pub const PUBLISHED_FOR: Duration = Duration::from_secs(1);
 
-/// The segment of the draw's places: before every arrival's.
-pub const DRAW_SEGMENT: i64 = -1;
-
-/// A draw value's bits: values run from 0 to 2²⁸ − 1 (docs/draw.md).
-pub const DRAW_VALUE_BITS: u32 = 28;
-
-/// The bits of a draw place's score below its value: its order of arrival among equal values
-/// on its stripe.
-const DRAW_TIE_BITS: u32 = 24;
-
 /// A scheduled opening: before `at` (ms), a join takes a place in the draw, by `value`.
 #[derive(Clone)]
 pub struct Opening {
@@ -90,15 +84,6 @@ pub struct Opening {
     pub at: i64,
     /// A buyer's draw value, below 2^[`DRAW_VALUE_BITS`]: the same for the same buyer.
     pub value: Arc<dyn Fn(&UserId) -> u32 + Send + Sync>,
-}
-
-impl Opening {
-    /// The lowest score of a draw place with `value`: all draw scores lie below zero, in value
-    /// order, exactly (below 2⁵² in magnitude).
-    fn score_of(value: u32) -> i64 {
-        let value = i64::from(value & ((1 << DRAW_VALUE_BITS) - 1));
-        -(1i64 << (DRAW_VALUE_BITS + DRAW_TIE_BITS)) + (value << DRAW_TIE_BITS)
-    }
 }
 
 /// A place, ordered as the line orders places: by segment, stripe, score (ms), then user id.
@@ -143,6 +128,9 @@ pub struct LineShape {
     pub session: Duration,
     /// How long the line's keys outlive the last call that touched them.
     pub keep: Duration,
+    /// In a line with an opening, how many ranges of the draw's values each stripe holds
+    /// (`draw`): more spread the draw's front over more stripes.
+    pub draw_ranges: u16,
 }
 
 impl Default for LineShape {
@@ -154,6 +142,7 @@ impl Default for LineShape {
             presence: Duration::from_secs(30),
             session: Duration::from_secs(600),
             keep: Duration::from_secs(24 * 3600),
+            draw_ranges: 1,
         }
     }
 }
@@ -176,6 +165,8 @@ pub struct Line {
     stripe_keys: Vec<StripeKeys>,
     /// The scheduled opening, if the line has a draw.
     opening: Option<Opening>,
+    /// How the draw's values lie over the stripes.
+    draw: DrawLayout,
     /// Whether a tick has found every stripe sealed past the opening (kept once found).
     draw_open: AtomicBool,
     /// Each stripe's published state, and when (ms, the callers' clock) it was read.
@@ -191,6 +182,7 @@ impl Line {
                 .map(|k| StripeKeys::new(prefix, &queue, Stripe(k), shape.stripes))
                 .collect(),
             queue,
+            draw: DrawLayout::of(&shape),
             shape,
             opening: None,
             draw_open: AtomicBool::new(false),
@@ -227,41 +219,39 @@ impl Line {
     /// [`Stripe::of`].
     pub fn stripe_of(&self, user: &UserId) -> Stripe {
         match &self.opening {
-            Some(opening) => Stripe::by_value((opening.value)(user), self.shape.stripes),
+            Some(opening) => self.draw.stripe((opening.value)(user)),
             None => Stripe::of(&self.queue, user, self.shape.stripes),
         }
     }
 
     /// When a draw member should come back for its first poll after the opening, as a share
-    /// (0 to 1) of the time the first polls are spread over: its value's place within its
-    /// stripe's share of the values. So the first polls reach every stripe at once, each
-    /// stripe's front first, and no stripe runs hot. A member is back before the line reaches
-    /// it while the spread is shorter than a stripe's members take to admit. `None` without an
-    /// opening.
+    /// (0 to 1) of the time the first polls are spread over: its value's place among its
+    /// stripe's values. So the first polls reach every stripe at once, each stripe's front
+    /// first, and no stripe runs hot. A member is back before the line reaches it while the
+    /// spread is shorter than a stripe's members take to admit. `None` without an opening.
     pub fn first_poll_share(&self, user: &UserId) -> Option<f64> {
         let opening = self.opening.as_ref()?;
-        let value = (opening.value)(user) & ((1 << DRAW_VALUE_BITS) - 1);
-        let stripes = f64::from(self.shape.stripes.max(1));
-        let width = f64::from(1u32 << DRAW_VALUE_BITS) / stripes;
-        let stripe = f64::from(Stripe::by_value(value, self.shape.stripes).0);
-        Some(((f64::from(value) - stripe * width) / width).clamp(0.0, 1.0))
+        Some(self.draw.first_poll_share((opening.value)(user)))
     }
 
-    /// The score a draw place of `user` starts from, while the draw is open to joins at `now`.
-    fn draw_score(&self, user: &UserId, now: i64) -> Option<i64> {
+    /// A draw place of `user`'s lowest score and its segment, while the draw is open to joins
+    /// at `now`.
+    fn draw_place(&self, user: &UserId, now: i64) -> Option<(i64, i64)> {
         let opening = self.opening.as_ref()?;
+        let value = (opening.value)(user);
         (now < opening.at && !self.draw_open.load(Ordering::Relaxed))
-            .then(|| Opening::score_of((opening.value)(user)))
+            .then(|| (DrawLayout::score_of(value), self.draw.segment(value)))
     }
 
     fn keys(&self, stripe: Stripe) -> &StripeKeys {
         &self.stripe_keys[usize::from(stripe.0).min(self.stripe_keys.len() - 1)]
     }
 
-    /// The segment a score falls in: the draw's for a score below zero, else its instant's.
+    /// The segment a score falls in: its draw range's for a score below zero, else its
+    /// instant's.
     fn segment_of(&self, score: i64) -> i64 {
         if score < 0 {
-            DRAW_SEGMENT
+            self.draw.segment_of_score(score)
         } else {
             score.div_euclid(self.segment_ms())
         }
@@ -269,8 +259,8 @@ impl Line {
 
     /// The scores of `segment`'s places, as `ZCOUNT`'s bounds.
     fn segment_bounds(&self, segment: i64) -> (String, String) {
-        if segment == DRAW_SEGMENT {
-            ("-inf".to_owned(), "(0".to_owned())
+        if segment < 0 {
+            self.draw.bounds(segment)
         } else {
             let width = self.segment_ms();
             (

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::halt::Halt;
 use super::lease::Fence;
-use super::{ms, Line, Place, Published, Stripe, StripeKeys, DRAW_SEGMENT};
+use super::{ms, Line, Place, Published, Stripe, StripeKeys};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
@@ -216,7 +216,8 @@ impl Line {
         let sealed = if self.draw_open.load(Ordering::Relaxed) || self.opening.is_none() {
             self.segment_of(now - self.shape.seal.as_millis() as i64)
         } else {
-            DRAW_SEGMENT
+            // None: the draw's segments lie below every other.
+            i64::MIN
         };
         let mut live = 0;
         let mut segments: Vec<BTreeSet<i64>> = Vec::new();
@@ -414,7 +415,7 @@ impl Line {
                     .named_key("FENCE", &keys.fence)
                     .named_key("HALT", &keys.halt);
                 for user in chunk {
-                    call.named_key("marks", keys.seen(user));
+                    call.named_key("marks", keys.mark(user));
                 }
                 let closing = c == last;
                 call.named("now", now)
