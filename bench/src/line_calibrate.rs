@@ -1,6 +1,7 @@
 //! `lineup-bench line-opening`'s prices: each request kind's Redis CPU measured alone on the
-//! replay's own servers, summed over every node, beside PINGs and GETs sent the same way, and
-//! what a second's admissions add to a tick.
+//! replay's own servers, summed over every node, beside PINGs and GETs sent the same way (each
+//! container on its own connection, one request in flight), and what a second's admissions add
+//! to a tick.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -9,7 +10,7 @@ use lineup::config::RedisSettings;
 use lineup::line::{Joined, Lease, Stripe, StripeKeys};
 
 use crate::line_replay::{
-    lines_of, queue, shape, spread, user, Nodes, Servers, CAPACITY, HOLD_SECONDS,
+    lines_of, queue, shape, spread, user, Nodes, Servers, CAPACITY, CONTAINERS, HOLD_SECONDS,
 };
 
 /// Redis CPU per request of each kind on `servers`, summed over every node, in µs, beside a
@@ -30,12 +31,22 @@ pub(crate) async fn calibrate(
     let cost = |before: &[f64], after: &[f64], calls: u32| {
         before.iter().zip(after).map(|(b, a)| a - b).sum::<f64>() / f64::from(calls)
     };
+    // PINGs and GETs go as the line's requests do: each container on its own connection, one
+    // request in flight, spread over the stripes' keys (so over every node).
+    let lanes: Vec<lineup::store::Conn> = (0..CONTAINERS)
+        .map(|_| lineup::store::connect(settings, &servers.url()).expect("connect"))
+        .collect();
+    let lanes = &lanes;
+    let keys: Vec<StripeKeys> = (0..shape.stripes)
+        .map(|k| StripeKeys::new("lineup", &queue("calibrate"), Stripe(k), shape.stripes))
+        .collect();
+    let keys = &keys;
     let before = nodes.cpu_us().await;
-    spread(count, |lane, _| {
-        let mut conn = nodes.0[lane % nodes.0.len()].clone();
+    spread(count, |lane, i| {
+        let key = &keys[i as usize % keys.len()].sealed;
         async move {
-            let _: String = redis::cmd("PING")
-                .query_async(&mut conn)
+            let _: String = lanes[lane]
+                .query(key, redis::cmd("PING"))
                 .await
                 .expect("PING");
         }
@@ -58,17 +69,11 @@ pub(crate) async fn calibrate(
     else {
         panic!("the calibration's lease");
     };
-    let conn = lineup::store::connect(settings, &servers.url()).expect("connect");
-    let conn = &conn;
-    let keys: Vec<StripeKeys> = (0..shape.stripes)
-        .map(|k| StripeKeys::new("lineup", &queue("calibrate"), Stripe(k), shape.stripes))
-        .collect();
-    let keys = &keys;
     let before = nodes.cpu_us().await;
-    spread(count, |_, i| {
+    spread(count, |lane, i| {
         let key = &keys[i as usize % keys.len()].sealed;
         async move {
-            let _: Option<String> = conn
+            let _: Option<String> = lanes[lane]
                 .query(key, redis::cmd("GET").arg(key).clone())
                 .await
                 .expect("GET");
