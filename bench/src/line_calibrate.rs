@@ -28,9 +28,6 @@ pub(crate) async fn calibrate(
     let scores = &scores;
     let count: u32 = 6_400;
     let now = chrono::Utc::now().timestamp_millis();
-    let cost = |before: &[f64], after: &[f64], calls: u32| {
-        before.iter().zip(after).map(|(b, a)| a - b).sum::<f64>() / f64::from(calls)
-    };
     // PINGs and GETs go as the line's requests do: each container on its own connection, one
     // request in flight, spread over the stripes' keys (so over every node).
     let lanes: Vec<lineup::store::Conn> = (0..CONTAINERS)
@@ -41,8 +38,7 @@ pub(crate) async fn calibrate(
         .map(|k| StripeKeys::new("lineup", &queue("calibrate"), Stripe(k), shape.stripes))
         .collect();
     let keys = &keys;
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
+    let ping = per_call(nodes, count, |lane, i| {
         let key = &keys[i as usize % keys.len()].sealed;
         async move {
             let _: String = lanes[lane]
@@ -52,9 +48,7 @@ pub(crate) async fn calibrate(
         }
     })
     .await;
-    let ping = cost(&before, &nodes.cpu_us().await, count);
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
+    let join = per_call(nodes, count, |lane, i| {
         let line = &lines[lane];
         async move {
             if let Joined::New { score, .. } = line.join(&user(i), now).await.expect("join") {
@@ -63,14 +57,12 @@ pub(crate) async fn calibrate(
         }
     })
     .await;
-    let join = cost(&before, &nodes.cpu_us().await, count);
     let sealed = now + 2_000;
     let Ok(Lease::Granted(fence)) = lines[0].lease("calibrate", Duration::from_secs(60)).await
     else {
         panic!("the calibration's lease");
     };
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
+    let get = per_call(nodes, count, |lane, i| {
         let key = &keys[i as usize % keys.len()].sealed;
         async move {
             let _: Option<String> = lanes[lane]
@@ -80,7 +72,6 @@ pub(crate) async fn calibrate(
         }
     })
     .await;
-    let get = cost(&before, &nodes.cpu_us().await, count);
     // Each container reads each stripe's published state once, then holds it: the clock
     // the polls pass stands still.
     for line in &lines {
@@ -91,8 +82,7 @@ pub(crate) async fn calibrate(
             }
         }
     }
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
+    let poll = per_call(nodes, count, |lane, i| {
         let line = &lines[lane];
         async move {
             let score = scores[i as usize].load(Ordering::Relaxed);
@@ -100,29 +90,24 @@ pub(crate) async fn calibrate(
         }
     })
     .await;
-    let poll = cost(&before, &nodes.cpu_us().await, count);
     lines[0]
         .tick(fence, &(sealed + 1), u64::from(count))
         .await
         .expect("tick");
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
+    let check = per_call(nodes, count, |lane, i| {
         let line = &lines[lane];
         async move {
             line.check(&user(i), sealed + 2).await.expect("check");
         }
     })
     .await;
-    let check = cost(&before, &nodes.cpu_us().await, count);
-    let before = nodes.cpu_us().await;
-    spread(count, |lane, i| {
+    let leave = per_call(nodes, count, |lane, i| {
         let line = &lines[lane];
         async move {
             line.leave(&user(i)).await.expect("leave");
         }
     })
     .await;
-    let leave = cost(&before, &nodes.cpu_us().await, count);
 
     // What a second's admissions add to a tick: one tick with room for the whole scale's
     // second of admissions less one with room for this scale's, each over a line of waiters.
@@ -153,4 +138,20 @@ pub(crate) async fn calibrate(
     let scaled = tick_with(here, here, sealed).await;
     let whole = tick_with(here + second, second, sealed + 1).await;
     (ping, get, [join, poll, check, leave, whole - scaled])
+}
+
+/// The CPU the nodes spent between `before` and `after`, per each of `calls` calls (µs).
+fn cost(before: &[f64], after: &[f64], calls: u32) -> f64 {
+    before.iter().zip(after).map(|(b, a)| a - b).sum::<f64>() / f64::from(calls)
+}
+
+/// The nodes' CPU per call while `count` calls of `run` go over the containers (µs).
+async fn per_call<F, Fut>(nodes: &Nodes, count: u32, run: F) -> f64
+where
+    F: Fn(usize, u32) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let before = nodes.cpu_us().await;
+    spread(count, run).await;
+    cost(&before, &nodes.cpu_us().await, count)
 }

@@ -265,12 +265,7 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
     let promoter = replay.promoter(capacity as u64, shape.stripes);
     let (windows, _, _) = tokio::join!(sampler, containers, promoter);
     if std::env::var("LINEUP_BENCH_LINE_STATS").is_ok() {
-        for conn in &nodes.0 {
-            let info: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query_async(&mut conn.clone())
-                .await
-                .expect("INFO commandstats");
+        for info in nodes.info("commandstats").await {
             eprintln!("{info}");
         }
     }

@@ -118,18 +118,24 @@ impl Nodes {
         Nodes(conns)
     }
 
-    /// Each node's main-thread CPU, µs.
-    pub(crate) async fn cpu_us(&self) -> Vec<f64> {
+    /// Each node's `INFO section`.
+    pub(crate) async fn info(&self, section: &str) -> Vec<String> {
         let mut out = Vec::new();
         for conn in &self.0 {
             let info: String = redis::cmd("INFO")
-                .arg("cpu")
+                .arg(section)
                 .query_async(&mut conn.clone())
                 .await
-                .expect("INFO cpu");
-            out.push(main_thread_cpu_of(&info));
+                .expect("INFO");
+            out.push(info);
         }
         out
+    }
+
+    /// Each node's main-thread CPU, µs.
+    pub(crate) async fn cpu_us(&self) -> Vec<f64> {
+        let infos = self.info("cpu").await;
+        infos.iter().map(|info| main_thread_cpu_of(info)).collect()
     }
 
     /// Which node holds each stripe's keys.
@@ -143,18 +149,12 @@ impl Nodes {
             .query_async(&mut conn)
             .await
             .expect("CLUSTER NODES");
-        let ports: Vec<u16> = {
-            let mut ports = Vec::new();
-            for conn in &self.0 {
-                let info: String = redis::cmd("INFO")
-                    .arg("server")
-                    .query_async(&mut conn.clone())
-                    .await
-                    .expect("INFO server");
-                ports.push(info_field(&info, "tcp_port") as u16);
-            }
-            ports
-        };
+        let ports: Vec<u16> = self
+            .info("server")
+            .await
+            .iter()
+            .map(|info| info_field(info, "tcp_port") as u16)
+            .collect();
         let mut ranges: Vec<(u16, u16, usize)> = Vec::new();
         for line in nodes.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();

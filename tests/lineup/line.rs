@@ -28,14 +28,14 @@ pub(crate) fn shape() -> LineShape {
 }
 
 pub(crate) async fn line(app: &TestApp) -> Line {
-    let url = app.config.redis.url.clone().expect("REDIS_URL");
-    let conn = lineup::store::connect(&app.config.redis, &url).expect("connect");
-    Line::new(
-        conn,
-        &app.config.key_prefix,
-        QueueId::parse("sale").unwrap(),
-        shape(),
-    )
+    line_on(&app.config.redis, &app.config.key_prefix)
+}
+
+/// The test line on its own connection to `redis`, its keys under `prefix`.
+pub(crate) fn line_on(redis: &lineup::config::RedisSettings, prefix: &str) -> Line {
+    let url = redis.url.clone().expect("REDIS_URL");
+    let conn = lineup::store::connect(redis, &url).expect("connect");
+    Line::new(conn, prefix, QueueId::parse("sale").unwrap(), shape())
 }
 
 /// One tick at `now`, as the promoter "test": it takes or renews the lease first.

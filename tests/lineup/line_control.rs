@@ -8,7 +8,7 @@ use lineup::ids::QueueId;
 use lineup::line::{Joined, Lease, Line, Standing, Stripe, StripeKeys};
 use lineup_tests::TestApp;
 
-use super::line::{line, shape, tick, user, SEAL_MS, SEGMENT_MS, STRIPES};
+use super::line::{line, line_on, tick, user, SEAL_MS, SEGMENT_MS, STRIPES};
 
 /// A clock that moves on by `step` ms each time it is read: a tick reading it finds its own
 /// reads that much older when it comes to write.
@@ -107,6 +107,17 @@ async fn first_waiting(line: &Line, buyers: usize, now: i64) -> Standing {
     panic!("nobody waits");
 }
 
+/// The test line with 20 buyers joined 1 ms apart from `t0`: the line, `t0`, and the first
+/// instant their segment is sealed.
+async fn twenty_waiting(app: &TestApp) -> (Line, i64, i64) {
+    let line = line(app).await;
+    let t0 = chrono::Utc::now().timestamp_millis();
+    for i in 0..20 {
+        line.join(&user(i), t0 + i as i64).await.unwrap();
+    }
+    (line, t0, t0 + SEGMENT_MS + SEAL_MS)
+}
+
 /// Sold out, paused or unhealthy: once `halt` returns, no tick admits anyone, whatever the
 /// room, and the places wait on; the published state says why. Resumed, the line admits in
 /// order again.
@@ -114,12 +125,7 @@ async fn first_waiting(line: &Line, buyers: usize, now: i64) -> Standing {
 async fn a_halted_line_admits_nobody_until_it_resumes() {
     use lineup::line::Halt;
     let app = TestApp::spawn(&[]).await;
-    let line = line(&app).await;
-    let t0 = chrono::Utc::now().timestamp_millis();
-    for i in 0..20 {
-        line.join(&user(i), t0 + i as i64).await.unwrap();
-    }
-    let now = t0 + SEGMENT_MS + SEAL_MS;
+    let (line, _, now) = twenty_waiting(&app).await;
     let ticked = tick(&line, now, 5).await;
     assert_eq!(ticked.admitted.len(), 5);
     line.halt(Halt::SoldOut).await.unwrap();
@@ -168,10 +174,7 @@ impl lineup::clock::Clock for HaltsBetween {
                     .build()
                     .unwrap();
                 runtime.block_on(async {
-                    let url = redis.url.clone().expect("REDIS_URL");
-                    let conn = lineup::store::connect(&redis, &url).expect("connect");
-                    let operator =
-                        Line::new(conn, &prefix, QueueId::parse("sale").unwrap(), shape());
+                    let operator = line_on(&redis, &prefix);
                     operator.halt(lineup::line::Halt::SoldOut).await.unwrap();
                 });
             })
@@ -188,12 +191,7 @@ impl lineup::clock::Clock for HaltsBetween {
 async fn a_halt_during_a_tick_stops_its_admissions() {
     use lineup::line::Halt;
     let app = TestApp::spawn(&[]).await;
-    let line = line(&app).await;
-    let t0 = chrono::Utc::now().timestamp_millis();
-    for i in 0..20 {
-        line.join(&user(i), t0 + i as i64).await.unwrap();
-    }
-    let now = t0 + SEGMENT_MS + SEAL_MS;
+    let (line, t0, now) = twenty_waiting(&app).await;
     let clock = HaltsBetween {
         now,
         reads: Default::default(),
