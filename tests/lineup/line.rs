@@ -23,7 +23,8 @@ pub(crate) fn shape() -> LineShape {
         presence: Duration::from_secs(600),
         session: Duration::from_secs(600),
         keep: Duration::from_secs(3600),
-        draw_ranges: 4,
+        // 32 ranges of the test draw's 64 values: two values a range.
+        draw_ranges: 8,
     }
 }
 
@@ -396,7 +397,7 @@ async fn drain(line: &Line, mut now: i64, capacity: u64) -> Vec<String> {
 }
 
 /// A line with an opening: 240 members join before it, with coarse draw values so that many
-/// share one (those go by arrival), over all four stripes, four ranges of values each. The
+/// share one (those go by arrival), over all four stripes, eight ranges of values each. The
 /// draw is admitted in value order exactly, its front from every stripe, every member's
 /// position is its place in that order, and those who come at or after the opening (a member
 /// whose clock runs behind included) stand behind the whole draw.
@@ -405,14 +406,25 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     let app = TestApp::spawn(&[]).await;
     let t0 = chrono::Utc::now().timestamp_millis();
     let opens = t0 + 60_000;
-    let seed = Arc::new(DrawSeed::random());
-    // 64 values: the top six of the 28 bits.
-    let value = move |u: &UserId| ((seed.value(u) >> 24) as u32) & !((1 << 22) - 1);
+    let members = 240;
+    // 64 values: the top six of the 28 bits, two to each of the 32 ranges. The seed is one
+    // under which each of the first four ranges (one on each stripe) holds a member, as all
+    // but about one in 500 do.
+    let coarse = |seed: &DrawSeed, u: &UserId| ((seed.value(u) >> 24) as u32) & !((1 << 22) - 1);
+    let seed = loop {
+        let seed = DrawSeed::random();
+        let ranges: std::collections::BTreeSet<u32> = (0..members)
+            .map(|i| coarse(&seed, &user(i)) >> 23)
+            .collect();
+        if (0..4).all(|r| ranges.contains(&r)) {
+            break Arc::new(seed);
+        }
+    };
+    let value = move |u: &UserId| coarse(&seed, u);
     let line = line(&app).await.with_opening(Opening {
         at: opens,
         value: Arc::new(value.clone()),
     });
-    let members = 240;
     let mut scores = Vec::new();
     let mut model = Model(Vec::new());
     for i in 0..members {
@@ -530,7 +542,8 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     let first: Vec<String> = model.0[..50].iter().map(|(p, _)| p.user.clone()).collect();
     assert_eq!(ticked.admitted, first);
     // The draw's front is not one stripe's: its values' ranges go round the stripes, so the
-    // first 50 of 240 come from every stripe.
+    // first 50 of 240 come from every stripe. They hold the values below 6 (about 22 members)
+    // and more, so they reach the fourth range, on the fourth stripe, for any seed.
     let fronts: std::collections::BTreeSet<Stripe> =
         model.0[..50].iter().map(|(p, _)| p.stripe).collect();
     assert_eq!(fronts.len(), STRIPES as usize, "{fronts:?}");
