@@ -543,7 +543,7 @@ async fn the_draw_is_admitted_in_value_order_across_stripes() {
     assert_eq!(ticked.admitted, first);
     // The draw's front is not one stripe's: its values' ranges go round the stripes, so the
     // first 50 of 240 come from every stripe. They hold the values below 6 (about 22 members)
-    // and more, so they reach the fourth range, on the fourth stripe, for any seed.
+    // and more, so they reach the fourth range: the first four lie on the four stripes.
     let fronts: std::collections::BTreeSet<Stripe> =
         model.0[..50].iter().map(|(p, _)| p.stripe).collect();
     assert_eq!(fronts.len(), STRIPES as usize, "{fronts:?}");

@@ -1,8 +1,10 @@
 //! How a line with an opening lays out its draw: the draw values (below 2^[`DRAW_VALUE_BITS`])
 //! are cut into `stripes × draw_ranges` equal ranges, in value order, and range `r` lies on
-//! stripe `r mod stripes`. So consecutive ranges lie on consecutive stripes, and the draw's
-//! front, where buyers poll most and are admitted, moves over every stripe instead of lying on
-//! one. Each range is a segment of its own, ahead of every arrival's segment and in value
+//! stripe `(r × step) mod stripes`, `step` the number nearest 0.618 × stripes that shares no
+//! factor with it. So the draw's front, where buyers poll most and are admitted, moves over
+//! every stripe instead of lying on one, and consecutive ranges lie far apart in the slot range:
+//! a cluster's primaries own runs of stripes, so the front's few ranges are on as many
+//! primaries. Each range is a segment of its own, ahead of every arrival's segment and in value
 //! order: range `r` of `R` is segment `r − R`, from `−R` to `−1`.
 //!
 //! A draw place's score is below zero: the value's lowest score, then its order of arrival
@@ -23,6 +25,9 @@ pub(super) struct DrawLayout {
     stripes: u64,
     /// How many ranges the values are cut into: `stripes × draw_ranges`.
     ranges: u64,
+    /// How far apart consecutive ranges' stripes are: coprime with `stripes`, so every stripe
+    /// takes its share of the ranges.
+    step: u64,
 }
 
 impl DrawLayout {
@@ -31,6 +36,7 @@ impl DrawLayout {
         DrawLayout {
             stripes,
             ranges: stripes * u64::from(shape.draw_ranges.max(1)),
+            step: step(stripes),
         }
     }
 
@@ -47,7 +53,7 @@ impl DrawLayout {
 
     /// The stripe of a buyer with draw value `value`.
     pub(super) fn stripe(&self, value: u32) -> Stripe {
-        Stripe((self.range(value) % self.stripes) as u16)
+        Stripe(((self.range(value) % self.stripes) * self.step % self.stripes) as u16)
     }
 
     /// The segment of a draw place with `value`: its range's, below zero.
@@ -99,6 +105,24 @@ impl DrawLayout {
     }
 }
 
+/// The step between consecutive ranges' stripes: the number nearest 0.618 × `stripes` (the
+/// golden ratio's spread) that shares no factor with `stripes`.
+fn step(stripes: u64) -> u64 {
+    let golden = (stripes as f64 * 0.618_033_988_749_895).round() as u64;
+    (0..=stripes)
+        .flat_map(|d| [golden + d, golden.saturating_sub(d)])
+        .find(|step| *step > 0 && gcd(*step, stripes) == 1)
+        .unwrap_or(1)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,13 +138,37 @@ mod tests {
     }
 
     #[test]
-    fn one_range_a_stripe_keeps_stripe_order_as_value_order() {
+    fn one_range_a_stripe_puts_each_quarter_on_its_own_stripe() {
         let layout = layout(4, 1);
         assert_eq!(layout.stripe(0), Stripe(0));
         assert_eq!(layout.stripe(TOP / 4), Stripe(0));
-        assert_eq!(layout.stripe(TOP / 4 + 1), Stripe(1));
-        assert_eq!(layout.stripe(TOP), Stripe(3));
+        assert_eq!(layout.stripe(TOP / 4 + 1), Stripe(3));
+        assert_eq!(layout.stripe(TOP / 2 + 1), Stripe(2));
+        assert_eq!(layout.stripe(TOP), Stripe(1));
         assert_eq!(self::layout(1, 1).stripe(TOP), Stripe(0));
+        assert_eq!(self::layout(2, 3).stripe(TOP), Stripe(1));
+    }
+
+    /// 128 stripes on 8 primaries, 16 each in runs: any four consecutive ranges (the draw's
+    /// front for about 10 s at the whole scale) lie on four primaries, and each stripe holds
+    /// the same number of ranges.
+    #[test]
+    fn consecutive_ranges_lie_on_different_primaries() {
+        let layout = layout(128, 32);
+        let stripes: Vec<u16> = (0..layout.ranges)
+            .map(|r| layout.stripe(layout.low(r) as u32).0)
+            .collect();
+        for window in stripes.windows(4) {
+            let primaries: std::collections::BTreeSet<u16> =
+                window.iter().map(|s| s / 16).collect();
+            assert_eq!(primaries.len(), 4, "{window:?}");
+        }
+        for stripe in 0..128 {
+            assert_eq!(stripes.iter().filter(|s| **s == stripe).count(), 32);
+        }
+        for stripes in 1..300 {
+            assert_eq!(gcd(step(stripes), stripes), 1, "{stripes}");
+        }
     }
 
     #[test]
@@ -131,7 +179,7 @@ mod tests {
             let segment = layout.segment(value);
             assert!(segment >= last_segment && (-35..0).contains(&segment));
             let range = (segment + 35) as u16;
-            assert_eq!(layout.stripe(value), Stripe(range % 7));
+            assert_eq!(layout.stripe(value), Stripe(range % 7 * 4 % 7));
             if segment > last_segment {
                 assert!(range == last_range + 1 || last_segment == i64::MIN);
             }
