@@ -239,7 +239,10 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
     assert!(ticked.admitted.is_empty());
     assert_eq!(
         line.poll(&user(1), early, t0 + 10).await.unwrap(),
-        Standing::Unplaced { on_stripe: 1 }
+        Standing::Unplaced {
+            on_stripe: 1,
+            placed_by: (early / SEGMENT_MS + 1) * SEGMENT_MS + SEAL_MS + 2_000
+        }
     );
     // Sealed: placed, then admitted.
     let later = t0 + SEGMENT_MS + SEAL_MS;
@@ -269,6 +272,56 @@ async fn a_place_waits_for_its_segment_to_seal_and_no_late_clock_lands_ahead_of_
         line.join(&user(1), later + 2).await.unwrap(),
         Joined::Active { .. }
     ));
+}
+
+/// A buyer who comes back at `placed_by` has its position then, wherever in its segment it
+/// joined, whenever the ticks fall and however old the state the function holds: one poll,
+/// not one a second until it has one. Sixteen cases, each 10 s after the last.
+#[tokio::test]
+async fn a_buyer_back_at_placed_by_has_its_position() {
+    let app = TestApp::spawn(&[]).await;
+    let line = line(&app).await;
+    let start = (chrono::Utc::now().timestamp_millis() / SEGMENT_MS + 1) * SEGMENT_MS;
+    let mut unplaced_in_the_last_second = 0;
+    for case in 0..16_i64 {
+        let t0 = start + case * 10_000;
+        let joined_at = t0 + (case % 4) * 240 + 10;
+        let tick_phase = (case / 4) * 250 + 30;
+        let u = user(case as usize);
+        let Joined::New { score, .. } = line.join(&u, joined_at).await.unwrap() else {
+            panic!("case {case}: a new place");
+        };
+        let placed_by = line.placed_by(score);
+        assert!(
+            placed_by - joined_at <= SEGMENT_MS + SEAL_MS + 2_000,
+            "case {case}"
+        );
+        // Ticks once a second at the case's phase; the buyer polls every 100 ms meanwhile,
+        // so the function holds the state as late as it may.
+        let mut now = joined_at;
+        while now < placed_by {
+            if (now - t0 - tick_phase).rem_euclid(1000) < 100 {
+                tick(&line, now, 0).await;
+            }
+            let standing = line.poll(&u, score, now).await.unwrap();
+            if matches!(standing, Standing::Unplaced { .. }) && now >= placed_by - 1000 {
+                unplaced_in_the_last_second += 1;
+            }
+            now += 100;
+        }
+        if (placed_by - t0 - tick_phase).rem_euclid(1000) < 100 {
+            tick(&line, placed_by, 0).await;
+        }
+        assert!(
+            matches!(
+                line.poll(&u, score, placed_by).await.unwrap(),
+                Standing::Waiting { .. }
+            ),
+            "case {case}"
+        );
+    }
+    // The bound is not loose: some buyers had no position a second before it.
+    assert!(unplaced_in_the_last_second > 0);
 }
 
 /// Joins and ticks race on a clock that moves 50 ms a step, one join in eight from a clock 2 s

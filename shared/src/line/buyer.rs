@@ -89,8 +89,9 @@ pub enum Standing {
     /// In line at `position` (1 is next), exact as of the last tick.
     Waiting { position: u64 },
     /// In line, in a segment the tick has not published yet: `on_stripe` is its place on its
-    /// own stripe; its position comes with the next tick.
-    Unplaced { on_stripe: u64 },
+    /// own stripe; its position comes with a tick, for certain by `placed_by` (ms,
+    /// [`Line::placed_by`]), when to poll next.
+    Unplaced { on_stripe: u64, placed_by: i64 },
     /// Admitted: a session until `until` (ms).
     Active { until: i64 },
     /// Passed over as absent: the line reached it after its mark had lapsed.
@@ -235,6 +236,7 @@ impl Line {
                 },
                 None => Standing::Unplaced {
                     on_stripe: rank + 1,
+                    placed_by: self.placed_by(score),
                 },
             },
             (None, Some(Mark::Admitted(until))) if until > now => Standing::Active { until },

@@ -77,6 +77,9 @@ use crate::store::Conn;
 /// How long a function keeps a stripe's published state before reading it again.
 pub const PUBLISHED_FOR: Duration = Duration::from_secs(1);
 
+/// How often a promoter ticks a line: back to back, about once a second.
+pub const TICK_EVERY: Duration = Duration::from_secs(1);
+
 /// A scheduled opening: before `at` (ms), a join takes a place in the draw, by `value`.
 #[derive(Clone)]
 pub struct Opening {
@@ -255,6 +258,19 @@ impl Line {
         } else {
             score.div_euclid(self.segment_ms())
         }
+    }
+
+    /// When a place scored `score` has a position for certain (ms): its segment sealed, a
+    /// tick past that, and a function's held published state read after that tick. A buyer
+    /// told to come back then learns its position in one poll, not one a second until it has
+    /// one. A draw place's segments seal at the opening.
+    pub fn placed_by(&self, score: i64) -> i64 {
+        let ends = if score < 0 {
+            self.opening.as_ref().map_or(0, |opening| opening.at)
+        } else {
+            (score.div_euclid(self.segment_ms()) + 1) * self.segment_ms()
+        };
+        ends + (ms(self.shape.seal) + ms(TICK_EVERY) + ms(PUBLISHED_FOR)) as i64
     }
 
     /// The scores of `segment`'s places, as `ZCOUNT`'s bounds.
