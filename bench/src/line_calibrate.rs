@@ -10,17 +10,19 @@ use lineup::config::RedisSettings;
 use lineup::line::{Joined, Lease, Stripe, StripeKeys};
 
 use crate::line_replay::{
-    lines_of, queue, shape, spread, user, Nodes, Servers, CAPACITY, CONTAINERS, HOLD_SECONDS,
+    lines_of, queue, shape, spread, user, Nodes, Servers, CONTAINERS, HOLD_SECONDS,
 };
 
 /// Redis CPU per request of each kind on `servers`, summed over every node, in µs, beside a
-/// PING and a GET sent the same way: (PING, GET, per kind).
+/// PING and a GET sent the same way: (PING, GET, per kind). `capacity`: the live sessions
+/// the booking system takes at the whole scale.
 pub(crate) async fn calibrate(
     settings: &RedisSettings,
     servers: &Servers,
     nodes: &Nodes,
     stripes: u16,
     fraction: u64,
+    capacity: f64,
 ) -> (f64, f64, [f64; 5]) {
     let shape = shape(stripes, 1);
     let lines = lines_of(settings, servers, "calibrate", shape, None).await;
@@ -112,7 +114,7 @@ pub(crate) async fn calibrate(
     // What a second's admissions add to a tick: one tick with room for the whole scale's
     // second of admissions less one with room for this scale's, each over a line of waiters.
     let ticking = lines_of(settings, servers, "calibrate-tick", shape, None).await;
-    let waiters = 4 * (CAPACITY / HOLD_SECONDS) as u32;
+    let waiters = (4.0 * (capacity / HOLD_SECONDS)).max(4.0) as u32;
     spread(waiters, |lane, i| {
         let line = &ticking[lane];
         async move {
@@ -133,8 +135,8 @@ pub(crate) async fn calibrate(
             cost(&before, &nodes.cpu_us().await, u32::from(shape.stripes))
         }
     };
-    let here = ((CAPACITY / HOLD_SECONDS) as u64 / fraction).max(1);
-    let second = (CAPACITY / HOLD_SECONDS) as u64;
+    let second = ((capacity / HOLD_SECONDS) as u64).max(1);
+    let here = (second / fraction).max(1);
     let scaled = tick_with(here, here, sealed).await;
     let whole = tick_with(here + second, second, sealed + 1).await;
     (ping, get, [join, poll, check, leave, whole - scaled])

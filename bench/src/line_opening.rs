@@ -6,7 +6,7 @@
 //! - **One server**, one stripe: a pre-queue of 2 000 000 opens while 2 000 new buyers a second
 //!   join, from 10 s before the opening to 180 s after.
 //!
-//! `LINEUP_BENCH_LINE_PRIMARIES=8` (or `1`) runs only that layout.
+//! `LINEUP_BENCH_LINE_LAYOUTS=cluster,share,server` runs only those layouts.
 //! Each runs at f = 1/100 and 1/400 (`LINEUP_BENCH_LINE_FRACTIONS=100,400`): f × every count,
 //! in real time. Redis's CPU is read from each primary's `INFO cpu` every 5 s, from 10 s before
 //! the opening to 180 s after, and extrapolated to the whole scale: the primary's idle share,
@@ -17,10 +17,13 @@
 //! What the buyers do, as a waiting-room page following its replies would:
 //!
 //! - The pre-queue joins before the measured run (not measured). A member's first poll comes
-//!   at the opening plus its share of `FIRST_POLLS` (`Line::first_poll_share`): each
-//!   stripe's front first, every stripe at once.
+//!   once the draw has positions (`Line::placed_by`, 3.5 s after the opening) plus its share
+//!   of `FIRST_POLLS` (`Line::first_poll_share`): each stripe's front first, every stripe at
+//!   once.
+//! - A new buyer polls first when its place has a position (`Line::placed_by`, 2.5 to 3.5 s after
+//!   its join), as does a waiter told it has none yet.
 //! - A waiter polls again after a tenth of its wait (its position ÷ the admission rate),
-//!   from 1 s to `MAX_INTERVAL`. A waiter with no position yet polls again after 1 s.
+//!   from 1 s to `MAX_INTERVAL`.
 //! - An admitted buyer learns it at its next poll, passes `CHECKS` gatekeeper checks a
 //!   second apart and leaves a second later. Room: f × 5 000 sessions.
 //! - A promoter takes the lease and ticks every second.
@@ -58,6 +61,8 @@ use crate::report::{met, thousands, Report};
 
 /// One opening to replay.
 struct Layout {
+    /// What `LINEUP_BENCH_LINE_LAYOUTS` calls it.
+    key: &'static str,
     name: &'static str,
     /// 1: one server.
     primaries: usize,
@@ -71,10 +76,15 @@ struct Layout {
     joins_per_second: u64,
     joins_from: i64,
     joins_to: i64,
+    /// The live sessions the booking system takes, at the whole scale.
+    capacity: f64,
+    /// The fractions of the scale it runs at (`LINEUP_BENCH_LINE_FRACTIONS` overrides).
+    fractions: &'static [u64],
 }
 
-const LAYOUTS: [Layout; 2] = [
+const LAYOUTS: [Layout; 3] = [
     Layout {
+        key: "cluster",
         name: "a cluster of 8 primaries, 128 stripes of 32 draw ranges",
         primaries: 8,
         stripes: 128,
@@ -83,8 +93,25 @@ const LAYOUTS: [Layout; 2] = [
         joins_per_second: 62_000,
         joins_from: 0,
         joins_to: 30,
+        capacity: CAPACITY,
+        fractions: &[100, 400],
     },
     Layout {
+        key: "share",
+        name: "one primary's share of the cluster of 8, on one server: 128 stripes of 32 draw \
+               ranges, an eighth of the sale and of its room",
+        primaries: 1,
+        stripes: 128,
+        draw_ranges: 32,
+        members: 1_250_000,
+        joins_per_second: 7_750,
+        joins_from: 0,
+        joins_to: 30,
+        capacity: CAPACITY / 8.0,
+        fractions: &[2, 4],
+    },
+    Layout {
+        key: "server",
         name: "one server, one stripe",
         primaries: 1,
         stripes: 1,
@@ -93,6 +120,8 @@ const LAYOUTS: [Layout; 2] = [
         joins_per_second: 2_000,
         joins_from: -10,
         joins_to: 180,
+        capacity: CAPACITY,
+        fractions: &[2, 100, 400],
     },
 ];
 
@@ -129,8 +158,15 @@ struct Figures {
 async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Figures {
     let servers = Servers::start(layout.primaries).await;
     let nodes = Nodes::open(&servers).await;
-    let (ping_us, get_us, per_kind) =
-        calibrate(settings, &servers, &nodes, layout.stripes, fraction).await;
+    let (ping_us, get_us, per_kind) = calibrate(
+        settings,
+        &servers,
+        &nodes,
+        layout.stripes,
+        fraction,
+        layout.capacity,
+    )
+    .await;
     let shape = shape(layout.stripes, layout.draw_ranges);
     let members = (layout.members / fraction) as u32;
     let per_second = layout.joins_per_second as f64 / fraction as f64;
@@ -200,7 +236,7 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
                 .collect::<Vec<_>>(),
         )
         .await;
-    let capacity = (CAPACITY / fraction as f64).max(1.0);
+    let capacity = (layout.capacity / fraction as f64).max(1.0);
     let replay = Replay {
         lines: line_set,
         opens_at,
@@ -215,9 +251,11 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
         dropped: AtomicU64::new(0),
         done: AtomicBool::new(false),
     };
+    // The first polls start once the draw has positions, and spread over `FIRST_POLLS`.
+    let placed = Duration::from_millis((replay.lines[0].placed_by(-1) - opens_at).max(0) as u64);
     for i in 0..members {
         let share = replay.lines[0].first_poll_share(&user(i)).unwrap_or(0.0);
-        replay.schedule(opened + FIRST_POLLS.mul_f64(share), Task::Poll(i));
+        replay.schedule(opened + placed + FIRST_POLLS.mul_f64(share), Task::Poll(i));
     }
     let joins_start = if layout.joins_from < 0 {
         opened - Duration::from_secs(layout.joins_from.unsigned_abs())
@@ -393,25 +431,25 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
     }
 }
 
-fn fractions() -> Vec<u64> {
+fn fractions(layout: &Layout) -> Vec<u64> {
     std::env::var("LINEUP_BENCH_LINE_FRACTIONS")
         .ok()
         .map(|v| v.split(',').filter_map(|f| f.trim().parse().ok()).collect())
         .filter(|v: &Vec<u64>| !v.is_empty())
-        .unwrap_or_else(|| vec![100, 400])
+        .unwrap_or_else(|| layout.fractions.to_vec())
 }
 
 pub async fn run(bench: &Bench, report: &mut Report) {
     let mut settings = bench.app.config.redis.clone();
     settings.mode = RedisMode::Auto;
-    // `LINEUP_BENCH_LINE_PRIMARIES=8` runs only the layouts of that many primaries.
-    let primaries: Option<usize> = std::env::var("LINEUP_BENCH_LINE_PRIMARIES")
+    // `LINEUP_BENCH_LINE_LAYOUTS=share,server` runs only those layouts.
+    let only: Option<Vec<String>> = std::env::var("LINEUP_BENCH_LINE_LAYOUTS")
         .ok()
-        .and_then(|v| v.trim().parse().ok());
-    for layout in LAYOUTS
-        .iter()
-        .filter(|l| primaries.is_none_or(|p| l.primaries == p))
-    {
+        .map(|v| v.split(',').map(|k| k.trim().to_string()).collect());
+    for layout in LAYOUTS.iter().filter(|l| {
+        only.as_ref()
+            .is_none_or(|keys| keys.iter().any(|k| k == l.key))
+    }) {
         report.section(&format!(
             "The striped line's opening on {}: {} pre-queue members, {} joins a second",
             layout.name,
@@ -419,7 +457,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
             thousands(layout.joins_per_second)
         ));
         let mut by_scale: BTreeMap<u64, Figures> = BTreeMap::new();
-        for fraction in fractions() {
+        for fraction in fractions(layout) {
             by_scale.insert(fraction, replay(&settings, layout, fraction).await);
         }
         for (fraction, figures) in &by_scale {

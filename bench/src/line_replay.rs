@@ -31,13 +31,14 @@ pub(crate) fn after() -> Duration {
         .and_then(|s| s.parse().ok())
         .map_or(Duration::from_secs(180), Duration::from_secs)
 }
-/// The live sessions the booking system takes, at the whole scale.
+/// The live sessions the booking system takes, at the whole scale of a sale.
 pub(crate) const CAPACITY: f64 = 5_000.0;
 /// How long an admitted buyer holds its session here: it learns at its next poll, checks
 /// three times a second apart and leaves a second later.
 pub(crate) const HOLD_SECONDS: f64 = 5.0;
-/// The pre-queue's first polls spread over this long after the opening, by draw value.
-pub(crate) const FIRST_POLLS: Duration = Duration::from_secs(50);
+/// The pre-queue's first polls spread over this long, from when the draw has positions (3.5 s
+/// after the opening), by draw value: the last is in by 57.5 s.
+pub(crate) const FIRST_POLLS: Duration = Duration::from_secs(54);
 /// The longest a waiter is told to wait before its next poll: the waiting room's rule, a tenth
 /// of the wait up to 320 s.
 pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(320);
@@ -286,7 +287,7 @@ impl Replay {
                         line.join(&u, now).await
                     {
                         self.scores[i as usize].store(score, Ordering::Relaxed);
-                        self.schedule(Instant::now() + second, Task::Poll(i));
+                        self.schedule(at_ms(line.placed_by(score), now), Task::Poll(i));
                     }
                 }
                 Task::Poll(i) => {
@@ -315,7 +316,10 @@ impl Replay {
                         Ok(Standing::Dropped | Standing::Gone) => {
                             self.dropped.fetch_add(1, Ordering::Relaxed);
                         }
-                        Ok(Standing::Unplaced { .. } | Standing::Stalled { .. }) | Err(_) => {
+                        Ok(Standing::Unplaced { placed_by, .. }) => {
+                            self.schedule(at_ms(placed_by, now), Task::Poll(i))
+                        }
+                        Ok(Standing::Stalled { .. }) | Err(_) => {
                             self.schedule(Instant::now() + second, Task::Poll(i))
                         }
                     }
@@ -355,6 +359,12 @@ impl Replay {
             }
         }
     }
+}
+
+/// The instant `at` (ms on the wall clock) falls at, `now` being the wall clock's ms now: at
+/// least a second from now.
+fn at_ms(at: i64, now: i64) -> Instant {
+    Instant::now() + Duration::from_millis((at - now).max(1000) as u64)
 }
 
 /// Runs `run` for each of `count` requests, over the containers, one in flight on each.
