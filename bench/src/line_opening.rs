@@ -3,12 +3,15 @@
 //!
 //! - **A cluster of 8 primaries**, 128 stripes, 32 ranges of draw values each: a pre-queue of
 //!   10 000 000 opens while 62 000 new buyers a second join for the first 30 s.
+//! - **One primary's share** of that cluster, on one server: the same 128 stripes, an eighth of
+//!   the sale and of its room, so near the whole scale's rate one primary meets.
 //! - **One server**, one stripe: a pre-queue of 2 000 000 opens while 2 000 new buyers a second
 //!   join, from 10 s before the opening to 180 s after.
 //!
 //! `LINEUP_BENCH_LINE_LAYOUTS=cluster,share,server` runs only those layouts.
-//! Each runs at f = 1/100 and 1/400 (`LINEUP_BENCH_LINE_FRACTIONS=100,400`): f × every count,
-//! in real time. Redis's CPU is read from each primary's `INFO cpu` every 5 s, from 10 s before
+//! Each runs at its own fractions f (the cluster 1/100 and 1/400, the share 1/1 and 1/2, one
+//! server 1/2, 1/100 and 1/400; `LINEUP_BENCH_LINE_FRACTIONS=100,400` sets them for all):
+//! f × every count, in real time. Redis's CPU is read from each primary's `INFO cpu` every 5 s, from 10 s before
 //! the opening to 180 s after, and extrapolated to the whole scale: the primary's idle share,
 //! plus its ticks at the whole scale's pace (a cost a second, measured alone: a full head window
 //! on every stripe and a second's admissions), plus the rest ÷ f (the rest: the window's CPU
@@ -25,7 +28,8 @@
 //! - A waiter polls again after a tenth of its wait (its position ÷ the admission rate),
 //!   from 1 s to `MAX_INTERVAL`.
 //! - An admitted buyer learns it at its next poll, passes `CHECKS` gatekeeper checks a
-//!   second apart and leaves a second later. Room: f × 5 000 sessions.
+//!   second apart and leaves a second later. Room: f × the layout's sessions (5 000; 625 for
+//!   the share).
 //! - A promoter takes the lease and ticks every second.
 //! - Every request goes as AWS sends it: `CONTAINERS` containers, each a `Line` over its own
 //!   connection with one request in flight; a free container takes the next request due.
@@ -108,7 +112,7 @@ const LAYOUTS: [Layout; 3] = [
         joins_from: 0,
         joins_to: 30,
         capacity: CAPACITY / 8.0,
-        fractions: &[2, 4],
+        fractions: &[1, 2],
     },
     Layout {
         key: "server",
@@ -252,7 +256,12 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
         done: AtomicBool::new(false),
     };
     // The first polls start once the draw has positions, and spread over `FIRST_POLLS`.
-    let placed = Duration::from_millis((replay.lines[0].placed_by(-1) - opens_at).max(0) as u64);
+    let draw_score = replay
+        .scores
+        .first()
+        .map_or(-1, |s| s.load(Ordering::Relaxed));
+    let placed =
+        Duration::from_millis((replay.lines[0].placed_by(draw_score) - opens_at).max(0) as u64);
     for i in 0..members {
         let share = replay.lines[0].first_poll_share(&user(i)).unwrap_or(0.0);
         replay.schedule(opened + placed + FIRST_POLLS.mul_f64(share), Task::Poll(i));

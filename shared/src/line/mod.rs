@@ -36,10 +36,10 @@
 //! The draw. A line with an [`Opening`] orders the places taken before it by each buyer's draw
 //! value, exactly, whatever stripe the buyer is on (`draw`): the values are cut into ranges,
 //! consecutive ranges on stripes far apart, each range a segment of its own ahead of every
-//! arrival's, in value order. So the draw's front moves over every stripe and primary in turn. A draw place's score is
-//! below zero: the value, then the order of arrival on the stripe, for equal values. The draw
-//! is admitted from only once every stripe has been sealed past the opening, so no place joins
-//! it after the tick has started on it.
+//! arrival's, in value order. So the draw's front moves over every stripe and primary in turn.
+//! A draw place's score is below zero: the value, then the order of arrival on the stripe, for
+//! equal values. The draw is admitted from only once every stripe has been sealed past the
+//! opening, so no place joins it after the tick has started on it.
 //!
 //! The mark. Each buyer has one key with a TTL: `w` while it waits, set by the join and kept
 //! alive by each poll for as long as the poll keeps it present; `a:<until>` once the tick
