@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Lease, Line, LineShape, Standing, HEAD_WINDOW};
+use lineup::line::{Checked, Joined, Lease, Line, LineShape, Standing, HEAD_WINDOW};
 
 use crate::measure::Bench;
 use crate::probe::{main_thread_cpu_us, paired, plain_connections};
@@ -122,7 +122,11 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         (0..BUYERS).collect(),
         |lane, i| async move {
             let live = lines[lane].check(&user(i), admit_at).await.expect("check");
-            assert_eq!(live.is_some(), i < admitted, "buyer {i}");
+            assert_eq!(
+                matches!(live, Checked::Active { .. }),
+                i < admitted,
+                "buyer {i}"
+            );
         },
     )
     .await;

@@ -313,7 +313,13 @@ impl Replay {
                         Ok(Standing::Active { .. }) => {
                             self.schedule(Instant::now() + second, Task::Check(i, 0))
                         }
-                        Ok(Standing::Dropped | Standing::Gone) => {
+                        Ok(
+                            Standing::Dropped
+                            | Standing::Left
+                            | Standing::Ended
+                            | Standing::Paid
+                            | Standing::Gone,
+                        ) => {
                             self.dropped.fetch_add(1, Ordering::Relaxed);
                         }
                         Ok(Standing::Unplaced { placed_by, .. }) => {

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures::{stream, StreamExt};
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys, Ticked};
+use lineup::line::{
+    Checked, Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys, Ticked,
+};
 use lineup::queue::schedule::DrawSeed;
 use lineup_tests::TestApp;
 
@@ -158,8 +160,9 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
     let now = t0 + 37 * buyers as i64 + SEGMENT_MS + SEAL_MS;
     assert_eq!(
         line.poll(&user(7), scores[7], now).await.unwrap(),
-        Standing::Gone
+        Standing::Left
     );
+    assert_eq!(line.check(&user(7), now).await.unwrap(), Checked::Left);
 
     // The first tick admits the model's first 30. Polls read what it published once the
     // function's copy of the stripe's state is older than a second.
@@ -171,7 +174,10 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
     let admitted: Vec<usize> = model.0[..30].iter().map(|(_, i)| *i).collect();
     for i in &admitted {
         model.remove(*i);
-        assert!(line.check(&user(*i), after).await.unwrap().is_some());
+        assert!(matches!(
+            line.check(&user(*i), after).await.unwrap(),
+            Checked::Active { .. }
+        ));
         assert!(matches!(
             line.poll(&user(*i), scores[*i], after).await.unwrap(),
             Standing::Active { .. }
@@ -221,7 +227,10 @@ async fn the_striped_line_admits_and_places_every_buyer_as_the_model_does() {
             line.poll(&user(*i), scores[*i], after).await.unwrap(),
             Standing::Dropped
         );
-        assert_eq!(line.check(&user(*i), after).await.unwrap(), None);
+        assert_eq!(
+            line.check(&user(*i), after).await.unwrap(),
+            Checked::Dropped
+        );
     }
     expect_positions(&line, &model, &scores, after).await;
 }

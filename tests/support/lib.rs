@@ -5,7 +5,7 @@
 //! calls), [`rankings`] (payment events and board reads) and [`outage`] (Redis out of reach).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use lambda_http::{Body, Response};
@@ -1021,5 +1021,37 @@ impl redis::aio::ConnectionLike for Inspect {
             Inspect::Single(conn) => conn.get_db(),
             Inspect::Cluster(conn) => conn.get_db(),
         }
+    }
+}
+
+/// A clock a test moves: it stands still until told to move.
+pub struct MovedClock(AtomicI64);
+
+impl MovedClock {
+    /// A clock standing at `ms`.
+    pub fn at(ms: i64) -> std::sync::Arc<MovedClock> {
+        std::sync::Arc::new(MovedClock(AtomicI64::new(ms)))
+    }
+
+    /// Moves the clock on by `ms`.
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl lineup::clock::Clock for MovedClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl TestApp {
+    /// Times the striped line's calls of every function by `clock`.
+    pub fn move_line_clock(&mut self, clock: std::sync::Arc<MovedClock>) {
+        let stack = &mut self.stack;
+        stack.queue_api.room = stack.queue_api.room.clone().with_clock(clock.clone());
+        stack.promoter.room = stack.promoter.room.clone().with_clock(clock.clone());
+        stack.authorizer.room = stack.authorizer.room.clone().with_clock(clock.clone());
+        stack.ranking_updater.room = stack.ranking_updater.room.clone().with_clock(clock);
     }
 }

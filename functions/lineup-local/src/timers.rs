@@ -9,7 +9,8 @@ use crate::Stack;
 /// How often the local stack runs the rankings' tick (AWS: once a minute).
 pub const ROLL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Runs the promoter every `PROMOTE_TICK_SECONDS`, the reaper every
+/// Runs the promoter every `PROMOTE_TICK_SECONDS` (every second on the striped line), the
+/// reaper every
 /// `REAP_INTERVAL_SECONDS` ([`LocalSettings`]), the rankings' tick every [`ROLL_EVERY`] and a
 /// coupon outbox drain every [`coupon_publisher::DRAIN_EVERY`], through their Lambda
 /// handlers, until the task is dropped.
@@ -18,10 +19,10 @@ pub fn spawn_schedules(stack: &Stack, local: &LocalSettings) -> tokio::task::Joi
     let reaper = stack.reaper.clone();
     let updater = stack.ranking_updater.clone();
     let coupons = stack.coupon_publisher.clone();
-    let settings = promoter.room.config().clone();
+    let tick_every = promoter.room.tick_every();
     let reap_interval = local.reap_interval;
     tokio::spawn(async move {
-        let mut promote = tokio::time::interval(settings.promote_tick);
+        let mut promote = tokio::time::interval(tick_every);
         let mut reap = tokio::time::interval(reap_interval);
         let mut roll = tokio::time::interval(ROLL_EVERY);
         let mut drain = tokio::time::interval(coupon_publisher::DRAIN_EVERY);

@@ -704,6 +704,8 @@ impl<'a> TokenStatus<'a> {
         };
         let (status, position, active_until) = match &state.standing {
             Standing::Waiting { position } => ("waiting", Some(*position), None),
+            // On the striped line, before a tick has counted the place's segment.
+            Standing::Placing { .. } => ("waiting", None, None),
             Standing::Active { until, .. } => (
                 "active",
                 None,

@@ -1,5 +1,6 @@
 //! `queue-promoter`: admits waiters. EventBridge schedules fire at most once a minute, so
-//! one invocation ticks every `PROMOTE_TICK_SECONDS` for up to `PROMOTE_BUDGET_SECONDS`
+//! one invocation ticks every `PROMOTE_TICK_SECONDS` (every second on the striped line, under
+//! each line's lease, `LINE_STRIPES`) for up to `PROMOTE_BUDGET_SECONDS`
 //! (stopping early if the Lambda deadline is near). Each tick reads the queue registry and
 //! promotes every queue in one pipelined round trip.
 //!
@@ -82,7 +83,7 @@ pub async fn handle(
             }
         }
         output.ticks += 1;
-        let next = started + config.promote_tick * output.ticks as u32;
+        let next = started + deps.room.tick_every() * output.ticks as u32;
         let budget_left = next.duration_since(started) <= config.promote_budget;
         // Leave two seconds for the last tick to finish before Lambda's deadline.
         let deadline_left = deadline.is_none_or(|d| next + Duration::from_secs(2) < d);

@@ -53,6 +53,25 @@ pub struct QueueConfig {
     /// Most queues live (in the registry) at once: the promoter and the reaper visit each
     /// of them every run.
     pub max_queues: u32,
+    /// `LINE_STRIPES`: every queue's line is spread over this many stripes (`crate::line`);
+    /// unset, each queue lives under one hash tag.
+    pub line_stripes: Option<u16>,
+}
+
+/// `LINE_STRIPES`, where set: 1 to 4,096. The striped line takes places only in queues an
+/// operator created, which the promoter knows of from their first settings.
+fn line_stripes(vars: &Vars) -> Result<Option<u16>, ConfigError> {
+    if vars.string("LINE_STRIPES").is_none() {
+        return Ok(None);
+    }
+    let stripes = vars.number("LINE_STRIPES", 1, Bounds::new(1, 4_096))?;
+    if vars.string("QUEUE_CREATION").as_deref().map(str::trim) == Some("open") {
+        return Err(super::bad(
+            "LINE_STRIPES",
+            "the striped line takes queues an operator creates: unset QUEUE_CREATION=open",
+        ));
+    }
+    Ok(u16::try_from(stripes).ok())
 }
 
 impl QueueConfig {
@@ -83,6 +102,7 @@ impl QueueConfig {
                 ],
             )?,
             max_queues: vars.count("MAX_QUEUES", 1_000, Bounds::new(1, 100_000))?,
+            line_stripes: line_stripes(vars)?,
         })
     }
 }

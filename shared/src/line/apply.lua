@@ -1,7 +1,8 @@
 -- The tick's work on one stripe (tick.rs APPLY names the keys and arguments), for a tick whose
 -- lease's fence is no lower than the highest the stripe has seen. Takes the places the tick
 -- walked, in order, off the line: each whose buyer is present (its mark says it waits) is
--- admitted, for the session, and marked 'a:<until>'; each absent one is passed over and marked
+-- admitted, for the session, and marked 'a:<until>:<score>' for two sessions, so its poll
+-- after the session says it ended and a payment can name its place; each absent one is passed over and marked
 -- 'd'. Forgets segments left empty. With `sealed` set, replaces the seal and the published
 -- state the stripe's polls read: the tick's last call on the stripe carries them. On a halted
 -- stripe (sold out, paused, health 0) a walk is refused, and only the seal is written: the
@@ -30,10 +31,12 @@ local admitted, dropped = {}, {}
 local until_ms = now + session_ms
 for i = 0, walk_count - 1 do
   local user, mark = ARGV[lists_from + i], KEYS[first_mark + i]
-  if redis.call('ZREM', LINE, user) == 1 then
+  local score = redis.call('ZSCORE', LINE, user)
+  if score then
+    redis.call('ZREM', LINE, user)
     if redis.call('GET', mark) == 'w' then
       redis.call('ZADD', ACTIVE, until_ms, user)
-      redis.call('SET', mark, 'a:' .. until_ms, 'PX', session_ms)
+      redis.call('SET', mark, 'a:' .. until_ms .. ':' .. score, 'PX', 2 * session_ms)
       admitted[#admitted + 1] = user
     else
       redis.call('SET', mark, 'd', 'PX', keep_ms)

@@ -24,6 +24,7 @@ pub(super) static JOIN: NamedScript = NamedScript::new(
         "draw_segment",
         "opens_at",
         "keep_ms",
+        "takes_new",
     ],
 );
 
@@ -36,13 +37,16 @@ pub enum Joined {
     Already { stripe: Stripe, score: i64 },
     /// The buyer holds a session until `until` (ms).
     Active { stripe: Stripe, until: i64 },
+    /// The buyer held nothing, and the line took no new place: nothing was written.
+    Refused,
 }
 
-/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active', ms}`.
+/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'refused', ms}`.
 enum JoinReply {
     Joined(i64),
     Waiting(i64),
     Active(i64),
+    Refused,
 }
 
 impl FromRedisValue for JoinReply {
@@ -56,16 +60,34 @@ impl FromRedisValue for JoinReply {
             "joined" => Ok(JoinReply::Joined(ms)),
             "waiting" => Ok(JoinReply::Waiting(ms)),
             "active" => Ok(JoinReply::Active(ms)),
+            "refused" => Ok(JoinReply::Refused),
             other => Err(ParsingError::from(format!("join: unknown outcome {other}"))),
         }
     }
 }
 
-/// A buyer's mark as read (`keys::StripeKeys::mark`): `w`, `a:<until>` or `d`.
-enum Mark {
+/// A buyer's mark as read (`keys::StripeKeys::mark`): `w`, `a:<until>:<score>`, `d`, `l` or
+/// `p`.
+pub(super) enum Mark {
     Waiting,
     Admitted(i64),
     Dropped,
+    Left,
+    Paid,
+}
+
+impl Mark {
+    /// The standing of a buyer with no place and no live session, by its mark at `now`.
+    pub(super) fn gone(mark: Option<Mark>, now: i64) -> Standing {
+        match mark {
+            Some(Mark::Dropped) => Standing::Dropped,
+            Some(Mark::Left) => Standing::Left,
+            Some(Mark::Paid) => Standing::Paid,
+            Some(Mark::Admitted(until)) if until <= now => Standing::Ended,
+            Some(Mark::Admitted(until)) => Standing::Active { until },
+            Some(Mark::Waiting) | None => Standing::Gone,
+        }
+    }
 }
 
 impl FromRedisValue for Mark {
@@ -74,8 +96,11 @@ impl FromRedisValue for Mark {
         match text.as_str() {
             "w" => Ok(Mark::Waiting),
             "d" => Ok(Mark::Dropped),
+            "l" => Ok(Mark::Left),
+            "p" => Ok(Mark::Paid),
             _ => text
                 .strip_prefix("a:")
+                .and_then(|rest| rest.split(':').next())
                 .and_then(|until| until.parse().ok())
                 .map(Mark::Admitted)
                 .ok_or_else(|| ParsingError::from(format!("mark: {text}"))),
@@ -96,7 +121,13 @@ pub enum Standing {
     Active { until: i64 },
     /// Passed over as absent: the line reached it after its mark had lapsed.
     Dropped,
-    /// Neither in line nor in a session: it left, or its session ended.
+    /// It left the line or gave up its session.
+    Left,
+    /// Its session ended.
+    Ended,
+    /// Its session ended with its payment.
+    Paid,
+    /// Neither in line nor in a session, and no mark says why: it is not known here.
     Gone,
     /// In line, but the last tick's state is `age_ms` old, more than [`STALE_AFTER`]: the line
     /// is not moving. `position` is as of that tick, when it had one.
@@ -106,6 +137,21 @@ pub enum Standing {
 /// How old the published state may be before a poll says the line has stalled: three ticks
 /// missed.
 pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// How far a token's ticket is above its place's score: a draw place's score is at least
+/// −2^52, so every ticket is at least 1, and one of a place scored by an instant (ms) before
+/// the year 2255 is below 2^53, which a JSON number holds exactly.
+const TICKET_OFFSET: i64 = (1 << (super::draw::DRAW_VALUE_BITS + super::draw::DRAW_TIE_BITS)) + 1;
+
+/// The ticket a token carries for a place scored `score`: in the places' order.
+pub fn ticket_of(score: i64) -> u64 {
+    score.saturating_add(TICKET_OFFSET).max(1) as u64
+}
+
+/// The score of the place a token's `ticket` names ([`ticket_of`]).
+pub fn score_of(ticket: u64) -> i64 {
+    (ticket.min(i64::MAX as u64) as i64).saturating_sub(TICKET_OFFSET)
+}
 
 /// What a leave removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +167,12 @@ pub enum Left {
 impl Line {
     /// `user` joins at `now` (ms), or finds the place or session it already holds.
     pub async fn join(&self, user: &UserId, now: i64) -> Result<Joined, Error> {
+        self.join_if(user, now, true).await
+    }
+
+    /// [`Line::join`], taking a new place only where `takes_new`: a buyer who holds nothing
+    /// is otherwise [`Joined::Refused`], with nothing written.
+    pub async fn join_if(&self, user: &UserId, now: i64, takes_new: bool) -> Result<Joined, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
         let draw = self.draw_place(user, now);
@@ -141,11 +193,13 @@ impl Line {
             )
             .named("draw_segment", draw.map_or(0, |(_, segment)| segment))
             .named("opens_at", self.opening.as_ref().map_or(0, |o| o.at))
-            .named("keep_ms", ms(self.shape.keep));
+            .named("keep_ms", ms(self.shape.keep))
+            .named("takes_new", u8::from(takes_new));
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
             JoinReply::Active(until) => Joined::Active { stripe, until },
+            JoinReply::Refused => Joined::Refused,
         })
     }
 
@@ -185,8 +239,7 @@ impl Line {
                 (Some(until), _) if until as i64 > now => Standing::Active {
                     until: until as i64,
                 },
-                (_, Some(Mark::Dropped)) => Standing::Dropped,
-                _ => Standing::Gone,
+                (_, mark) => Mark::gone(mark, now),
             });
         }
         let fetch = held.is_none().then(|| {
@@ -240,14 +293,15 @@ impl Line {
                 },
             },
             (None, Some(Mark::Admitted(until))) if until > now => Standing::Active { until },
-            (None, Some(Mark::Dropped)) => Standing::Dropped,
-            (None, Some(Mark::Waiting | Mark::Admitted(_)) | None) => Standing::Gone,
+            (None, mark) => Mark::gone(mark, now),
         })
     }
 
-    /// `user` gives up its place or its session: two plain commands in one pipeline.
+    /// `user` gives up its place or its session: three plain commands in one pipeline. Its
+    /// mark then says it left, for as long as a dropped buyer's says so.
     pub async fn leave(&self, user: &UserId) -> Result<Left, Error> {
         let keys = self.keys(self.stripe_of(user));
+        let mark = keys.mark(user.as_str());
         let mut batch = Batch::new();
         let place = batch.stage_command::<u64>(
             &keys.line,
@@ -261,6 +315,17 @@ impl Line {
             redis::cmd("ZREM")
                 .arg(&keys.active)
                 .arg(user.as_str())
+                .clone(),
+        );
+        // Written only over a mark the buyer holds, so a leave of nothing leaves nothing.
+        batch.stage_command::<Option<String>>(
+            &mark,
+            redis::cmd("SET")
+                .arg(&mark)
+                .arg("l")
+                .arg("XX")
+                .arg("PX")
+                .arg(ms(self.shape.keep))
                 .clone(),
         );
         let replies = self.conn.send(&batch).await?;
@@ -279,6 +344,24 @@ mod tests {
     #[test]
     fn the_join_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("join.lua"), &super::JOIN);
+    }
+
+    #[test]
+    fn a_ticket_names_its_place_in_the_places_order_within_53_bits() {
+        use super::super::draw::DrawLayout;
+        let lowest = DrawLayout::score_of(0);
+        let highest_draw = DrawLayout::score_of(u32::MAX) + (1 << 24) - 1;
+        // 2255-01-01 in ms.
+        let late = 9_000_000_000_000;
+        let scores = [lowest, highest_draw, 0, 1_800_000_000_000, late];
+        for pair in scores.windows(2) {
+            assert!(super::ticket_of(pair[0]) < super::ticket_of(pair[1]));
+        }
+        for score in scores {
+            assert_eq!(super::score_of(super::ticket_of(score)), score);
+            assert!(super::ticket_of(score) < 1 << 53, "{score}");
+        }
+        assert_eq!(super::ticket_of(lowest), 1);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::{ms, Line};
 use crate::error::Error;
+use crate::ids::UserId;
 use crate::store::Batch;
 
 /// Why a line admits nobody.
@@ -45,6 +46,14 @@ impl Line {
     /// Halts admissions for `why`: every stripe says so once this returns.
     pub async fn halt(&self, why: Halt) -> Result<(), Error> {
         let mut batch = Batch::new();
+        self.stage_halt(&mut batch, why);
+        self.conn.send(&batch).await?;
+        Ok(())
+    }
+
+    /// Stages halting admissions for `why` on every stripe in `batch`, so that a caller's
+    /// round trip carries it: every stripe says so once the batch has been sent.
+    pub fn stage_halt(&self, batch: &mut Batch, why: Halt) {
         for keys in &self.stripe_keys {
             batch.stage_command::<()>(
                 &keys.halt,
@@ -56,8 +65,13 @@ impl Line {
                     .clone(),
             );
         }
-        self.conn.send(&batch).await?;
-        Ok(())
+    }
+
+    /// Why `user`'s stripe admits nobody, by the published state this function holds fresh
+    /// at `now` (a poll reads it when it holds none): as of the last tick.
+    pub fn halted_for(&self, user: &UserId, now: i64) -> Option<Halt> {
+        let published = self.held(self.stripe_of(user), now)?;
+        published.halted.as_deref().and_then(Halt::parse)
     }
 
     /// Lets the line admit again: clears every stripe's halt.

@@ -88,10 +88,17 @@ impl StripeKeys {
         }
     }
 
-    /// `user`'s mark: present until its TTL runs out, and what the tick did with it: `w` while it
-    /// waits, `a:<until>` once admitted, `d` once passed over as absent.
+    /// `user`'s mark: present until its TTL runs out, and what became of its place: `w` while
+    /// it waits, `a:<until>:<score>` once admitted, `d` once passed over as absent, `l` once
+    /// it left, `p` once its session was paid for.
     pub fn mark(&self, user: &str) -> String {
         format!("{}:mark:{user}", self.base)
+    }
+
+    /// The marker of `payment`'s release, on the paying buyer's stripe: a payment ends a
+    /// session once.
+    pub fn paid(&self, payment: &str) -> String {
+        format!("{}:paid:{payment}", self.base)
     }
 }
 

@@ -49,10 +49,9 @@ impl FromRedisValue for Lease {
 impl Line {
     /// Takes or renews the line's lease for `holder`, for `ttl`.
     pub async fn lease(&self, holder: &str, ttl: Duration) -> Result<Lease, Error> {
-        let base = format!("{}:{{l:{}}}", self.prefix, self.queue);
         let mut call = ScriptCall::of(&LEASE);
-        call.named_key("LEASE", format!("{base}:lease"))
-            .named_key("FENCE", format!("{base}:fence"))
+        call.named_key("LEASE", self.own_key("lease"))
+            .named_key("FENCE", self.own_key("fence"))
             .named("holder", holder)
             .named("ttl_ms", ms(ttl))
             // The fence outlives every stripe's copy of it, so it never runs backwards.

@@ -7,9 +7,13 @@
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
 //!   [`Line::leave`] (plain commands, pipelined).
 //! - `check`: [`Line::check`], the gatekeeper's: a live session, one `ZSCORE`.
+//! - `counts`: [`Line::counts`], how many wait and hold a session as of the last tick.
 //! - `halt`: [`Line::halt`] and [`Line::resume`]: sold out, paused or unhealthy, on every
 //!   stripe before the call returns.
 //! - `lease`: [`Line::lease`], one promoter at a time, and the fence its tick's writes carry.
+//! - `lines`: [`Lines`], one container's line of each queue it serves.
+//! - `release`: [`Line::stage_release`], a paid session's end, staged into the caller's
+//!   round trip.
 //! - `tick`: [`Line::tick`], the only writer of admissions: it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
 //!   each stripe what its polls need to know their exact place.
@@ -51,9 +55,12 @@ pub mod keys;
 
 mod buyer;
 mod check;
+mod counts;
 mod draw;
 mod halt;
 mod lease;
+mod lines;
+mod release;
 mod tick;
 
 use std::collections::{BTreeMap, HashMap};
@@ -63,12 +70,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use buyer::{Joined, Left, Standing, STALE_AFTER};
+pub use buyer::{score_of, ticket_of, Joined, Left, Standing, STALE_AFTER};
+pub use check::Checked;
+pub use counts::Counts;
 use draw::DrawLayout;
 pub use draw::DRAW_VALUE_BITS;
 pub use halt::Halt;
 pub use keys::{Stripe, StripeKeys};
 pub use lease::{Fence, Lease};
+pub use lines::Lines;
+pub use release::{Payment, Released};
 pub use tick::{TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
@@ -244,6 +255,12 @@ impl Line {
         let value = (opening.value)(user);
         (now < opening.at && !self.draw_open.load(Ordering::Relaxed))
             .then(|| (DrawLayout::score_of(value), self.draw.segment(value)))
+    }
+
+    /// A key of the line's own, under the queue's tag (`{l:<queue>}`), apart from every
+    /// stripe's: the lease, its fence, the counts.
+    fn own_key(&self, name: &str) -> String {
+        format!("{}:{{l:{}}}:{name}", self.prefix, self.queue)
     }
 
     fn keys(&self, stripe: Stripe) -> &StripeKeys {

@@ -1,5 +1,5 @@
 //! The line's tick, the only writer of admissions: four round trips, each one pipeline over
-//! every stripe. It reads every stripe's sessions and segments; counts each sealed segment's
+//! every stripe, and one command to the line's own tag with the counts it leaves. It reads every stripe's sessions and segments; counts each sealed segment's
 //! places, and from the counts works out how many places of each stripe's head the free room
 //! reaches; reads exactly those; then on each stripe admits the present ones of them and passes
 //! over the absent ones, in calls of at most [`APPLY_CHUNK`], and publishes what that stripe's
@@ -68,6 +68,10 @@ pub struct Ticked {
     pub admitted: Vec<String>,
     /// The buyers passed over as absent.
     pub dropped: Vec<String>,
+    /// The score of each place admitted or passed over, by buyer: what names its token.
+    pub scores: BTreeMap<String, i64>,
+    /// When the sessions this tick began end (ms).
+    pub until: i64,
     /// Why it admitted nobody, when the line is halted.
     pub halted: Option<Halt>,
     /// Live sessions after the tick.
@@ -343,7 +347,7 @@ impl Line {
         }
         places.sort();
         let mut walk: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
-        let mut walked: Vec<(usize, String)> = Vec::new();
+        let mut walked: Vec<(usize, String, i64)> = Vec::new();
         for place in places.into_iter().take(free as usize) {
             if known_to.as_ref().is_some_and(|last| place > *last) {
                 break;
@@ -353,7 +357,7 @@ impl Line {
                 *count = count.saturating_sub(1);
             }
             walk[k].push(place.user.clone());
-            walked.push((k, place.user.clone()));
+            walked.push((k, place.user.clone(), place.score));
             head = Some(place);
         }
 
@@ -471,15 +475,28 @@ impl Line {
                 ApplyReply::Halted(why) => ticked.halted = why.or(Some(Halt::Paused)),
             }
         }
-        for (k, user) in walked {
+        ticked.until = now + ms(self.shape.session) as i64;
+        for (k, user, score) in walked {
             let (admits, drops) = &moved[k];
             if admits.contains(&user) {
+                ticked.scores.insert(user.clone(), score);
                 ticked.admitted.push(user);
             } else if drops.contains(&user) {
+                ticked.scores.insert(user.clone(), score);
                 ticked.dropped.push(user);
             }
         }
         ticked.live += ticked.admitted.len() as u64;
+        // The counts after the tick, for the queue's summary: one command more, to the line's
+        // own tag.
+        if ticked.refused.is_none() {
+            self.write_counts(&super::Counts {
+                tick: now,
+                waiting: ticked.placed,
+                active: ticked.live,
+            })
+            .await?;
+        }
         Ok(ticked)
     }
 }

@@ -85,7 +85,7 @@
   }
 
   // Near the turn: a place within the queue's capacity, or under a minute to wait.
-  const near = (v) => !v.paused && ((capacity && v.position <= capacity) || (v.estimate != null && v.estimate < 60));
+  const near = (v) => !v.paused && ((capacity && v.position != null && v.position <= capacity) || (v.estimate != null && v.estimate < 60));
 
   // "12:41" (or "12:41 PM") in the buyer's locale and time zone.
   const hhmm = (ms) => new Intl.DateTimeFormat(locale(), { hour: 'numeric', minute: '2-digit' }).format(ms);
@@ -297,12 +297,13 @@
         break;
       case 'waiting': {
         head.textContent = t('wait.waiting');
-        const ahead = v.position - 1;
-        const progress = Math.max(0, Math.min(1, (place.start - v.position) / place.start));
+        const placed = v.position != null;
+        const ahead = placed ? v.position - 1 : null;
+        const progress = placed ? Math.max(0, Math.min(1, (place.start - v.position) / place.start)) : 0;
         body.append(...[
           el('p', { class: 'muted', text: t('wait.position') }),
-          el('p', { class: 'big', id: 'position', text: num(v.position) }),
-          el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: num(ahead) }) : t('wait.ahead.none') }),
+          el('p', { class: 'big', id: 'position', text: placed ? num(v.position) : '\u2026' }),
+          placed ? el('p', { id: 'ahead', text: ahead > 0 ? t('wait.ahead', { n: num(ahead) }) : t('wait.ahead.none') }) : null,
           el('progress', { max: '100', value: String(Math.round(progress * 100)), 'aria-label': t('wait.progress') }),
           el('p', {}, el('span', { class: 'muted', text: t('wait.estimate.label') + t('ui.colon') }),
             el('strong', { id: 'estimate', text: waitText(v) })),
@@ -319,7 +320,7 @@
           place.near = true;
           store.set('sessionStorage', KEY, place);
         }
-        announce((first ? t('wait.near') + ' ' : '') + t('wait.announce', { n: num(v.position) }), first);
+        if (placed) announce((first ? t('wait.near') + ' ' : '') + t('wait.announce', { n: num(v.position) }), first);
         break;
       }
       case 'active': {
@@ -442,10 +443,13 @@
     const draw = b.draw && typeof b.draw.value === 'string' ? b.draw.value : null;
     if (b.status === 'waiting') {
       // The position shown never goes up; progress is measured from where the buyer started.
-      place.best = Math.min(place.best || b.position, b.position);
-      place.start = Math.max(place.start || 0, place.best);
-      store.set('sessionStorage', KEY, place);
-      return { kind: 'waiting', position: place.best, estimate: b.estimatedWaitSeconds, range: b.estimatedWaitRange, paused: !!b.paused, message: b.message, draw, user: b.userId };
+      // A place no tick has counted yet has none (null): the best one known stays.
+      if (typeof b.position === 'number') {
+        place.best = Math.min(place.best || b.position, b.position);
+        place.start = Math.max(place.start || 0, place.best);
+        store.set('sessionStorage', KEY, place);
+      }
+      return { kind: 'waiting', position: place.best || null, estimate: b.estimatedWaitSeconds, range: b.estimatedWaitRange, paused: !!b.paused, message: b.message, draw, user: b.userId };
     }
     if (b.status === 'active') {
       const admission = typeof b.admission === 'string' ? b.admission : null;

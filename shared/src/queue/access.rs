@@ -114,6 +114,7 @@ impl WaitingRoom {
     /// pipeline (one round trip). A list that would pass [`ACCESS_LIST_MAX`] is
     /// [`Error::Conflict`]; the chunks before the one that would are kept.
     pub async fn add_access(&self, queue: &QueueId, users: &[UserId]) -> Result<u64, Error> {
+        self.refuse_on_line("the presale access list")?;
         if users.len() > ACCESS_BULK_MAX {
             return Err(Error::invalid(
                 "userIds",
@@ -149,6 +150,7 @@ impl WaitingRoom {
         queue: &QueueId,
         count: &Number,
     ) -> Result<Vec<AccessCode>, Error> {
+        self.refuse_on_line("the presale access codes")?;
         let count = ACCESS_MINT
             .json(count)
             .map_err(|err| Error::invalid("count", err.to_string()))?;

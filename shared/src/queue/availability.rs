@@ -48,7 +48,7 @@ impl Mode {
         }
     }
 
-    fn from_script(raw: &str) -> Result<Self, ParsingError> {
+    pub(super) fn from_script(raw: &str) -> Result<Self, ParsingError> {
         match raw {
             "queue" | "" => Ok(Mode::Queue),
             "passthrough" => Ok(Mode::Passthrough),
@@ -258,8 +258,14 @@ impl StagedSellOut {
 
 impl WaitingRoom {
     /// Stages marking `notice`'s queue sold out (`sell_out.lua`) in `batch`, so an event
-    /// batch stays one round trip.
+    /// batch stays one round trip. On the striped line, every stripe halts in the same round
+    /// trip.
     pub fn stage_sell_out(&self, batch: &mut Batch, notice: &SoldOutNotice) -> StagedSellOut {
+        if let Some(lines) = &self.lines {
+            lines
+                .line(&notice.queue)
+                .stage_halt(batch, crate::line::Halt::SoldOut);
+        }
         let mut invocation = self.invocation(&SELL_OUT, &notice.queue);
         invocation
             .named("message", notice.message.as_deref().unwrap_or(""))

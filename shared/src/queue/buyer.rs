@@ -115,14 +115,26 @@ impl Paid {
 /// A release staged with [`WaitingRoom::stage_release`]: reads the event for the session it
 /// ended, if it ended one.
 pub struct StagedRelease {
-    reply: Staged<ReleaseReply>,
+    reply: ReleaseStaged,
     queue: QueueId,
     user: UserId,
 }
 
+/// The staged call: the queue's script, or the striped line's.
+enum ReleaseStaged {
+    Queue(Staged<ReleaseReply>),
+    Line(Staged<crate::line::Released>),
+}
+
 impl StagedRelease {
     pub fn read(&self, replies: &[redis::Value]) -> Result<Option<QueueEvent>, Error> {
-        let ReleaseReply(released) = self.reply.read(replies)?;
+        let released = match &self.reply {
+            ReleaseStaged::Queue(reply) => reply.read(replies)?.0,
+            ReleaseStaged::Line(reply) => match reply.read(replies)? {
+                crate::line::Released::Ended { ticket } => Some(ticket),
+                crate::line::Released::Kept => None,
+            },
+        };
         Ok(released
             .map(|ticket| QueueEvent::released(&self.queue, self.user.as_str(), ticket, "paid")))
     }
@@ -184,6 +196,9 @@ impl WaitingRoom {
         code: Option<&AccessCode>,
         proof: &Proof,
     ) -> Result<Issued, Error> {
+        if let Some(lines) = self.lines.clone() {
+            return self.join_line(&lines, queue, user).await;
+        }
         let code_hash = code.map(AccessCode::hash).unwrap_or_default();
         let (door, redeemed_until) = door::issue_args(proof);
         let redeemed = redeemed_key(&self.prefix, queue, door::serial(proof));
@@ -247,6 +262,9 @@ impl WaitingRoom {
     /// Where the token stands. Counts as the waiter's heartbeat. A token that is neither
     /// waiting nor active is refused with its [`super::Departure`], or not found.
     pub async fn status(&self, claims: &TokenClaims) -> Result<TokenState, Error> {
+        if let Some(lines) = self.lines.clone() {
+            return self.line_status(&lines, claims).await;
+        }
         let mut invocation = self.invocation(&STATUS, &claims.queue);
         invocation
             .named("user", claims.user.as_str())
@@ -261,6 +279,9 @@ impl WaitingRoom {
     /// Gives up the token's place. A token that held none is refused with its
     /// departure, or not found.
     pub async fn leave(&self, claims: &TokenClaims) -> Result<Left, Error> {
+        if let Some(lines) = self.lines.clone() {
+            return self.leave_line(&lines, claims).await;
+        }
         let mut invocation = self.invocation(&LEAVE, &claims.queue);
         invocation
             .named("user", claims.user.as_str())
@@ -302,6 +323,26 @@ impl WaitingRoom {
         remember: Duration,
         skew: Duration,
     ) -> StagedRelease {
+        if let Some(lines) = &self.lines {
+            let payment = crate::line::Payment {
+                user: &paid.user,
+                id: &paid.payment,
+                paid_at: paid.completed_at.timestamp_millis(),
+                ticket: paid.ticket,
+            };
+            let reply = lines.line(&paid.queue).stage_release(
+                batch,
+                &payment,
+                self.clock.now_ms(),
+                remember,
+                skew,
+            );
+            return StagedRelease {
+                reply: ReleaseStaged::Line(reply),
+                queue: paid.queue.clone(),
+                user: paid.user.clone(),
+            };
+        }
         let mut invocation = self.invocation(&RELEASE, &paid.queue);
         invocation
             .key(queue_payment_key(&self.prefix, &paid.queue, &paid.payment))
@@ -311,19 +352,28 @@ impl WaitingRoom {
             .named("remember", remember.as_secs().max(1))
             .named("skew", skew.as_millis() as u64);
         StagedRelease {
-            reply: batch.stage(invocation),
+            reply: ReleaseStaged::Queue(batch.stage(invocation)),
             queue: paid.queue.clone(),
             user: paid.user.clone(),
         }
     }
 
-    /// The queue's counts and the settings in force.
+    /// The queue's counts and the settings in force. On the striped line, the counts are
+    /// those its last tick found, one more round trip, to the line's own tag.
     pub async fn summary(&self, queue: &QueueId) -> Result<QueueSummary, Error> {
         let reply: SummaryReply = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
+        // On the striped line, the counts its last tick found.
+        let (waiting, active) = match &self.lines {
+            Some(lines) => {
+                let counts = lines.line(queue).counts().await?.unwrap_or_default();
+                (counts.waiting, counts.active)
+            }
+            None => (reply.waiting, reply.active),
+        };
         Ok(QueueSummary {
             queue_id: queue.clone(),
-            waiting: reply.waiting,
-            active: reply.active,
+            waiting,
+            active,
             admitted_through: reply.admitted_through,
             admission_rate_per_minute: reply.admission_rate_per_minute,
             schedule: reply.settings.schedule.clone(),

@@ -214,6 +214,9 @@ impl WaitingRoom {
     /// Whether the token is active right now: the gatekeeper's question, or why not.
     /// Read-only; a waiter's check is not a heartbeat. One round trip.
     pub async fn check(&self, claims: &TokenClaims) -> Result<Result<Gate, Refusal>, Error> {
+        if let Some(lines) = self.lines.clone() {
+            return self.check_line(&lines, claims).await;
+        }
         let keys = QueueKeys::new(&self.prefix, &claims.queue);
         let mut batch = Batch::new();
         let guard = self.conn.primary_guard_due(PRIMARY_GUARD_EVERY);

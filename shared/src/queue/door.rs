@@ -102,6 +102,7 @@ impl WaitingRoom {
         queue: &QueueId,
         user: &UserId,
     ) -> Result<Challenge, Error> {
+        self.refuse_on_line("the door's challenge")?;
         let mut call = self.invocation(&CHALLENGE, queue);
         call.key(door_key(&self.prefix, queue))
             .named("creation", self.config.creation.as_str())

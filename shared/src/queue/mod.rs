@@ -41,6 +41,8 @@ mod refusals;
 mod registry;
 pub mod schedule;
 pub mod settings;
+mod striped;
+mod terms;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -72,6 +74,7 @@ pub use reaping::{QueueReap, ReapReport};
 use refusals::Absence;
 pub use refusals::{Arrival, Departure};
 pub use settings::{Configured, QueueSettings, SettingsChange};
+pub use striped::LEASE_FOR;
 
 /// Windows per idle period: the bookkeeping of presence (when it was last seen, meta's TTL)
 /// is written at most once per half window. A waiter is dropped the idle period after its
@@ -245,18 +248,46 @@ pub struct WaitingRoom {
     alarms: health::AlarmWatch,
     /// The pools' reports and words, as the last promotion tick exchanged them.
     pools: pool::PoolWatch,
+    /// Each queue's line, in a deployment with `LINE_STRIPES` (`striped`).
+    lines: Option<std::sync::Arc<crate::line::Lines>>,
+    /// What the line read of each queue's settings (`terms`).
+    held_terms: std::sync::Arc<terms::HeldTerms>,
+    /// Where the striped line's calls take the time from: the system's, or a test's.
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
 }
 
 impl WaitingRoom {
     pub fn new(conn: Conn, prefix: impl Into<String>, config: QueueConfig) -> Self {
+        let prefix = prefix.into();
+        let lines = config.line_stripes.map(|stripes| {
+            std::sync::Arc::new(crate::line::Lines::new(
+                conn.clone(),
+                &prefix,
+                crate::line::LineShape {
+                    stripes,
+                    presence: config.waiting_idle,
+                    session: config.session,
+                    ..crate::line::LineShape::default()
+                },
+            ))
+        });
         WaitingRoom {
             conn,
-            prefix: prefix.into(),
+            prefix,
             config,
+            lines,
+            held_terms: Default::default(),
+            clock: std::sync::Arc::new(crate::clock::SystemClock),
             seeds: SeedCache::default(),
             alarms: health::AlarmWatch::default(),
             pools: pool::PoolWatch::default(),
         }
+    }
+
+    /// The same room, its striped line's calls timed by `clock`: a test moves time.
+    pub fn with_clock(mut self, clock: std::sync::Arc<dyn crate::clock::Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub fn config(&self) -> &QueueConfig {
@@ -304,6 +335,9 @@ pub enum Standing {
     SoldOut,
     /// In the pre-queue: placed by the draw at the opening.
     Prequeue { opens_at: DateTime<Utc> },
+    /// In line on the striped line, in a segment no tick has counted yet: its position is
+    /// known for certain by `placed_by`.
+    Placing { placed_by: DateTime<Utc> },
 }
 
 /// A live token's state, as the scripts report it.
@@ -344,7 +378,7 @@ impl TokenState {
     pub fn estimated_wait_seconds(&self) -> Option<u64> {
         match self.standing {
             Standing::Active { .. } => Some(0),
-            Standing::SoldOut | Standing::Prequeue { .. } => None,
+            Standing::SoldOut | Standing::Prequeue { .. } | Standing::Placing { .. } => None,
             Standing::Waiting { .. } if self.paused => None,
             Standing::Waiting { .. } => self
                 .expected_wait
@@ -398,6 +432,10 @@ impl TokenState {
                 self.estimated_wait_range().map_or(position, |(low, _)| low) / 10
             }
             Standing::Active { until, .. } => (until - now).num_seconds().max(0) as u64 / 4,
+            // Back when the position is certain to be known.
+            Standing::Placing { placed_by } => {
+                ((placed_by - now).num_milliseconds().max(0) as u64).div_ceil(1000)
+            }
             // Only an operator reverses a sell-out: poll as seldom as presence allows.
             Standing::SoldOut | Standing::Prequeue { .. } => ceiling,
         };

@@ -171,6 +171,7 @@ impl WaitingRoom {
         pool: &PoolId,
         change: &PoolChange,
     ) -> Result<PoolView, Error> {
+        self.refuse_on_line("a capacity pool")?;
         let (capacity, weights) = change.checked()?;
         let key = pool_key(&self.prefix, pool);
         let now = chrono::Utc::now().timestamp_millis();

@@ -16,6 +16,7 @@ impl WaitingRoom {
     /// does); returns how many ids the list holds. A list already holding [`PRIORITY_MAX`]
     /// others is [`Error::Conflict`].
     pub async fn add_priority(&self, queue: &QueueId, user: &UserId) -> Result<u64, Error> {
+        self.refuse_on_line("the priority lane")?;
         let (done, size): (u8, u64) = self.change_priority(queue, "add", user).await?;
         if done == 0 {
             return Err(Error::Conflict(format!(

@@ -258,6 +258,13 @@ impl WaitingRoom {
         queues: &[QueueId],
         list: bool,
     ) -> Result<(PromotionReport, Option<Vec<QueueId>>), Error> {
+        if let Some(lines) = self.lines.clone() {
+            let registered = match list {
+                true => Some(self.registered_queues().await?),
+                false => None,
+            };
+            return Ok((self.tick_lines(&lines, queues).await?, registered));
+        }
         let mut batch = Batch::new();
         let listed = list.then(|| self.stage_registered_queues(&mut batch));
         // The alarms the queues name, read for the next tick (health.rs AlarmWatch).

@@ -418,9 +418,14 @@ impl WaitingRoom {
         change: &SettingsChange,
     ) -> Result<Configured, Error> {
         let args = change.arguments()?;
-        let names_a_watch = args
-            .iter()
-            .any(|(field, value)| matches!(*field, "health-alarms" | "pool") && !value.is_empty());
+        if self.lines.is_some() {
+            change.line_refusal()?;
+        }
+        // On the striped line the promoter ticks every queue from its first settings.
+        let names_a_watch = self.lines.is_some()
+            || args.iter().any(|(field, value)| {
+                matches!(*field, "health-alarms" | "pool") && !value.is_empty()
+            });
         if names_a_watch {
             self.register(queue).await?;
         }
@@ -451,6 +456,9 @@ impl WaitingRoom {
         // without the queue in the registry.
         if register {
             self.reregister(queue).await?;
+        }
+        if let Some(lines) = &self.lines {
+            self.settle_line(lines, queue, &settings).await?;
         }
         let events = changed_events(queue, was_sold_out, was, &settings.availability);
         Ok(Configured {

@@ -1,0 +1,327 @@
+//! The striped line served by the functions (`LINE_STRIPES`): buyers take places, poll, are
+//! admitted in order by the promoter's tick, pass the gatekeeper, leave and pay, through the
+//! same handlers the Lambdas run, with a test clock the functions take their time from. What
+//! the line does not do yet is refused, never ignored.
+
+use std::sync::Arc;
+
+use lineup::clock::Clock;
+use lineup::ranking::Outcome;
+use lineup_tests::{authorizer_request, MovedClock, Reply, TestApp};
+use serde_json::{json, Value};
+
+const STRIPES: &str = "4";
+
+/// A stack on the striped line, and the clock its functions take their time from.
+struct Served {
+    app: TestApp,
+    clock: Arc<MovedClock>,
+}
+
+impl Served {
+    /// The stack, its clock standing 100 ms into a second.
+    async fn start() -> Served {
+        let mut app =
+            TestApp::spawn(&[("LINE_STRIPES", STRIPES), ("QUEUE_CREATION", "operator")]).await;
+        let now = chrono::Utc::now().timestamp_millis();
+        let clock = MovedClock::at(now - now % 1000 + 100);
+        app.move_line_clock(clock.clone());
+        Served { app, clock }
+    }
+
+    /// Creates `queue` with `settings`.
+    async fn create(&self, queue: &str, settings: &str) {
+        let set = self.settings(queue, settings).await;
+        assert_eq!(set.status, 200, "{:?}", set.body);
+    }
+
+    async fn settings(&self, queue: &str, settings: &str) -> Reply {
+        let path = format!("/queues/{queue}/settings");
+        self.app.http("PUT", &path, Some(settings)).await
+    }
+
+    /// `buyer-<i>` asks for a place in `queue`.
+    async fn join(&self, queue: &str, i: usize) -> Reply {
+        let body = json!({ "userId": format!("buyer-{i}") }).to_string();
+        let path = format!("/queues/{queue}/tokens");
+        self.app.http("POST", &path, Some(&body)).await
+    }
+
+    /// `buyers` new places in `queue`, `apart_ms` apart by the clock; their tokens.
+    async fn joined(&self, queue: &str, buyers: usize, apart_ms: i64) -> Vec<String> {
+        let mut tokens = Vec::new();
+        for i in 0..buyers {
+            let joined = self.join(queue, i).await;
+            assert_eq!(joined.status, 201, "{:?}", joined.body);
+            tokens.push(joined.token());
+            self.clock.advance(apart_ms);
+        }
+        tokens
+    }
+
+    async fn status(&self, queue: &str, token: &str) -> Reply {
+        let path = format!("/queues/{queue}/tokens/{token}");
+        self.app.http("GET", &path, None).await
+    }
+
+    /// Whether the gatekeeper lets `token` into `queue`, and its context.
+    async fn gate(&self, queue: &str, token: &str) -> (bool, Value) {
+        let request = authorizer_request(Some(token), Some(queue), None);
+        self.app.authorize(request).await
+    }
+
+    /// One promoter tick, as the Lambda's loop runs it.
+    async fn tick(&self) -> lineup::queue::PromotionReport {
+        queue_promoter::tick(&self.app.stack.promoter)
+            .await
+            .expect("tick")
+    }
+
+    /// `event` through `ranking-updater`, as EventBridge delivers it.
+    async fn deliver(&self, event: Value) -> Vec<Outcome> {
+        ranking_updater::apply_events(
+            std::slice::from_ref(&event),
+            &self.app.stack.ranking_updater,
+        )
+        .await
+    }
+}
+
+/// A `PaymentCompleted` for `user`'s session in `queue`, completed at `at_ms`, naming `ticket`
+/// when given.
+fn payment(id: &str, user: &str, at_ms: i64, ticket: Option<u64>) -> Value {
+    let at = chrono::DateTime::from_timestamp_millis(at_ms).unwrap();
+    let mut detail = json!({"paymentId": id, "concertId": "c1", "seats": 2, "queueId": "show",
+        "userId": user, "completedAt": at.to_rfc3339()});
+    if let Some(ticket) = ticket {
+        detail["ticket"] = json!(ticket);
+    }
+    lineup_tests::rankings::envelope("PaymentCompleted", detail)
+}
+
+/// Asserts a 410 of problem type `kind`.
+fn assert_gone(reply: &Reply, kind: &str) {
+    reply.assert_problem(410);
+    let found = reply.body["type"].as_str().unwrap();
+    assert!(found.ends_with(&format!("/{kind}")), "{:?}", reply.body);
+}
+
+#[tokio::test]
+async fn buyers_wait_are_admitted_in_order_pass_the_gate_and_leave() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    // The line takes places only in a queue an operator created.
+    served.join("sale", 0).await.assert_problem(404);
+    assert_eq!(served.app.keys_with_ttl().await, [], "nothing was written");
+    served.create("sale", r#"{"capacity": 3}"#).await;
+
+    // Six buyers, a second apart: the line's order is theirs, whatever stripe each is on. No
+    // tick has counted a new place's second yet: no position, and when to come back for one.
+    let first = served.join("sale", 0).await;
+    assert_eq!(first.body["status"], "waiting");
+    assert!(first.body["position"].is_null(), "{:?}", first.body);
+    assert!(first.body["pollAfterSeconds"].as_u64().unwrap() >= 1);
+    clock.advance(1000);
+    let mut tokens = vec![first.token()];
+    for i in 1..6 {
+        let joined = served.join("sale", i).await;
+        assert_eq!(joined.status, 201, "{:?}", joined.body);
+        tokens.push(joined.token());
+        clock.advance(1000);
+    }
+    // A second join keeps the place and the token.
+    let again = served.join("sale", 2).await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    assert_eq!(again.token(), tokens[2]);
+
+    // Once the last second is sealed, the tick admits the first three, in order.
+    clock.advance(1000);
+    let report = served.tick().await;
+    let admitted: Vec<String> = report.events().filter_map(|e| e.user_id.clone()).collect();
+    assert_eq!(admitted, ["buyer-0", "buyer-1", "buyer-2"], "{report:?}");
+    clock.advance(1000);
+    for token in &tokens[..3] {
+        let active = served.status("sale", token).await;
+        assert_eq!(active.body["status"], "active", "{:?}", active.body);
+        assert!(active.body["admission"].is_string(), "{:?}", active.body);
+    }
+    for (i, token) in tokens.iter().enumerate().skip(3) {
+        let waiting = served.status("sale", token).await;
+        assert_eq!(waiting.body["status"], "waiting");
+        assert_eq!(waiting.body["position"], i - 2, "{:?}", waiting.body);
+    }
+
+    // The gatekeeper lets the admitted through and tells the others why not.
+    let (allowed, context) = served.gate("sale", &tokens[0]).await;
+    assert!(allowed, "{context}");
+    assert_eq!(context["userId"], "buyer-0");
+    let (allowed, context) = served.gate("sale", &tokens[3]).await;
+    assert!(!allowed);
+    assert_eq!(context["reason"], "waiting");
+
+    // The first gives up the session: its token says so, the gate shuts, and the next tick
+    // admits the next buyer into the freed place.
+    let path = format!("/queues/sale/tokens/{}", tokens[0]);
+    let left = served.app.http("DELETE", &path, None).await;
+    assert_eq!(left.status, 204, "{:?}", left.body);
+    assert_gone(&served.status("sale", &tokens[0]).await, "left");
+    let (allowed, context) = served.gate("sale", &tokens[0]).await;
+    assert!(!allowed);
+    assert_eq!(context["reason"], "left");
+    assert_eq!(served.tick().await.admitted(), 1);
+    clock.advance(1000);
+    assert_eq!(
+        served.status("sale", &tokens[3]).await.body["status"],
+        "active"
+    );
+    assert_eq!(served.status("sale", &tokens[4]).await.body["position"], 1);
+    // The summary counts as the last tick left the line: two waiting, three sessions.
+    let summary = served.app.http("GET", "/queues/sale", None).await;
+    assert_eq!(summary.body["waiting"], 2, "{:?}", summary.body);
+    assert_eq!(summary.body["active"], 3, "{:?}", summary.body);
+}
+
+#[tokio::test]
+async fn sold_out_stops_admissions_and_arrivals_at_once() {
+    let served = Served::start().await;
+    served.create("show", r#"{"capacity": 1}"#).await;
+    served.joined("show", 3, 0).await;
+    served
+        .create("show", r#"{"soldOut": true, "capacity": 10}"#)
+        .await;
+    served.clock.advance(2000);
+    // Every stripe halted before the settings call returned: the tick admits nobody.
+    assert_eq!(served.tick().await.admitted(), 0);
+    // A new arrival is turned away, with nothing written; one who holds a place keeps it and
+    // is told the queue sold out.
+    served.clock.advance(1000);
+    assert_gone(&served.join("show", 9).await, "sold-out");
+    let held = served.join("show", 1).await;
+    assert_eq!(held.status, 200, "{:?}", held.body);
+    assert_eq!(held.body["status"], "soldout", "{:?}", held.body);
+    // Reopened, the line admits again.
+    served.create("show", r#"{"soldOut": false}"#).await;
+    assert_eq!(served.tick().await.admitted(), 3);
+}
+
+#[tokio::test]
+async fn the_booking_systems_sold_out_halts_every_stripe_in_its_round_trip() {
+    let served = Served::start().await;
+    served.create("show", r#"{"capacity": 5}"#).await;
+    served.joined("show", 3, 0).await;
+    let event = lineup_tests::rankings::envelope("InventorySoldOut", json!({"queueId": "show"}));
+    assert_eq!(served.deliver(event).await, [Outcome::Applied]);
+    served.clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 0);
+    // A waiter's poll says the queue sold out.
+    served.clock.advance(1000);
+    let waiting = served.join("show", 0).await;
+    assert_eq!(waiting.status, 200, "{:?}", waiting.body);
+    assert_eq!(waiting.body["status"], "soldout", "{:?}", waiting.body);
+}
+
+#[tokio::test]
+async fn a_payment_ends_its_session_once_and_the_next_tick_fills_the_place() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served.create("show", r#"{"capacity": 1}"#).await;
+    let tokens = served.joined("show", 2, 1000).await;
+    clock.advance(1000);
+    assert_eq!(served.tick().await.admitted(), 1);
+    clock.advance(1000);
+    let active = served.status("show", &tokens[0]).await;
+    assert_eq!(active.body["status"], "active", "{:?}", active.body);
+    let ticket = active.body["ticket"].as_u64().unwrap();
+    // A payment for another place of the buyer ends nothing; nor does one dated ahead; and a
+    // payment delivered again ends nothing, whatever it says the second time.
+    let now = clock.now_ms();
+    served
+        .deliver(payment("p-0", "buyer-0", now, Some(ticket + 1)))
+        .await;
+    served
+        .deliver(payment("p-1", "buyer-0", now + 3_600_000, None))
+        .await;
+    served
+        .deliver(payment("p-0", "buyer-0", now, Some(ticket)))
+        .await;
+    assert_eq!(
+        served.status("show", &tokens[0]).await.body["status"],
+        "active"
+    );
+    // The payment for it ends it: the buyer is told, and the gate shuts.
+    served
+        .deliver(payment("p-2", "buyer-0", now, Some(ticket)))
+        .await;
+    assert_gone(&served.status("show", &tokens[0]).await, "session-ended");
+    let (allowed, context) = served.gate("show", &tokens[0]).await;
+    assert!(!allowed);
+    assert_eq!(context["reason"], "session-ended");
+    // The next tick fills the place.
+    assert_eq!(served.tick().await.admitted(), 1);
+    clock.advance(1000);
+    assert_eq!(
+        served.status("show", &tokens[1]).await.body["status"],
+        "active"
+    );
+    // Every key of the line ends by itself: the marks, the payments' markers, the counts.
+    let line_keys: Vec<(String, i64)> = served
+        .app
+        .keys_with_ttl()
+        .await
+        .into_iter()
+        .filter(|(key, _)| key.contains("{l:show"))
+        .collect();
+    assert!(line_keys.iter().any(|(key, _)| key.contains(":paid:")));
+    assert!(line_keys.iter().any(|(key, _)| key.ends_with(":counts")));
+    for (key, ttl) in &line_keys {
+        assert!(*ttl > 0, "{key} has no TTL");
+    }
+}
+
+#[tokio::test]
+async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
+    let served = Served::start().await;
+    served.create("show", r#"{"capacity": 5}"#).await;
+    for (body, field) in [
+        (r#"{"opensAt": "2030-01-01T00:00:00Z"}"#, "opensAt"),
+        (r#"{"access": "list"}"#, "access"),
+        (r#"{"challenge": "on"}"#, "challenge"),
+        (r#"{"pool": "hall"}"#, "pool"),
+        (r#"{"mode": "passthrough"}"#, "mode"),
+        (r#"{"sessionSeconds": 60, "capacity": 9}"#, "sessionSeconds"),
+    ] {
+        let refused = served.settings("show", body).await;
+        refused.assert_problem(400);
+        let detail = refused.body["detail"].as_str().unwrap();
+        assert!(detail.contains(field), "{body}: {detail}");
+    }
+    let summary = served.app.http("GET", "/queues/show", None).await;
+    assert_eq!(
+        summary.body["settings"]["capacity"], 5,
+        "{:?}",
+        summary.body
+    );
+    // The booking system's health level is reported ignored, never half applied.
+    let health = lineup_tests::rankings::envelope(
+        "BookingHealth",
+        json!({"queueIds": ["show"], "level": 0.0}),
+    );
+    let verdicts = served.deliver(health).await;
+    assert!(
+        matches!(&verdicts[..], [Outcome::Ignored(why)] if why.contains("striped line")),
+        "{verdicts:?}"
+    );
+    let pool = r#"{"capacity": 10, "weights": {"show": 1}}"#;
+    for (method, path, body) in [
+        ("PUT", "/queues/show/priority/vip-1", None),
+        ("PUT", "/queues/show/access/fan-1", None),
+        ("POST", "/queues/show/access-codes", Some(r#"{"count": 2}"#)),
+        ("PUT", "/pools/hall", Some(pool)),
+        ("GET", "/queues/show/challenge?userId=buyer-1", None),
+    ] {
+        let refused = served.app.http(method, path, body).await;
+        refused.assert_problem(409);
+        let detail = refused.body["detail"].as_str().unwrap();
+        assert!(detail.contains("striped line"), "{path}: {detail}");
+    }
+}
