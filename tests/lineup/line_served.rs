@@ -19,12 +19,13 @@ struct Served {
 }
 
 impl Served {
-    /// The stack, its clock standing 100 ms into a second.
+    /// The stack, its clock standing 100 ms into the next second: never behind the server's,
+    /// which times the settings.
     async fn start() -> Served {
         let mut app =
             TestApp::spawn(&[("LINE_STRIPES", STRIPES), ("QUEUE_CREATION", "operator")]).await;
         let now = chrono::Utc::now().timestamp_millis();
-        let clock = MovedClock::at(now - now % 1000 + 100);
+        let clock = MovedClock::at(now - now % 1000 + 1100);
         app.move_line_clock(clock.clone());
         Served { app, clock }
     }
@@ -278,12 +279,118 @@ async fn a_payment_ends_its_session_once_and_the_next_tick_fills_the_place() {
     }
 }
 
+/// `queue`'s draw seed, as its settings keep it.
+async fn seed_of(served: &Served, queue: &str) -> Vec<u8> {
+    let key = lineup::queue::keys::QueueKeys::new(
+        &served.app.config.key_prefix,
+        &lineup::ids::QueueId::parse(queue).unwrap(),
+    )
+    .settings;
+    let mut redis = served.app.inspect.clone();
+    let seed: String = redis::cmd("HGET")
+        .arg(key)
+        .arg("draw-seed")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    hex::decode(seed).unwrap()
+}
+
+#[tokio::test]
+async fn the_pre_queue_is_placed_by_the_draw_across_stripes_at_the_opening() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    let opens_at = clock.now_ms() + 10_000;
+    let at = chrono::DateTime::from_timestamp_millis(opens_at).unwrap();
+    let settings = json!({"capacity": 2, "opensAt": lineup_tests::draw::rfc(at)});
+    served.create("show", &settings.to_string()).await;
+    let seed = seed_of(&served, "show").await;
+    let summary = served.app.http("GET", "/queues/show", None).await;
+    assert_eq!(
+        summary.body["draw"]["seedSha256"],
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&seed)),
+        "the queue committed to its seed: {:?}",
+        summary.body
+    );
+
+    // Six members join the pre-queue: no position, and back after the opening.
+    let mut tokens = Vec::new();
+    for i in 0..6 {
+        let joined = served.join("show", i).await;
+        assert_eq!(joined.status, 201, "{:?}", joined.body);
+        assert_eq!(joined.body["status"], "prequeue", "{:?}", joined.body);
+        assert!(joined.body["position"].is_null());
+        assert!(
+            joined.body["draw"].is_null(),
+            "the value shows from the opening"
+        );
+        let until = (opens_at - clock.now_ms()).div_euclid(1000) as u64;
+        assert!(joined.body["pollAfterSeconds"].as_u64().unwrap() >= until);
+        tokens.push(joined.token());
+        clock.advance(500);
+    }
+    // Nobody is admitted before the opening.
+    assert_eq!(served.tick().await.admitted(), 0);
+
+    // After the opening a new arrival takes a place behind the draw; the first tick seals
+    // every stripe past the opening, and the next admits the two lowest draw values.
+    clock.advance(opens_at + 1_000 - clock.now_ms());
+    let late = served.join("show", 6).await;
+    assert_eq!(late.status, 201, "{:?}", late.body);
+    assert_eq!(late.body["status"], "waiting", "{:?}", late.body);
+    assert!(late.body["draw"].is_null());
+    clock.advance(500);
+    assert_eq!(served.tick().await.admitted(), 0);
+    clock.advance(1_500);
+    let report = served.tick().await;
+    let value = |i: usize| lineup_tests::draw::draw_value(&seed, &format!("buyer-{i}")) >> 24;
+    let mut by_value: Vec<usize> = (0..6).collect();
+    by_value.sort_by_key(|i| value(*i));
+    let admitted: Vec<String> = report.events().filter_map(|e| e.user_id.clone()).collect();
+    let first: Vec<String> = by_value[..2].iter().map(|i| format!("buyer-{i}")).collect();
+    assert_eq!(admitted, first, "{report:?}");
+
+    // Every member is placed by its value, whatever its stripe, and shows the value; the late
+    // arrival comes after them all.
+    clock.advance(1_000);
+    for (rank, i) in by_value.iter().enumerate() {
+        let polled = served.status("show", &tokens[*i]).await;
+        assert_eq!(
+            polled.body["draw"]["value"],
+            format!("{:07x}", value(*i)),
+            "{:?}",
+            polled.body
+        );
+        match rank {
+            0 | 1 => assert_eq!(polled.body["status"], "active", "{:?}", polled.body),
+            _ => assert_eq!(polled.body["position"], rank - 1, "{:?}", polled.body),
+        }
+    }
+    let late = served.status("show", &late.token()).await;
+    assert_eq!(late.body["position"], 5, "{:?}", late.body);
+
+    // The draw decides the stripes: the opening is not removed, nor set again once passed.
+    served
+        .settings("show", r#"{"opensAt": null}"#)
+        .await
+        .assert_problem(409);
+    let again = json!({"opensAt": lineup_tests::draw::rfc(at + chrono::Duration::hours(1))});
+    served
+        .settings("show", &again.to_string())
+        .await
+        .assert_problem(409);
+}
+
 #[tokio::test]
 async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
     let served = Served::start().await;
     served.create("show", r#"{"capacity": 5}"#).await;
+    // The draw decides each buyer's stripe: an opening is set with the queue, not after.
+    served
+        .settings("show", r#"{"opensAt": "2030-01-01T00:00:00Z"}"#)
+        .await
+        .assert_problem(409);
     for (body, field) in [
-        (r#"{"opensAt": "2030-01-01T00:00:00Z"}"#, "opensAt"),
         (r#"{"access": "list"}"#, "access"),
         (r#"{"challenge": "on"}"#, "challenge"),
         (r#"{"pool": "hall"}"#, "pool"),

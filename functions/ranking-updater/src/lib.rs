@@ -325,7 +325,8 @@ struct Applied {
 }
 
 /// Applies the commands, releases the paying buyers' sessions, marks sold-out queues, sets
-/// health levels and keeps alarm states, in one round trip.
+/// health levels and keeps alarm states, in one round trip (on the striped line, after a read
+/// of a paid queue's settings where this container holds none fresh).
 async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineup::Error> {
     let mut batch = Batch::new();
     let sell_outs: Vec<_> = asked
@@ -347,14 +348,14 @@ async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineu
         .map(|notice| deps.room.stage_alarm(&mut batch, notice))
         .collect();
     let remember = deps.rankings.settings().dedupe;
-    let releases: Vec<_> = asked
-        .releases
-        .iter()
-        .map(|paid| {
+    let mut releases = Vec::with_capacity(asked.releases.len());
+    for paid in asked.releases {
+        releases.push(
             deps.room
                 .stage_release(&mut batch, paid, remember, FUTURE_SKEW)
-        })
-        .collect();
+                .await?,
+        );
+    }
     let outcomes = deps.rankings.stage_apply(&mut batch, asked.commands);
     let replies = deps.rankings.send(&batch).await?;
     let outcomes = outcomes.read(&replies)?;

@@ -138,14 +138,15 @@ pub enum Standing {
 /// missed.
 pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// How far a token's ticket is above its place's score: a draw place's score is at least
-/// −2^52, so every ticket is at least 1, and one of a place scored by an instant (ms) before
-/// the year 2255 is below 2^53, which a JSON number holds exactly.
-const TICKET_OFFSET: i64 = (1 << (super::draw::DRAW_VALUE_BITS + super::draw::DRAW_TIE_BITS)) + 1;
+/// How far a token's ticket is above its place's score: 2^52. A draw place's score is −2^52
+/// plus its value's 28 bits and a 24-bit tie counted from 1, so its ticket begins with its
+/// draw value and is at least 1; one of a place scored by an instant (ms) before the year 2255
+/// is below 2^53, which a JSON number holds exactly.
+const TICKET_OFFSET: i64 = 1 << (super::draw::DRAW_VALUE_BITS + super::draw::DRAW_TIE_BITS);
 
 /// The ticket a token carries for a place scored `score`: in the places' order.
 pub fn ticket_of(score: i64) -> u64 {
-    score.saturating_add(TICKET_OFFSET).max(1) as u64
+    score.saturating_add(TICKET_OFFSET).max(0) as u64
 }
 
 /// The score of the place a token's `ticket` names ([`ticket_of`]).
@@ -260,7 +261,7 @@ impl Line {
             redis::cmd("GETEX")
                 .arg(&mark)
                 .arg("PX")
-                .arg(ms(self.shape.presence))
+                .arg(self.present_for(score, now))
                 .clone(),
         );
         let replies = self.conn.send(&batch).await?;
@@ -295,6 +296,16 @@ impl Line {
             (None, Some(Mark::Admitted(until))) if until > now => Standing::Active { until },
             (None, mark) => Mark::gone(mark, now),
         })
+    }
+
+    /// How long a poll at `now` keeps the place scored `score` present (ms): the presence
+    /// period, and for a draw place before the opening, until then as well, as its join did.
+    fn present_for(&self, score: i64, now: i64) -> u64 {
+        let until_opening = match &self.opening {
+            Some(opening) if score < 0 && opening.at > now => (opening.at - now) as u64,
+            _ => 0,
+        };
+        ms(self.shape.presence) + until_opening
     }
 
     /// `user` gives up its place or its session: three plain commands in one pipeline. Its
@@ -361,7 +372,13 @@ mod tests {
             assert_eq!(super::score_of(super::ticket_of(score)), score);
             assert!(super::ticket_of(score) < 1 << 53, "{score}");
         }
-        assert_eq!(super::ticket_of(lowest), 1);
+        assert_eq!(super::ticket_of(lowest + 1), 1);
+        // A draw place's ticket begins with its value.
+        let value = 0x00ab_cdef;
+        assert_eq!(
+            super::ticket_of(DrawLayout::score_of(value) + 1) >> 24,
+            u64::from(value)
+        );
     }
 
     #[test]

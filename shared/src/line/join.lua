@@ -2,7 +2,8 @@
 -- keys and arguments). A buyer with a live session is answered that; one already in line keeps
 -- its place. A place in the draw (`draw`, the lowest score of its value, when the caller's
 -- clock is before the opening) is taken only while the stripe is not yet sealed past the
--- opening; its score adds the stripe's count of draw places, so equal values go by arrival.
+-- opening; its score adds the stripe's count of draw places (from 1), so equal values go by
+-- arrival.
 -- Any other new place is scored `now`, or the stripe's seal when that is later, so no place
 -- lands in a segment the tick has already admitted from. Its segment joins the stripe's list
 -- of segments. Either way the buyer's mark says it waits ('w'), present for `presence_ms`, and
@@ -26,7 +27,7 @@ if held then return {'waiting', held} end
 local sealed = tonumber(redis.call('GET', SEALED) or '0')
 local score, segment
 if draw and sealed < opens_at then
-  score = draw + (redis.call('INCR', DRAWS) - 1) % 16777216
+  score = draw + redis.call('INCR', DRAWS) % 16777216
   redis.call('PEXPIRE', DRAWS, keep_ms)
   segment = draw_segment
 else

@@ -1,18 +1,28 @@
 //! One container's lines: a [`Line`] per queue, built the first time a queue is served and
 //! kept, so that each keeps its stripes' keys and published states between requests, and a
-//! promoter's lease holder name.
+//! promoter's lease holder name. A queue's line is built again when its opening changes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::RngCore;
 
-use super::{Line, LineShape};
+use super::{Line, LineShape, Opening};
 use crate::ids::QueueId;
 use crate::store::Conn;
 
 /// The most queues a container keeps lines for; past it, it starts again from none.
 const KEPT: usize = 1_000;
+
+/// A line's opening, with a name for its draw (the seed's commitment): a line is the same
+/// while both are.
+pub struct NamedOpening {
+    pub name: String,
+    pub opening: Opening,
+}
+
+/// What a held line was built with: its opening's instant and name.
+type BuiltWith = Option<(i64, String)>;
 
 /// The lines of every queue this container serves, each of `shape`.
 pub struct Lines {
@@ -21,7 +31,7 @@ pub struct Lines {
     shape: LineShape,
     /// This container's name as a lease holder: random, so two containers never share it.
     holder: String,
-    lines: Mutex<HashMap<QueueId, Arc<Line>>>,
+    lines: Mutex<HashMap<QueueId, (BuiltWith, Arc<Line>)>>,
 }
 
 impl Lines {
@@ -37,23 +47,42 @@ impl Lines {
         }
     }
 
-    /// `queue`'s line.
-    pub fn line(&self, queue: &QueueId) -> Arc<Line> {
+    /// `queue`'s line, with `opening` where it has one.
+    pub fn line(&self, queue: &QueueId, opening: Option<NamedOpening>) -> Arc<Line> {
+        let built_with: BuiltWith = opening
+            .as_ref()
+            .map(|named| (named.opening.at, named.name.clone()));
         let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(line) = lines.get(queue) {
-            return line.clone();
+        if let Some((with, line)) = lines.get(queue) {
+            if *with == built_with {
+                return line.clone();
+            }
         }
         if lines.len() >= KEPT {
             lines.clear();
         }
-        let line = Arc::new(Line::new(
-            self.conn.clone(),
-            &self.prefix,
-            queue.clone(),
-            self.shape,
-        ));
-        lines.insert(queue.clone(), line.clone());
+        let mut line = Line::new(self.conn.clone(), &self.prefix, queue.clone(), self.shape);
+        if let Some(named) = opening {
+            line = line.with_opening(named.opening);
+        }
+        let line = Arc::new(line);
+        lines.insert(queue.clone(), (built_with, line.clone()));
         line
+    }
+
+    /// `queue`'s line as held, whatever its opening, for what lies on every stripe or under
+    /// the queue's own tag (a halt, the counts): else one without an opening, not kept.
+    pub fn any(&self, queue: &QueueId) -> Arc<Line> {
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        match lines.get(queue) {
+            Some((_, line)) => line.clone(),
+            None => Arc::new(Line::new(
+                self.conn.clone(),
+                &self.prefix,
+                queue.clone(),
+                self.shape,
+            )),
+        }
     }
 
     pub fn shape(&self) -> &LineShape {

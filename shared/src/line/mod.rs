@@ -78,7 +78,7 @@ pub use draw::DRAW_VALUE_BITS;
 pub use halt::Halt;
 pub use keys::{Stripe, StripeKeys};
 pub use lease::{Fence, Lease};
-pub use lines::Lines;
+pub use lines::{Lines, NamedOpening};
 pub use release::{Payment, Released};
 pub use tick::{TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
 

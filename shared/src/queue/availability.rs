@@ -263,7 +263,7 @@ impl WaitingRoom {
     pub fn stage_sell_out(&self, batch: &mut Batch, notice: &SoldOutNotice) -> StagedSellOut {
         if let Some(lines) = &self.lines {
             lines
-                .line(&notice.queue)
+                .any(&notice.queue)
                 .stage_halt(batch, crate::line::Halt::SoldOut);
         }
         let mut invocation = self.invocation(&SELL_OUT, &notice.queue);

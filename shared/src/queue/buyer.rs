@@ -315,33 +315,31 @@ impl WaitingRoom {
     /// Once per payment: its first delivery leaves a marker for `remember`,
     /// and a redelivery releases nothing. That delivery ends the session with the ticket the
     /// payment names or, without one, a session that began before the payment by the
-    /// server's clock; a payment more than `skew` ahead of that clock releases nothing.
-    pub fn stage_release(
+    /// server's clock; a payment more than `skew` ahead of that clock releases nothing. On
+    /// the striped line, the buyer's stripe follows the queue's draw: its settings are read
+    /// first where this container holds none fresh.
+    pub async fn stage_release(
         &self,
         batch: &mut Batch,
         paid: &Paid,
         remember: Duration,
         skew: Duration,
-    ) -> StagedRelease {
+    ) -> Result<StagedRelease, Error> {
         if let Some(lines) = &self.lines {
+            let now = self.clock.now_ms();
+            let (_, line) = self.line_of(lines, &paid.queue, now).await?;
             let payment = crate::line::Payment {
                 user: &paid.user,
                 id: &paid.payment,
                 paid_at: paid.completed_at.timestamp_millis(),
                 ticket: paid.ticket,
             };
-            let reply = lines.line(&paid.queue).stage_release(
-                batch,
-                &payment,
-                self.clock.now_ms(),
-                remember,
-                skew,
-            );
-            return StagedRelease {
+            let reply = line.stage_release(batch, &payment, now, remember, skew);
+            return Ok(StagedRelease {
                 reply: ReleaseStaged::Line(reply),
                 queue: paid.queue.clone(),
                 user: paid.user.clone(),
-            };
+            });
         }
         let mut invocation = self.invocation(&RELEASE, &paid.queue);
         invocation
@@ -351,11 +349,11 @@ impl WaitingRoom {
             .named("paid_ticket", paid.ticket.unwrap_or(0))
             .named("remember", remember.as_secs().max(1))
             .named("skew", skew.as_millis() as u64);
-        StagedRelease {
+        Ok(StagedRelease {
             reply: ReleaseStaged::Queue(batch.stage(invocation)),
             queue: paid.queue.clone(),
             user: paid.user.clone(),
-        }
+        })
     }
 
     /// The queue's counts and the settings in force. On the striped line, the counts are
@@ -365,7 +363,7 @@ impl WaitingRoom {
         // On the striped line, the counts its last tick found.
         let (waiting, active) = match &self.lines {
             Some(lines) => {
-                let counts = lines.line(queue).counts().await?.unwrap_or_default();
+                let counts = lines.any(queue).counts().await?.unwrap_or_default();
                 (counts.waiting, counts.active)
             }
             None => (reply.waiting, reply.active),

@@ -42,6 +42,8 @@ mod registry;
 pub mod schedule;
 pub mod settings;
 mod striped;
+mod striped_settings;
+mod striped_tick;
 mod terms;
 
 use std::sync::LazyLock;
@@ -74,7 +76,7 @@ pub use reaping::{QueueReap, ReapReport};
 use refusals::Absence;
 pub use refusals::{Arrival, Departure};
 pub use settings::{Configured, QueueSettings, SettingsChange};
-pub use striped::LEASE_FOR;
+pub use striped_tick::LEASE_FOR;
 
 /// Windows per idle period: the bookkeeping of presence (when it was last seen, meta's TTL)
 /// is written at most once per half window. A waiter is dropped the idle period after its

@@ -144,7 +144,7 @@ impl DrawSeed {
         hex::encode(Sha256::digest(self.0))
     }
 
-    fn from_hex(raw: &str) -> Option<Self> {
+    pub(super) fn from_hex(raw: &str) -> Option<Self> {
         let mut bytes = [0u8; 32];
         hex::decode_to_slice(raw, &mut bytes).ok()?;
         Some(DrawSeed(bytes))

@@ -419,7 +419,7 @@ impl WaitingRoom {
     ) -> Result<Configured, Error> {
         let args = change.arguments()?;
         if self.lines.is_some() {
-            change.line_refusal()?;
+            self.check_line_change(queue, change).await?;
         }
         // On the striped line the promoter ticks every queue from its first settings.
         let names_a_watch = self.lines.is_some()

@@ -1,50 +1,47 @@
 //! The waiting room on the striped line ([`crate::line`]), in a deployment with
-//! `LINE_STRIPES`: a buyer's join, status and leave, the gatekeeper's check and the
-//! promoter's tick go to the queue's line, each on the buyer's own stripe, in place of the
-//! queue's single-tag scripts. A token's ticket names its place ([`line::ticket_of`]).
+//! `LINE_STRIPES`: a buyer's join, status and leave and the gatekeeper's check go to the
+//! queue's line, each on the buyer's own stripe, in place of the queue's single-tag scripts. A
+//! token's ticket names its place ([`line::ticket_of`]). A buyer's stripe follows the queue's
+//! draw, so each call reads the queue's settings first, where this container holds none
+//! fresh (`terms`). The promoter's tick is in `striped_tick`, a settings change's part in
+//! `striped_settings`.
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
-//! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): the
-//! pre-queue and draw, access lists and codes, the door's challenge, the priority lane, pools,
-//! ramps, health alarms, passthrough, `maxWaiting`, and a queue's own session, idle period or
-//! admissions a tick. A buyer is told no wait estimate yet.
+//! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
+//! lists and codes, the door's challenge, the priority lane, pools, ramps, health alarms,
+//! passthrough, `maxWaiting`, and a queue's own session, idle period or admissions a tick. A
+//! buyer is told no wait estimate yet.
+//!
+//! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures::future::try_join_all;
 
-use super::settings::QueueSettings;
+use super::schedule::DRAW_INDEX_BITS;
+use super::terms::{Draw, Terms};
 use super::{
-    Departure, Gate, Issued, Left, PromotionReport, QueueEvent, QueueEventKind, QueuePromotion,
-    Refusal, SettingsChange, Standing, TokenState, WaitingRoom,
+    Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitingRoom,
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::line::{self, Checked, Halt, Joined, Lease, Lines, TICK_EVERY};
+use crate::line::{self, Checked, Halt, Joined, Line, Lines, NamedOpening, Opening, TICK_EVERY};
 use crate::token::TokenClaims;
 
-/// How long a promoter's lease on a line lasts unless renewed: three ticks.
-pub const LEASE_FOR: Duration = Duration::from_secs(3);
-
-/// How many queues' lines a promoter ticks at once.
-const TICKING_AT_ONCE: usize = 32;
-
-/// What the line has of a buyer's state, as the waiting room answers it.
-fn token_state(lines: &Lines, ticket: u64, standing: Standing) -> TokenState {
-    TokenState {
-        ticket,
-        standing,
-        expected_wait: None,
-        wait_range: None,
-        present_for: lines.shape().presence,
-        paused: false,
-        message: None,
-        drawn: false,
+/// A queue's draw as its line takes it: the opening, and each buyer's 28-bit value.
+fn named_opening(draw: &Draw) -> NamedOpening {
+    let seed = draw.seed.clone();
+    NamedOpening {
+        name: draw.commitment.clone(),
+        opening: Opening {
+            at: draw.opens_at,
+            value: Arc::new(move |user: &UserId| (seed.value(user) >> DRAW_INDEX_BITS) as u32),
+        },
     }
 }
 
-fn instant(ms: i64) -> Result<DateTime<Utc>, Error> {
+pub(super) fn instant(ms: i64) -> Result<DateTime<Utc>, Error> {
     DateTime::from_timestamp_millis(ms)
         .ok_or_else(|| Error::Internal(format!("the line holds an instant out of range: {ms}")))
 }
@@ -74,9 +71,22 @@ impl WaitingRoom {
         }
     }
 
+    /// `queue`'s terms at `now` (held for a second) and its line, with its draw where it has
+    /// one.
+    pub(super) async fn line_of(
+        &self,
+        lines: &Lines,
+        queue: &QueueId,
+        now: i64,
+    ) -> Result<(Terms, Arc<Line>), Error> {
+        let terms = self.terms(queue, now).await?;
+        let line = lines.line(queue, terms.draw.as_ref().map(named_opening));
+        Ok((terms, line))
+    }
+
     /// `user` joins `queue`'s line, or finds the place or session it holds. A new place is
-    /// refused as the queue's settings say (held for a second by this container), with
-    /// nothing written.
+    /// refused as the queue's settings say, with nothing written. Before the opening a new
+    /// place is in the draw.
     pub(super) async fn join_line(
         &self,
         lines: &Lines,
@@ -84,15 +94,14 @@ impl WaitingRoom {
         user: &UserId,
     ) -> Result<Issued, Error> {
         let now = self.clock.now_ms();
-        let terms = self.terms(queue, now).await?;
+        let (terms, line) = self.line_of(lines, queue, now).await?;
         // A queue nobody created holds nobody; one that takes no new arrival still answers
         // those who hold a place or a session.
-        let refusal = match terms.admits_arrivals() {
+        let refusal = match terms.admits_arrivals(now) {
             Ok(()) => None,
             Err(err @ Error::NotFound(_)) => return Err(err),
             Err(err) => Some(err),
         };
-        let line = lines.line(queue);
         let (created, score, standing) = match line.join_if(user, now, refusal.is_none()).await? {
             Joined::New { score, .. } => (true, score, line.poll(user, score, now).await?),
             Joined::Already { score, .. } => (false, score, line.poll(user, score, now).await?),
@@ -104,8 +113,13 @@ impl WaitingRoom {
                 }))
             }
         };
-        let halted = line.halted_for(user, now);
-        let state = self.line_state(lines, line::ticket_of(score), standing, halted)?;
+        let state = self.line_state(
+            lines,
+            &terms,
+            line::ticket_of(score),
+            standing,
+            line.halted_for(user, now),
+        )?;
         Ok(Issued {
             created,
             claims: TokenClaims {
@@ -125,26 +139,45 @@ impl WaitingRoom {
         claims: &TokenClaims,
     ) -> Result<TokenState, Error> {
         let now = self.clock.now_ms();
-        let line = lines.line(&claims.queue);
+        let (terms, line) = self.line_of(lines, &claims.queue, now).await?;
         let standing = line
             .poll(&claims.user, line::score_of(claims.ticket), now)
             .await?;
         let halted = line.halted_for(&claims.user, now);
-        self.line_state(lines, claims.ticket, standing, halted)
+        self.line_state(lines, &terms, claims.ticket, standing, halted)
     }
 
-    /// A buyer's state from its standing on the line, and why its stripe admits nobody, if
-    /// it does not: a waiter in a sold-out queue is told so, and one in a paused queue.
+    /// A buyer's state from its standing on the line, the queue's terms, and why its stripe
+    /// admits nobody, if it does not. A draw place is in the pre-queue until the opening, and
+    /// shows its draw value from then on. A waiter in a sold-out queue is told so, and one in
+    /// a paused queue.
     fn line_state(
         &self,
         lines: &Lines,
+        terms: &Terms,
         ticket: u64,
         standing: line::Standing,
         halted: Option<Halt>,
     ) -> Result<TokenState, Error> {
         let session = chrono::Duration::from_std(lines.shape().session)
             .map_err(|err| Error::Internal(err.to_string()))?;
+        let now = self.clock.now_ms();
+        let in_draw = line::score_of(ticket) < 0;
+        let pending = terms
+            .draw
+            .as_ref()
+            .map(|draw| draw.opens_at)
+            .filter(|at| now < *at && in_draw);
         let standing = match standing {
+            line::Standing::Waiting { .. }
+            | line::Standing::Unplaced { .. }
+            | line::Standing::Stalled { .. }
+                if pending.is_some() =>
+            {
+                Standing::Prequeue {
+                    opens_at: instant(pending.unwrap_or(now))?,
+                }
+            }
             line::Standing::Waiting { position }
             | line::Standing::Stalled {
                 position: Some(position),
@@ -154,7 +187,7 @@ impl WaitingRoom {
                 placed_by: instant(placed_by)?,
             },
             line::Standing::Stalled { position: None, .. } => Standing::Placing {
-                placed_by: instant(self.clock.now_ms())? + TICK_EVERY,
+                placed_by: instant(now)? + TICK_EVERY,
             },
             line::Standing::Active { until } => {
                 let until = instant(until)?;
@@ -177,9 +210,16 @@ impl WaitingRoom {
             Some(Halt::SoldOut) if waits => Standing::SoldOut,
             _ => standing,
         };
-        let mut state = token_state(lines, ticket, standing);
-        state.paused = waits && halted.is_some_and(|h| h != Halt::SoldOut);
-        Ok(state)
+        Ok(TokenState {
+            ticket,
+            standing,
+            expected_wait: None,
+            wait_range: None,
+            present_for: lines.shape().presence,
+            paused: waits && halted.is_some_and(|h| h != Halt::SoldOut),
+            message: None,
+            drawn: in_draw && pending.is_none(),
+        })
     }
 
     /// Gives up the token's place or session on its line: one round trip to its stripe.
@@ -188,7 +228,9 @@ impl WaitingRoom {
         lines: &Lines,
         claims: &TokenClaims,
     ) -> Result<Left, Error> {
-        let reason = match lines.line(&claims.queue).leave(&claims.user).await? {
+        let now = self.clock.now_ms();
+        let (_, line) = self.line_of(lines, &claims.queue, now).await?;
+        let reason = match line.leave(&claims.user).await? {
             line::Left::Place => "left-line",
             line::Left::Session => "left-session",
             line::Left::Nothing => return Err(Error::unknown_token()),
@@ -210,152 +252,17 @@ impl WaitingRoom {
         claims: &TokenClaims,
     ) -> Result<Result<Gate, Refusal>, Error> {
         let now = self.clock.now_ms();
-        Ok(
-            match lines.line(&claims.queue).check(&claims.user, now).await? {
-                Checked::Active { until } => Ok(Gate {
-                    active_until: instant(until)?,
-                }),
-                Checked::Waiting => Err(Refusal::Waiting),
-                Checked::Dropped => Err(Refusal::Gone(Departure::Dropped)),
-                Checked::Left => Err(Refusal::Gone(Departure::Left)),
-                Checked::Ended => Err(Refusal::Gone(Departure::Expired)),
-                Checked::Paid => Err(Refusal::Gone(Departure::Paid)),
-                Checked::Unknown => Err(Refusal::Unknown),
-            },
-        )
-    }
-
-    /// One tick of each queue's line, under this container's lease: a queue whose lease
-    /// another promoter holds is left to it. [`TICKING_AT_ONCE`] queues tick at once.
-    pub(super) async fn tick_lines(
-        &self,
-        lines: &Lines,
-        queues: &[QueueId],
-    ) -> Result<PromotionReport, Error> {
-        let mut report = PromotionReport::default();
-        for some in queues.chunks(TICKING_AT_ONCE) {
-            let ticked =
-                try_join_all(some.iter().map(|queue| self.tick_line(lines, queue))).await?;
-            report.queues.extend(ticked.into_iter().flatten());
-        }
-        Ok(report)
-    }
-
-    /// One tick of `queue`'s line, if this container holds or takes its lease: the queue's
-    /// capacity (one `HMGET`), the lease (one small script) and the tick.
-    async fn tick_line(
-        &self,
-        lines: &Lines,
-        queue: &QueueId,
-    ) -> Result<Option<QueuePromotion>, Error> {
-        let terms = self.read_terms(queue).await?;
-        let line = lines.line(queue);
-        let Lease::Granted(fence) = line.lease(lines.holder(), LEASE_FOR).await? else {
-            return Ok(None);
-        };
-        let capacity = terms.capacity.unwrap_or(self.config.capacity);
-        let ticked = line.tick(fence, &*self.clock, u64::from(capacity)).await?;
-        if let Some(refused) = ticked.refused {
-            tracing::warn!(%queue, ?refused, "a line's tick wrote nothing");
-        }
-        let until = instant(ticked.until)?;
-        let ticket = |user: &String| line::ticket_of(ticked.scores.get(user).copied().unwrap_or(0));
-        let mut events: Vec<QueueEvent> = ticked
-            .admitted
-            .iter()
-            .map(|user| QueueEvent::activated(queue, user.as_str(), ticket(user), until))
-            .collect();
-        events.extend(ticked.dropped.iter().map(|user| {
-            QueueEvent::new(
-                QueueEventKind::Abandoned,
-                queue,
-                user.as_str(),
-                ticket(user),
-            )
-        }));
-        Ok(Some(QueuePromotion {
-            queue_id: queue.clone(),
-            admitted: ticked.admitted.len() as u64,
-            abandoned: ticked.dropped.len() as u64,
-            expired: 0,
-            waiting: ticked.placed,
-            active: ticked.live,
-            admission_rate_per_minute: None,
-            pace: None,
-            waits_ms: Vec::new(),
-            events,
-        }))
-    }
-
-    /// After a settings change on the line: a sold-out or paused queue's stripes all halt
-    /// before the change's call returns; otherwise they admit again.
-    pub(super) async fn settle_line(
-        &self,
-        lines: &Lines,
-        queue: &QueueId,
-        settings: &QueueSettings,
-    ) -> Result<(), Error> {
-        self.forget_terms(queue);
-        let line = lines.line(queue);
-        if settings.availability.sold_out {
-            line.halt(Halt::SoldOut).await
-        } else if settings.paused {
-            line.halt(Halt::Paused).await
-        } else {
-            line.resume().await
-        }
-    }
-}
-
-impl SettingsChange {
-    /// The first setting of this change the striped line does not honour yet, refused.
-    /// Returning a setting to its default is always taken.
-    pub fn line_refusal(&self) -> Result<(), Error> {
-        let set = |given: bool, field: &'static str| -> Result<(), Error> {
-            if given {
-                Err(Error::invalid(
-                    field,
-                    "not on the striped line yet (LINE_STRIPES is set)",
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        set(
-            matches!(self.session_seconds, Some(Some(_))),
-            "sessionSeconds",
-        )?;
-        set(matches!(self.admit_per_tick, Some(Some(_))), "admitPerTick")?;
-        set(
-            matches!(self.waiting_idle_seconds, Some(Some(_))),
-            "waitingIdleSeconds",
-        )?;
-        set(
-            matches!(self.mode, Some(Some(super::Mode::Passthrough))),
-            "mode",
-        )?;
-        set(matches!(self.max_waiting, Some(Some(_))), "maxWaiting")?;
-        set(matches!(self.opens_at, Some(Some(_))), "opensAt")?;
-        set(matches!(self.closes_at, Some(Some(_))), "closesAt")?;
-        set(
-            matches!(self.prequeue_opens_at, Some(Some(_))),
-            "prequeueOpensAt",
-        )?;
-        set(
-            matches!(self.lane_before_opening, Some(Some(true))),
-            "laneBeforeOpening",
-        )?;
-        set(
-            matches!(self.access, Some(Some(access)) if access != super::access::Access::Open),
-            "access",
-        )?;
-        set(
-            matches!(self.challenge, Some(Some(mode)) if mode != crate::door::ChallengeMode::Off),
-            "challenge",
-        )?;
-        set(matches!(self.capacity_ramp, Some(Some(_))), "capacityRamp")?;
-        set(matches!(self.health_alarms, Some(Some(_))), "healthAlarms")?;
-        set(matches!(self.pool, Some(Some(_))), "pool")?;
-        Ok(())
+        let (_, line) = self.line_of(lines, &claims.queue, now).await?;
+        Ok(match line.check(&claims.user, now).await? {
+            Checked::Active { until } => Ok(Gate {
+                active_until: instant(until)?,
+            }),
+            Checked::Waiting => Err(Refusal::Waiting),
+            Checked::Dropped => Err(Refusal::Gone(Departure::Dropped)),
+            Checked::Left => Err(Refusal::Gone(Departure::Left)),
+            Checked::Ended => Err(Refusal::Gone(Departure::Expired)),
+            Checked::Paid => Err(Refusal::Gone(Departure::Paid)),
+            Checked::Unknown => Err(Refusal::Unknown),
+        })
     }
 }

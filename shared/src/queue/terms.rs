@@ -1,27 +1,64 @@
 //! What the waiting room on the striped line reads of a queue's settings: whether an operator
 //! created the queue, whether it takes new arrivals (its mode, sold out, the operator's
-//! message), whether it is paused, and its capacity. One `HMGET` under the queue's own tag. A
+//! message, its schedule), whether it is paused, its capacity, and its draw (the opening and
+//! the seed, which decide each buyer's stripe). One `HMGET` under the queue's own tag. A
 //! container holds what it read for [`PUBLISHED_FOR`], so however many buyers join, the
 //! queue's tag sees at most one read a second from each container.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::keys::QueueKeys;
+use super::schedule::DrawSeed;
 use super::{Arrival, Mode, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 6] = [
-    "created", "capacity", "paused", "mode", "sold-out", "message",
+const FIELDS: [&str; 11] = [
+    "created",
+    "capacity",
+    "paused",
+    "mode",
+    "sold-out",
+    "message",
+    "opens-at",
+    "closes-at",
+    "prequeue-opens-at",
+    "draw-seed",
+    "draw-commit",
 ];
 
+/// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
+/// seed never reaches a log.
+#[derive(Clone)]
+pub(super) struct Draw {
+    pub opens_at: i64,
+    pub seed: Arc<DrawSeed>,
+    pub commitment: String,
+}
+
+impl std::fmt::Debug for Draw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Draw")
+            .field("opens_at", &self.opens_at)
+            .field("commitment", &self.commitment)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Draw {
+    fn eq(&self, other: &Draw) -> bool {
+        self.opens_at == other.opens_at && self.commitment == other.commitment
+    }
+}
+
 /// A queue's settings as the line reads them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct Terms {
     /// An operator created the queue.
     pub created: bool,
@@ -31,34 +68,61 @@ pub(super) struct Terms {
     pub mode: Mode,
     pub sold_out: bool,
     pub message: Option<String>,
+    /// From when new arrivals are refused (ms).
+    pub closes_at: Option<i64>,
+    /// Until when arrivals are refused before the opening (ms).
+    pub prequeue_opens_at: Option<i64>,
+    /// The scheduled opening and its draw, once set.
+    pub draw: Option<Draw>,
 }
 
 impl FromRedisValue for Terms {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        type Fields = (
-            Option<String>,
-            Option<u32>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        );
-        let (created, capacity, paused, mode, sold_out, message): Fields =
-            FromRedisValue::from_redis_value(v)?;
+        let fields: Vec<Option<String>> = FromRedisValue::from_redis_value(v)?;
+        if fields.len() != FIELDS.len() {
+            return Err(ParsingError::from(format!(
+                "terms: {} fields, not {}",
+                fields.len(),
+                FIELDS.len()
+            )));
+        }
+        let text = |i: usize| fields[i].as_deref().filter(|v| !v.is_empty());
+        let number = |i: usize| -> Result<Option<i64>, ParsingError> {
+            text(i)
+                .map(|raw| {
+                    raw.parse::<i64>()
+                        .map_err(|_| ParsingError::from(format!("terms: {} {raw:?}", FIELDS[i])))
+                })
+                .transpose()
+        };
+        let draw = match (number(6)?, text(9), text(10)) {
+            (Some(opens_at), Some(seed), Some(commitment)) => Some(Draw {
+                opens_at,
+                seed: Arc::new(
+                    DrawSeed::from_hex(seed)
+                        .ok_or_else(|| ParsingError::from("terms: a draw seed of another form"))?,
+                ),
+                commitment: commitment.to_owned(),
+            }),
+            _ => None,
+        };
         Ok(Terms {
-            created: created.is_some(),
-            capacity,
-            paused: paused.as_deref() == Some("1"),
-            mode: Mode::from_script(mode.as_deref().unwrap_or(""))?,
-            sold_out: sold_out.as_deref() == Some("1"),
-            message: message.filter(|m| !m.is_empty()),
+            created: text(0).is_some(),
+            capacity: number(1)?.and_then(|c| u32::try_from(c).ok()),
+            paused: text(2) == Some("1"),
+            mode: Mode::from_script(text(3).unwrap_or(""))?,
+            sold_out: text(4) == Some("1"),
+            message: text(5).map(str::to_owned),
+            closes_at: number(7)?,
+            prequeue_opens_at: number(8)?,
+            draw,
         })
     }
 }
 
 impl Terms {
-    /// Whether a new arrival may take a place, or why not.
-    pub(super) fn admits_arrivals(&self) -> Result<(), Error> {
+    /// Whether a new arrival may take a place at `now` (ms), or why not.
+    pub(super) fn admits_arrivals(&self, now: i64) -> Result<(), Error> {
         if !self.created {
             return Err(Error::NotFound(
                 "no such queue: an operator creates it with PUT /queues/{queueId}/settings".into(),
@@ -68,8 +132,15 @@ impl Terms {
         if self.sold_out {
             return Err(Arrival::SoldOut { message }.into());
         }
-        if self.mode == Mode::Closed {
+        if self.mode == Mode::Closed || self.closes_at.is_some_and(|at| now >= at) {
             return Err(Arrival::Closed { message }.into());
+        }
+        if let Some(at) = self.prequeue_opens_at.filter(|at| now < *at) {
+            let retry_after = Duration::from_millis((at - now) as u64);
+            return Err(Arrival::NotOpen {
+                retry_after: retry_after.max(Duration::from_secs(1)),
+            }
+            .into());
         }
         Ok(())
     }
