@@ -16,7 +16,7 @@ use redis::cluster_routing::Slot;
 use serde_json::json;
 
 /// The keys each node holds under `pattern`, asked node by node.
-async fn keys_per_node(app: &TestApp, pattern: &str) -> HashMap<u16, Vec<String>> {
+pub(crate) async fn keys_per_node(app: &TestApp, pattern: &str) -> HashMap<u16, Vec<String>> {
     let mut found = HashMap::new();
     for node in &app.cluster.as_ref().unwrap().nodes {
         let client = redis::Client::open(node.url()).unwrap();

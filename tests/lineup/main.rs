@@ -21,6 +21,7 @@ mod identity;
 mod keys;
 mod line;
 mod line_control;
+mod line_failover;
 mod line_served;
 mod load;
 mod local_stack;
