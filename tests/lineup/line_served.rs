@@ -279,6 +279,27 @@ async fn a_payment_ends_its_session_once_and_the_next_tick_fills_the_place() {
     }
 }
 
+#[tokio::test]
+async fn a_queue_closes_only_once_every_stripe_is_empty() {
+    let served = Served::start().await;
+    served.create("show", r#"{"capacity": 1}"#).await;
+    let tokens = served.joined("show", 2, 1000).await;
+    served.clock.advance(1000);
+    assert_eq!(served.tick().await.admitted(), 1);
+    // One holds a session and one waits, before any tick or after: no close.
+    let close = || served.app.http("DELETE", "/queues/show/settings", None);
+    close().await.assert_problem(409);
+    for token in &tokens {
+        let path = format!("/queues/show/tokens/{token}");
+        assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+        if token == &tokens[0] {
+            close().await.assert_problem(409);
+        }
+    }
+    assert_eq!(close().await.status, 204);
+    served.join("show", 3).await.assert_problem(404);
+}
+
 /// `queue`'s draw seed, as its settings keep it.
 async fn seed_of(served: &Served, queue: &str) -> Vec<u8> {
     let key = lineup::queue::keys::QueueKeys::new(

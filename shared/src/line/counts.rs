@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ms, Line};
 use crate::error::Error;
+use crate::store::{Batch, Staged};
 
 /// The line's counts as of one tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +52,39 @@ impl Line {
             )
             .await?;
         Ok(())
+    }
+
+    /// How many wait and how many hold a live session at `now`, exactly: one pipeline over
+    /// every stripe (`ZCARD`, `ZCOUNT`). For an operator's call, never a buyer's.
+    pub async fn occupancy(&self, now: i64) -> Result<Counts, Error> {
+        let mut batch = Batch::new();
+        let staged: Vec<_> = self
+            .stripe_keys
+            .iter()
+            .map(|keys| {
+                let waiting: Staged<u64> =
+                    batch.stage_command(&keys.line, redis::cmd("ZCARD").arg(&keys.line).clone());
+                let active: Staged<u64> = batch.stage_command(
+                    &keys.active,
+                    redis::cmd("ZCOUNT")
+                        .arg(&keys.active)
+                        .arg(format!("({now}"))
+                        .arg("+inf")
+                        .clone(),
+                );
+                (waiting, active)
+            })
+            .collect();
+        let replies = self.conn.send(&batch).await?;
+        let mut counts = Counts {
+            tick: now,
+            ..Counts::default()
+        };
+        for (waiting, active) in &staged {
+            counts.waiting += waiting.read(&replies)?;
+            counts.active += active.read(&replies)?;
+        }
+        Ok(counts)
     }
 
     /// The counts the last tick wrote, if a tick has run within the line's keep.

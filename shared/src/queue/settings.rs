@@ -481,9 +481,20 @@ impl WaitingRoom {
 
     /// Removes `queue`'s settings, and so (under `QUEUE_CREATION=operator`) the queue: no
     /// more token requests. Only an empty queue closes ([`Error::Conflict`] otherwise: pause
-    /// it and let it drain). The reaper then retires it as any idle queue.
+    /// it and let it drain); on the striped line, every stripe is read first. The reaper then
+    /// retires it as any idle queue.
     pub async fn close(&self, queue: &QueueId) -> Result<(), Error> {
+        if let Some(lines) = &self.lines {
+            let held = lines.any(queue).occupancy(self.clock.now_ms()).await?;
+            if held.waiting + held.active > 0 {
+                return Err(Error::Conflict(
+                    "the queue still has buyers waiting or active; pause it and let it drain"
+                        .into(),
+                ));
+            }
+        }
         let closed: bool = self.conn.invoke(self.invocation(&CLOSE, queue)).await?;
+        self.forget_terms(queue);
         if !closed {
             return Err(Error::Conflict(
                 "the queue still has buyers waiting or active; pause it and let it drain".into(),
