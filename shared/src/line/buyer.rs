@@ -14,7 +14,9 @@ use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
 /// The join; its keys and arguments, named as `join.lua` binds them.
 pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
-    &["LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK"],
+    &[
+        "LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK", "ACCESS",
+    ],
     &[
         "user",
         "now",
@@ -25,6 +27,7 @@ pub(super) static JOIN: NamedScript = NamedScript::new(
         "opens_at",
         "keep_ms",
         "takes_new",
+        "access",
     ],
 );
 
@@ -39,14 +42,18 @@ pub enum Joined {
     Active { stripe: Stripe, until: i64 },
     /// The buyer held nothing, and the line took no new place: nothing was written.
     Refused,
+    /// The buyer held nothing and is not on the access list the join asked about: nothing
+    /// was written.
+    Denied,
 }
 
-/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'refused', ms}`.
+/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'refused' | 'denied', ms}`.
 enum JoinReply {
     Joined(i64),
     Waiting(i64),
     Active(i64),
     Refused,
+    Denied,
 }
 
 impl FromRedisValue for JoinReply {
@@ -61,6 +68,7 @@ impl FromRedisValue for JoinReply {
             "waiting" => Ok(JoinReply::Waiting(ms)),
             "active" => Ok(JoinReply::Active(ms)),
             "refused" => Ok(JoinReply::Refused),
+            "denied" => Ok(JoinReply::Denied),
             other => Err(ParsingError::from(format!("join: unknown outcome {other}"))),
         }
     }
@@ -168,12 +176,19 @@ pub enum Left {
 impl Line {
     /// `user` joins at `now` (ms), or finds the place or session it already holds.
     pub async fn join(&self, user: &UserId, now: i64) -> Result<Joined, Error> {
-        self.join_if(user, now, true).await
+        self.join_if(user, now, true, false).await
     }
 
-    /// [`Line::join`], taking a new place only where `takes_new`: a buyer who holds nothing
-    /// is otherwise [`Joined::Refused`], with nothing written.
-    pub async fn join_if(&self, user: &UserId, now: i64, takes_new: bool) -> Result<Joined, Error> {
+    /// [`Line::join`], taking a new place only where `takes_new`, and, where `listed_only`,
+    /// only for a buyer on the access list: a buyer who holds nothing is otherwise
+    /// [`Joined::Refused`] or [`Joined::Denied`], with nothing written.
+    pub async fn join_if(
+        &self,
+        user: &UserId,
+        now: i64,
+        takes_new: bool,
+        listed_only: bool,
+    ) -> Result<Joined, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
         let draw = self.draw_place(user, now);
@@ -184,6 +199,7 @@ impl Line {
             .named_key("SEALED", &keys.sealed)
             .named_key("DRAWS", &keys.draws)
             .named_key("MARK", keys.mark(user.as_str()))
+            .named_key("ACCESS", &keys.access)
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
@@ -195,12 +211,14 @@ impl Line {
             .named("draw_segment", draw.map_or(0, |(_, segment)| segment))
             .named("opens_at", self.opening.as_ref().map_or(0, |o| o.at))
             .named("keep_ms", ms(self.shape.keep))
-            .named("takes_new", u8::from(takes_new));
+            .named("takes_new", u8::from(takes_new))
+            .named("access", if listed_only { "list" } else { "open" });
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
             JoinReply::Active(until) => Joined::Active { stripe, until },
             JoinReply::Refused => Joined::Refused,
+            JoinReply::Denied => Joined::Denied,
         })
     }
 

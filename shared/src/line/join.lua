@@ -10,16 +10,22 @@
 -- a draw member's until then after the opening. The tick, which runs while the line has
 -- places, keeps the line's keys alive.
 -- A buyer who holds nothing, when the queue takes no new places (`takes_new` not '1'), is
--- refused with nothing written.
--- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'refused', 0}.
+-- refused with nothing written; so is one not on the stripe's access list (ACCESS) when
+-- `access` is 'list'.
+-- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'refused', 0} |
+-- {'denied', 0}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local ACCESS = KEYS[7]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local presence_ms, draw, draw_segment = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local opens_at, keep_ms, takes_new = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local opens_at, keep_ms, takes_new, access = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
 local held = redis.call('ZSCORE', LINE, user)
 if not held and takes_new ~= '1' then return {'refused', '0'} end
+if not held and access == 'list' and redis.call('SISMEMBER', ACCESS, user) == 0 then
+  return {'denied', '0'}
+end
 local present_for = tonumber(presence_ms)
 if draw and opens_at > now then present_for = present_for + opens_at - now end
 redis.call('SET', MARK, 'w', 'PX', present_for)

@@ -50,6 +50,9 @@ pub struct StripeKeys {
     pub fence: String,
     /// String, while admissions are halted: why ([`super::Halt`]).
     pub halt: String,
+    /// Set: the user ids of this stripe on the queue's presale access list. The operator's:
+    /// no TTL; it goes when the queue is closed.
+    pub access: String,
 }
 
 /// The slots of a cluster.
@@ -84,6 +87,7 @@ impl StripeKeys {
             draws: format!("{base}:draws"),
             fence: format!("{base}:fence"),
             halt: format!("{base}:halt"),
+            access: format!("{base}:access"),
             base,
         }
     }

@@ -2,6 +2,7 @@
 //! uses every shard of a cluster and no slot runs hot, and a poll costs a few plain commands.
 //!
 //! - [`keys`]: a stripe's tag and keys, and which stripe a buyer is on.
+//! - `access`: the presale access list, each id on its own stripe.
 //! - `draw`: how a line with an opening lays its draw's values over the stripes.
 //! - `buyer`: what a buyer's calls do, each on its own stripe in one round trip: [`Line::join`]
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
@@ -53,6 +54,7 @@
 
 pub mod keys;
 
+mod access;
 mod buyer;
 mod check;
 mod counts;
@@ -70,6 +72,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use access::ACCESS_CHUNK;
 pub use buyer::{score_of, ticket_of, Joined, Left, Standing, STALE_AFTER};
 pub use check::Checked;
 pub use counts::Counts;

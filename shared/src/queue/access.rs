@@ -112,19 +112,27 @@ impl WaitingRoom {
     /// Puts `users` (at most [`ACCESS_BULK_MAX`]) on `queue`'s access list, creating the queue
     /// as a settings change does: one script call per [`ACCESS_CHUNK`] ids, all in one
     /// pipeline (one round trip). A list that would pass [`ACCESS_LIST_MAX`] is
-    /// [`Error::Conflict`]; the chunks before the one that would are kept.
+    /// [`Error::Conflict`]; the chunks before the one that would are kept. On the striped
+    /// line each id goes on its own stripe's list, in a queue an operator created
+    /// ([`crate::line::Line::add_access`]).
     pub async fn add_access(&self, queue: &QueueId, users: &[UserId]) -> Result<u64, Error> {
-        self.refuse_on_line("the presale access list")?;
         if users.len() > ACCESS_BULK_MAX {
             return Err(Error::invalid(
                 "userIds",
                 format!("at most {ACCESS_BULK_MAX} user ids a request"),
             ));
         }
-        let ids: Vec<&str> = users.iter().map(UserId::as_str).collect();
-        let size = self
-            .write_chunks(queue, "add", ACCESS_LIST_MAX, &ids)
-            .await?;
+        let size = match &self.lines {
+            Some(lines) => {
+                let line = self.created_line(lines, queue).await?;
+                line.add_access(users, ACCESS_LIST_MAX).await?
+            }
+            None => {
+                let ids: Vec<&str> = users.iter().map(UserId::as_str).collect();
+                self.write_chunks(queue, "add", ACCESS_LIST_MAX, &ids)
+                    .await?
+            }
+        };
         size.ok_or_else(|| {
             Error::Conflict(format!(
                 "the access list would pass its most user ids ({ACCESS_LIST_MAX})"
@@ -135,6 +143,10 @@ impl WaitingRoom {
     /// Takes `user` off `queue`'s access list; returns how many ids it still holds. One who
     /// already holds a place keeps it.
     pub async fn remove_access(&self, queue: &QueueId, user: &UserId) -> Result<u64, Error> {
+        if let Some(lines) = &self.lines {
+            let line = self.created_line(lines, queue).await?;
+            return line.remove_access(user).await;
+        }
         let size = self
             .write_chunks(queue, "remove", ACCESS_LIST_MAX, &[user.as_str()])
             .await?;

@@ -500,6 +500,9 @@ impl WaitingRoom {
                 "the queue still has buyers waiting or active; pause it and let it drain".into(),
             ));
         }
+        if let Some(lines) = &self.lines {
+            lines.any(queue).forget_access().await?;
+        }
         Ok(())
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
-//! lists and codes, the door's challenge, the priority lane, pools, ramps, health alarms,
+//! codes, the door's challenge, the priority lane, pools, ramps, health alarms,
 //! passthrough, `maxWaiting`, and a queue's own session, idle period or admissions a tick. A
 //! buyer is told no wait estimate yet.
 //!
@@ -19,10 +19,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::access::Access;
 use super::schedule::DRAW_INDEX_BITS;
 use super::terms::{Draw, Terms};
 use super::{
-    Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitingRoom,
+    Arrival, Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitingRoom,
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
@@ -102,11 +103,16 @@ impl WaitingRoom {
             Err(err @ Error::NotFound(_)) => return Err(err),
             Err(err) => Some(err),
         };
-        let (created, score, standing) = match line.join_if(user, now, refusal.is_none()).await? {
+        let listed_only = terms.access == Access::List;
+        let joined = line
+            .join_if(user, now, refusal.is_none(), listed_only)
+            .await?;
+        let (created, score, standing) = match joined {
             Joined::New { score, .. } => (true, score, line.poll(user, score, now).await?),
             Joined::Already { score, .. } => (false, score, line.poll(user, score, now).await?),
             // A place before every place: its polls look for the session first.
             Joined::Active { until, .. } => (false, 0, line::Standing::Active { until }),
+            Joined::Denied => return Err(Arrival::AccessDenied.into()),
             Joined::Refused => {
                 return Err(refusal.unwrap_or_else(|| {
                     Error::Internal("the line refused a join it was told to take".into())

@@ -46,6 +46,25 @@ impl WaitingRoom {
         }
     }
 
+    /// `queue`'s line, in a queue an operator created (404 otherwise): the draw, which decides
+    /// each buyer's stripe, is set with the queue.
+    pub(super) async fn created_line(
+        &self,
+        lines: &Lines,
+        queue: &QueueId,
+    ) -> Result<std::sync::Arc<crate::line::Line>, Error> {
+        self.forget_terms(queue);
+        let (terms, line) = self.line_of(lines, queue, self.clock.now_ms()).await?;
+        if !terms.created {
+            return Err(Error::NotFound(
+                "no such queue: on the striped line an operator creates it with PUT \
+                 /queues/{queueId}/settings first"
+                    .into(),
+            ));
+        }
+        Ok(line)
+    }
+
     /// After a settings change on the line: a sold-out or paused queue's stripes all halt
     /// before the change's call returns; otherwise they admit again. This container reads
     /// the queue's settings afresh from now on.
@@ -100,7 +119,7 @@ impl SettingsChange {
             "laneBeforeOpening",
         )?;
         set(
-            matches!(self.access, Some(Some(access)) if access != super::access::Access::Open),
+            matches!(self.access, Some(Some(super::access::Access::Code))),
             "access",
         )?;
         set(

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
+use super::access::Access;
 use super::keys::QueueKeys;
 use super::schedule::DrawSeed;
 use super::{Arrival, Mode, WaitingRoom};
@@ -19,7 +20,7 @@ use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 12] = [
     "created",
     "capacity",
     "paused",
@@ -31,6 +32,7 @@ const FIELDS: [&str; 11] = [
     "prequeue-opens-at",
     "draw-seed",
     "draw-commit",
+    "access",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -74,6 +76,8 @@ pub(super) struct Terms {
     pub prequeue_opens_at: Option<i64>,
     /// The scheduled opening and its draw, once set.
     pub draw: Option<Draw>,
+    /// Who may take a new place.
+    pub access: Access,
 }
 
 impl FromRedisValue for Terms {
@@ -116,6 +120,11 @@ impl FromRedisValue for Terms {
             closes_at: number(7)?,
             prequeue_opens_at: number(8)?,
             draw,
+            access: match text(11) {
+                Some("list") => Access::List,
+                Some("code") => Access::Code,
+                _ => Access::Open,
+            },
         })
     }
 }

@@ -1,0 +1,116 @@
+//! The presale access list on the striped line: each user id on its own stripe's set, so the
+//! join checks it on the buyer's stripe, in the join's one call. Edited by the operator in
+//! chunks of at most [`ACCESS_CHUNK`] ids a command; reading the list's size reads every
+//! stripe, on the operator's path only.
+
+use std::collections::BTreeMap;
+
+use super::{Line, Stripe};
+use crate::error::Error;
+use crate::ids::UserId;
+use crate::store::{Batch, Staged};
+
+/// The most ids one command takes, so no call holds Redis long.
+pub const ACCESS_CHUNK: usize = 500;
+
+impl Line {
+    /// `users` by stripe.
+    fn by_stripe<'a>(&self, users: &'a [UserId]) -> BTreeMap<Stripe, Vec<&'a str>> {
+        let mut by: BTreeMap<Stripe, Vec<&'a str>> = BTreeMap::new();
+        for user in users {
+            by.entry(self.stripe_of(user))
+                .or_default()
+                .push(user.as_str());
+        }
+        by
+    }
+
+    /// How many of `users` the list lacks, and how many ids it holds: one pipeline over
+    /// every stripe.
+    async fn access_size(&self, users: &[UserId]) -> Result<(u64, u64), Error> {
+        let mut batch = Batch::new();
+        let sizes: Vec<Staged<u64>> = self
+            .stripe_keys
+            .iter()
+            .map(|keys| {
+                batch.stage_command(&keys.access, redis::cmd("SCARD").arg(&keys.access).clone())
+            })
+            .collect();
+        let mut held: Vec<Staged<Vec<u8>>> = Vec::new();
+        for (stripe, ids) in self.by_stripe(users) {
+            let keys = self.keys(stripe);
+            for chunk in ids.chunks(ACCESS_CHUNK) {
+                held.push(
+                    batch.stage_command(
+                        &keys.access,
+                        redis::cmd("SMISMEMBER")
+                            .arg(&keys.access)
+                            .arg(chunk)
+                            .clone(),
+                    ),
+                );
+            }
+        }
+        let replies = self.conn.send(&batch).await?;
+        let mut size = 0;
+        for staged in &sizes {
+            size += staged.read(&replies)?;
+        }
+        let mut lacking = 0;
+        for staged in &held {
+            lacking += staged.read(&replies)?.iter().filter(|m| **m == 0).count() as u64;
+        }
+        Ok((lacking, size))
+    }
+
+    /// Puts `users` on the access list, unless it would then hold more than `most` ids;
+    /// returns how many it holds, or `None` when refused. Two round trips: the sizes, then
+    /// the additions, so two uploads at once may pass `most` by the second's ids.
+    pub async fn add_access(&self, users: &[UserId], most: u64) -> Result<Option<u64>, Error> {
+        let (lacking, size) = self.access_size(users).await?;
+        if size + lacking > most {
+            return Ok(None);
+        }
+        let mut batch = Batch::new();
+        for (stripe, ids) in self.by_stripe(users) {
+            let keys = self.keys(stripe);
+            for chunk in ids.chunks(ACCESS_CHUNK) {
+                batch.stage_command::<u64>(
+                    &keys.access,
+                    redis::cmd("SADD").arg(&keys.access).arg(chunk).clone(),
+                );
+            }
+        }
+        if !batch.is_empty() {
+            self.conn.send(&batch).await?;
+        }
+        Ok(Some(size + lacking))
+    }
+
+    /// Takes `user` off the access list; returns how many ids it holds.
+    pub async fn remove_access(&self, user: &UserId) -> Result<u64, Error> {
+        let keys = self.keys(self.stripe_of(user));
+        let _: u64 = self
+            .conn
+            .query(
+                &keys.access,
+                redis::cmd("SREM")
+                    .arg(&keys.access)
+                    .arg(user.as_str())
+                    .clone(),
+            )
+            .await?;
+        Ok(self.access_size(&[]).await?.1)
+    }
+
+    /// Deletes the access list from every stripe: the queue is closed.
+    pub async fn forget_access(&self) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for keys in &self.stripe_keys {
+            batch
+                .stage_command::<u64>(&keys.access, redis::cmd("UNLINK").arg(&keys.access).clone());
+        }
+        self.conn.send(&batch).await?;
+        Ok(())
+    }
+}
