@@ -124,7 +124,17 @@ async fn buyers_wait_are_admitted_in_order_pass_the_gate_and_leave() {
     assert!(first.body["pollAfterSeconds"].as_u64().unwrap() >= 1);
     clock.advance(1000);
     let mut tokens = vec![first.token()];
-    for i in 1..6 {
+    // A new place's join is one call, the join script: no poll after it.
+    let before = served.app.command_calls().await;
+    let second = served.join("sale", 1).await;
+    let after = served.app.command_calls().await;
+    let sent =
+        |name: &str| after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0);
+    assert_eq!((sent("evalsha"), sent("zrank"), sent("getex")), (1, 0, 0));
+    assert!(second.body["position"].is_null(), "{:?}", second.body);
+    tokens.push(second.token());
+    clock.advance(1000);
+    for i in 2..6 {
         let joined = served.join("sale", i).await;
         assert_eq!(joined.status, 201, "{:?}", joined.body);
         tokens.push(joined.token());

@@ -5,7 +5,7 @@
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
-use super::{ms, Line};
+use super::{ms, Line, StripeKeys};
 use crate::error::Error;
 use crate::store::{Batch, Staged};
 
@@ -27,6 +27,15 @@ impl FromRedisValue for Counts {
         serde_json::from_str(&text)
             .map_err(|e| ParsingError::from(format!("line counts: {e}: {text}")))
     }
+}
+
+/// The command that counts a stripe's sessions live after `now` (ms).
+pub(super) fn count_live(keys: &StripeKeys, now: i64) -> redis::Cmd {
+    redis::cmd("ZCOUNT")
+        .arg(&keys.active)
+        .arg(format!("({now}"))
+        .arg("+inf")
+        .clone()
 }
 
 impl Line {
@@ -64,14 +73,7 @@ impl Line {
             .map(|keys| {
                 let waiting: Staged<u64> =
                     batch.stage_command(&keys.line, redis::cmd("ZCARD").arg(&keys.line).clone());
-                let active: Staged<u64> = batch.stage_command(
-                    &keys.active,
-                    redis::cmd("ZCOUNT")
-                        .arg(&keys.active)
-                        .arg(format!("({now}"))
-                        .arg("+inf")
-                        .clone(),
-                );
+                let active: Staged<u64> = batch.stage_command(&keys.active, count_live(keys, now));
                 (waiting, active)
             })
             .collect();

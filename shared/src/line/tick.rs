@@ -170,14 +170,8 @@ impl Line {
                     .arg(now)
                     .clone(),
             );
-            let live: Staged<u64> = batch.stage_command(
-                &keys.active,
-                redis::cmd("ZCOUNT")
-                    .arg(&keys.active)
-                    .arg(format!("({now}"))
-                    .arg("+inf")
-                    .clone(),
-            );
+            let live: Staged<u64> =
+                batch.stage_command(&keys.active, super::counts::count_live(keys, now));
             let segments: Staged<Vec<i64>> = batch.stage_command(
                 &keys.segments,
                 redis::cmd("SMEMBERS").arg(&keys.segments).clone(),

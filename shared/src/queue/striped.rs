@@ -108,10 +108,24 @@ impl WaitingRoom {
             .join_if(user, now, refusal.is_none(), listed_only)
             .await?;
         let (created, score, standing) = match joined {
-            Joined::New { score, .. } => (true, score, line.poll(user, score, now).await?),
-            Joined::Already { score, .. } => (false, score, line.poll(user, score, now).await?),
+            // No tick has counted a new place's segment yet: its standing needs no read.
+            Joined::New { score, .. } => (
+                true,
+                score,
+                Standing::Placing {
+                    placed_by: instant(line.placed_by(score))?,
+                },
+            ),
+            Joined::Already { score, .. } => {
+                let polled = line.poll(user, score, now).await?;
+                (false, score, self.standing_of(lines, polled)?)
+            }
             // A place before every place: its polls look for the session first.
-            Joined::Active { until, .. } => (false, 0, line::Standing::Active { until }),
+            Joined::Active { until, .. } => (
+                false,
+                0,
+                self.standing_of(lines, line::Standing::Active { until })?,
+            ),
             Joined::Denied => return Err(Arrival::AccessDenied.into()),
             Joined::Refused => {
                 return Err(refusal.unwrap_or_else(|| {
@@ -119,13 +133,11 @@ impl WaitingRoom {
                 }))
             }
         };
-        let state = self.line_state(
-            lines,
-            &terms,
-            line::ticket_of(score),
-            standing,
-            line.halted_for(user, now),
-        )?;
+        // What this container holds of the stripe's published state, else the settings.
+        let halted = line
+            .halted_for(user, now)
+            .or(terms.paused.then_some(Halt::Paused));
+        let state = self.line_state(lines, &terms, line::ticket_of(score), standing, halted);
         Ok(Issued {
             created,
             claims: TokenClaims {
@@ -150,40 +162,16 @@ impl WaitingRoom {
             .poll(&claims.user, line::score_of(claims.ticket), now)
             .await?;
         let halted = line.halted_for(&claims.user, now);
-        self.line_state(lines, &terms, claims.ticket, standing, halted)
+        let standing = self.standing_of(lines, standing)?;
+        Ok(self.line_state(lines, &terms, claims.ticket, standing, halted))
     }
 
-    /// A buyer's state from its standing on the line, the queue's terms, and why its stripe
-    /// admits nobody, if it does not. A draw place is in the pre-queue until the opening, and
-    /// shows its draw value from then on. A waiter in a sold-out queue is told so, and one in
-    /// a paused queue.
-    fn line_state(
-        &self,
-        lines: &Lines,
-        terms: &Terms,
-        ticket: u64,
-        standing: line::Standing,
-        halted: Option<Halt>,
-    ) -> Result<TokenState, Error> {
+    /// A standing on the line as the waiting room answers it; a place that is over is
+    /// refused with why.
+    fn standing_of(&self, lines: &Lines, standing: line::Standing) -> Result<Standing, Error> {
         let session = chrono::Duration::from_std(lines.shape().session)
             .map_err(|err| Error::Internal(err.to_string()))?;
-        let now = self.clock.now_ms();
-        let in_draw = line::score_of(ticket) < 0;
-        let pending = terms
-            .draw
-            .as_ref()
-            .map(|draw| draw.opens_at)
-            .filter(|at| now < *at && in_draw);
-        let standing = match standing {
-            line::Standing::Waiting { .. }
-            | line::Standing::Unplaced { .. }
-            | line::Standing::Stalled { .. }
-                if pending.is_some() =>
-            {
-                Standing::Prequeue {
-                    opens_at: instant(pending.unwrap_or(now))?,
-                }
-            }
+        Ok(match standing {
             line::Standing::Waiting { position }
             | line::Standing::Stalled {
                 position: Some(position),
@@ -193,7 +181,7 @@ impl WaitingRoom {
                 placed_by: instant(placed_by)?,
             },
             line::Standing::Stalled { position: None, .. } => Standing::Placing {
-                placed_by: instant(now)? + TICK_EVERY,
+                placed_by: instant(self.clock.now_ms())? + TICK_EVERY,
             },
             line::Standing::Active { until } => {
                 let until = instant(until)?;
@@ -207,6 +195,32 @@ impl WaitingRoom {
             line::Standing::Ended => return Err(Departure::Expired.into()),
             line::Standing::Paid => return Err(Departure::Paid.into()),
             line::Standing::Gone => return Err(Error::unknown_token()),
+        })
+    }
+
+    /// A buyer's state from its standing, the queue's terms, and why its stripe admits
+    /// nobody, if it does not. A draw place is in the pre-queue until the opening, and shows
+    /// its draw value from then on. A waiter in a sold-out queue is told so, and one in a
+    /// paused queue.
+    fn line_state(
+        &self,
+        lines: &Lines,
+        terms: &Terms,
+        ticket: u64,
+        standing: Standing,
+        halted: Option<Halt>,
+    ) -> TokenState {
+        let in_draw = line::score_of(ticket) < 0;
+        let pending = terms
+            .draw
+            .as_ref()
+            .map(|draw| draw.opens_at)
+            .filter(|at| self.clock.now_ms() < *at && in_draw);
+        let standing = match (standing, pending.and_then(DateTime::from_timestamp_millis)) {
+            (Standing::Waiting { .. } | Standing::Placing { .. }, Some(opens_at)) => {
+                Standing::Prequeue { opens_at }
+            }
+            (standing, _) => standing,
         };
         let waits = matches!(
             standing,
@@ -216,7 +230,7 @@ impl WaitingRoom {
             Some(Halt::SoldOut) if waits => Standing::SoldOut,
             _ => standing,
         };
-        Ok(TokenState {
+        TokenState {
             ticket,
             standing,
             expected_wait: None,
@@ -225,7 +239,7 @@ impl WaitingRoom {
             paused: waits && halted.is_some_and(|h| h != Halt::SoldOut),
             message: None,
             drawn: in_draw && pending.is_none(),
-        })
+        }
     }
 
     /// Gives up the token's place or session on its line: one round trip to its stripe.
