@@ -107,11 +107,13 @@ async fn first_waiting(line: &Line, buyers: usize, now: i64) -> Standing {
     panic!("nobody waits");
 }
 
-/// The test line with 20 buyers joined 1 ms apart from `t0`: the line, `t0`, and the first
-/// instant their segment is sealed.
+/// The test line with 20 buyers joined 1 ms apart from `t0`, the start of this second, so
+/// that all 20 are in one segment: the line, `t0`, and the first instant their segment is
+/// sealed.
 async fn twenty_waiting(app: &TestApp) -> (Line, i64, i64) {
     let line = line(app).await;
-    let t0 = chrono::Utc::now().timestamp_millis();
+    let now = chrono::Utc::now().timestamp_millis();
+    let t0 = now - now % SEGMENT_MS;
     for i in 0..20 {
         line.join(&user(i), t0 + i as i64).await.unwrap();
     }

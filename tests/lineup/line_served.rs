@@ -192,6 +192,60 @@ async fn buyers_wait_are_admitted_in_order_pass_the_gate_and_leave() {
     assert_eq!(summary.body["active"], 3, "{:?}", summary.body);
 }
 
+/// A waiter's `estimatedWaitSeconds` and its range's ends.
+fn wait_of(reply: &Reply) -> (u64, u64, u64) {
+    let range = &reply.body["estimatedWaitRange"];
+    let second = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("{:?}", reply.body));
+    (
+        second(&reply.body["estimatedWaitSeconds"]),
+        second(&range["low"]),
+        second(&range["high"]),
+    )
+}
+
+#[tokio::test]
+async fn a_waiter_is_told_its_wait_from_how_fast_the_line_moves() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served.create("sale", r#"{"capacity": 2}"#).await;
+    let tokens = served.joined("sale", 30, 1000).await;
+    clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 2);
+    clock.advance(1000);
+    // Before any session has ended the line has no speed: a waiter's wait is every session
+    // ahead of it running out, 600 s each, two places a session.
+    let third = served.status("sale", &tokens[2]).await;
+    assert_eq!(third.body["position"], 1, "{:?}", third.body);
+    assert_eq!(wait_of(&third), (600, 600, 600));
+    let sixth = served.status("sale", &tokens[5]).await;
+    assert_eq!(sixth.body["position"], 4);
+    assert_eq!(wait_of(&sixth), (1200, 1200, 1200));
+
+    // A session ends each second and the next tick fills its place: 12 ticks.
+    for (i, token) in tokens.iter().take(12).enumerate() {
+        let path = format!("/queues/sale/tokens/{token}");
+        assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+        assert_eq!(served.tick().await.admitted(), 1, "tick {i}");
+        clock.advance(1000);
+    }
+    // The last tick had seen 11 places go in 12 s (55 a minute), the best ten seconds 10 (60
+    // a minute). Position 4: 4.36 s expected, 4 s at best, 1200 s at worst.
+    let waiter = served.status("sale", &tokens[17]).await;
+    assert_eq!(waiter.body["position"], 4, "{:?}", waiter.body);
+    assert_eq!(wait_of(&waiter), (5, 4, 1200));
+    // Poll again at a tenth of the low end, at least 1 s.
+    assert_eq!(waiter.body["pollAfterSeconds"], 1);
+
+    // A paused line gives no estimate: nobody is admitted until it resumes.
+    served.create("sale", r#"{"paused": true}"#).await;
+    assert_eq!(served.tick().await.admitted(), 0);
+    clock.advance(1000);
+    let paused = served.status("sale", &tokens[17]).await;
+    assert_eq!(paused.body["paused"], true, "{:?}", paused.body);
+    assert!(paused.body["estimatedWaitSeconds"].is_null());
+    assert!(paused.body["estimatedWaitRange"].is_null());
+}
+
 #[tokio::test]
 async fn sold_out_stops_admissions_and_arrivals_at_once() {
     let served = Served::start().await;

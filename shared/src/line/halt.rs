@@ -70,8 +70,10 @@ impl Line {
     /// Why `user`'s stripe admits nobody, by the published state this function holds fresh
     /// at `now` (a poll reads it when it holds none): as of the last tick.
     pub fn halted_for(&self, user: &UserId, now: i64) -> Option<Halt> {
-        let published = self.held(self.stripe_of(user), now)?;
-        published.halted.as_deref().and_then(Halt::parse)
+        self.published_for(user, now)?
+            .halted
+            .as_deref()
+            .and_then(Halt::parse)
     }
 
     /// Lets the line admit again: clears every stripe's halt.

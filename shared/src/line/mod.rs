@@ -15,6 +15,8 @@
 //! - `lines`: [`Lines`], one container's line of each queue it serves.
 //! - `release`: [`Line::stage_release`], a paid session's end, staged into the caller's
 //!   round trip.
+//! - `speed`: how fast the line moves, measured by the promoter's ticks, and a waiter's
+//!   [`Estimate`] from it.
 //! - `tick`: [`Line::tick`], the only writer of admissions: it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
 //!   each stripe what its polls need to know their exact place.
@@ -63,6 +65,7 @@ mod halt;
 mod lease;
 mod lines;
 mod release;
+mod speed;
 mod tick;
 
 use std::collections::{BTreeMap, HashMap};
@@ -83,6 +86,7 @@ pub use keys::{Stripe, StripeKeys};
 pub use lease::{Fence, Lease};
 pub use lines::{Lines, NamedOpening};
 pub use release::{Payment, Released};
+pub use speed::{Estimate, Speed, BEST_WINDOW_MS, SPEED_WINDOW_MS};
 pub use tick::{TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
@@ -126,6 +130,10 @@ pub struct Published {
     /// Why the line admits nobody, when the tick found it halted ([`Halt::as_str`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub halted: Option<String>,
+    /// How fast the line has moved over the last minute, once the ticks have seen ten
+    /// seconds of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<Speed>,
 }
 
 /// How one queue's line is laid out and paced.
@@ -188,6 +196,8 @@ pub struct Line {
     draw_open: AtomicBool,
     /// Each stripe's published state, and when (ms, the callers' clock) it was read.
     published: Mutex<HashMap<Stripe, (i64, Arc<Published>)>>,
+    /// The ticks this container ran, for the line's speed.
+    pace: Mutex<speed::Pace>,
 }
 
 impl Line {
@@ -204,6 +214,7 @@ impl Line {
             opening: None,
             draw_open: AtomicBool::new(false),
             published: Mutex::new(HashMap::new()),
+            pace: Mutex::new(speed::Pace::default()),
         }
     }
 
@@ -219,6 +230,12 @@ impl Line {
         let held = self.published.lock().ok()?;
         let (at, published) = held.get(&stripe)?;
         (now - at < PUBLISHED_FOR.as_millis() as i64 && now >= *at).then(|| published.clone())
+    }
+
+    /// `user`'s stripe's published state, as this function holds it fresh at `now` (a poll
+    /// reads it when it holds none): as of the last tick.
+    pub fn published_for(&self, user: &UserId, now: i64) -> Option<Arc<Published>> {
+        self.held(self.stripe_of(user), now)
     }
 
     /// Keeps `published`, read at `now`, for `stripe`.

@@ -364,6 +364,7 @@ impl Line {
                 tick: now,
                 head: head.clone(),
                 halted: halted.map(|h| h.as_str().to_owned()),
+                speed: self.pace.lock().ok().and_then(|pace| pace.speed(now)),
                 ..Published::default()
             };
             stripes.len()
@@ -481,6 +482,11 @@ impl Line {
             }
         }
         ticked.live += ticked.admitted.len() as u64;
+        if ticked.refused.is_none() {
+            if let Ok(mut pace) = self.pace.lock() {
+                pace.record(now, live, ticked.dropped.len() as u64, ticked.live);
+            }
+        }
         // The counts after the tick, for the queue's summary: one command more, to the line's
         // own tag.
         if ticked.refused.is_none() {

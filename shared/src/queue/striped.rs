@@ -9,8 +9,7 @@
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
 //! codes, the door's challenge, the priority lane, pools, ramps, health alarms,
-//! passthrough, `maxWaiting`, and a queue's own session, idle period or admissions a tick. A
-//! buyer is told no wait estimate yet.
+//! passthrough, `maxWaiting`, and a queue's own session, idle period or admissions a tick.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 
@@ -23,7 +22,8 @@ use super::access::Access;
 use super::schedule::DRAW_INDEX_BITS;
 use super::terms::{Draw, Terms};
 use super::{
-    Arrival, Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitingRoom,
+    Arrival, Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitRange,
+    WaitingRoom,
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
@@ -134,10 +134,18 @@ impl WaitingRoom {
             }
         };
         // What this container holds of the stripe's published state, else the settings.
+        let published = line.published_for(user, now);
         let halted = line
             .halted_for(user, now)
             .or(terms.paused.then_some(Halt::Paused));
-        let state = self.line_state(lines, &terms, line::ticket_of(score), standing, halted);
+        let speed = published.and_then(|p| p.speed);
+        let state = self.line_state(
+            lines,
+            &terms,
+            line::ticket_of(score),
+            standing,
+            (halted, speed),
+        );
         Ok(Issued {
             created,
             claims: TokenClaims {
@@ -162,8 +170,9 @@ impl WaitingRoom {
             .poll(&claims.user, line::score_of(claims.ticket), now)
             .await?;
         let halted = line.halted_for(&claims.user, now);
+        let speed = line.published_for(&claims.user, now).and_then(|p| p.speed);
         let standing = self.standing_of(lines, standing)?;
-        Ok(self.line_state(lines, &terms, claims.ticket, standing, halted))
+        Ok(self.line_state(lines, &terms, claims.ticket, standing, (halted, speed)))
     }
 
     /// A standing on the line as the waiting room answers it; a place that is over is
@@ -198,17 +207,18 @@ impl WaitingRoom {
         })
     }
 
-    /// A buyer's state from its standing, the queue's terms, and why its stripe admits
-    /// nobody, if it does not. A draw place is in the pre-queue until the opening, and shows
-    /// its draw value from then on. A waiter in a sold-out queue is told so, and one in a
-    /// paused queue.
+    /// A buyer's state from its standing, the queue's terms, and what its stripe's published
+    /// state says: why it admits nobody, if it does not, and how fast the line moves. A draw
+    /// place is in the pre-queue until the opening, and shows its draw value from then on. A
+    /// waiter in a sold-out queue is told so, and one in a paused queue. A waiter with a
+    /// position is given its wait ([`line::Estimate`]).
     fn line_state(
         &self,
         lines: &Lines,
         terms: &Terms,
         ticket: u64,
         standing: Standing,
-        halted: Option<Halt>,
+        (halted, speed): (Option<Halt>, Option<line::Speed>),
     ) -> TokenState {
         let in_draw = line::score_of(ticket) < 0;
         let pending = terms
@@ -230,11 +240,23 @@ impl WaitingRoom {
             Some(Halt::SoldOut) if waits => Standing::SoldOut,
             _ => standing,
         };
+        let estimate = match standing {
+            Standing::Waiting { position } if halted.is_none() => Some(line::Estimate::of(
+                position,
+                u64::from(terms.capacity.unwrap_or(self.config.capacity)),
+                lines.shape().session,
+                speed,
+            )),
+            _ => None,
+        };
         TokenState {
             ticket,
             standing,
-            expected_wait: None,
-            wait_range: None,
+            expected_wait: estimate.map(|e| e.expected),
+            wait_range: estimate.map(|e| WaitRange {
+                low: e.low,
+                high: e.high,
+            }),
             present_for: lines.shape().presence,
             paused: waits && halted.is_some_and(|h| h != Halt::SoldOut),
             message: None,
