@@ -71,6 +71,14 @@ impl Served {
         self.app.authorize(request).await
     }
 
+    /// How many stripes are halted.
+    async fn halts(&self) -> usize {
+        let keys = self.app.keys_with_ttl().await;
+        keys.iter()
+            .filter(|(key, _)| key.ends_with(":halt"))
+            .count()
+    }
+
     /// One promoter tick, as the Lambda's loop runs it.
     async fn tick(&self) -> lineup::queue::PromotionReport {
         queue_promoter::tick(&self.app.stack.promoter)
@@ -244,6 +252,96 @@ async fn a_waiter_is_told_its_wait_from_how_fast_the_line_moves() {
     assert_eq!(paused.body["paused"], true, "{:?}", paused.body);
     assert!(paused.body["estimatedWaitSeconds"].is_null());
     assert!(paused.body["estimatedWaitRange"].is_null());
+}
+
+/// A `BookingHealth` event for `queue` at `level`, sent `ms_ago` ms before now (real time:
+/// the level's lapse and climb are timed by the server).
+fn booking_health(queue: &str, level: f64, ms_ago: i64) -> Value {
+    let sent = chrono::Utc::now() - chrono::Duration::milliseconds(ms_ago);
+    json!({"version": "0", "id": format!("h-{level}-{ms_ago}"), "detail-type": "BookingHealth",
+        "source": "lineup.payments", "account": "123456789012", "time": sent.to_rfc3339(),
+        "region": "us-east-1", "resources": [], "detail": {"queueIds": [queue], "level": level}})
+}
+
+#[tokio::test]
+async fn the_booking_systems_health_paces_the_line_and_0_halts_it_at_once() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served.create("sale", r#"{"capacity": 10}"#).await;
+    let tokens = served.joined("sale", 24, 100).await;
+    clock.advance(2000);
+
+    // Level 0: every stripe halts in the updater's round trip; the tick admits nobody, and a
+    // waiter is told admissions are paused, with no estimate.
+    assert_eq!(
+        served.deliver(booking_health("sale", 0.0, 3)).await,
+        [Outcome::Applied]
+    );
+    assert_eq!(served.halts().await, STRIPES.parse::<usize>().unwrap());
+    assert_eq!(served.tick().await.admitted(), 0);
+    clock.advance(1000);
+    let waiter = served.status("sale", &tokens[0]).await;
+    assert_eq!(waiter.body["paused"], true, "{:?}", waiter.body);
+    assert!(waiter.body["estimatedWaitSeconds"].is_null());
+
+    // Level 0.5: the level climbs back from 0 by 1 a minute (healthRecoverySeconds), so 30 s
+    // on it holds 5 sessions of the 10. The first tick clears the stripes' halt, the next
+    // admits within the level.
+    assert_eq!(
+        served.deliver(booking_health("sale", 0.5, 2)).await,
+        [Outcome::Applied]
+    );
+    assert_eq!(served.tick().await.admitted(), 0);
+    assert_eq!(served.halts().await, 0);
+    clock.advance(40_000);
+    assert_eq!(served.tick().await.admitted(), 5);
+    clock.advance(1000);
+    assert_eq!(served.tick().await.admitted(), 0, "5 is the level's room");
+    let summary = served.app.http("GET", "/queues/sale", None).await;
+    assert_eq!(summary.body["active"], 5, "{:?}", summary.body);
+    // A waiter's high end counts the 5 places the level leaves: position 5, one session.
+    let waiter = served.status("sale", &tokens[9]).await;
+    assert_eq!(waiter.body["position"], 5, "{:?}", waiter.body);
+    assert_eq!(waiter.body["estimatedWaitRange"]["high"], 600);
+
+    // The operator's pause is not the health's to lift: level 0 and then 1 leave it paused.
+    served.create("sale", r#"{"paused": true}"#).await;
+    served.deliver(booking_health("sale", 0.0, 1)).await;
+    served.deliver(booking_health("sale", 1.0, 0)).await;
+    clock.advance(120_000);
+    assert_eq!(served.tick().await.admitted(), 0);
+    assert_eq!(served.tick().await.admitted(), 0);
+    served.create("sale", r#"{"paused": false}"#).await;
+    assert_eq!(
+        served.tick().await.admitted(),
+        5,
+        "the whole capacity, at level 1"
+    );
+}
+
+#[tokio::test]
+async fn a_capacity_ramp_paces_the_line_from_when_it_is_set() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served
+        .create(
+            "sale",
+            r#"{"capacity": 10, "capacityRamp": {"from": 2, "step": 3, "everySeconds": 20, "to": 8}}"#,
+        )
+        .await;
+    served.joined("sale", 20, 100).await;
+    clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 2);
+    clock.advance(20_000);
+    assert_eq!(served.tick().await.admitted(), 3);
+    clock.advance(40_000);
+    assert_eq!(served.tick().await.admitted(), 3, "the ramp ends at 8");
+    let summary = served.app.http("GET", "/queues/sale", None).await;
+    assert_eq!(
+        summary.body["settings"]["capacityRamp"]["to"], 8,
+        "{:?}",
+        summary.body
+    );
 }
 
 #[tokio::test]
@@ -496,6 +594,39 @@ async fn the_pre_queue_is_placed_by_the_draw_across_stripes_at_the_opening() {
     let admitted: Vec<String> = report.events().filter_map(|e| e.user_id.clone()).collect();
     let first: Vec<String> = by_value[..2].iter().map(|i| format!("buyer-{i}")).collect();
     assert_eq!(admitted, first, "{report:?}");
+    // That tick opened the draw: QueueOpened carries it, with its six members, once.
+    let opened = |report: &lineup::queue::PromotionReport| -> Vec<Value> {
+        report
+            .events()
+            .filter(|e| e.kind == lineup::queue::QueueEventKind::Opened)
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
+    };
+    let announced = opened(&report);
+    assert_eq!(announced.len(), 1, "{report:?}");
+    assert_eq!(announced[0]["draw"]["members"], 6, "{announced:?}");
+    assert_eq!(announced[0]["draw"]["seed"], hex::encode(&seed));
+    // The summary's draw shows the count (it reads the opening by Redis's clock, which
+    // this test's does not move).
+    let show = lineup::ids::QueueId::parse("show").unwrap();
+    let settings = lineup::queue::keys::QueueKeys::new(&served.app.config.key_prefix, &show);
+    let members: Option<u64> = redis::cmd("HGET")
+        .arg(&settings.settings)
+        .arg("draw-members")
+        .query_async(&mut served.app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(members, Some(6));
+    // A promoter that takes the lease over finds the draw open again, and announces nothing.
+    served
+        .app
+        .stack
+        .promoter
+        .room
+        .lines()
+        .unwrap()
+        .forget(&show);
+    assert_eq!(opened(&served.tick().await), Vec::<Value>::new());
 
     // Every member is placed by its value, whatever its stripe, and shows the value; the late
     // arrival comes after them all.
@@ -543,6 +674,7 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         (r#"{"pool": "hall"}"#, "pool"),
         (r#"{"mode": "passthrough"}"#, "mode"),
         (r#"{"sessionSeconds": 60, "capacity": 9}"#, "sessionSeconds"),
+        (r#"{"healthAlarms": ["booking-5xx"]}"#, "healthAlarms"),
     ] {
         let refused = served.settings("show", body).await;
         refused.assert_problem(400);
@@ -554,16 +686,6 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         summary.body["settings"]["capacity"], 5,
         "{:?}",
         summary.body
-    );
-    // The booking system's health level is reported ignored, never half applied.
-    let health = lineup_tests::rankings::envelope(
-        "BookingHealth",
-        json!({"queueIds": ["show"], "level": 0.0}),
-    );
-    let verdicts = served.deliver(health).await;
-    assert!(
-        matches!(&verdicts[..], [Outcome::Ignored(why)] if why.contains("striped line")),
-        "{verdicts:?}"
     );
     let pool = r#"{"capacity": 10, "weights": {"show": 1}}"#;
     for (method, path, body) in [

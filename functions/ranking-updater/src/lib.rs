@@ -334,12 +334,9 @@ async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineu
         .iter()
         .map(|notice| deps.room.stage_sell_out(&mut batch, notice))
         .collect();
-    // The striped line takes no health level yet: each is reported, never half applied.
-    let on_line = deps.room.lines().is_some();
     let levels: Vec<_> = asked
         .health
         .iter()
-        .filter(|_| !on_line)
         .map(|notice| deps.room.stage_health(&mut batch, notice))
         .collect();
     let alarms: Vec<_> = asked
@@ -377,11 +374,6 @@ async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineu
     let mut health = Vec::with_capacity(asked.health.len());
     for staged in &levels {
         health.push(health_outcome(&staged.read(&replies)?));
-    }
-    if on_line {
-        health.extend(asked.health.iter().map(|_| {
-            Outcome::Ignored("the striped line (LINE_STRIPES) takes no health level yet".into())
-        }));
     }
     let mut alarm_outcomes = Vec::with_capacity(alarms.len());
     for staged in &alarms {

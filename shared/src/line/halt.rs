@@ -1,14 +1,23 @@
 //! Stopping a line's admissions at once: sold out, paused, or a health level of 0. The call
 //! that halts writes every stripe before it returns, and every admission checks its own
 //! stripe's halt in the same script that admits, so no admission follows the call. Resuming
-//! clears every stripe.
+//! clears every stripe; the health's halt is cleared alone (`clear.lua`) once the level rises.
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use super::{ms, Line};
 use crate::error::Error;
 use crate::ids::UserId;
-use crate::store::Batch;
+use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
+
+/// Clearing one reason's halt on a stripe; its key and argument, named as `clear.lua` binds
+/// them.
+static CLEAR: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(include_str!("clear.lua"))),
+    &["HALT"],
+    &["why"],
+);
 
 /// Why a line admits nobody.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,19 +61,34 @@ impl Line {
     }
 
     /// Stages halting admissions for `why` on every stripe in `batch`, so that a caller's
-    /// round trip carries it: every stripe says so once the batch has been sent.
+    /// round trip carries it: every stripe says so once the batch has been sent. The health's
+    /// halt never takes the place of another: a sold-out or paused stripe stays so.
     pub fn stage_halt(&self, batch: &mut Batch, why: Halt) {
         for keys in &self.stripe_keys {
-            batch.stage_command::<()>(
-                &keys.halt,
-                redis::cmd("SET")
-                    .arg(&keys.halt)
-                    .arg(why.as_str())
-                    .arg("PX")
-                    .arg(ms(self.shape.keep))
-                    .clone(),
-            );
+            let mut set = redis::cmd("SET");
+            set.arg(&keys.halt)
+                .arg(why.as_str())
+                .arg("PX")
+                .arg(ms(self.shape.keep));
+            if why == Halt::Unhealthy {
+                set.arg("NX");
+            }
+            batch.stage_command::<Option<String>>(&keys.halt, set);
         }
+    }
+
+    /// Clears the halt for `why` on every stripe that halted for it, and no other: one small
+    /// script a stripe, in one round trip.
+    pub async fn clear(&self, why: Halt) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for keys in &self.stripe_keys {
+            let mut call = ScriptCall::of(&CLEAR);
+            call.named_key("HALT", &keys.halt)
+                .named("why", why.as_str());
+            batch.stage::<u64>(call);
+        }
+        self.conn.send(&batch).await?;
+        Ok(())
     }
 
     /// Why `user`'s stripe admits nobody, by the published state this function holds fresh
@@ -84,5 +108,13 @@ impl Line {
         }
         self.conn.send(&batch).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_clear_binds_its_key_and_argument_as_named() {
+        crate::store::bindings::assert_binds(include_str!("clear.lua"), &super::CLEAR);
     }
 }

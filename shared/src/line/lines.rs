@@ -85,6 +85,13 @@ impl Lines {
         }
     }
 
+    /// Forgets `queue`'s line and what it held (its published states, its pace, whether its
+    /// draw opened): the queue closed, or another container is to serve it as if new.
+    pub fn forget(&self, queue: &QueueId) {
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        lines.remove(queue);
+    }
+
     pub fn shape(&self) -> &LineShape {
         &self.shape
     }

@@ -78,6 +78,10 @@ pub struct Ticked {
     pub live: u64,
     /// Places in sealed segments after the tick.
     pub placed: u64,
+    /// The draw's places, when this tick found every stripe sealed past the opening (the
+    /// first of this container's ticks to admit from the draw): its members, counted before
+    /// its walk.
+    pub opened: Option<u64>,
 }
 
 /// Why a tick wrote nothing.
@@ -210,6 +214,7 @@ impl Line {
                 self.draw_open.store(true, Ordering::Relaxed);
             }
         }
+        let opens_now = draw_waits && self.draw_open.load(Ordering::Relaxed);
         // The segments this tick may admit from: those before `sealed`.
         let sealed = if self.draw_open.load(Ordering::Relaxed) || self.opening.is_none() {
             self.segment_of(now - self.shape.seal.as_millis() as i64)
@@ -265,6 +270,11 @@ impl Line {
             }
             counts.push(of_stripe);
         }
+        // The draw's places (its segments are below zero), before the walk takes any.
+        let members: u64 = counts
+            .iter()
+            .flat_map(|of_stripe| of_stripe.range(..0).map(|(_, count)| count))
+            .sum();
         // How far into each stripe's head the free room reaches: the line's first `free`
         // places, segment by segment, stripe by stripe.
         // A halted line admits nobody, whatever the room.
@@ -387,6 +397,7 @@ impl Line {
         if age_ms > DECIDED_FOR.as_millis() as i64 {
             return Ok(Ticked {
                 refused: Some(TickRefused::Stale { age_ms }),
+                opened: opens_now.then_some(members),
                 ..Ticked::default()
             });
         }
@@ -455,6 +466,7 @@ impl Line {
             halted,
             live,
             placed: before,
+            opened: opens_now.then_some(members),
             ..Ticked::default()
         };
         // What each stripe really moved (a buyer who left meanwhile is not), in the walk's order.

@@ -448,6 +448,13 @@ impl WaitingRoom {
             HealthTarget::Queues(queues) => queues
                 .iter()
                 .map(|queue| {
+                    // On the striped line a level of 0 halts every stripe in this round trip;
+                    // the promoter clears it once the level in force rises.
+                    if let Some(lines) = self.lines.as_ref().filter(|_| notice.level <= 0.0) {
+                        lines
+                            .any(queue)
+                            .stage_halt(batch, crate::line::Halt::Unhealthy);
+                    }
                     let mut call = self.invocation(&HEALTH, queue);
                     call.named("level", &level)
                         .named("sent", sent)

@@ -502,6 +502,7 @@ impl WaitingRoom {
         }
         if let Some(lines) = &self.lines {
             lines.any(queue).forget_access().await?;
+            lines.forget(queue);
         }
         Ok(())
     }

@@ -8,7 +8,7 @@
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
-//! codes, the door's challenge, the priority lane, pools, ramps, health alarms,
+//! codes, the door's challenge, the priority lane, pools, health alarms,
 //! passthrough, `maxWaiting`, and a queue's own session, idle period or admissions a tick.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
@@ -240,10 +240,13 @@ impl WaitingRoom {
             Some(Halt::SoldOut) if waits => Standing::SoldOut,
             _ => standing,
         };
+        // A health level of 0 admits nobody, whether or not the stripes still say so.
+        let now = self.clock.now_ms();
+        let halted = halted.or((terms.health(now).level <= 0.0).then_some(Halt::Unhealthy));
         let estimate = match standing {
             Standing::Waiting { position } if halted.is_none() => Some(line::Estimate::of(
                 position,
-                u64::from(terms.capacity.unwrap_or(self.config.capacity)),
+                terms.capacity(self.config.capacity, now),
                 lines.shape().session,
                 speed,
             )),

@@ -1,16 +1,20 @@
 //! The promoter's tick on the striped line: each queue's line ticked under this container's
-//! lease, with the capacity its settings give, reported as the single-tag queue's promotion
-//! is.
+//! lease, with the capacity in force (its settings' capacity, ramp and health level:
+//! `striped_pace`), reported as the single-tag queue's promotion is.
 
 use std::time::Duration;
 
 use futures::future::try_join_all;
 
+use super::keys::QueueKeys;
+use super::schedule;
 use super::striped::instant;
+use super::terms::Draw;
 use super::{PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::line::{self, Lease, Lines};
+use crate::line::{self, Halt, Lease, Lines};
+use crate::store::{Batch, Staged};
 
 /// How long a promoter's lease on a line lasts unless renewed: three ticks.
 pub const LEASE_FOR: Duration = Duration::from_secs(3);
@@ -35,6 +39,48 @@ impl WaitingRoom {
         Ok(report)
     }
 
+    /// Records that `queue`'s draw opened with `members` places, once: the summary shows the
+    /// count from then on, and the first tick to record it publishes `QueueOpened` with the
+    /// draw (one round trip to the queue's settings, two `HSETNX`). A promoter that takes
+    /// the lease over after the opening records nothing new.
+    async fn line_opened(
+        &self,
+        queue: &QueueId,
+        draw: &Draw,
+        members: u64,
+    ) -> Result<Option<QueueEvent>, Error> {
+        let key = QueueKeys::new(&self.prefix, queue).settings;
+        let mut batch = Batch::new();
+        batch.stage_command::<bool>(
+            &key,
+            redis::cmd("HSETNX")
+                .arg(&key)
+                .arg("draw-members")
+                .arg(members)
+                .clone(),
+        );
+        let announced: Staged<bool> = batch.stage_command(
+            &key,
+            redis::cmd("HSETNX")
+                .arg(&key)
+                .arg("draw-announced")
+                .arg(1)
+                .clone(),
+        );
+        let replies = self.conn.send(&batch).await?;
+        if !announced.read(&replies)? {
+            return Ok(None);
+        }
+        Ok(Some(QueueEvent::opened_by_draw(
+            queue,
+            schedule::Draw {
+                seed_sha256: draw.commitment.clone(),
+                seed: Some(draw.seed.hex()),
+                members: Some(members),
+            },
+        )))
+    }
+
     /// One tick of `queue`'s line, if this container holds or takes its lease: the queue's
     /// settings (one `HMGET`, fresh), the lease (one small script) and the tick.
     async fn tick_line(
@@ -48,18 +94,28 @@ impl WaitingRoom {
         let Lease::Granted(fence) = line.lease(lines.holder(), LEASE_FOR).await? else {
             return Ok(None);
         };
-        let capacity = terms.capacity.unwrap_or(self.config.capacity);
-        let ticked = line.tick(fence, &*self.clock, u64::from(capacity)).await?;
+        let capacity = terms.capacity(self.config.capacity, now);
+        let ticked = line.tick(fence, &*self.clock, capacity).await?;
         if let Some(refused) = ticked.refused {
             tracing::warn!(%queue, ?refused, "a line's tick wrote nothing");
         }
+        // The health's halt stays while the level is 0; once it rises, the stripes are
+        // cleared of it, and the next tick admits within the level.
+        if ticked.halted == Some(Halt::Unhealthy) && terms.health(now).level > 0.0 {
+            line.clear(Halt::Unhealthy).await?;
+        }
+        let mut events: Vec<QueueEvent> = Vec::new();
+        if let (Some(members), Some(draw)) = (ticked.opened, terms.draw.as_ref()) {
+            events.extend(self.line_opened(queue, draw, members).await?);
+        }
         let until = instant(ticked.until)?;
         let ticket = |user: &String| line::ticket_of(ticked.scores.get(user).copied().unwrap_or(0));
-        let mut events: Vec<QueueEvent> = ticked
-            .admitted
-            .iter()
-            .map(|user| QueueEvent::activated(queue, user.as_str(), ticket(user), until))
-            .collect();
+        events.extend(
+            ticked
+                .admitted
+                .iter()
+                .map(|user| QueueEvent::activated(queue, user.as_str(), ticket(user), until)),
+        );
         events.extend(ticked.dropped.iter().map(|user| {
             QueueEvent::new(
                 QueueEventKind::Abandoned,

@@ -13,14 +13,16 @@ use redis::{FromRedisValue, ParsingError, Value};
 
 use super::access::Access;
 use super::keys::QueueKeys;
+use super::pace::Health;
 use super::schedule::DrawSeed;
+use super::striped_pace::{capacity_in_force, StoredHealth, StoredRamp};
 use super::{Arrival, Mode, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 12] = [
+const FIELDS: [&str; 17] = [
     "created",
     "capacity",
     "paused",
@@ -33,6 +35,11 @@ const FIELDS: [&str; 12] = [
     "draw-seed",
     "draw-commit",
     "access",
+    "capacity-ramp",
+    "health-signal",
+    "health-alarm",
+    "health-climb",
+    "health-recovery-ms",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -78,6 +85,10 @@ pub(super) struct Terms {
     pub draw: Option<Draw>,
     /// Who may take a new place.
     pub access: Access,
+    /// The capacity ramp, where one is set.
+    pub ramp: Option<StoredRamp>,
+    /// The booking system's health, as the scripts keep it.
+    pub health: StoredHealth,
 }
 
 impl FromRedisValue for Terms {
@@ -125,11 +136,35 @@ impl FromRedisValue for Terms {
                 Some("code") => Access::Code,
                 _ => Access::Open,
             },
+            ramp: text(12).and_then(StoredRamp::parse),
+            health: StoredHealth {
+                signal: text(13).map(str::to_owned),
+                alarm: text(14).map(str::to_owned),
+                climb: text(15).map(str::to_owned),
+                recovery_ms: number(16)?,
+            },
         })
     }
 }
 
 impl Terms {
+    /// The health level in force at `now` (ms).
+    pub(super) fn health(&self, now: i64) -> Health {
+        self.health.in_force(now)
+    }
+
+    /// The sessions the line may hold at `now` (ms): the queue's capacity, else `default`,
+    /// within its ramp's step, times the health level ([`capacity_in_force`]).
+    pub(super) fn capacity(&self, default: u32, now: i64) -> u64 {
+        capacity_in_force(
+            u64::from(self.capacity.unwrap_or(default)),
+            self.ramp,
+            self.draw.as_ref().map(|draw| draw.opens_at),
+            self.health(now),
+            now,
+        )
+    }
+
     /// Whether a new arrival may take a place at `now` (ms), or why not.
     pub(super) fn admits_arrivals(&self, now: i64) -> Result<(), Error> {
         if !self.created {
