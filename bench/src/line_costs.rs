@@ -4,7 +4,7 @@
 //!
 //! The line has one stripe here: every request touches one stripe, so one server shows a
 //! request's whole cost. The rows: a new buyer's join (the join script), a waiter's poll (two
-//! plain commands: its rank and its mark, read and kept alive; each container reads the
+//! plain commands: its rank and its mark kept alive, `PEXPIRE … GT`; each container reads the
 //! stripe's published state once a second, so once here), the gatekeeper's check (one `GET`
 //! of the buyer's mark) with the first thousand admitted, a leave (two `ZREM`s and a `SET` of
 //! the mark), and one tick over the waiting line.

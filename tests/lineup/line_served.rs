@@ -138,7 +138,7 @@ async fn buyers_wait_are_admitted_in_order_pass_the_gate_and_leave() {
     let after = served.app.command_calls().await;
     let sent =
         |name: &str| after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0);
-    assert_eq!((sent("evalsha"), sent("zrank"), sent("getex")), (1, 0, 0));
+    assert_eq!((sent("evalsha"), sent("zrank"), sent("pexpire")), (1, 0, 0));
     assert!(second.body["position"].is_null(), "{:?}", second.body);
     tokens.push(second.token());
     clock.advance(1000);
@@ -342,6 +342,53 @@ async fn a_capacity_ramp_paces_the_line_from_when_it_is_set() {
         "{:?}",
         summary.body
     );
+}
+
+/// The TTL (ms) of `user`'s mark in `queue`, on whichever node holds it.
+async fn mark_ttl(served: &Served, queue: &str, user: &str) -> i64 {
+    let keys = served.app.keys_with_ttl().await;
+    let suffix = format!(":mark:{user}");
+    let (key, _) = keys
+        .iter()
+        .find(|(key, _)| key.contains(&format!("{{l:{queue}:")) && key.ends_with(&suffix))
+        .unwrap_or_else(|| panic!("{user}'s mark: {keys:?}"));
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut served.app.inspect.clone())
+        .await
+        .unwrap()
+}
+
+/// A poll that does not know yet that its buyer was admitted (its function holds the
+/// stripe's state from before the tick) keeps the admission's mark as it is: the gate reads
+/// it for the whole session.
+#[tokio::test]
+async fn a_poll_just_after_the_admission_keeps_the_session_at_the_gate() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served.create("sale", r#"{"capacity": 1}"#).await;
+    let token = served.joined("sale", 1, 0).await.remove(0);
+    clock.advance(2000);
+    // The function reads and holds the stripe's state; the tick then admits the buyer.
+    assert_eq!(
+        served.status("sale", &token).await.body["status"],
+        "waiting"
+    );
+    assert_eq!(served.tick().await.admitted(), 1);
+    let active = served.status("sale", &token).await;
+    assert_eq!(active.body["status"], "active", "{:?}", active.body);
+    // The admission's mark lasts two sessions (600 s each): the gate reads it.
+    let ttl = mark_ttl(&served, "sale", "buyer-0").await;
+    assert!(
+        ttl > 600_000,
+        "the mark ends in {ttl} ms, before the session"
+    );
+    // Once left, the mark says so for the line's keep, whatever the polls.
+    let path = format!("/queues/sale/tokens/{token}");
+    assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    assert_gone(&served.status("sale", &token).await, "left");
+    let ttl = mark_ttl(&served, "sale", "buyer-0").await;
+    assert!(ttl > 600_000, "the mark ends in {ttl} ms");
 }
 
 #[tokio::test]

@@ -224,9 +224,12 @@ impl Line {
 
     /// `user`'s standing at `now` (ms), for the place scored `score` that its join gave it.
     /// One pipeline on its stripe. While it waits, by the published state this function holds:
-    /// its rank and its mark, kept alive for the shape's presence (`ZRANK`, `GETEX`), and the
-    /// published state itself (`GET`) when none is held fresh. Once the held state's head has
-    /// passed its place: its session and its mark (`ZSCORE`, `GET`).
+    /// its rank, and its mark kept alive for the shape's presence (`ZRANK`, `PEXPIRE … GT`,
+    /// which never shortens a mark that says more than that it waits), and the published
+    /// state itself (`GET`) when none is held fresh. Once the held state's head has passed its
+    /// place: its session and its mark (`ZSCORE`, `GET`). A place taken off the line since
+    /// the held state was read (the tick admitted or passed it, or the buyer left) is
+    /// answered by its mark, in a second round trip: once a place at most.
     pub async fn poll(&self, user: &UserId, score: i64, now: i64) -> Result<Standing, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
@@ -274,12 +277,12 @@ impl Line {
                 .arg(user.as_str())
                 .clone(),
         );
-        let marked = batch.stage_command::<Option<Mark>>(
+        batch.stage_command::<u8>(
             &mark,
-            redis::cmd("GETEX")
+            redis::cmd("PEXPIRE")
                 .arg(&mark)
-                .arg("PX")
                 .arg(self.present_for(score, now))
+                .arg("GT")
                 .clone(),
         );
         let replies = self.conn.send(&batch).await?;
@@ -293,8 +296,8 @@ impl Line {
         };
         let age_ms = now - published.tick;
         let stalled = published.tick > 0 && age_ms > STALE_AFTER.as_millis() as i64;
-        Ok(match (rank.read(&replies)?, marked.read(&replies)?) {
-            (Some(rank), _) => match published.ahead.get(&place.segment) {
+        Ok(match rank.read(&replies)? {
+            Some(rank) => match published.ahead.get(&place.segment) {
                 Some(ahead) if stalled => Standing::Stalled {
                     position: Some(ahead + rank + 1),
                     age_ms,
@@ -311,8 +314,16 @@ impl Line {
                     placed_by: self.placed_by(score),
                 },
             },
-            (None, Some(Mark::Admitted(until))) if until > now => Standing::Active { until },
-            (None, mark) => Mark::gone(mark, now),
+            None => {
+                let marked: Option<Mark> = self
+                    .conn
+                    .query(&mark, redis::cmd("GET").arg(&mark).clone())
+                    .await?;
+                match marked {
+                    Some(Mark::Admitted(until)) if until > now => Standing::Active { until },
+                    mark => Mark::gone(mark, now),
+                }
+            }
         })
     }
 

@@ -35,10 +35,10 @@
 //! segment, how many waiters of the other stripes are ahead of that segment's places, and the
 //! last place it has walked. A function keeps it for up to [`PUBLISHED_FOR`]. A poll is two
 //! plain commands in one pipeline: the buyer's rank on its own stripe (`ZRANK`, live) and its
-//! mark, read and kept alive (`GETEX`); a third, `GET` of the published value, when the function
-//! holds none fresh. The position is the published figure plus the rank plus one: exact as of
-//! the tick the function last read, for the other stripes, and live for its own. A place in a
-//! segment not sealed at that tick has no position yet.
+//! mark kept alive (`PEXPIRE … GT`, which never shortens it); a third, `GET` of the published
+//! value, when the function holds none fresh. The position is the published figure plus the
+//! rank plus one: exact as of the tick the function last read, for the other stripes, and live
+//! for its own. A place in a segment not sealed at that tick has no position yet.
 //!
 //! The draw. A line with an [`Opening`] orders the places taken before it by each buyer's draw
 //! value, exactly, whatever stripe the buyer is on (`draw`): the values are cut into ranges,
