@@ -119,11 +119,14 @@ pub async fn tick(deps: &Deps) -> Result<PromotionReport, lineup::Error> {
     if !new.is_empty() {
         report.queues.extend(deps.room.promote(&new).await?.queues);
     }
-    *deps
-        .known_queues
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner) = registered;
+    // A listing not read this tick (its shard failing over) leaves the known list as it was.
+    if registered.is_some() {
+        *deps
+            .known_queues
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = registered;
+    }
     Ok(report)
 }
 

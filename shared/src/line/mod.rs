@@ -121,8 +121,8 @@ pub struct Place {
 pub struct Published {
     /// When the tick that wrote it ran (ms).
     pub tick: i64,
-    /// The last place the ticks have walked: every place up to it was admitted or passed over,
-    /// so a buyer whose place is not after it waits no more.
+    /// The last place the ticks have walked on this stripe: every place of the stripe up to
+    /// it was admitted or passed over, so a buyer whose place is not after it waits no more.
     pub head: Option<Place>,
     /// For each sealed segment with places on this stripe: the waiters of the other stripes
     /// ahead of them.
@@ -198,6 +198,8 @@ pub struct Line {
     published: Mutex<HashMap<Stripe, (i64, Arc<Published>)>>,
     /// The ticks this container ran, for the line's speed.
     pace: Mutex<speed::Pace>,
+    /// What this container's last tick found on each stripe.
+    seen: Mutex<tick::Seen>,
 }
 
 impl Line {
@@ -215,6 +217,7 @@ impl Line {
             draw_open: AtomicBool::new(false),
             published: Mutex::new(HashMap::new()),
             pace: Mutex::new(speed::Pace::default()),
+            seen: Mutex::new(tick::Seen::default()),
         }
     }
 

@@ -1,10 +1,16 @@
 //! The line's tick, the only writer of admissions: four round trips, each one pipeline over
-//! every stripe, and one command to the line's own tag with the counts it leaves. It reads every stripe's sessions and segments; counts each sealed segment's
-//! places, and from the counts works out how many places of each stripe's head the free room
-//! reaches; reads exactly those; then on each stripe admits the present ones of them and passes
-//! over the absent ones, in calls of at most [`APPLY_CHUNK`], and publishes what that stripe's
-//! polls read (`apply.lua`). What it reads and writes grows with what it admits, not with the
-//! line.
+//! every stripe, and one command to the line's own tag with the counts it leaves. It reads
+//! every stripe's sessions and segments; counts each sealed segment's places, and from the
+//! counts works out how many places of each stripe's head the free room reaches; reads exactly
+//! those; then on each stripe admits the present ones of them and passes over the absent ones,
+//! in calls of at most [`APPLY_CHUNK`], and publishes what that stripe's polls read
+//! (`apply.lua`). What it reads and writes grows with what it admits, not with the line.
+//!
+//! A stripe whose shard does not answer (a primary failing over) is dark for the tick: its
+//! places are neither walked nor passed, its head stays where it was, and the other stripes
+//! are walked without it. Its live sessions count as this container's last tick left them,
+//! so capacity holds; a tick that has no such count admits nobody. Its places, the earliest
+//! in the line once it answers again, are walked first then. The draw waits for every stripe.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
@@ -82,6 +88,21 @@ pub struct Ticked {
     /// first of this container's ticks to admit from the draw): its members, counted before
     /// its walk.
     pub opened: Option<u64>,
+    /// The stripes whose shard did not answer: their places waited, and the others were
+    /// walked without them.
+    pub dark: Vec<Stripe>,
+}
+
+/// What this container's last tick of a line found, under the lease `fence`: each stripe's
+/// live sessions after it, to go on without a stripe whose shard does not answer, and each
+/// stripe's head, the last place walked on it (`None` where not known: read from the stripe's
+/// published state). A tick under another fence starts again from nothing: another holder
+/// may have written since.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    fence: Option<Fence>,
+    live: Vec<Option<u64>>,
+    heads: Vec<Option<Option<Place>>>,
 }
 
 /// Why a tick wrote nothing.
@@ -162,6 +183,17 @@ impl Line {
         // tick has found every stripe sealed past it, so no place joins the draw after this.
         let draw_waits = self.opening.is_some() && !self.draw_open.load(Ordering::Relaxed);
 
+        // What this container's last tick found, if it ran under this same lease: no other
+        // holder has written since.
+        let seen = match self.seen.lock() {
+            Ok(seen) if seen.fence == Some(fence) => Seen {
+                fence: seen.fence,
+                live: seen.live.clone(),
+                heads: seen.heads.clone(),
+            },
+            _ => Seen::default(),
+        };
+
         // 1. Sessions (the lapsed ones taken off first) and segments, per stripe.
         let mut batch = Batch::new();
         let mut heads = Vec::new();
@@ -182,7 +214,19 @@ impl Line {
             );
             let halt: Staged<Option<String>> =
                 batch.stage_command(&keys.halt, redis::cmd("GET").arg(&keys.halt).clone());
-            heads.push((live, segments, halt));
+            // The last place walked on this stripe, as the stripe's polls read it, where this
+            // container does not know it.
+            let published: Option<Staged<Option<Published>>> = seen
+                .heads
+                .get(heads.len())
+                .is_none_or(Option::is_none)
+                .then(|| {
+                    batch.stage_command(
+                        &keys.published,
+                        redis::cmd("GET").arg(&keys.published).clone(),
+                    )
+                });
+            heads.push((live, segments, halt, published));
         }
         let seals: Vec<Staged<Option<i64>>> = if draw_waits {
             stripes
@@ -194,21 +238,35 @@ impl Line {
         } else {
             Vec::new()
         };
-        let before = stripes.first().map(|keys| {
-            batch.stage_command::<Option<Published>>(
-                &keys.published,
-                redis::cmd("GET").arg(&keys.published).clone(),
-            )
-        });
-        let replies = self.conn.send(&batch).await?;
-        let mut head: Option<Place> = match before {
-            Some(staged) => staged.read(&replies)?.and_then(|published| published.head),
-            None => None,
-        };
+        let replies = self.conn.send_each(&batch).await?;
+        // A stripe whose shard did not answer is dark for this tick: its places wait, and
+        // the others are walked without them.
+        let mut dark = vec![false; stripes.len()];
+        let mut first_err = None;
+        for (k, (live, segments, halt, published)) in heads.iter().enumerate() {
+            if let Err(err) = live
+                .read_each(&replies)
+                .and(segments.read_each(&replies).map(drop))
+                .and(halt.read_each(&replies).map(drop))
+                .and(match published {
+                    Some(published) => published.read_each(&replies).map(drop),
+                    None => Ok(()),
+                })
+            {
+                dark[k] = true;
+                first_err.get_or_insert(err);
+            }
+        }
+        if let Some(err) = first_err.filter(|_| dark.iter().all(|d| *d)) {
+            return Err(err.into());
+        }
         if let Some(opening) = self.opening.as_ref().filter(|_| draw_waits) {
-            let mut sealed_past = true;
-            for seal in &seals {
-                sealed_past &= seal.read(&replies)?.is_some_and(|at| at >= opening.at);
+            // A dark stripe may hold draw places not sealed yet: the draw waits for it.
+            let mut sealed_past = !dark.contains(&true);
+            if sealed_past {
+                for seal in &seals {
+                    sealed_past &= seal.read_each(&replies)?.is_some_and(|at| at >= opening.at);
+                }
             }
             if sealed_past {
                 self.draw_open.store(true, Ordering::Relaxed);
@@ -222,13 +280,38 @@ impl Line {
             // None: the draw's segments lie below every other.
             i64::MIN
         };
+        // Each stripe's live sessions: a dark one's as this container's last tick left them
+        // (sessions only end while nobody admits there). Without that, the room is unknown.
         let mut live = 0;
+        let mut live_of = vec![0u64; stripes.len()];
+        let mut room_known = true;
         let mut segments: Vec<BTreeSet<i64>> = Vec::new();
         let mut halted: Option<Halt> = None;
-        for (staged_live, staged_segments, staged_halt) in &heads {
-            live += staged_live.read(&replies)?;
-            segments.push(staged_segments.read(&replies)?.into_iter().collect());
-            if let Some(why) = staged_halt.read(&replies)? {
+        // Each stripe's head: the last place walked on it. A stripe's polls take a place at or
+        // before it to be walked; so a stripe left dark while the others were walked keeps
+        // its own, and its places wait, not passed.
+        let mut head: Vec<Option<Option<Place>>> = (0..stripes.len())
+            .map(|k| seen.heads.get(k).cloned().flatten())
+            .collect();
+        for (k, (staged_live, staged_segments, staged_halt, staged_published)) in
+            heads.iter().enumerate()
+        {
+            if dark[k] {
+                match seen.live.get(k).copied().flatten() {
+                    Some(seen) => live_of[k] = seen,
+                    None => room_known = false,
+                }
+                live += live_of[k];
+                segments.push(BTreeSet::new());
+                continue;
+            }
+            if let Some(published) = staged_published {
+                head[k] = Some(published.read_each(&replies)?.and_then(|p| p.head));
+            }
+            live_of[k] = staged_live.read_each(&replies)?;
+            live += live_of[k];
+            segments.push(staged_segments.read_each(&replies)?.into_iter().collect());
+            if let Some(why) = staged_halt.read_each(&replies)? {
                 halted = halted.or(Halt::parse(&why)).or(Some(Halt::Paused));
             }
         }
@@ -256,17 +339,23 @@ impl Line {
                     .collect(),
             );
         }
-        let replies = if batch.is_empty() {
-            Vec::new()
-        } else {
-            self.conn.send(&batch).await?
-        };
-        // counts[k][segment]: the places of stripe k in each sealed segment.
+        let replies = self.conn.send_each(&batch).await?;
+        // counts[k][segment]: the places of stripe k in each sealed segment; none of a stripe
+        // gone dark since.
         let mut counts: Vec<BTreeMap<i64, u64>> = Vec::new();
-        for staged in &counted {
+        for (k, staged) in counted.iter().enumerate() {
             let mut of_stripe = BTreeMap::new();
             for (segment, count) in staged {
-                of_stripe.insert(*segment, count.read(&replies)?);
+                match count.read_each(&replies) {
+                    Ok(count) => {
+                        of_stripe.insert(*segment, count);
+                    }
+                    Err(_) => {
+                        dark[k] = true;
+                        of_stripe.clear();
+                        break;
+                    }
+                }
             }
             counts.push(of_stripe);
         }
@@ -278,7 +367,7 @@ impl Line {
         // How far into each stripe's head the free room reaches: the line's first `free`
         // places, segment by segment, stripe by stripe.
         // A halted line admits nobody, whatever the room.
-        let free = if halted.is_some() {
+        let free = if halted.is_some() || !room_known {
             0
         } else {
             capacity.saturating_sub(live)
@@ -301,9 +390,10 @@ impl Line {
         let windows: Vec<Option<(u64, Staged<HeadPlaces>)>> = stripes
             .iter()
             .zip(&reach)
-            .map(|(keys, reach)| {
+            .zip(&dark)
+            .map(|((keys, reach), dark)| {
                 let window = (reach + 1).min(HEAD_WINDOW);
-                (free > 0).then(|| {
+                (free > 0 && !dark).then(|| {
                     let staged = batch.stage_command(
                         &keys.line,
                         redis::cmd("ZRANGE")
@@ -317,11 +407,7 @@ impl Line {
                 })
             })
             .collect();
-        let replies = if batch.is_empty() {
-            Vec::new()
-        } else {
-            self.conn.send(&batch).await?
-        };
+        let replies = self.conn.send_each(&batch).await?;
         let mut places: Vec<Place> = Vec::new();
         // The walk goes no further than the last place read of a stripe that filled its window:
         // the stripe may have more after it.
@@ -330,8 +416,12 @@ impl Line {
             let Some((window, staged)) = window else {
                 continue;
             };
-            let read: Vec<Place> = staged
-                .read(&replies)?
+            let Ok(read) = staged.read_each(&replies) else {
+                dark[k] = true;
+                counts[k].clear();
+                continue;
+            };
+            let read: Vec<Place> = read
                 .into_iter()
                 .map(|(user, score)| Place {
                     segment: self.segment_of(score as i64),
@@ -362,23 +452,24 @@ impl Line {
             }
             walk[k].push(place.user.clone());
             walked.push((k, place.user.clone(), place.score));
-            head = Some(place);
+            head[k] = Some(Some(place));
         }
 
         // 4. On each stripe: the walked places, present ones admitted, absent ones passed
         // over; then what its polls read.
         let mut before = 0u64;
         let mut own_before = vec![0u64; stripes.len()];
-        let mut published: Vec<Published> = vec![
-            Published {
+        let speed = self.pace.lock().ok().and_then(|pace| pace.speed(now));
+        let mut published: Vec<Published> = head
+            .iter()
+            .map(|head| Published {
                 tick: now,
-                head: head.clone(),
+                head: head.clone().flatten(),
                 halted: halted.map(|h| h.as_str().to_owned()),
-                speed: self.pace.lock().ok().and_then(|pace| pace.speed(now)),
+                speed,
                 ..Published::default()
-            };
-            stripes.len()
-        ];
+            })
+            .collect();
         for segment in &every {
             let mut within = 0;
             for (k, of_stripe) in counts.iter().enumerate() {
@@ -403,7 +494,7 @@ impl Line {
         }
         let mut batch = Batch::new();
         let mut applied: Vec<(usize, Staged<ApplyReply>)> = Vec::new();
-        for (k, keys) in stripes.iter().enumerate() {
+        for (k, keys) in stripes.iter().enumerate().filter(|(k, _)| !dark[*k]) {
             let empty: Vec<i64> = counts[k]
                 .iter()
                 .filter(|(_, count)| **count == 0)
@@ -461,7 +552,7 @@ impl Line {
                 applied.push((k, batch.stage(call)));
             }
         }
-        let replies = self.conn.send(&batch).await?;
+        let replies = self.conn.send_each(&batch).await?;
         let mut ticked = Ticked {
             halted,
             live,
@@ -473,7 +564,13 @@ impl Line {
         let mut moved: Vec<(BTreeSet<String>, BTreeSet<String>)> =
             vec![Default::default(); stripes.len()];
         for (k, staged) in &applied {
-            match staged.read(&replies)? {
+            // A stripe gone dark at its writes: what its script did, if it ran, is not known
+            // here; it is reported when its stripe answers again (a poll, the gate).
+            let Ok(reply) = staged.read_each(&replies) else {
+                dark[*k] = true;
+                continue;
+            };
+            match reply {
                 ApplyReply::Applied { admitted, dropped } => {
                     moved[*k].0.extend(admitted);
                     moved[*k].1.extend(dropped);
@@ -494,20 +591,43 @@ impl Line {
             }
         }
         ticked.live += ticked.admitted.len() as u64;
+        ticked.dark = (0..stripes.len())
+            .filter(|k| dark[*k])
+            .map(|k| Stripe(k as u16))
+            .collect();
         if ticked.refused.is_none() {
             if let Ok(mut pace) = self.pace.lock() {
                 pace.record(now, live, ticked.dropped.len() as u64, ticked.live);
             }
+            if let Ok(mut kept) = self.seen.lock() {
+                let mut live = seen.live;
+                live.resize(stripes.len(), None);
+                for k in (0..stripes.len()).filter(|k| !dark[*k]) {
+                    live[k] = Some(live_of[k] + moved[k].0.len() as u64);
+                }
+                // A dark stripe's head is read again once it answers: a replica that took over
+                // may hold less than its primary had.
+                for k in (0..stripes.len()).filter(|k| dark[*k]) {
+                    head[k] = None;
+                }
+                *kept = Seen {
+                    fence: Some(fence),
+                    live,
+                    heads: head,
+                };
+            }
         }
         // The counts after the tick, for the queue's summary: one command more, to the line's
-        // own tag.
+        // own tag. Its shard may be the one down: the admissions stand, and are reported.
         if ticked.refused.is_none() {
-            self.write_counts(&super::Counts {
+            let counts = super::Counts {
                 tick: now,
                 waiting: ticked.placed,
                 active: ticked.live,
-            })
-            .await?;
+            };
+            if let Err(err) = self.write_counts(&counts).await {
+                tracing::warn!(queue = %self.queue, %err, "a line's counts were not written");
+            }
         }
         Ok(ticked)
     }

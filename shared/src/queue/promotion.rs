@@ -259,8 +259,14 @@ impl WaitingRoom {
         list: bool,
     ) -> Result<(PromotionReport, Option<Vec<QueueId>>), Error> {
         if let Some(lines) = self.lines.clone() {
+            // The registry lives on one shard: while it fails over, the lines of the queues
+            // known from the last tick still tick, and the list is learned again after.
             let registered = match list {
-                true => Some(self.registered_queues().await?),
+                true => self
+                    .registered_queues()
+                    .await
+                    .inspect_err(|err| tracing::warn!(%err, "the queue registry was not read"))
+                    .ok(),
                 false => None,
             };
             return Ok((self.tick_lines(&lines, queues).await?, registered));

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use futures::future::try_join_all;
+use futures::future::join_all;
 
 use super::keys::QueueKeys;
 use super::schedule;
@@ -24,19 +24,32 @@ const TICKING_AT_ONCE: usize = 32;
 
 impl WaitingRoom {
     /// One tick of each queue's line, under this container's lease: a queue whose lease
-    /// another promoter holds is left to it. [`TICKING_AT_ONCE`] queues tick at once.
+    /// another promoter holds is left to it. [`TICKING_AT_ONCE`] queues tick at once. A queue
+    /// whose tick fails (its own tag's shard failing over) is logged and left to the next
+    /// tick; the others are reported. Only when every queue's tick fails does this.
     pub(super) async fn tick_lines(
         &self,
         lines: &Lines,
         queues: &[QueueId],
     ) -> Result<PromotionReport, Error> {
         let mut report = PromotionReport::default();
+        let mut failed = None;
         for some in queues.chunks(TICKING_AT_ONCE) {
-            let ticked =
-                try_join_all(some.iter().map(|queue| self.tick_line(lines, queue))).await?;
-            report.queues.extend(ticked.into_iter().flatten());
+            let ticked = join_all(some.iter().map(|queue| self.tick_line(lines, queue))).await;
+            for (queue, ticked) in some.iter().zip(ticked) {
+                match ticked {
+                    Ok(ticked) => report.queues.extend(ticked),
+                    Err(err) => {
+                        tracing::warn!(%queue, %err, "a line's tick failed");
+                        failed.get_or_insert(err);
+                    }
+                }
+            }
         }
-        Ok(report)
+        match failed {
+            Some(err) if report.queues.is_empty() => Err(err),
+            _ => Ok(report),
+        }
     }
 
     /// Records that `queue`'s draw opened with `members` places, once: the summary shows the
@@ -98,6 +111,13 @@ impl WaitingRoom {
         let ticked = line.tick(fence, &*self.clock, capacity).await?;
         if let Some(refused) = ticked.refused {
             tracing::warn!(%queue, ?refused, "a line's tick wrote nothing");
+        }
+        if !ticked.dark.is_empty() {
+            tracing::warn!(
+                %queue,
+                stripes = ticked.dark.len(),
+                "a line's tick went on without the stripes that did not answer"
+            );
         }
         // The health's halt stays while the level is 0; once it rises, the stripes are
         // cleared of it, and the next tick admits within the level.

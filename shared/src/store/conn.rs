@@ -240,6 +240,17 @@ impl Conn {
     /// Every reply waits at most a response timeout, and all of them together at most what
     /// is left of the request's budget (see [`super::request`]).
     pub async fn send(&self, batch: &Batch) -> Result<Vec<Value>, RedisError> {
+        self.send_each(batch).await?.into_iter().collect()
+    }
+
+    /// Sends `batch` as [`Conn::send`] does, and answers each call on its own: on a cluster a
+    /// shard that fails fails only its own calls, and the others' replies stand. For a caller
+    /// that can go on without one shard (the line's tick, during a failover). Standalone, and
+    /// where the connection itself fails, the whole send fails.
+    pub async fn send_each(
+        &self,
+        batch: &Batch,
+    ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -261,7 +272,7 @@ impl Conn {
                 if let Err(err) = &result {
                     self.after_standalone_failure(number, manager, err);
                 }
-                result
+                Ok(result?.into_iter().map(Ok).collect())
             }
         }
     }
@@ -271,14 +282,18 @@ impl Conn {
         batch: &Batch,
         limit: &Limit,
         in_flight: &Arc<OwnedSemaphorePermit>,
-    ) -> Result<Vec<Value>, RedisError> {
+    ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
         let (number, cell) = self.0.cluster.get();
         let result = self.send_on_cluster(&cell, batch, limit, in_flight).await;
-        if let Err(err) = &result {
-            if err.is_timeout() {
-                let slots = batch.entries.iter().map(|(slot, _)| *slot).collect();
-                self.probe_cluster(number, cell, slots);
-            }
+        let timed_out = match &result {
+            Err(err) => err.is_timeout(),
+            Ok(replies) => replies
+                .iter()
+                .any(|reply| reply.as_ref().is_err_and(RedisError::is_timeout)),
+        };
+        if timed_out {
+            let slots = batch.entries.iter().map(|(slot, _)| *slot).collect();
+            self.probe_cluster(number, cell, slots);
         }
         result
     }
@@ -357,7 +372,7 @@ impl Conn {
         batch: &Batch,
         limit: &Limit,
         in_flight: &Arc<OwnedSemaphorePermit>,
-    ) -> Result<Vec<Value>, RedisError> {
+    ) -> Result<Vec<Result<Value, RedisError>>, RedisError> {
         let conn = self.cluster_connection(cell, limit).await?;
         let mut groups: HashMap<Slot, Vec<usize>> = HashMap::new();
         for (index, (slot, _)) in batch.entries.iter().enumerate() {
@@ -370,14 +385,23 @@ impl Conn {
                 pipe.add_command(batch.entries[*index].1.clone());
             }
             async move {
-                let replies = run_pipeline(conn, &pipe, &batch.scripts, limit, in_flight).await?;
-                Ok::<_, RedisError>(indices.into_iter().zip(replies))
+                let replies = run_pipeline(conn, &pipe, &batch.scripts, limit, in_flight).await;
+                (indices, replies)
             }
         });
-        let mut replies = vec![Value::Nil; batch.entries.len()];
-        for group in futures::future::try_join_all(sends).await? {
-            for (index, reply) in group {
-                replies[index] = reply;
+        let mut replies: Vec<Result<Value, RedisError>> = vec![Ok(Value::Nil); batch.entries.len()];
+        for (indices, group) in futures::future::join_all(sends).await {
+            match group {
+                Ok(group) => {
+                    for (index, reply) in indices.into_iter().zip(group) {
+                        replies[index] = Ok(reply);
+                    }
+                }
+                Err(err) => {
+                    for index in indices {
+                        replies[index] = Err(err.clone());
+                    }
+                }
             }
         }
         Ok(replies)

@@ -321,6 +321,16 @@ impl<T: FromRedisValue> Staged<T> {
             .ok_or_else(|| ParsingError::from(format!("no reply {}", self.index)))?;
         Ok(T::from_redis_value_ref(reply)?)
     }
+
+    /// This call's reply, from what [`super::Conn::send_each`] returned for the batch: the
+    /// error of its own shard where that one failed.
+    pub fn read_each(&self, replies: &[Result<Value, RedisError>]) -> Result<T, RedisError> {
+        match replies.get(self.index) {
+            Some(Ok(reply)) => Ok(T::from_redis_value_ref(reply)?),
+            Some(Err(err)) => Err(err.clone()),
+            None => Err(ParsingError::from(format!("no reply {}", self.index)).into()),
+        }
+    }
 }
 
 impl Batch {
