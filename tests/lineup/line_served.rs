@@ -391,6 +391,78 @@ async fn a_poll_just_after_the_admission_keeps_the_session_at_the_gate() {
     assert!(ttl > 600_000, "the mark ends in {ttl} ms");
 }
 
+/// The line computes the pace in Rust (`striped_pace`), the summary in Lua (`common.lua`):
+/// the tick admits exactly the summary's capacity in force times its health level.
+#[tokio::test]
+async fn the_lines_pace_is_the_one_the_summary_shows() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served
+        .create(
+            "sale",
+            r#"{"capacity": 10, "capacityRamp": {"from": 6, "step": 2, "everySeconds": 3600, "to": 10}}"#,
+        )
+        .await;
+    // A fall takes effect at once: 0.5 from now, for two minutes.
+    served.deliver(booking_health("sale", 0.5, 0)).await;
+    served.joined("sale", 12, 100).await;
+    clock.advance(2000);
+    let report = served.tick().await;
+    let admitted = report.admitted();
+    // The tick publishes the pace it admits at, once.
+    let paced = |report: &lineup::queue::PromotionReport| -> Vec<Value> {
+        report
+            .events()
+            .filter(|e| e.kind == lineup::queue::QueueEventKind::PaceChanged)
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
+    };
+    let changed = paced(&report);
+    assert_eq!(changed.len(), 1, "{report:?}");
+    assert_eq!(
+        (&changed[0]["capacity"], &changed[0]["reason"]),
+        (&json!(6), &json!("ramp"))
+    );
+    assert_eq!(changed[0]["healthLevel"], 0.5, "{changed:?}");
+    clock.advance(1000);
+    assert_eq!(paced(&served.tick().await), Vec::<Value>::new());
+    let summary = served.app.http("GET", "/queues/sale", None).await;
+    let pace = &summary.body["pace"];
+    assert_eq!(pace["capacity"], 6, "{:?}", summary.body);
+    assert_eq!(pace["limitedBy"], "ramp");
+    assert_eq!(pace["health"]["level"], 0.5);
+    let in_force = pace["capacity"].as_f64().unwrap() * pace["health"]["level"].as_f64().unwrap();
+    assert_eq!(admitted, in_force.floor() as u64, "{:?}", summary.body);
+}
+
+#[tokio::test]
+async fn closes_at_ends_arrivals_and_the_tick_says_so_once() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    let closes = chrono::DateTime::from_timestamp_millis(clock.now_ms() + 10_000).unwrap();
+    let settings = json!({"capacity": 1, "closesAt": lineup_tests::draw::rfc(closes)});
+    served.create("sale", &settings.to_string()).await;
+    let tokens = served.joined("sale", 2, 1000).await;
+    clock.advance(2000);
+    let closed = |report: &lineup::queue::PromotionReport| {
+        report
+            .events()
+            .filter(|e| e.kind == lineup::queue::QueueEventKind::Closed)
+            .count()
+    };
+    let report = served.tick().await;
+    assert_eq!((report.admitted(), closed(&report)), (1, 0));
+    // Past closesAt: no new place; those in line keep theirs; the tick publishes QueueClosed
+    // once.
+    clock.advance(7000);
+    served.join("sale", 9).await.assert_problem(409);
+    let report = served.tick().await;
+    assert_eq!(closed(&report), 1, "{report:?}");
+    assert_eq!(closed(&served.tick().await), 0);
+    let waiter = served.status("sale", &tokens[1]).await;
+    assert_eq!(waiter.body["status"], "waiting", "{:?}", waiter.body);
+}
+
 #[tokio::test]
 async fn sold_out_stops_admissions_and_arrivals_at_once() {
     let served = Served::start().await;

@@ -125,6 +125,16 @@ impl StoredHealth {
     }
 }
 
+/// The capacity at `now` before the health level: `capacity`, at most the ramp's step.
+pub(super) fn stepped(
+    capacity: u64,
+    ramp: Option<StoredRamp>,
+    opens_at: Option<i64>,
+    now: i64,
+) -> u64 {
+    ramp.map_or(capacity, |ramp| capacity.min(ramp.at(now, opens_at)))
+}
+
 /// The sessions the line may hold at `now`: `capacity`, at most the ramp's step, times the
 /// health level in force, rounded down.
 pub(super) fn capacity_in_force(
@@ -134,8 +144,16 @@ pub(super) fn capacity_in_force(
     health: Health,
     now: i64,
 ) -> u64 {
-    let stepped = ramp.map_or(capacity, |ramp| capacity.min(ramp.at(now, opens_at)));
+    let stepped = stepped(capacity, ramp, opens_at, now);
     (stepped as f64 * health.level.clamp(0.0, 1.0)).floor() as u64
+}
+
+/// What a `QueuePaceChanged` was last published for (`pace-announced`, as `promote.lua`
+/// writes it): the stepped capacity and the health level in tenths, while a ramp is set or the
+/// level is below 1; `None` at the normal pace.
+pub(super) fn pace_mark(stepped: u64, ramp: bool, health: Health) -> Option<String> {
+    (ramp || health.level < 1.0)
+        .then(|| format!("{stepped}:{}", (health.level * 10.0).floor() as i64))
 }
 
 #[cfg(test)]

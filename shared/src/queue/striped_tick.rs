@@ -7,9 +7,11 @@ use std::time::Duration;
 use futures::future::join_all;
 
 use super::keys::QueueKeys;
+use super::pace::{LimitedBy, TickPace};
 use super::schedule;
 use super::striped::instant;
-use super::terms::Draw;
+use super::striped_pace::pace_mark;
+use super::terms::{Draw, Terms};
 use super::{PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
@@ -94,6 +96,74 @@ impl WaitingRoom {
         )))
     }
 
+    /// What the queue's tick publishes beside its admissions, each once, as `promote.lua` does
+    /// for the single-tag queue: `QueuePaceChanged` when the ramp's step or the health level
+    /// in tenths moved since the last one (`pace-announced`), and `QueueClosed` once
+    /// `closesAt` has passed (`closes-announced`). Nothing to send most ticks; else one round
+    /// trip to the queue's settings. Only the lease holder writes either mark.
+    async fn line_announcements(
+        &self,
+        queue: &QueueId,
+        terms: &Terms,
+        now: i64,
+    ) -> Result<Vec<QueueEvent>, Error> {
+        let key = QueueKeys::new(&self.prefix, queue).settings;
+        let mut batch = Batch::new();
+        let mut events = Vec::new();
+        let health = terms.health(now);
+        let stepped = terms.stepped_capacity(self.config.capacity, now);
+        let mark = pace_mark(stepped, terms.ramp.is_some(), health);
+        if mark != terms.pace_announced {
+            let write = match &mark {
+                Some(mark) => redis::cmd("HSET")
+                    .arg(&key)
+                    .arg("pace-announced")
+                    .arg(mark)
+                    .clone(),
+                None => redis::cmd("HDEL").arg(&key).arg("pace-announced").clone(),
+            };
+            batch.stage_command::<u64>(&key, write);
+            let configured = terms.capacity.unwrap_or(self.config.capacity);
+            let admit = self.config.admit_per_tick;
+            events.push(QueueEvent::pace_changed(
+                queue,
+                TickPace {
+                    capacity: u32::try_from(stepped).unwrap_or(u32::MAX),
+                    configured_capacity: configured,
+                    limited_by: if stepped < u64::from(configured) {
+                        LimitedBy::Ramp
+                    } else {
+                        LimitedBy::Capacity
+                    },
+                    admit_per_tick: health.level * f64::from(admit),
+                    configured_admit_per_tick: admit,
+                    health,
+                },
+            ));
+        }
+        let closing = terms.closes_at.is_some_and(|at| now >= at) && !terms.closes_announced;
+        let closed = closing.then(|| {
+            batch.stage_command::<bool>(
+                &key,
+                redis::cmd("HSETNX")
+                    .arg(&key)
+                    .arg("closes-announced")
+                    .arg(1)
+                    .clone(),
+            )
+        });
+        if batch.is_empty() {
+            return Ok(events);
+        }
+        let replies = self.conn.send(&batch).await?;
+        if let Some(closed) = closed {
+            if closed.read(&replies)? {
+                events.push(QueueEvent::of_queue(QueueEventKind::Closed, queue));
+            }
+        }
+        Ok(events)
+    }
+
     /// One tick of `queue`'s line, if this container holds or takes its lease: the queue's
     /// settings (one `HMGET`, fresh), the lease (one small script) and the tick.
     async fn tick_line(
@@ -128,6 +198,7 @@ impl WaitingRoom {
         if let (Some(members), Some(draw)) = (ticked.opened, terms.draw.as_ref()) {
             events.extend(self.line_opened(queue, draw, members).await?);
         }
+        events.extend(self.line_announcements(queue, &terms, now).await?);
         let until = instant(ticked.until)?;
         let ticket = |user: &String| line::ticket_of(ticked.scores.get(user).copied().unwrap_or(0));
         events.extend(

@@ -15,14 +15,14 @@ use super::access::Access;
 use super::keys::QueueKeys;
 use super::pace::Health;
 use super::schedule::DrawSeed;
-use super::striped_pace::{capacity_in_force, StoredHealth, StoredRamp};
+use super::striped_pace::{capacity_in_force, stepped, StoredHealth, StoredRamp};
 use super::{Arrival, Mode, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 17] = [
+const FIELDS: [&str; 19] = [
     "created",
     "capacity",
     "paused",
@@ -40,6 +40,8 @@ const FIELDS: [&str; 17] = [
     "health-alarm",
     "health-climb",
     "health-recovery-ms",
+    "pace-announced",
+    "closes-announced",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -89,6 +91,10 @@ pub(super) struct Terms {
     pub ramp: Option<StoredRamp>,
     /// The booking system's health, as the scripts keep it.
     pub health: StoredHealth,
+    /// The pace the last `QueuePaceChanged` was published for ([`pace_mark`]).
+    pub pace_announced: Option<String>,
+    /// Whether `QueueClosed` was published for `closes_at`.
+    pub closes_announced: bool,
 }
 
 impl FromRedisValue for Terms {
@@ -143,6 +149,8 @@ impl FromRedisValue for Terms {
                 climb: text(15).map(str::to_owned),
                 recovery_ms: number(16)?,
             },
+            pace_announced: text(17).map(str::to_owned),
+            closes_announced: text(18).is_some(),
         })
     }
 }
@@ -161,6 +169,17 @@ impl Terms {
             self.ramp,
             self.draw.as_ref().map(|draw| draw.opens_at),
             self.health(now),
+            now,
+        )
+    }
+
+    /// The capacity at `now` before the health level: the queue's, else `default`, within its
+    /// ramp's step.
+    pub(super) fn stepped_capacity(&self, default: u32, now: i64) -> u64 {
+        stepped(
+            u64::from(self.capacity.unwrap_or(default)),
+            self.ramp,
+            self.draw.as_ref().map(|draw| draw.opens_at),
             now,
         )
     }
