@@ -463,6 +463,53 @@ async fn closes_at_ends_arrivals_and_the_tick_says_so_once() {
     assert_eq!(waiter.body["status"], "waiting", "{:?}", waiter.body);
 }
 
+/// A CloudWatch alarm state change for `name`, as EventBridge delivers it, `ms_ago` ms ago.
+fn alarm(name: &str, state: &str, ms_ago: i64) -> Value {
+    let at = chrono::Utc::now() - chrono::Duration::milliseconds(ms_ago);
+    json!({"version": "0", "id": format!("a-{state}"), "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch", "account": "123456789012",
+        "time": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true), "region": "us-east-1",
+        "resources": [format!("arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}")],
+        "detail": {"alarmName": name, "state": {"value": state, "reason": "test",
+            "timestamp": at.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string()},
+            "previousState": {"value": "OK"}, "configuration": {"metrics": []}}})
+}
+
+#[tokio::test]
+async fn an_alarm_the_queue_names_halts_the_line_until_it_clears() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served
+        .create(
+            "sale",
+            r#"{"capacity": 4, "healthAlarms": ["booking-5xx"]}"#,
+        )
+        .await;
+    let tokens = served.joined("sale", 8, 1000).await;
+    clock.advance(2000);
+    // The first tick learns the alarm's name; the alarm goes off before the next.
+    assert_eq!(served.tick().await.admitted(), 4);
+    assert_eq!(
+        served.deliver(alarm("booking-5xx", "ALARM", 2)).await,
+        [Outcome::Applied]
+    );
+    let path = format!("/queues/sale/tokens/{}", tokens[0]);
+    assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    clock.advance(1000);
+    // That tick reads it: every stripe halts, and the freed place stays empty.
+    assert_eq!(served.tick().await.admitted(), 0);
+    assert_eq!(served.halts().await, STRIPES.parse::<usize>().unwrap());
+    clock.advance(1000);
+    let waiter = served.status("sale", &tokens[4]).await;
+    assert_eq!(waiter.body["paused"], true, "{:?}", waiter.body);
+    // Cleared: the level climbs back over a minute; the halt goes, and the place is filled.
+    served.deliver(alarm("booking-5xx", "OK", 1)).await;
+    clock.advance(61_000);
+    served.tick().await;
+    assert_eq!(served.tick().await.admitted(), 1);
+    assert_eq!(served.halts().await, 0);
+}
+
 #[tokio::test]
 async fn sold_out_stops_admissions_and_arrivals_at_once() {
     let served = Served::start().await;
@@ -793,7 +840,6 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         (r#"{"pool": "hall"}"#, "pool"),
         (r#"{"mode": "passthrough"}"#, "mode"),
         (r#"{"sessionSeconds": 60, "capacity": 9}"#, "sessionSeconds"),
-        (r#"{"healthAlarms": ["booking-5xx"]}"#, "healthAlarms"),
     ] {
         let refused = served.settings("show", body).await;
         refused.assert_problem(400);

@@ -192,6 +192,11 @@ static HEALTH: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("health.lua")))),
     args: &["level", "sent", "default_ttl"],
 };
+/// An alarm's state for a queue on the striped line (`line_alarm.lua`).
+static LINE_ALARM: QueueScript = QueueScript {
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("line_alarm.lua")))),
+    args: &["alarm", "alarm_names"],
+};
 static REAP: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("reap.lua")))),
     args: &["cursor", "chunk", "idle_after"],
@@ -540,7 +545,7 @@ mod tests {
             bound(include_str!("common.lua"), "ARGV", Base::One),
             PRELUDE_ARGS.to_vec()
         );
-        let scripts: [(&str, &QueueScript); 15] = [
+        let scripts: [(&str, &QueueScript); 16] = [
             (include_str!("issue.lua"), &ISSUE),
             (include_str!("challenge.lua"), &CHALLENGE),
             (include_str!("status.lua"), &STATUS),
@@ -554,6 +559,7 @@ mod tests {
             (include_str!("retire.lua"), &RETIRE),
             (include_str!("sell_out.lua"), &SELL_OUT),
             (include_str!("health.lua"), &HEALTH),
+            (include_str!("line_alarm.lua"), &LINE_ALARM),
             (include_str!("access.lua"), &ACCESS),
             (include_str!("priority.lua"), &PRIORITY),
         ];

@@ -126,7 +126,6 @@ impl SettingsChange {
             matches!(self.challenge, Some(Some(mode)) if mode != crate::door::ChallengeMode::Off),
             "challenge",
         )?;
-        set(matches!(self.health_alarms, Some(Some(_))), "healthAlarms")?;
         set(matches!(self.pool, Some(Some(_))), "pool")?;
         Ok(())
     }

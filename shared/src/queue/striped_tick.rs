@@ -12,10 +12,10 @@ use super::schedule;
 use super::striped::instant;
 use super::striped_pace::pace_mark;
 use super::terms::{Draw, Terms};
-use super::{PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom};
+use super::{PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom, LINE_ALARM};
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::line::{self, Halt, Lease, Lines};
+use crate::line::{self, Halt, Lease, Line, Lines};
 use crate::store::{Batch, Staged};
 
 /// How long a promoter's lease on a line lasts unless renewed: three ticks.
@@ -35,6 +35,15 @@ impl WaitingRoom {
         queues: &[QueueId],
     ) -> Result<PromotionReport, Error> {
         let mut report = PromotionReport::default();
+        // The states of the alarms the queues name, read once a tick (one MGET under
+        // `{health}`); a failed read leaves the last ones.
+        let mut batch = Batch::new();
+        if let Some(staged) = self.alarms.stage_read(&self.prefix, &mut batch) {
+            match self.conn.send(&batch).await {
+                Ok(replies) => self.alarms.record(&staged, &replies)?,
+                Err(err) => tracing::warn!(%err, "the alarms' states were not read"),
+            }
+        }
         let mut failed = None;
         for some in queues.chunks(TICKING_AT_ONCE) {
             let ticked = join_all(some.iter().map(|queue| self.tick_line(lines, queue))).await;
@@ -94,6 +103,30 @@ impl WaitingRoom {
                 members: Some(members),
             },
         )))
+    }
+
+    /// Takes the alarms `queue` names into its health level, as `promote.lua` does for the
+    /// single-tag queue: when what this promoter last read of them (an alarm in ALARM, or
+    /// none) differs from the level the settings hold, `line_alarm.lua` writes the change.
+    /// An alarm halts every stripe at once (the health's halt, never over another). The
+    /// names are learned from the settings, so a queue's alarms are read from its second
+    /// tick. Whether it wrote a change.
+    async fn line_alarm(&self, queue: &QueueId, terms: &Terms, line: &Line) -> Result<bool, Error> {
+        self.alarms.learn(queue, &terms.alarm_names);
+        let (verdict, names) = self.alarms.argument(queue);
+        let alarmed = terms.health.alarm.as_deref() == Some("0");
+        if verdict.is_empty() || names != terms.alarm_names || (verdict == "0") == alarmed {
+            return Ok(false);
+        }
+        let mut call = self.invocation(&LINE_ALARM, queue);
+        call.named("alarm", verdict).named("alarm_names", names);
+        let mut batch = Batch::new();
+        let wrote: Staged<bool> = batch.stage(call);
+        if verdict == "0" {
+            line.stage_halt(&mut batch, Halt::Unhealthy);
+        }
+        let replies = self.conn.send(&batch).await?;
+        Ok(wrote.read(&replies)?)
     }
 
     /// What the queue's tick publishes beside its admissions, each once, as `promote.lua` does
@@ -173,10 +206,14 @@ impl WaitingRoom {
     ) -> Result<Option<QueuePromotion>, Error> {
         self.forget_terms(queue);
         let now = self.clock.now_ms();
-        let (terms, line) = self.line_of(lines, queue, now).await?;
+        let (mut terms, line) = self.line_of(lines, queue, now).await?;
         let Lease::Granted(fence) = line.lease(lines.holder(), LEASE_FOR).await? else {
             return Ok(None);
         };
+        if self.line_alarm(queue, &terms, &line).await? {
+            self.forget_terms(queue);
+            terms = self.line_of(lines, queue, now).await?.0;
+        }
         let capacity = terms.capacity(self.config.capacity, now);
         let ticked = line.tick(fence, &*self.clock, capacity).await?;
         if let Some(refused) = ticked.refused {

@@ -22,7 +22,7 @@ use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 19] = [
+const FIELDS: [&str; 20] = [
     "created",
     "capacity",
     "paused",
@@ -42,6 +42,7 @@ const FIELDS: [&str; 19] = [
     "health-recovery-ms",
     "pace-announced",
     "closes-announced",
+    "health-alarms",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -95,6 +96,8 @@ pub(super) struct Terms {
     pub pace_announced: Option<String>,
     /// Whether `QueueClosed` was published for `closes_at`.
     pub closes_announced: bool,
+    /// The CloudWatch alarms the queue names, one a line as stored.
+    pub alarm_names: String,
 }
 
 impl FromRedisValue for Terms {
@@ -151,6 +154,7 @@ impl FromRedisValue for Terms {
             },
             pace_announced: text(17).map(str::to_owned),
             closes_announced: text(18).is_some(),
+            alarm_names: text(19).unwrap_or("").to_owned(),
         })
     }
 }
