@@ -511,6 +511,41 @@ async fn an_alarm_the_queue_names_halts_the_line_until_it_clears() {
 }
 
 #[tokio::test]
+async fn a_full_line_refuses_new_arrivals_and_keeps_those_in_it() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served
+        .create(
+            "sale",
+            r#"{"capacity": 1, "maxWaiting": 3, "message": "Full, sorry"}"#,
+        )
+        .await;
+    let tokens = served.joined("sale", 5, 1000).await;
+    clock.advance(1000);
+    // The tick admits one and counts four on the line: the next arrival is turned away, once
+    // this container reads the count (with the settings, at most a second old).
+    assert_eq!(served.tick().await.admitted(), 1);
+    clock.advance(1000);
+    let full = served.join("sale", 9).await;
+    full.assert_problem(429);
+    assert!(full.body["type"].as_str().unwrap().ends_with("/queue-full"));
+    assert_eq!(full.body["detail"], "Full, sorry");
+    assert_eq!(full.headers["retry-after"], "10");
+    // Those in line keep their places, and their joins answer them.
+    let again = served.join("sale", 4).await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    assert_eq!(again.token(), tokens[4]);
+    // Two leave: room for one more once the tick has counted.
+    for token in &tokens[3..5] {
+        let path = format!("/queues/sale/tokens/{token}");
+        assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    }
+    served.tick().await;
+    clock.advance(1000);
+    assert_eq!(served.join("sale", 9).await.status, 201);
+}
+
+#[tokio::test]
 async fn sold_out_stops_admissions_and_arrivals_at_once() {
     let served = Served::start().await;
     served.create("show", r#"{"capacity": 1}"#).await;

@@ -19,6 +19,10 @@ pub struct Counts {
     pub waiting: u64,
     /// Live sessions, after the tick's admissions.
     pub active: u64,
+    /// Every place on the line after the tick, those no tick has counted by segment yet
+    /// and the pre-queue's too (a dark stripe's left out).
+    #[serde(default)]
+    pub queued: u64,
 }
 
 impl FromRedisValue for Counts {
@@ -86,7 +90,14 @@ impl Line {
             counts.waiting += waiting.read(&replies)?;
             counts.active += active.read(&replies)?;
         }
+        counts.queued = counts.waiting;
         Ok(counts)
+    }
+
+    /// Stages reading the counts the last tick wrote into `batch`, beside a caller's reads.
+    pub fn stage_counts(&self, batch: &mut Batch) -> Staged<Option<Counts>> {
+        let key = self.counts_key();
+        batch.stage_command(&key, redis::cmd("GET").arg(&key).clone())
     }
 
     /// The counts the last tick wrote, if a tick has run within the line's keep.

@@ -226,7 +226,9 @@ impl Line {
                         redis::cmd("GET").arg(&keys.published).clone(),
                     )
                 });
-            heads.push((live, segments, halt, published));
+            let queued: Staged<u64> =
+                batch.stage_command(&keys.line, redis::cmd("ZCARD").arg(&keys.line).clone());
+            heads.push((live, segments, halt, published, queued));
         }
         let seals: Vec<Staged<Option<i64>>> = if draw_waits {
             stripes
@@ -243,7 +245,7 @@ impl Line {
         // the others are walked without them.
         let mut dark = vec![false; stripes.len()];
         let mut first_err = None;
-        for (k, (live, segments, halt, published)) in heads.iter().enumerate() {
+        for (k, (live, segments, halt, published, _)) in heads.iter().enumerate() {
             if let Err(err) = live
                 .read_each(&replies)
                 .and(segments.read_each(&replies).map(drop))
@@ -293,7 +295,9 @@ impl Line {
         let mut head: Vec<Option<Option<Place>>> = (0..stripes.len())
             .map(|k| seen.heads.get(k).cloned().flatten())
             .collect();
-        for (k, (staged_live, staged_segments, staged_halt, staged_published)) in
+        // Every place on the stripes that answer, counted or not: what `maxWaiting` holds to.
+        let mut queued = 0;
+        for (k, (staged_live, staged_segments, staged_halt, staged_published, staged_queued)) in
             heads.iter().enumerate()
         {
             if dark[k] {
@@ -308,6 +312,7 @@ impl Line {
             if let Some(published) = staged_published {
                 head[k] = Some(published.read_each(&replies)?.and_then(|p| p.head));
             }
+            queued += staged_queued.read_each(&replies)?;
             live_of[k] = staged_live.read_each(&replies)?;
             live += live_of[k];
             segments.push(staged_segments.read_each(&replies)?.into_iter().collect());
@@ -591,6 +596,7 @@ impl Line {
             }
         }
         ticked.live += ticked.admitted.len() as u64;
+        let walked_count = (ticked.admitted.len() + ticked.dropped.len()) as u64;
         ticked.dark = (0..stripes.len())
             .filter(|k| dark[*k])
             .map(|k| Stripe(k as u16))
@@ -624,6 +630,7 @@ impl Line {
                 tick: now,
                 waiting: ticked.placed,
                 active: ticked.live,
+                queued: queued.saturating_sub(walked_count),
             };
             if let Err(err) = self.write_counts(&counts).await {
                 tracing::warn!(queue = %self.queue, %err, "a line's counts were not written");

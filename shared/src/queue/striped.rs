@@ -9,7 +9,7 @@
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
 //! codes, the door's challenge, the priority lane, pools,
-//! passthrough, `maxWaiting`, and a queue's own session, idle period or admissions a tick.
+//! passthrough, and a queue's own session, idle period or admissions a tick.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 

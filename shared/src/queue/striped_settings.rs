@@ -113,7 +113,6 @@ impl SettingsChange {
             matches!(self.mode, Some(Some(super::Mode::Passthrough))),
             "mode",
         )?;
-        set(matches!(self.max_waiting, Some(Some(_))), "maxWaiting")?;
         set(
             matches!(self.lane_before_opening, Some(Some(true))),
             "laneBeforeOpening",

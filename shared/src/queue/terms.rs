@@ -20,9 +20,10 @@ use super::{Arrival, Mode, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
+use crate::store::{Batch, Staged};
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 20] = [
+const FIELDS: [&str; 21] = [
     "created",
     "capacity",
     "paused",
@@ -43,6 +44,7 @@ const FIELDS: [&str; 20] = [
     "pace-announced",
     "closes-announced",
     "health-alarms",
+    "max-waiting",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -98,6 +100,11 @@ pub(super) struct Terms {
     pub closes_announced: bool,
     /// The CloudWatch alarms the queue names, one a line as stored.
     pub alarm_names: String,
+    /// The most places the line holds before a new arrival is refused.
+    pub max_waiting: Option<u64>,
+    /// The places on the line as its last tick left them ([`Counts::queued`]), read with
+    /// the settings.
+    pub queued: u64,
 }
 
 impl FromRedisValue for Terms {
@@ -155,6 +162,8 @@ impl FromRedisValue for Terms {
             pace_announced: text(17).map(str::to_owned),
             closes_announced: text(18).is_some(),
             alarm_names: text(19).unwrap_or("").to_owned(),
+            max_waiting: number(20)?.and_then(|m| u64::try_from(m).ok()),
+            queued: 0,
         })
     }
 }
@@ -202,6 +211,13 @@ impl Terms {
         if self.mode == Mode::Closed || self.closes_at.is_some_and(|at| now >= at) {
             return Err(Arrival::Closed { message }.into());
         }
+        if self.max_waiting.is_some_and(|most| self.queued >= most) {
+            return Err(Arrival::Full {
+                retry_after: FULL_RETRY,
+                message,
+            }
+            .into());
+        }
         if let Some(at) = self.prequeue_opens_at.filter(|at| now < *at) {
             let retry_after = Duration::from_millis((at - now) as u64);
             return Err(Arrival::NotOpen {
@@ -216,6 +232,9 @@ impl Terms {
 /// The terms a container read, by queue, with when (ms).
 #[derive(Default)]
 pub(super) struct HeldTerms(Mutex<HashMap<QueueId, (i64, Terms)>>);
+
+/// How long a refused arrival waits before trying again when the line is full.
+const FULL_RETRY: Duration = Duration::from_secs(10);
 
 /// The most queues whose terms a container holds; past it, it starts again from none.
 const HELD: usize = 1_000;
@@ -260,12 +279,24 @@ impl WaitingRoom {
         }
     }
 
-    /// `queue`'s terms as they are now: one `HMGET`.
+    /// `queue`'s terms as they are now: one `HMGET` of its settings, and on the line the
+    /// counts its last tick left (one `GET` under the line's own tag, in the same send).
     pub(super) async fn read_terms(&self, queue: &QueueId) -> Result<Terms, Error> {
         let key = QueueKeys::new(&self.prefix, queue).settings;
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(&key).arg(&FIELDS[..]);
-        Ok(self.conn.query(&key, cmd).await?)
+        let mut batch = Batch::new();
+        let terms: Staged<Terms> = batch.stage_command(&key, cmd);
+        let counts = self
+            .lines
+            .as_ref()
+            .map(|lines| lines.any(queue).stage_counts(&mut batch));
+        let replies = self.conn.send(&batch).await?;
+        let mut terms = terms.read(&replies)?;
+        if let Some(counts) = counts {
+            terms.queued = counts.read(&replies)?.map_or(0, |c| c.queued);
+        }
+        Ok(terms)
     }
 }
 
