@@ -226,6 +226,20 @@ async fn a_halt_during_a_tick_stops_its_admissions() {
     assert!(queued > 0, "the places wait on");
     assert!(sealed.is_some_and(|at| at > t0), "{sealed:?}");
     line.resume().await.unwrap();
+    // A tick with no room walks nothing: the places the halted tick chose are not taken for
+    // walked, and each still waits.
+    assert!(tick(&line, now + 1, 0).await.admitted.is_empty());
+    let later = now + 1 + lineup::line::PUBLISHED_FOR.as_millis() as i64;
+    for i in 0..20 {
+        let Joined::Already { score, .. } = line.join(&user(i), later).await.unwrap() else {
+            panic!("buyer {i} holds a place");
+        };
+        let standing = line.poll(&user(i), score, later).await.unwrap();
+        assert!(
+            matches!(standing, Standing::Waiting { .. }),
+            "buyer {i}: {standing:?}"
+        );
+    }
     let ticked = tick(&line, now + 1, 100).await;
     assert_eq!((ticked.admitted.len(), ticked.halted), (20, None));
 }

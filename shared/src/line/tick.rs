@@ -568,6 +568,9 @@ impl Line {
         // What each stripe really moved (a buyer who left meanwhile is not), in the walk's order.
         let mut moved: Vec<(BTreeSet<String>, BTreeSet<String>)> =
             vec![Default::default(); stripes.len()];
+        // The stripes where a call of the walk was refused (halted, fenced): their published
+        // state was not written as this tick chose it.
+        let mut refused = vec![false; stripes.len()];
         for (k, staged) in &applied {
             // A stripe gone dark at its writes: what its script did, if it ran, is not known
             // here; it is reported when its stripe answers again (a poll, the gate).
@@ -580,8 +583,14 @@ impl Line {
                     moved[*k].0.extend(admitted);
                     moved[*k].1.extend(dropped);
                 }
-                ApplyReply::Fenced(by) => ticked.refused = Some(TickRefused::Fenced { by }),
-                ApplyReply::Halted(why) => ticked.halted = why.or(Some(Halt::Paused)),
+                ApplyReply::Fenced(by) => {
+                    refused[*k] = true;
+                    ticked.refused = Some(TickRefused::Fenced { by });
+                }
+                ApplyReply::Halted(why) => {
+                    refused[*k] = true;
+                    ticked.halted = why.or(Some(Halt::Paused));
+                }
             }
         }
         ticked.until = now + ms(self.shape.session) as i64;
@@ -611,9 +620,9 @@ impl Line {
                 for k in (0..stripes.len()).filter(|k| !dark[*k]) {
                     live[k] = Some(live_of[k] + moved[k].0.len() as u64);
                 }
-                // A dark stripe's head is read again once it answers: a replica that took over
-                // may hold less than its primary had.
-                for k in (0..stripes.len()).filter(|k| dark[*k]) {
+                // A dark stripe's head is read again once it answers (a replica that took over
+                // may hold less than its primary had), and a refused one's: it kept its own.
+                for k in (0..stripes.len()).filter(|k| dark[*k] || refused[*k]) {
                     head[k] = None;
                 }
                 *kept = Seen {
