@@ -226,16 +226,27 @@ impl WaitingRoom {
                 "a line's tick went on without the stripes that did not answer"
             );
         }
+        // What follows the admissions does not undo them: where it fails, the admissions are
+        // still reported, and it is logged.
         // The health's halt stays while the level is 0; once it rises, the stripes are
-        // cleared of it, and the next tick admits within the level.
+        // cleared of it, and the next tick admits within the level (or a later one, if this
+        // fails).
         if ticked.halted == Some(Halt::Unhealthy) && terms.health(now).level > 0.0 {
-            line.clear(Halt::Unhealthy).await?;
+            if let Err(err) = line.clear(Halt::Unhealthy).await {
+                tracing::warn!(%queue, %err, "the health's halt was not cleared");
+            }
         }
         let mut events: Vec<QueueEvent> = Vec::new();
         if let (Some(members), Some(draw)) = (ticked.opened, terms.draw.as_ref()) {
-            events.extend(self.line_opened(queue, draw, members).await?);
+            match self.line_opened(queue, draw, members).await {
+                Ok(opened) => events.extend(opened),
+                Err(err) => tracing::error!(%queue, %err, "the opening was not recorded"),
+            }
         }
-        events.extend(self.line_announcements(queue, &terms, now).await?);
+        match self.line_announcements(queue, &terms, now).await {
+            Ok(announced) => events.extend(announced),
+            Err(err) => tracing::warn!(%queue, %err, "the queue's events were not recorded"),
+        }
         let until = instant(ticked.until)?;
         let ticket = |user: &String| line::ticket_of(ticked.scores.get(user).copied().unwrap_or(0));
         events.extend(
