@@ -9,28 +9,11 @@ use lineup::queue::{PromotionReport, QueueEventKind};
 use lineup::ranking::Outcome;
 use lineup_tests::draw::until;
 use lineup_tests::queue::{assert_kind, join, leave, put_settings, summary};
+use lineup_tests::rankings::{alarm, booking_health as health};
 use lineup_tests::TestApp;
 use serde_json::{json, Value};
 
 use crate::local_stack::{post_events, serve};
-
-/// A `BookingHealth` event for `queues` at `level`, sent at `sent`.
-fn health(queues: &[&str], level: f64, sent: DateTime<Utc>) -> Value {
-    json!({"version": "0", "id": "h", "detail-type": "BookingHealth", "source": "lineup.payments",
-        "account": "123456789012", "time": sent.to_rfc3339(), "region": "us-east-1",
-        "resources": [], "detail": {"queueIds": queues, "level": level}})
-}
-
-/// A CloudWatch alarm state change, as EventBridge delivers it.
-fn alarm(name: &str, state: &str, at: DateTime<Utc>) -> Value {
-    json!({"version": "0", "id": "a", "detail-type": "CloudWatch Alarm State Change",
-        "source": "aws.cloudwatch", "account": "123456789012",
-        "time": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true), "region": "us-east-1",
-        "resources": [format!("arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}")],
-        "detail": {"alarmName": name, "state": {"value": state, "reason": "test",
-            "timestamp": at.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string()},
-            "previousState": {"value": "OK"}, "configuration": {"metrics": []}}})
-}
 
 async fn apply(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
     ranking_updater::apply_events(events, &app.stack.ranking_updater).await

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use lineup::clock::Clock;
 use lineup::ranking::Outcome;
+use lineup_tests::rankings::alarm;
 use lineup_tests::{authorizer_request, MovedClock, Reply, TestApp};
 use serde_json::{json, Value};
 
@@ -257,10 +258,12 @@ async fn a_waiter_is_told_its_wait_from_how_fast_the_line_moves() {
 /// A `BookingHealth` event for `queue` at `level`, sent `ms_ago` ms before now (real time:
 /// the level's lapse and climb are timed by the server).
 fn booking_health(queue: &str, level: f64, ms_ago: i64) -> Value {
-    let sent = chrono::Utc::now() - chrono::Duration::milliseconds(ms_ago);
-    json!({"version": "0", "id": format!("h-{level}-{ms_ago}"), "detail-type": "BookingHealth",
-        "source": "lineup.payments", "account": "123456789012", "time": sent.to_rfc3339(),
-        "region": "us-east-1", "resources": [], "detail": {"queueIds": [queue], "level": level}})
+    lineup_tests::rankings::booking_health(&[queue], level, ago(ms_ago))
+}
+
+/// `ms` ms before now, by the real clock.
+fn ago(ms: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() - chrono::Duration::milliseconds(ms)
 }
 
 #[tokio::test]
@@ -463,18 +466,6 @@ async fn closes_at_ends_arrivals_and_the_tick_says_so_once() {
     assert_eq!(waiter.body["status"], "waiting", "{:?}", waiter.body);
 }
 
-/// A CloudWatch alarm state change for `name`, as EventBridge delivers it, `ms_ago` ms ago.
-fn alarm(name: &str, state: &str, ms_ago: i64) -> Value {
-    let at = chrono::Utc::now() - chrono::Duration::milliseconds(ms_ago);
-    json!({"version": "0", "id": format!("a-{state}"), "detail-type": "CloudWatch Alarm State Change",
-        "source": "aws.cloudwatch", "account": "123456789012",
-        "time": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true), "region": "us-east-1",
-        "resources": [format!("arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}")],
-        "detail": {"alarmName": name, "state": {"value": state, "reason": "test",
-            "timestamp": at.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string()},
-            "previousState": {"value": "OK"}, "configuration": {"metrics": []}}})
-}
-
 #[tokio::test]
 async fn an_alarm_the_queue_names_halts_the_line_until_it_clears() {
     let served = Served::start().await;
@@ -490,7 +481,7 @@ async fn an_alarm_the_queue_names_halts_the_line_until_it_clears() {
     // The first tick learns the alarm's name; the alarm goes off before the next.
     assert_eq!(served.tick().await.admitted(), 4);
     assert_eq!(
-        served.deliver(alarm("booking-5xx", "ALARM", 2)).await,
+        served.deliver(alarm("booking-5xx", "ALARM", ago(2))).await,
         [Outcome::Applied]
     );
     let path = format!("/queues/sale/tokens/{}", tokens[0]);
@@ -503,7 +494,7 @@ async fn an_alarm_the_queue_names_halts_the_line_until_it_clears() {
     let waiter = served.status("sale", &tokens[4]).await;
     assert_eq!(waiter.body["paused"], true, "{:?}", waiter.body);
     // Cleared: the level climbs back over a minute; the halt goes, and the place is filled.
-    served.deliver(alarm("booking-5xx", "OK", 1)).await;
+    served.deliver(alarm("booking-5xx", "OK", ago(1))).await;
     clock.advance(61_000);
     served.tick().await;
     assert_eq!(served.tick().await.admitted(), 1);

@@ -1,7 +1,7 @@
 //! Payment events as EventBridge delivers them, applied through `ranking-updater`, and the
 //! boards read through `ranking-api`.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::{api_request, Reply, TestApp};
@@ -13,6 +13,24 @@ pub fn envelope(detail_type: &str, detail: Value) -> Value {
         "account": "123456789012", "time": Utc::now().to_rfc3339(), "region": "us-east-1",
         "resources": [], "detail": detail
     })
+}
+
+/// A `BookingHealth` event for `queues` at `level`, sent at `sent`.
+pub fn booking_health(queues: &[&str], level: f64, sent: DateTime<Utc>) -> Value {
+    json!({"version": "0", "id": "h", "detail-type": "BookingHealth", "source": "lineup.payments",
+        "account": "123456789012", "time": sent.to_rfc3339(), "region": "us-east-1",
+        "resources": [], "detail": {"queueIds": queues, "level": level}})
+}
+
+/// A CloudWatch alarm state change, as EventBridge delivers it.
+pub fn alarm(name: &str, state: &str, at: DateTime<Utc>) -> Value {
+    json!({"version": "0", "id": "a", "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch", "account": "123456789012",
+        "time": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true), "region": "us-east-1",
+        "resources": [format!("arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}")],
+        "detail": {"alarmName": name, "state": {"value": state, "reason": "test",
+            "timestamp": at.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string()},
+            "previousState": {"value": "OK"}, "configuration": {"metrics": []}}})
 }
 
 /// A `PaymentCompleted` for the boards only (no queue or user).

@@ -98,7 +98,7 @@ pub struct Ticked {
 /// stripe's head, the last place walked on it (`None` where not known: read from the stripe's
 /// published state). A tick under another fence starts again from nothing: another holder
 /// may have written since.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Seen {
     fence: Option<Fence>,
     live: Vec<Option<u64>>,
@@ -186,11 +186,7 @@ impl Line {
         // What this container's last tick found, if it ran under this same lease: no other
         // holder has written since.
         let seen = match self.seen.lock() {
-            Ok(seen) if seen.fence == Some(fence) => Seen {
-                fence: seen.fence,
-                live: seen.live.clone(),
-                heads: seen.heads.clone(),
-            },
+            Ok(seen) if seen.fence == Some(fence) => seen.clone(),
             _ => Seen::default(),
         };
 

@@ -24,6 +24,12 @@ pub const LEASE_FOR: Duration = Duration::from_secs(3);
 /// How many queues' lines a promoter ticks at once.
 const TICKING_AT_ONCE: usize = 32;
 
+/// `HSETNX key field value`: a settings mark written once, whose reply says whether this
+/// call wrote it.
+fn set_once(key: &str, field: &str, value: impl redis::ToRedisArgs) -> redis::Cmd {
+    redis::cmd("HSETNX").arg(key).arg(field).arg(value).clone()
+}
+
 impl WaitingRoom {
     /// One tick of each queue's line, under this container's lease: a queue whose lease
     /// another promoter holds is left to it. [`TICKING_AT_ONCE`] queues tick at once. A queue
@@ -75,22 +81,9 @@ impl WaitingRoom {
     ) -> Result<Option<QueueEvent>, Error> {
         let key = QueueKeys::new(&self.prefix, queue).settings;
         let mut batch = Batch::new();
-        batch.stage_command::<bool>(
-            &key,
-            redis::cmd("HSETNX")
-                .arg(&key)
-                .arg("draw-members")
-                .arg(members)
-                .clone(),
-        );
-        let announced: Staged<bool> = batch.stage_command(
-            &key,
-            redis::cmd("HSETNX")
-                .arg(&key)
-                .arg("draw-announced")
-                .arg(1)
-                .clone(),
-        );
+        batch.stage_command::<bool>(&key, set_once(&key, "draw-members", members));
+        let announced: Staged<bool> =
+            batch.stage_command(&key, set_once(&key, "draw-announced", 1));
         let replies = self.conn.send(&batch).await?;
         if !announced.read(&replies)? {
             return Ok(None);
@@ -175,16 +168,8 @@ impl WaitingRoom {
             ));
         }
         let closing = terms.closes_at.is_some_and(|at| now >= at) && !terms.closes_announced;
-        let closed = closing.then(|| {
-            batch.stage_command::<bool>(
-                &key,
-                redis::cmd("HSETNX")
-                    .arg(&key)
-                    .arg("closes-announced")
-                    .arg(1)
-                    .clone(),
-            )
-        });
+        let closed = closing
+            .then(|| batch.stage_command::<bool>(&key, set_once(&key, "closes-announced", 1)));
         if batch.is_empty() {
             return Ok(events);
         }
