@@ -22,6 +22,7 @@ mod keys;
 mod line;
 mod line_control;
 mod line_failover;
+mod line_pace;
 mod line_served;
 mod load;
 mod local_stack;
