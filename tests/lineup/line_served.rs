@@ -335,10 +335,12 @@ async fn a_payment_ends_its_session_once_and_the_next_tick_fills_the_place() {
         .keys_with_ttl()
         .await
         .into_iter()
-        .filter(|(key, _)| key.contains("{l:show"))
+        .filter(|(key, _)| key.contains("{l:show") || key.ends_with(":line-counts"))
         .collect();
     assert!(line_keys.iter().any(|(key, _)| key.contains(":paid:")));
-    assert!(line_keys.iter().any(|(key, _)| key.ends_with(":counts")));
+    assert!(line_keys
+        .iter()
+        .any(|(key, _)| key.ends_with(":line-counts")));
     for (key, ttl) in &line_keys {
         assert!(*ttl > 0, "{key} has no TTL");
     }

@@ -1,12 +1,14 @@
 //! What the line tells its queue's summary: how many wait and how many hold a session, as the
-//! last tick left them. One small value under the queue's own tag (`{l:<queue>}`), which the
-//! tick writes once it is done and the summary reads with one `GET`.
+//! last tick left them. One small value beside the queue's settings (`{q:<queue>}`), which the
+//! tick writes once it is done, the summary reads with one `GET`, and a container reads with
+//! the settings.
 
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
 use super::{ms, Line, StripeKeys};
 use crate::error::Error;
+use crate::ids::QueueId;
 use crate::store::{Batch, Staged};
 
 /// The line's counts as of one tick.
@@ -42,10 +44,15 @@ pub(super) fn count_live(keys: &StripeKeys, now: i64) -> redis::Cmd {
         .clone()
 }
 
+/// The key of `queue`'s line counts: under the queue's settings' tag (`{q:<queue>}`), so a
+/// container reads them with the settings in one request to one shard.
+pub fn counts_key(prefix: &str, queue: &QueueId) -> String {
+    format!("{prefix}:{{q:{queue}}}:line-counts")
+}
+
 impl Line {
-    /// The key of the line's counts, under the queue's own tag.
     fn counts_key(&self) -> String {
-        self.own_key("counts")
+        counts_key(&self.prefix, &self.queue)
     }
 
     /// Writes `counts`: one `SET`.

@@ -78,7 +78,7 @@ use serde::{Deserialize, Serialize};
 pub use access::ACCESS_CHUNK;
 pub use buyer::{score_of, ticket_of, Joined, Left, Standing, STALE_AFTER};
 pub use check::Checked;
-pub use counts::Counts;
+pub use counts::{counts_key, Counts};
 use draw::DrawLayout;
 pub use draw::DRAW_VALUE_BITS;
 pub use halt::Halt;
@@ -281,7 +281,7 @@ impl Line {
     }
 
     /// A key of the line's own, under the queue's tag (`{l:<queue>}`), apart from every
-    /// stripe's: the lease, its fence, the counts.
+    /// stripe's: the lease and its fence.
     fn own_key(&self, name: &str) -> String {
         format!("{}:{{l:{}}}:{name}", self.prefix, self.queue)
     }

@@ -280,7 +280,7 @@ impl WaitingRoom {
     }
 
     /// `queue`'s terms as they are now: one `HMGET` of its settings, and on the line the
-    /// counts its last tick left (one `GET` under the line's own tag, in the same send).
+    /// counts its last tick left (one `GET` beside the settings, under their tag: one request).
     pub(super) async fn read_terms(&self, queue: &QueueId) -> Result<Terms, Error> {
         let key = QueueKeys::new(&self.prefix, queue).settings;
         let mut cmd = redis::cmd("HMGET");
@@ -315,5 +315,18 @@ mod tests {
             );
         }
         assert!(configure.contains("HSETNX', SETTINGS, 'created'"));
+    }
+
+    /// The counts a container reads with the settings sit under the settings' hash tag, so a
+    /// refresh of a queue's terms is one request to one shard.
+    #[test]
+    fn the_counts_are_read_from_the_settings_shard() {
+        let queue = crate::ids::QueueId::parse("show").unwrap();
+        let tag = |key: &str| key[key.find('{').unwrap()..=key.find('}').unwrap()].to_owned();
+        let settings = super::QueueKeys::new("lineup", &queue).settings;
+        assert_eq!(
+            tag(&crate::line::counts_key("lineup", &queue)),
+            tag(&settings)
+        );
     }
 }
