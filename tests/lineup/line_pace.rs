@@ -9,7 +9,7 @@ use lineup_tests::rankings::alarm;
 use lineup_tests::Reply;
 use serde_json::{json, Value};
 
-use super::line_served::{Served, STRIPES};
+use super::line_served::{mark_ttl, Served, STRIPES};
 
 /// A waiter's `estimatedWaitSeconds` and its range's ends.
 fn wait_of(reply: &Reply) -> (u64, u64, u64) {
@@ -297,4 +297,72 @@ async fn a_full_line_refuses_new_arrivals_and_keeps_those_in_it() {
     served.tick().await;
     clock.advance(1000);
     assert_eq!(served.join("sale", 9).await.status, 201);
+}
+
+/// `reply`'s `activeUntil`, ms.
+fn active_until(reply: &Reply) -> i64 {
+    let until = reply.body["activeUntil"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{:?}", reply.body));
+    chrono::DateTime::parse_from_rfc3339(until)
+        .unwrap()
+        .timestamp_millis()
+}
+
+/// A queue's own session length, idle period and admissions a tick time its line, and a
+/// change of them mid-sale times the calls after it.
+#[tokio::test]
+async fn a_queues_own_session_idle_period_and_admissions_a_tick_pace_its_line() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served
+        .create(
+            "own",
+            r#"{"capacity": 10, "sessionSeconds": 60, "waitingIdleSeconds": 20, "admitPerTick": 2}"#,
+        )
+        .await;
+    let tokens = served.joined("own", 8, 1000).await;
+    // A waiter's mark lasts the queue's idle period (20 s), not the deployment's (120 s).
+    let ttl = mark_ttl(&served, "own", "buyer-7").await;
+    assert!(
+        (19_000..=20_000).contains(&ttl),
+        "the mark ends in {ttl} ms"
+    );
+    clock.advance(2000);
+
+    // Two a tick, with room for ten.
+    let admitted_at = clock.now_ms();
+    assert_eq!(served.tick().await.admitted(), 2);
+    clock.advance(1000);
+    assert_eq!(served.tick().await.admitted(), 2);
+    let first = served.status("own", &tokens[0]).await;
+    assert_eq!(first.body["status"], "active", "{:?}", first.body);
+    assert_eq!(active_until(&first), admitted_at + 60_000);
+    // A waiter is polled for by the queue's idle period too.
+    let waiter = served.status("own", &tokens[6]).await;
+    assert_eq!(waiter.body["position"], 3, "{:?}", waiter.body);
+    assert!((19_000..=20_000).contains(&mark_ttl(&served, "own", "buyer-6").await));
+
+    // Mid-sale, the operator allows three a tick and sessions of 120 s: the next tick
+    // admits three, each for 120 s.
+    let changed = served
+        .settings("own", r#"{"admitPerTick": 3, "sessionSeconds": 120}"#)
+        .await;
+    assert_eq!(changed.status, 200, "{:?}", changed.body);
+    clock.advance(1000);
+    let changed_at = clock.now_ms();
+    assert_eq!(served.tick().await.admitted(), 3);
+    clock.advance(1000);
+    let fifth = served.status("own", &tokens[4]).await;
+    assert_eq!(fifth.body["status"], "active", "{:?}", fifth.body);
+    assert_eq!(active_until(&fifth), changed_at + 120_000);
+    // A session begun before the change keeps its end: the gate lets the first in until
+    // 60 s after its admission, and not after.
+    let first = served.status("own", &tokens[0]).await;
+    assert_eq!(active_until(&first), admitted_at + 60_000);
+    clock.advance(admitted_at + 59_000 - clock.now_ms());
+    assert!(served.gate("own", &tokens[0]).await.0);
+    clock.advance(1000);
+    assert!(!served.gate("own", &tokens[0]).await.0);
+    assert!(served.gate("own", &tokens[4]).await.0);
 }

@@ -203,7 +203,7 @@ impl Line {
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
-            .named("presence_ms", ms(self.shape.presence))
+            .named("presence_ms", self.presence_ms())
             .named(
                 "draw",
                 draw.map(|(score, _)| score.to_string()).unwrap_or_default(),
@@ -334,7 +334,7 @@ impl Line {
             Some(opening) if score < 0 && opening.at > now => (opening.at - now) as u64,
             _ => 0,
         };
-        ms(self.shape.presence) + until_opening
+        self.presence_ms() + until_opening
     }
 
     /// `user` gives up its place or its session: three plain commands in one pipeline. Its

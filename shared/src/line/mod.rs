@@ -69,7 +69,7 @@ mod speed;
 mod tick;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -200,6 +200,10 @@ pub struct Line {
     pace: Mutex<speed::Pace>,
     /// What this container's last tick found on each stripe.
     seen: Mutex<tick::Seen>,
+    /// The session length in force (ms): the shape's, or the queue's own ([`Line::time`]).
+    session_ms: AtomicU64,
+    /// The presence period in force (ms): the shape's, or the queue's own.
+    presence_ms: AtomicU64,
 }
 
 impl Line {
@@ -218,7 +222,37 @@ impl Line {
             published: Mutex::new(HashMap::new()),
             pace: Mutex::new(speed::Pace::default()),
             seen: Mutex::new(tick::Seen::default()),
+            session_ms: AtomicU64::new(ms(shape.session)),
+            presence_ms: AtomicU64::new(ms(shape.presence)),
         }
+    }
+
+    /// Times the line's next calls by the queue's settings, which may change mid-sale: a
+    /// session of `session`, and a poll that keeps its buyer present for `presence`. Each
+    /// call reads them once. A session already begun keeps its end.
+    pub fn time(&self, session: Duration, presence: Duration) {
+        self.session_ms.store(ms(session), Ordering::Relaxed);
+        self.presence_ms.store(ms(presence), Ordering::Relaxed);
+    }
+
+    /// How long a session lasts (ms).
+    fn session_ms(&self) -> u64 {
+        self.session_ms.load(Ordering::Relaxed)
+    }
+
+    /// How long a poll keeps its buyer present (ms).
+    fn presence_ms(&self) -> u64 {
+        self.presence_ms.load(Ordering::Relaxed)
+    }
+
+    /// How long a session lasts, as the line is timed now.
+    pub fn session(&self) -> Duration {
+        Duration::from_millis(self.session_ms())
+    }
+
+    /// How long a poll keeps its buyer present, as the line is timed now.
+    pub fn presence(&self) -> Duration {
+        Duration::from_millis(self.presence_ms())
     }
 
     /// The line with a scheduled opening: joins before it take places in the draw.

@@ -95,7 +95,7 @@ impl Line {
                     .unwrap_or_default(),
             )
             .named("skew_ms", skew.as_millis() as u64)
-            .named("session_ms", ms(self.shape.session))
+            .named("session_ms", self.session_ms())
             .named("remember_s", remember.as_secs().max(1))
             .named("keep_ms", ms(self.shape.keep));
         batch.stage(call)

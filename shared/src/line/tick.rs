@@ -168,7 +168,20 @@ impl Line {
         clock: &dyn Clock,
         capacity: u64,
     ) -> Result<Ticked, Error> {
+        self.tick_paced(fence, clock, capacity, u64::MAX).await
+    }
+
+    /// One tick, under the lease `fence`, by `clock`, with room for `capacity` live sessions,
+    /// admitting `most` at most.
+    pub async fn tick_paced(
+        &self,
+        fence: Fence,
+        clock: &dyn Clock,
+        capacity: u64,
+        most: u64,
+    ) -> Result<Ticked, Error> {
         let now = clock.now_ms();
+        let session_ms = self.session_ms();
         let stripes: Vec<&StripeKeys> = (0..self.shape.stripes.max(1))
             .map(|k| self.keys(Stripe(k)))
             .collect();
@@ -371,7 +384,7 @@ impl Line {
         let free = if halted.is_some() || !room_known {
             0
         } else {
-            capacity.saturating_sub(live)
+            capacity.saturating_sub(live).min(most)
         };
         let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
         let mut reach = vec![0u64; stripes.len()];
@@ -521,7 +534,7 @@ impl Line {
                 }
                 let closing = c == last;
                 call.named("now", now)
-                    .named("session_ms", ms(self.shape.session))
+                    .named("session_ms", session_ms)
                     .named("keep_ms", ms(self.shape.keep))
                     .named(
                         "sealed",
@@ -589,7 +602,7 @@ impl Line {
                 }
             }
         }
-        ticked.until = now + ms(self.shape.session) as i64;
+        ticked.until = now + session_ms as i64;
         for (k, user, score) in walked {
             let (admits, drops) = &moved[k];
             if admits.contains(&user) {

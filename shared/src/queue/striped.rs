@@ -8,8 +8,7 @@
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
-//! codes, the door's challenge, the priority lane, pools,
-//! passthrough, and a queue's own session, idle period or admissions a tick.
+//! codes, the door's challenge, the priority lane, pools and passthrough.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 
@@ -73,7 +72,7 @@ impl WaitingRoom {
     }
 
     /// `queue`'s terms at `now` (held for a second) and its line, with its draw where it has
-    /// one.
+    /// one, timed by the queue's own session and idle period where it set them.
     pub(super) async fn line_of(
         &self,
         lines: &Lines,
@@ -82,6 +81,10 @@ impl WaitingRoom {
     ) -> Result<(Terms, Arc<Line>), Error> {
         let terms = self.terms(queue, now).await?;
         let line = lines.line(queue, terms.draw.as_ref().map(named_opening));
+        line.time(
+            terms.session(lines.shape().session),
+            terms.presence(lines.shape().presence),
+        );
         Ok((terms, line))
     }
 
@@ -118,13 +121,13 @@ impl WaitingRoom {
             ),
             Joined::Already { score, .. } => {
                 let polled = line.poll(user, score, now).await?;
-                (false, score, self.standing_of(lines, polled)?)
+                (false, score, self.standing_of(&line, polled)?)
             }
             // A place before every place: its polls look for the session first.
             Joined::Active { until, .. } => (
                 false,
                 0,
-                self.standing_of(lines, line::Standing::Active { until })?,
+                self.standing_of(&line, line::Standing::Active { until })?,
             ),
             Joined::Denied => return Err(Arrival::AccessDenied.into()),
             Joined::Refused => {
@@ -140,7 +143,7 @@ impl WaitingRoom {
             .or(terms.paused.then_some(Halt::Paused));
         let speed = published.and_then(|p| p.speed);
         let state = self.line_state(
-            lines,
+            &line,
             &terms,
             line::ticket_of(score),
             standing,
@@ -171,14 +174,14 @@ impl WaitingRoom {
             .await?;
         let halted = line.halted_for(&claims.user, now);
         let speed = line.published_for(&claims.user, now).and_then(|p| p.speed);
-        let standing = self.standing_of(lines, standing)?;
-        Ok(self.line_state(lines, &terms, claims.ticket, standing, (halted, speed)))
+        let standing = self.standing_of(&line, standing)?;
+        Ok(self.line_state(&line, &terms, claims.ticket, standing, (halted, speed)))
     }
 
     /// A standing on the line as the waiting room answers it; a place that is over is
     /// refused with why.
-    fn standing_of(&self, lines: &Lines, standing: line::Standing) -> Result<Standing, Error> {
-        let session = chrono::Duration::from_std(lines.shape().session)
+    fn standing_of(&self, line: &Line, standing: line::Standing) -> Result<Standing, Error> {
+        let session = chrono::Duration::from_std(line.session())
             .map_err(|err| Error::Internal(err.to_string()))?;
         Ok(match standing {
             line::Standing::Waiting { position }
@@ -214,7 +217,7 @@ impl WaitingRoom {
     /// position is given its wait ([`line::Estimate`]).
     fn line_state(
         &self,
-        lines: &Lines,
+        line: &Line,
         terms: &Terms,
         ticket: u64,
         standing: Standing,
@@ -247,7 +250,7 @@ impl WaitingRoom {
             Standing::Waiting { position } if halted.is_none() => Some(line::Estimate::of(
                 position,
                 terms.capacity(self.config.capacity, now),
-                lines.shape().session,
+                line.session(),
                 speed,
             )),
             _ => None,
@@ -260,7 +263,7 @@ impl WaitingRoom {
                 low: e.low,
                 high: e.high,
             }),
-            present_for: lines.shape().presence,
+            present_for: line.presence(),
             paused: waits && halted.is_some_and(|h| h != Halt::SoldOut),
             message: None,
             drawn: in_draw && pending.is_none(),

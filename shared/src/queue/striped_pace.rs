@@ -6,6 +6,7 @@
 //! admits nobody (each stripe is halted too, in the call that brings the level to 0).
 
 use super::pace::{Health, HealthReason};
+use crate::line::TICK_EVERY;
 
 /// `capacity-ramp` as stored: `from:step:every ms:to:set ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +149,21 @@ pub(super) fn capacity_in_force(
     (stepped as f64 * health.level.clamp(0.0, 1.0)).floor() as u64
 }
 
+/// How many a tick at `now` admits at most: `per_tick` at level 1; below it, `h × per_tick`
+/// per tick on average, counted on the clock, so a fraction carries to the next ticks without
+/// being stored (0.3 × 5 admits 1, 2, 1, 2 …). `common.lua`'s `paced_admissions`, with the
+/// line's tick of [`TICK_EVERY`].
+pub(super) fn paced_admissions(per_tick: u32, health: Health, now: i64) -> u64 {
+    let per_tick = f64::from(per_tick);
+    if health.level >= 1.0 {
+        return per_tick as u64;
+    }
+    let tick_ms = TICK_EVERY.as_millis() as f64;
+    let per_ms = health.level.max(0.0) * per_tick / tick_ms;
+    let at = |ms: i64| (per_ms * ms as f64).floor();
+    (at(now) - at(now - tick_ms as i64)).max(0.0) as u64
+}
+
 /// What a `QueuePaceChanged` was last published for (`pace-announced`, as `promote.lua`
 /// writes it): the stepped capacity and the health level in tenths, while a ramp is set or the
 /// level is below 1; `None` at the normal pace.
@@ -200,5 +216,20 @@ mod tests {
         assert_eq!(capacity_in_force(100, None, None, at(1_000), 1_000), 20);
         let ramp = StoredRamp::parse("10:10:1000:100:0");
         assert_eq!(capacity_in_force(100, ramp, None, at(3_000), 3_000), 8);
+    }
+
+    #[test]
+    fn a_tick_below_level_one_admits_its_share_on_average() {
+        let at = |level| Health {
+            level,
+            reason: Some(HealthReason::Booking),
+        };
+        assert_eq!(paced_admissions(5, at(1.0), 7_000), 5);
+        let ticks: Vec<u64> = (1..=10)
+            .map(|k| paced_admissions(5, at(0.3), k * 1_000))
+            .collect();
+        assert_eq!(ticks.iter().sum::<u64>(), 15);
+        assert!(ticks.iter().all(|n| (1..=2).contains(n)), "{ticks:?}");
+        assert_eq!(paced_admissions(5, at(0.0), 7_000), 0);
     }
 }

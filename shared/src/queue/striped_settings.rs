@@ -101,15 +101,6 @@ impl SettingsChange {
             }
         };
         set(
-            matches!(self.session_seconds, Some(Some(_))),
-            "sessionSeconds",
-        )?;
-        set(matches!(self.admit_per_tick, Some(Some(_))), "admitPerTick")?;
-        set(
-            matches!(self.waiting_idle_seconds, Some(Some(_))),
-            "waitingIdleSeconds",
-        )?;
-        set(
             matches!(self.mode, Some(Some(super::Mode::Passthrough))),
             "mode",
         )?;

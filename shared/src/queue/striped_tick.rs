@@ -150,7 +150,7 @@ impl WaitingRoom {
             };
             batch.stage_command::<u64>(&key, write);
             let configured = terms.capacity.unwrap_or(self.config.capacity);
-            let admit = self.config.admit_per_tick;
+            let admit = terms.admit_per_tick.unwrap_or(self.config.admit_per_tick);
             events.push(QueueEvent::pace_changed(
                 queue,
                 TickPace {
@@ -200,7 +200,8 @@ impl WaitingRoom {
             terms = self.line_of(lines, queue, now).await?.0;
         }
         let capacity = terms.capacity(self.config.capacity, now);
-        let ticked = line.tick(fence, &*self.clock, capacity).await?;
+        let most = terms.admissions(self.config.admit_per_tick, now);
+        let ticked = line.tick_paced(fence, &*self.clock, capacity, most).await?;
         if let Some(refused) = ticked.refused {
             tracing::warn!(%queue, ?refused, "a line's tick wrote nothing");
         }

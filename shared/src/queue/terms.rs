@@ -15,7 +15,7 @@ use super::access::Access;
 use super::keys::QueueKeys;
 use super::pace::Health;
 use super::schedule::DrawSeed;
-use super::striped_pace::{capacity_in_force, stepped, StoredHealth, StoredRamp};
+use super::striped_pace::{capacity_in_force, paced_admissions, stepped, StoredHealth, StoredRamp};
 use super::{Arrival, Mode, WaitingRoom};
 use crate::error::Error;
 use crate::ids::QueueId;
@@ -23,7 +23,7 @@ use crate::line::PUBLISHED_FOR;
 use crate::store::{Batch, Staged};
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 24] = [
     "created",
     "capacity",
     "paused",
@@ -45,6 +45,9 @@ const FIELDS: [&str; 21] = [
     "closes-announced",
     "health-alarms",
     "max-waiting",
+    "session-ms",
+    "idle-ms",
+    "admit-per-tick",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -102,6 +105,12 @@ pub(super) struct Terms {
     pub alarm_names: String,
     /// The most places the line holds before a new arrival is refused.
     pub max_waiting: Option<u64>,
+    /// Its own session length (ms), where it set one.
+    pub session_ms: Option<u64>,
+    /// Its own idle period (ms): how long a poll keeps a waiter present.
+    pub idle_ms: Option<u64>,
+    /// Its own most admissions a tick, where it set one.
+    pub admit_per_tick: Option<u32>,
     /// The places on the line as its last tick left them ([`Counts::queued`]), read with
     /// the settings.
     pub queued: u64,
@@ -163,6 +172,9 @@ impl FromRedisValue for Terms {
             closes_announced: text(18).is_some(),
             alarm_names: text(19).unwrap_or("").to_owned(),
             max_waiting: number(20)?.and_then(|m| u64::try_from(m).ok()),
+            session_ms: number(21)?.and_then(|m| u64::try_from(m).ok()),
+            idle_ms: number(22)?.and_then(|m| u64::try_from(m).ok()),
+            admit_per_tick: number(23)?.and_then(|m| u32::try_from(m).ok()),
             queued: 0,
         })
     }
@@ -193,6 +205,26 @@ impl Terms {
             u64::from(self.capacity.unwrap_or(default)),
             self.ramp,
             self.draw.as_ref().map(|draw| draw.opens_at),
+            now,
+        )
+    }
+
+    /// How long a session lasts: the queue's own length, else `default`.
+    pub(super) fn session(&self, default: Duration) -> Duration {
+        self.session_ms.map_or(default, Duration::from_millis)
+    }
+
+    /// How long a poll keeps a waiter present: the queue's own idle period, else `default`.
+    pub(super) fn presence(&self, default: Duration) -> Duration {
+        self.idle_ms.map_or(default, Duration::from_millis)
+    }
+
+    /// The most a tick at `now` (ms) admits: the queue's `admitPerTick`, else `default`, at
+    /// the health level in force ([`paced_admissions`]).
+    pub(super) fn admissions(&self, default: u32, now: i64) -> u64 {
+        paced_admissions(
+            self.admit_per_tick.unwrap_or(default),
+            self.health(now),
             now,
         )
     }
