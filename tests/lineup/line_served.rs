@@ -367,68 +367,6 @@ async fn a_queue_closes_only_once_every_stripe_is_empty() {
     served.join("show", 3).await.assert_problem(404);
 }
 
-#[tokio::test]
-async fn a_presale_takes_only_the_listed_each_on_its_own_stripe() {
-    let served = Served::start().await;
-    let app = &served.app;
-    // The list belongs to a queue an operator created.
-    let upload = json!({"userIds": ["buyer-0", "buyer-1"]}).to_string();
-    app.http("PUT", "/queues/pre/access", Some(&upload))
-        .await
-        .assert_problem(404);
-    served
-        .create("pre", r#"{"capacity": 5, "access": "list"}"#)
-        .await;
-    let listed = app.http("PUT", "/queues/pre/access", Some(&upload)).await;
-    assert_eq!(listed.body["size"], 2, "{:?}", listed.body);
-    let first = served.join("pre", 0).await;
-    assert_eq!(first.status, 201, "{:?}", first.body);
-    // One not on the list is refused, with nothing written.
-    let before = app.keys_with_ttl().await.len();
-    let refused = served.join("pre", 2).await;
-    refused.assert_problem(403);
-    assert!(refused.body["type"]
-        .as_str()
-        .unwrap()
-        .ends_with("/access-denied"));
-    assert_eq!(
-        app.keys_with_ttl().await.len(),
-        before,
-        "nothing was written"
-    );
-    // Put on the list, they join; taken off before joining, they cannot; one who holds a
-    // place keeps it.
-    let added = app.http("PUT", "/queues/pre/access/buyer-2", None).await;
-    assert_eq!(added.body["size"], 3, "{:?}", added.body);
-    assert_eq!(served.join("pre", 2).await.status, 201);
-    for user in ["buyer-1", "buyer-0"] {
-        let path = format!("/queues/pre/access/{user}");
-        app.http("DELETE", &path, None).await;
-    }
-    served.join("pre", 1).await.assert_problem(403);
-    assert_eq!(served.join("pre", 0).await.status, 200);
-    // Closed once empty, the list goes with the queue: it has no TTL, its owner is the queue.
-    let access_lists = || async {
-        app.keys_with_ttl()
-            .await
-            .into_iter()
-            .filter(|(key, ttl)| key.contains("{l:pre") && key.ends_with(":access") && *ttl == -1)
-            .count()
-    };
-    assert!(access_lists().await > 0);
-    for token in [first.token(), served.join("pre", 2).await.token()] {
-        let path = format!("/queues/pre/tokens/{token}");
-        assert_eq!(app.http("DELETE", &path, None).await.status, 204);
-    }
-    assert_eq!(
-        app.http("DELETE", "/queues/pre/settings", None)
-            .await
-            .status,
-        204
-    );
-    assert_eq!(access_lists().await, 0);
-}
-
 /// `queue`'s draw seed, as its settings keep it.
 async fn seed_of(served: &Served, queue: &str) -> Vec<u8> {
     let key = lineup::queue::keys::QueueKeys::new(
@@ -574,7 +512,6 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         .await
         .assert_problem(409);
     for (body, field) in [
-        (r#"{"access": "code"}"#, "access"),
         (r#"{"challenge": "on"}"#, "challenge"),
         (r#"{"pool": "hall"}"#, "pool"),
         (r#"{"mode": "passthrough", "capacity": 9}"#, "mode"),
@@ -593,7 +530,6 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
     let pool = r#"{"capacity": 10, "weights": {"show": 1}}"#;
     for (method, path, body) in [
         ("PUT", "/queues/show/priority/vip-1", None),
-        ("POST", "/queues/show/access-codes", Some(r#"{"count": 2}"#)),
         ("PUT", "/pools/hall", Some(pool)),
         ("GET", "/queues/show/challenge?userId=buyer-1", None),
     ] {

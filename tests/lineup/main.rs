@@ -21,6 +21,7 @@ mod identity;
 mod keys;
 mod line;
 mod line_control;
+mod line_door;
 mod line_failover;
 mod line_pace;
 mod line_served;

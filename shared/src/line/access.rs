@@ -103,12 +103,17 @@ impl Line {
         Ok(self.access_size(&[]).await?.1)
     }
 
-    /// Deletes the access list from every stripe: the queue is closed.
+    /// Deletes the access list and the access codes from every stripe: the queue is closed.
     pub async fn forget_access(&self) -> Result<(), Error> {
         let mut batch = Batch::new();
         for keys in &self.stripe_keys {
-            batch
-                .stage_command::<u64>(&keys.access, redis::cmd("UNLINK").arg(&keys.access).clone());
+            batch.stage_command::<u64>(
+                &keys.access,
+                redis::cmd("UNLINK")
+                    .arg(&keys.access)
+                    .arg(&keys.codes)
+                    .clone(),
+            );
         }
         self.conn.send(&batch).await?;
         Ok(())

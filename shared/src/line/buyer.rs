@@ -116,6 +116,27 @@ impl FromRedisValue for Mark {
     }
 }
 
+/// Who may take a new place: the presale access as a join checks it on the buyer's stripe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// Anyone: no presale, or a buyer whose access code is bound to it.
+    Anyone,
+    /// Only a buyer on the access list (its stripe's set).
+    Listed,
+    /// Nobody new: a presale by code, and the buyer brought no code of its own.
+    Nobody,
+}
+
+impl Entry {
+    fn as_str(self) -> &'static str {
+        match self {
+            Entry::Anyone => "open",
+            Entry::Listed => "list",
+            Entry::Nobody => "none",
+        }
+    }
+}
+
 /// Where a poll found its buyer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
@@ -176,18 +197,18 @@ pub enum Left {
 impl Line {
     /// `user` joins at `now` (ms), or finds the place or session it already holds.
     pub async fn join(&self, user: &UserId, now: i64) -> Result<Joined, Error> {
-        self.join_if(user, now, true, false).await
+        self.join_if(user, now, true, Entry::Anyone).await
     }
 
-    /// [`Line::join`], taking a new place only where `takes_new`, and, where `listed_only`,
-    /// only for a buyer on the access list: a buyer who holds nothing is otherwise
-    /// [`Joined::Refused`] or [`Joined::Denied`], with nothing written.
+    /// [`Line::join`], taking a new place only where `takes_new`, and only for a buyer
+    /// `entry` lets in: a buyer who holds nothing is otherwise [`Joined::Refused`] or
+    /// [`Joined::Denied`], with nothing written.
     pub async fn join_if(
         &self,
         user: &UserId,
         now: i64,
         takes_new: bool,
-        listed_only: bool,
+        entry: Entry,
     ) -> Result<Joined, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
@@ -212,7 +233,7 @@ impl Line {
             .named("opens_at", self.opening.as_ref().map_or(0, |o| o.at))
             .named("keep_ms", ms(self.shape.keep))
             .named("takes_new", u8::from(takes_new))
-            .named("access", if listed_only { "list" } else { "open" });
+            .named("access", entry.as_str());
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },

@@ -11,7 +11,8 @@
 -- places, keeps the line's keys alive.
 -- A buyer who holds nothing, when the queue takes no new places (`takes_new` not '1'), is
 -- refused with nothing written; so is one not on the stripe's access list (ACCESS) when
--- `access` is 'list'.
+-- `access` is 'list', and every one when it is 'none' (a presale by code, and no code of the
+-- buyer's own).
 -- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'refused', 0} |
 -- {'denied', 0}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -23,7 +24,8 @@ local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
 local held = redis.call('ZSCORE', LINE, user)
 if not held and takes_new ~= '1' then return {'refused', '0'} end
-if not held and access == 'list' and redis.call('SISMEMBER', ACCESS, user) == 0 then
+if not held and (access == 'none'
+    or (access == 'list' and redis.call('SISMEMBER', ACCESS, user) == 0)) then
   return {'denied', '0'}
 end
 local present_for = tonumber(presence_ms)

@@ -53,6 +53,10 @@ pub struct StripeKeys {
     /// Set: the user ids of this stripe on the queue's presale access list. The operator's:
     /// no TTL; it goes when the queue is closed.
     pub access: String,
+    /// Hash: the SHA-256 of each of the queue's presale access codes that lies on this
+    /// stripe, to the user id it is bound to ('' while free). The operator's: no TTL; it goes
+    /// when the queue is closed.
+    pub codes: String,
 }
 
 /// The slots of a cluster.
@@ -88,6 +92,7 @@ impl StripeKeys {
             fence: format!("{base}:fence"),
             halt: format!("{base}:halt"),
             access: format!("{base}:access"),
+            codes: format!("{base}:codes"),
             base,
         }
     }

@@ -3,6 +3,7 @@
 //!
 //! - [`keys`]: a stripe's tag and keys, and which stripe a buyer is on.
 //! - `access`: the presale access list, each id on its own stripe.
+//! - `codes`: the presale access codes, each on a stripe of its own, bound to a buyer once.
 //! - `draw`: how a line with an opening lays its draw's values over the stripes.
 //! - `buyer`: what a buyer's calls do, each on its own stripe in one round trip: [`Line::join`]
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
@@ -59,6 +60,7 @@ pub mod keys;
 mod access;
 mod buyer;
 mod check;
+mod codes;
 mod counts;
 mod draw;
 mod halt;
@@ -76,8 +78,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use access::ACCESS_CHUNK;
-pub use buyer::{score_of, ticket_of, Joined, Left, Standing, STALE_AFTER};
+pub use buyer::{score_of, ticket_of, Entry, Joined, Left, Standing, STALE_AFTER};
 pub use check::Checked;
+pub use codes::{Bound, Unbound};
 pub use counts::{counts_key, Counts};
 use draw::DrawLayout;
 pub use draw::DRAW_VALUE_BITS;

@@ -156,23 +156,31 @@ impl WaitingRoom {
     /// Mints `count` (a whole number within [`ACCESS_MINT`]) access codes for `queue`, creating the queue
     /// as a settings change does. Returns the codes; only their hashes are stored. A queue
     /// that would hold more than [`ACCESS_CODES_MAX`] is [`Error::Conflict`], and none is
-    /// minted by the chunk that would pass it.
+    /// minted by the chunk that would pass it. On the striped line each code goes on a stripe
+    /// of its own, in a queue an operator created ([`crate::line::Line::mint_codes`]), and
+    /// none is minted when the whole would pass the most.
     pub async fn mint_access_codes(
         &self,
         queue: &QueueId,
         count: &Number,
     ) -> Result<Vec<AccessCode>, Error> {
-        self.refuse_on_line("the presale access codes")?;
         let count = ACCESS_MINT
             .json(count)
             .map_err(|err| Error::invalid("count", err.to_string()))?;
         let codes: Vec<AccessCode> = (0..count).map(|_| AccessCode::mint()).collect();
         let hashes: Vec<String> = codes.iter().map(AccessCode::hash).collect();
-        let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
-        match self
-            .write_chunks(queue, "mint", ACCESS_CODES_MAX, &hashes)
-            .await?
-        {
+        let minted = match &self.lines {
+            Some(lines) => {
+                let line = self.created_line(lines, queue).await?;
+                line.mint_codes(&hashes, ACCESS_CODES_MAX).await?
+            }
+            None => {
+                let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
+                self.write_chunks(queue, "mint", ACCESS_CODES_MAX, &hashes)
+                    .await?
+            }
+        };
+        match minted {
             Some(_) => Ok(codes),
             None => Err(Error::Conflict(format!(
                 "the queue would hold more than {ACCESS_CODES_MAX} access codes"

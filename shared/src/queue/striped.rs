@@ -7,8 +7,8 @@
 //! `striped_settings`.
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
-//! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): access
-//! codes, the door's challenge, the priority lane, pools and passthrough.
+//! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): the
+//! door's challenge, the priority lane, pools and passthrough.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::access::Access;
+use super::access::{Access, AccessCode};
 use super::schedule::DRAW_INDEX_BITS;
 use super::terms::{Draw, Terms};
 use super::{
@@ -26,7 +26,9 @@ use super::{
 };
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
-use crate::line::{self, Checked, Halt, Joined, Line, Lines, NamedOpening, Opening, TICK_EVERY};
+use crate::line::{
+    self, Bound, Checked, Entry, Halt, Joined, Line, Lines, NamedOpening, Opening, TICK_EVERY,
+};
 use crate::token::TokenClaims;
 
 /// A queue's draw as its line takes it: the opening, and each buyer's 28-bit value.
@@ -90,12 +92,14 @@ impl WaitingRoom {
 
     /// `user` joins `queue`'s line, or finds the place or session it holds. A new place is
     /// refused as the queue's settings say, with nothing written. Before the opening a new
-    /// place is in the draw.
+    /// place is in the draw. In a presale by code, a new arrival's `code` is bound to it
+    /// first, on the code's stripe ([`Self::line_entry`]).
     pub(super) async fn join_line(
         &self,
         lines: &Lines,
         queue: &QueueId,
         user: &UserId,
+        code: Option<&AccessCode>,
     ) -> Result<Issued, Error> {
         let now = self.clock.now_ms();
         let (terms, line) = self.line_of(lines, queue, now).await?;
@@ -106,10 +110,17 @@ impl WaitingRoom {
             Err(err @ Error::NotFound(_)) => return Err(err),
             Err(err) => Some(err),
         };
-        let listed_only = terms.access == Access::List;
-        let joined = line
-            .join_if(user, now, refusal.is_none(), listed_only)
+        let (entry, bound) = self
+            .line_entry(&line, &terms, user, code.filter(|_| refusal.is_none()))
             .await?;
+        let joined = line.join_if(user, now, refusal.is_none(), entry).await?;
+        // A code bound for a join that took no new place is let go again: its buyer holds a
+        // place already. Where that fails, the code stays its buyer's.
+        if let Some(hash) = bound.filter(|_| !matches!(joined, Joined::New { .. })) {
+            if let Err(err) = line.unbind_code(&hash, user).await {
+                tracing::warn!(%queue, %err, "an access code bound for no new place stays bound");
+            }
+        }
         let (created, score, standing) = match joined {
             // No tick has counted a new place's segment yet: its standing needs no read.
             Joined::New { score, .. } => (
@@ -157,6 +168,33 @@ impl WaitingRoom {
                 ticket: state.ticket,
             },
             state,
+        })
+    }
+
+    /// Who the join lets take a new place, by the queue's `access`, and the hash of a code
+    /// this call bound to `user`. In a presale by code, `code` (a new arrival's) is bound to
+    /// `user` on the code's stripe, or found bound to it already; a code that is unknown or
+    /// another buyer's lets nobody new in, as no code does. A buyer who holds a place keeps
+    /// it either way.
+    async fn line_entry(
+        &self,
+        line: &Line,
+        terms: &Terms,
+        user: &UserId,
+        code: Option<&AccessCode>,
+    ) -> Result<(Entry, Option<String>), Error> {
+        Ok(match (terms.access, code) {
+            (Access::Open, _) => (Entry::Anyone, None),
+            (Access::List, _) => (Entry::Listed, None),
+            (Access::Code, None) => (Entry::Nobody, None),
+            (Access::Code, Some(code)) => {
+                let hash = code.hash();
+                match line.bind_code(&hash, user).await? {
+                    Bound::New => (Entry::Anyone, Some(hash)),
+                    Bound::Again => (Entry::Anyone, None),
+                    Bound::Unknown | Bound::Taken => (Entry::Nobody, None),
+                }
+            }
         })
     }
 

@@ -109,10 +109,6 @@ impl SettingsChange {
             "laneBeforeOpening",
         )?;
         set(
-            matches!(self.access, Some(Some(super::access::Access::Code))),
-            "access",
-        )?;
-        set(
             matches!(self.challenge, Some(Some(mode)) if mode != crate::door::ChallengeMode::Off),
             "challenge",
         )?;

@@ -1,0 +1,193 @@
+//! Who may take a place on the striped line served by the functions (`LINE_STRIPES`): a
+//! presale's access list and its access codes, through the same handlers the Lambdas run.
+
+use serde_json::json;
+
+use super::line_served::Served;
+
+#[tokio::test]
+async fn a_presale_takes_only_the_listed_each_on_its_own_stripe() {
+    let served = Served::start().await;
+    let app = &served.app;
+    // The list belongs to a queue an operator created.
+    let upload = json!({"userIds": ["buyer-0", "buyer-1"]}).to_string();
+    app.http("PUT", "/queues/pre/access", Some(&upload))
+        .await
+        .assert_problem(404);
+    served
+        .create("pre", r#"{"capacity": 5, "access": "list"}"#)
+        .await;
+    let listed = app.http("PUT", "/queues/pre/access", Some(&upload)).await;
+    assert_eq!(listed.body["size"], 2, "{:?}", listed.body);
+    let first = served.join("pre", 0).await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    // One not on the list is refused, with nothing written.
+    let before = app.keys_with_ttl().await.len();
+    let refused = served.join("pre", 2).await;
+    refused.assert_problem(403);
+    assert!(refused.body["type"]
+        .as_str()
+        .unwrap()
+        .ends_with("/access-denied"));
+    assert_eq!(
+        app.keys_with_ttl().await.len(),
+        before,
+        "nothing was written"
+    );
+    // Put on the list, they join; taken off before joining, they cannot; one who holds a
+    // place keeps it.
+    let added = app.http("PUT", "/queues/pre/access/buyer-2", None).await;
+    assert_eq!(added.body["size"], 3, "{:?}", added.body);
+    assert_eq!(served.join("pre", 2).await.status, 201);
+    for user in ["buyer-1", "buyer-0"] {
+        let path = format!("/queues/pre/access/{user}");
+        app.http("DELETE", &path, None).await;
+    }
+    served.join("pre", 1).await.assert_problem(403);
+    assert_eq!(served.join("pre", 0).await.status, 200);
+    // Closed once empty, the list goes with the queue: it has no TTL, its owner is the queue.
+    let access_lists = || async {
+        app.keys_with_ttl()
+            .await
+            .into_iter()
+            .filter(|(key, ttl)| key.contains("{l:pre") && key.ends_with(":access") && *ttl == -1)
+            .count()
+    };
+    assert!(access_lists().await > 0);
+    for token in [first.token(), served.join("pre", 2).await.token()] {
+        let path = format!("/queues/pre/tokens/{token}");
+        assert_eq!(app.http("DELETE", &path, None).await.status, 204);
+    }
+    assert_eq!(
+        app.http("DELETE", "/queues/pre/settings", None)
+            .await
+            .status,
+        204
+    );
+    assert_eq!(access_lists().await, 0);
+}
+
+/// `buyer` joins `queue` with `code` in `accessCode`.
+async fn join_with_code(
+    served: &Served,
+    queue: &str,
+    buyer: &str,
+    code: &str,
+) -> lineup_tests::Reply {
+    let body = json!({ "userId": buyer, "accessCode": code }).to_string();
+    let path = format!("/queues/{queue}/tokens");
+    served.app.http("POST", &path, Some(&body)).await
+}
+
+/// A presale by code: the codes spread over the stripes, and each lets in the first buyer
+/// who brings it, and only that buyer. A buyer who holds a place keeps it, code or none, and
+/// a code it brings then stays free. The codes go with the queue.
+#[tokio::test]
+async fn a_presale_by_code_lets_each_code_in_once() {
+    let served = Served::start().await;
+    let app = &served.app;
+    // The codes belong to a queue an operator created.
+    let mint = |count: u64| async move {
+        let body = json!({ "count": count }).to_string();
+        app.http("POST", "/queues/pre/access-codes", Some(&body))
+            .await
+    };
+    mint(4).await.assert_problem(404);
+    served
+        .create("pre", r#"{"capacity": 5, "access": "code"}"#)
+        .await;
+    let minted = mint(40).await;
+    assert_eq!(minted.status, 201, "{:?}", minted.body);
+    let codes: Vec<String> = minted.body["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(codes.len(), 40);
+    // Spread: the codes lie on more than one stripe, and no key holds them in clear.
+    let code_keys: Vec<String> = app
+        .keys_with_ttl()
+        .await
+        .into_iter()
+        .filter(|(key, ttl)| key.contains("{l:pre") && key.ends_with(":codes") && *ttl == -1)
+        .map(|(key, _)| key)
+        .collect();
+    assert!(code_keys.len() > 1, "{code_keys:?}");
+
+    // No code, an unknown code, a malformed one: nobody new is let in, and nothing written.
+    let before = app.keys_with_ttl().await.len();
+    served.join("pre", 0).await.assert_problem(403);
+    let unknown = join_with_code(&served, "pre", "buyer-0", "0123456789abcdef").await;
+    unknown.assert_problem(403);
+    assert!(unknown.body["type"]
+        .as_str()
+        .unwrap()
+        .ends_with("/access-denied"));
+    join_with_code(&served, "pre", "buyer-0", "not a code")
+        .await
+        .assert_problem(400);
+    assert_eq!(
+        app.keys_with_ttl().await.len(),
+        before,
+        "nothing was written"
+    );
+
+    // A code lets its first buyer in, and again; another buyer with it is refused.
+    let first = join_with_code(&served, "pre", "buyer-0", &codes[0]).await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    assert_eq!(
+        join_with_code(&served, "pre", "buyer-0", &codes[0])
+            .await
+            .status,
+        200
+    );
+    join_with_code(&served, "pre", "buyer-1", &codes[0])
+        .await
+        .assert_problem(403);
+    // One who holds a place keeps it without a code, and a code it brings stays free.
+    assert_eq!(served.join("pre", 0).await.status, 200);
+    assert_eq!(
+        join_with_code(&served, "pre", "buyer-0", &codes[1])
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        join_with_code(&served, "pre", "buyer-1", &codes[1])
+            .await
+            .status,
+        201
+    );
+
+    // Two buyers racing for one code: exactly one gets in.
+    let (a, b) = tokio::join!(
+        join_with_code(&served, "pre", "buyer-2", &codes[2]),
+        join_with_code(&served, "pre", "buyer-3", &codes[2]),
+    );
+    let mut statuses = [a.status, b.status];
+    statuses.sort();
+    assert_eq!(statuses, [201, 403]);
+
+    // Closed once empty, the codes go with the queue.
+    for token in [first.token(), served.join("pre", 1).await.token()] {
+        let path = format!("/queues/pre/tokens/{token}");
+        assert_eq!(app.http("DELETE", &path, None).await.status, 204);
+    }
+    let winner = if a.status == 201 { a } else { b };
+    let path = format!("/queues/pre/tokens/{}", winner.token());
+    assert_eq!(app.http("DELETE", &path, None).await.status, 204);
+    assert_eq!(
+        app.http("DELETE", "/queues/pre/settings", None)
+            .await
+            .status,
+        204
+    );
+    let left = app
+        .keys_with_ttl()
+        .await
+        .into_iter()
+        .filter(|(key, _)| key.ends_with(":codes"))
+        .count();
+    assert_eq!(left, 0);
+}
