@@ -1,7 +1,11 @@
 //! Who may take a place on the striped line served by the functions (`LINE_STRIPES`): a
-//! presale's access list and its access codes, through the same handlers the Lambdas run.
+//! presale's access list and its access codes, and the door's challenge (solved by ALTCHA's
+//! own solver), through the same handlers the Lambdas run.
 
-use serde_json::json;
+use lambda_http::http::HeaderValue;
+use lineup_tests::door::{solve, solver_ready};
+use lineup_tests::{api_request, Reply};
+use serde_json::{json, Value};
 
 use super::line_served::Served;
 
@@ -190,4 +194,143 @@ async fn a_presale_by_code_lets_each_code_in_once() {
         .filter(|(key, _)| key.ends_with(":codes"))
         .count();
     assert_eq!(left, 0);
+}
+
+/// `GET /queues/{queue}/challenge?userId={buyer}`.
+async fn challenge(served: &Served, queue: &str, buyer: &str) -> Reply {
+    let path = format!("/queues/{queue}/challenge?userId={buyer}");
+    served.app.queue_api(api_request("GET", &path, None)).await
+}
+
+/// `buyer` joins `queue` with `payload` in `x-altcha`.
+async fn join_through_door(served: &Served, queue: &str, buyer: &str, payload: &str) -> Reply {
+    let body = json!({ "userId": buyer }).to_string();
+    let path = format!("/queues/{queue}/tokens");
+    let mut request = api_request("POST", &path, Some(&body));
+    request
+        .headers_mut()
+        .insert("x-altcha", HeaderValue::from_str(payload).unwrap());
+    served.app.queue_api(request).await
+}
+
+/// A 403 of problem `kind`, linking a fresh challenge.
+fn assert_turned(reply: &Reply, kind: &str) {
+    reply.assert_problem(403);
+    let found = reply.body["type"].as_str().unwrap();
+    assert!(found.ends_with(&format!("/{kind}")), "{:?}", reply.body);
+    assert!(
+        reply.body["challenge"].as_str().is_some(),
+        "{:?}",
+        reply.body
+    );
+}
+
+/// Every key but the rate-limit counters, with its value: what a refusal leaves as it was.
+async fn state(served: &Served) -> Vec<(String, String)> {
+    let mut conn = served.app.inspect.clone();
+    let mut out = Vec::new();
+    for (key, _) in served.app.keys_with_ttl().await {
+        let dump: Option<Vec<u8>> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        out.push((key, format!("{dump:?}")));
+    }
+    out.sort();
+    out
+}
+
+/// The door on the line: a new arrival brings a challenge solved by ALTCHA's own solver,
+/// numbered on its own stripe, and the join redeems it as the place is made. None, a bad one
+/// or a replayed one is refused, with nothing written; one who holds a place needs none.
+#[tokio::test]
+async fn the_door_takes_each_solved_challenge_once_on_the_buyers_stripe() {
+    if !solver_ready() {
+        return;
+    }
+    let served = Served::start().await;
+    // A queue nobody created has no door.
+    challenge(&served, "gig", "ann").await.assert_problem(404);
+    served
+        .create(
+            "gig",
+            r#"{"capacity": 5, "challenge": "on", "challengeCostMin": 200}"#,
+        )
+        .await;
+    let issued = challenge(&served, "gig", "ann").await;
+    assert_eq!(issued.status, 200, "{:?}", issued.body);
+    let parameters = &issued.body["parameters"];
+    assert_eq!(parameters["cost"], 200);
+    assert_eq!(parameters["data"]["queue"], "gig");
+    assert_eq!(parameters["data"]["buyer"], "ann");
+    let serial = parameters["data"]["serial"].as_u64().unwrap();
+    // Each stripe numbers its own: the same buyer's next challenge is the next serial.
+    let next = challenge(&served, "gig", "ann").await;
+    assert_eq!(next.body["parameters"]["data"]["serial"], serial + 1);
+    let payload = solve(&issued.body).await;
+
+    // Without a solution, or with another buyer's: refused, and nothing written.
+    let before = state(&served).await;
+    let body = json!({ "userId": "ann" }).to_string();
+    let bare = served
+        .app
+        .queue_api(api_request("POST", "/queues/gig/tokens", Some(&body)))
+        .await;
+    assert_turned(&bare, "challenge-required");
+    assert_turned(
+        &join_through_door(&served, "gig", "ben", &payload).await,
+        "challenge-failed",
+    );
+    assert_eq!(state(&served).await, before, "a refusal wrote something");
+
+    // Solved: ann takes a place, and needs no solution to find it again.
+    let joined = join_through_door(&served, "gig", "ann", &payload).await;
+    assert_eq!(joined.status, 201, "{:?}", joined.body);
+    let again = served
+        .app
+        .queue_api(api_request("POST", "/queues/gig/tokens", Some(&body)))
+        .await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    // Once left, the same solution takes no second place.
+    let path = format!("/queues/gig/tokens/{}", joined.token());
+    assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    let replayed = join_through_door(&served, "gig", "ann", &payload).await;
+    assert_turned(&replayed, "challenge-failed");
+    let detail = replayed.body["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("used already"), "{detail}");
+    // A fresh one does.
+    let fresh = solve(&challenge(&served, "gig", "ann").await.body).await;
+    assert_eq!(
+        join_through_door(&served, "gig", "ann", &fresh)
+            .await
+            .status,
+        201
+    );
+}
+
+/// With `adaptive`, a challenge's cost rises with the challenges the line hands out: each
+/// stripe counts its own, times the stripes.
+#[tokio::test]
+async fn an_adaptive_door_costs_more_as_challenges_come_faster() {
+    let served = Served::start().await;
+    served
+        .create(
+            "rush",
+            r#"{"challenge": "adaptive", "challengeCostMin": 100, "challengeCostMax": 5000}"#,
+        )
+        .await;
+    let cost = |reply: &Reply| -> u64 {
+        let cost: &Value = &reply.body["parameters"]["cost"];
+        cost.as_u64().unwrap_or_else(|| panic!("{:?}", reply.body))
+    };
+    assert_eq!(cost(&challenge(&served, "rush", "ann").await), 100);
+    let mut last = 0;
+    for _ in 0..40 {
+        last = cost(&challenge(&served, "rush", "ann").await);
+    }
+    // 41 challenges on one stripe within a minute: at least 41 × 4 stripes a minute, 100 more
+    // than the floor's step, so at least twice the floor.
+    assert!(last >= 200, "cost {last}");
+    assert!(last <= 5000);
 }

@@ -512,7 +512,6 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         .await
         .assert_problem(409);
     for (body, field) in [
-        (r#"{"challenge": "on"}"#, "challenge"),
         (r#"{"pool": "hall"}"#, "pool"),
         (r#"{"mode": "passthrough", "capacity": 9}"#, "mode"),
     ] {
@@ -531,7 +530,6 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
     for (method, path, body) in [
         ("PUT", "/queues/show/priority/vip-1", None),
         ("PUT", "/pools/hall", Some(pool)),
-        ("GET", "/queues/show/challenge?userId=buyer-1", None),
     ] {
         let refused = served.app.http(method, path, body).await;
         refused.assert_problem(409);

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Place, Published, Stripe};
+use super::{ms, Line, Pass, Place, Published, Stripe, Turned};
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
@@ -15,7 +15,7 @@ use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
 pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
     &[
-        "LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK", "ACCESS",
+        "LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK", "ACCESS", "REDEEMED",
     ],
     &[
         "user",
@@ -28,6 +28,8 @@ pub(super) static JOIN: NamedScript = NamedScript::new(
         "keep_ms",
         "takes_new",
         "access",
+        "door",
+        "redeem_until",
     ],
 );
 
@@ -45,31 +47,42 @@ pub enum Joined {
     /// The buyer held nothing and is not on the access list the join asked about: nothing
     /// was written.
     Denied,
+    /// The buyer held nothing and the door turned it away: nothing was written.
+    Turned(Turned),
 }
 
-/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'refused' | 'denied', ms}`.
+/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'refused' | 'denied', ms}` or
+/// `{'door', why}`.
 enum JoinReply {
     Joined(i64),
     Waiting(i64),
     Active(i64),
     Refused,
     Denied,
+    Turned(Turned),
 }
 
 impl FromRedisValue for JoinReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (outcome, ms): (String, String) = FromRedisValue::from_redis_value(v)?;
-        let ms = ms
-            .parse::<f64>()
-            .map_err(|_| ParsingError::from(format!("join: not a score: {ms}")))?
-            as i64;
-        match outcome.as_str() {
-            "joined" => Ok(JoinReply::Joined(ms)),
-            "waiting" => Ok(JoinReply::Waiting(ms)),
-            "active" => Ok(JoinReply::Active(ms)),
-            "refused" => Ok(JoinReply::Refused),
-            "denied" => Ok(JoinReply::Denied),
-            other => Err(ParsingError::from(format!("join: unknown outcome {other}"))),
+        let (outcome, value): (String, String) = FromRedisValue::from_redis_value(v)?;
+        let ms = || -> Result<i64, ParsingError> {
+            Ok(value
+                .parse::<f64>()
+                .map_err(|_| ParsingError::from(format!("join: not a score: {value}")))?
+                as i64)
+        };
+        match (outcome.as_str(), value.as_str()) {
+            ("joined", _) => Ok(JoinReply::Joined(ms()?)),
+            ("waiting", _) => Ok(JoinReply::Waiting(ms()?)),
+            ("active", _) => Ok(JoinReply::Active(ms()?)),
+            ("refused", _) => Ok(JoinReply::Refused),
+            ("denied", _) => Ok(JoinReply::Denied),
+            ("door", "required") => Ok(JoinReply::Turned(Turned::Required)),
+            ("door", "failed") => Ok(JoinReply::Turned(Turned::Failed)),
+            ("door", "replayed") => Ok(JoinReply::Turned(Turned::Replayed)),
+            (other, why) => Err(ParsingError::from(format!(
+                "join: unknown outcome {other} {why}"
+            ))),
         }
     }
 }
@@ -197,18 +210,21 @@ pub enum Left {
 impl Line {
     /// `user` joins at `now` (ms), or finds the place or session it already holds.
     pub async fn join(&self, user: &UserId, now: i64) -> Result<Joined, Error> {
-        self.join_if(user, now, true, Entry::Anyone).await
+        self.join_if(user, now, true, Entry::Anyone, Pass::Free)
+            .await
     }
 
-    /// [`Line::join`], taking a new place only where `takes_new`, and only for a buyer
-    /// `entry` lets in: a buyer who holds nothing is otherwise [`Joined::Refused`] or
-    /// [`Joined::Denied`], with nothing written.
+    /// [`Line::join`], taking a new place only where `takes_new`, only for a buyer `entry`
+    /// lets in, and only with a `pass` the door takes: a buyer who holds nothing is otherwise
+    /// [`Joined::Refused`], [`Joined::Denied`] or [`Joined::Turned`], with nothing written.
+    /// A solved challenge is redeemed as the place is made.
     pub async fn join_if(
         &self,
         user: &UserId,
         now: i64,
         takes_new: bool,
         entry: Entry,
+        pass: Pass,
     ) -> Result<Joined, Error> {
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
@@ -221,6 +237,7 @@ impl Line {
             .named_key("DRAWS", &keys.draws)
             .named_key("MARK", keys.mark(user.as_str()))
             .named_key("ACCESS", &keys.access)
+            .named_key("REDEEMED", keys.redeemed(pass.bitmap()))
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
@@ -233,13 +250,16 @@ impl Line {
             .named("opens_at", self.opening.as_ref().map_or(0, |o| o.at))
             .named("keep_ms", ms(self.shape.keep))
             .named("takes_new", u8::from(takes_new))
-            .named("access", entry.as_str());
+            .named("access", entry.as_str())
+            .named("door", pass.as_arg())
+            .named("redeem_until", pass.redeem_until());
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
             JoinReply::Active(until) => Joined::Active { stripe, until },
             JoinReply::Refused => Joined::Refused,
             JoinReply::Denied => Joined::Denied,
+            JoinReply::Turned(why) => Joined::Turned(why),
         })
     }
 

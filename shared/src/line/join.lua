@@ -13,13 +13,19 @@
 -- refused with nothing written; so is one not on the stripe's access list (ACCESS) when
 -- `access` is 'list', and every one when it is 'none' (a presale by code, and no code of the
 -- buyer's own).
+-- The door (door.rs): where the queue asks for a solved challenge (`door` not ''), a new
+-- arrival without one ('absent') is turned away 'required', one whose solution does not hold
+-- ('bad') 'failed', and one whose serial's bit REDEEMED holds 'replayed', with nothing
+-- written. The bit is set as the place is made; the bitmap lives until `redeem_until` (ms).
 -- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'refused', 0} |
--- {'denied', 0}.
+-- {'denied', 0} | {'door', 'required' | 'failed' | 'replayed'}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local ACCESS = KEYS[7]
+local ACCESS, REDEEMED = KEYS[7], KEYS[8]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local presence_ms, draw, draw_segment = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local opens_at, keep_ms, takes_new, access = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
+local door, redeem_until = ARGV[11], tonumber(ARGV[12])
+local SERIALS_PER_BITMAP = 1048576
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
 local held = redis.call('ZSCORE', LINE, user)
@@ -27,6 +33,13 @@ if not held and takes_new ~= '1' then return {'refused', '0'} end
 if not held and (access == 'none'
     or (access == 'list' and redis.call('SISMEMBER', ACCESS, user) == 0)) then
   return {'denied', '0'}
+end
+if not held and door ~= '' then
+  if door == 'absent' then return {'door', 'required'} end
+  if door == 'bad' then return {'door', 'failed'} end
+  if redis.call('GETBIT', REDEEMED, tonumber(door) % SERIALS_PER_BITMAP) == 1 then
+    return {'door', 'replayed'}
+  end
 end
 local present_for = tonumber(presence_ms)
 if draw and opens_at > now then present_for = present_for + opens_at - now end
@@ -44,4 +57,10 @@ else
 end
 redis.call('ZADD', LINE, score, user)
 redis.call('SADD', SEGMENTS, segment)
+if door ~= '' then
+  redis.call('SETBIT', REDEEMED, tonumber(door) % SERIALS_PER_BITMAP, 1)
+  if redis.call('PTTL', REDEEMED) < redeem_until - now then
+    redis.call('PEXPIREAT', REDEEMED, redeem_until)
+  end
+end
 return {'joined', string.format('%d', score)}

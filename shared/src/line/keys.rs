@@ -57,6 +57,9 @@ pub struct StripeKeys {
     /// stripe, to the user id it is bound to ('' while free). The operator's: no TTL; it goes
     /// when the queue is closed.
     pub codes: String,
+    /// Counter: the last challenge serial handed out to this stripe's buyers (`door`). Kept
+    /// a challenge's lifetime and the redemption slack past the last.
+    pub door: String,
 }
 
 /// The slots of a cluster.
@@ -93,6 +96,7 @@ impl StripeKeys {
             halt: format!("{base}:halt"),
             access: format!("{base}:access"),
             codes: format!("{base}:codes"),
+            door: format!("{base}:door"),
             base,
         }
     }
@@ -102,6 +106,18 @@ impl StripeKeys {
     /// it left, `p` once its session was paid for.
     pub fn mark(&self, user: &str) -> String {
         format!("{}:mark:{user}", self.base)
+    }
+
+    /// Counter: the challenges handed out to this stripe's buyers in minute `window` (ms ÷
+    /// 60 000), kept two minutes.
+    pub fn challenges(&self, window: i64) -> String {
+        format!("{}:challenges:{window}", self.base)
+    }
+
+    /// Bitmap: the redeemed serials `bitmap × 2^20` up, each a bit, kept until the last
+    /// challenge it redeemed may expire.
+    pub fn redeemed(&self, bitmap: u64) -> String {
+        format!("{}:redeemed:{bitmap}", self.base)
     }
 
     /// The marker of `payment`'s release, on the paying buyer's stripe: a payment ends a

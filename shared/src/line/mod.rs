@@ -4,6 +4,7 @@
 //! - [`keys`]: a stripe's tag and keys, and which stripe a buyer is on.
 //! - `access`: the presale access list, each id on its own stripe.
 //! - `codes`: the presale access codes, each on a stripe of its own, bound to a buyer once.
+//! - `door`: a challenge's serial and the redemption of a solved one, on the buyer's stripe.
 //! - `draw`: how a line with an opening lays its draw's values over the stripes.
 //! - `buyer`: what a buyer's calls do, each on its own stripe in one round trip: [`Line::join`]
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
@@ -62,6 +63,7 @@ mod buyer;
 mod check;
 mod codes;
 mod counts;
+mod door;
 mod draw;
 mod halt;
 mod lease;
@@ -82,6 +84,7 @@ pub use buyer::{score_of, ticket_of, Entry, Joined, Left, Standing, STALE_AFTER}
 pub use check::Checked;
 pub use codes::{Bound, Unbound};
 pub use counts::{counts_key, Counts};
+pub use door::{Pass, Serial, Turned, SERIALS_PER_BITMAP};
 use draw::DrawLayout;
 pub use draw::DRAW_VALUE_BITS;
 pub use halt::Halt;

@@ -197,7 +197,7 @@ impl WaitingRoom {
         proof: &Proof,
     ) -> Result<Issued, Error> {
         if let Some(lines) = self.lines.clone() {
-            return self.join_line(&lines, queue, user, code).await;
+            return self.join_line(&lines, queue, user, code, proof).await;
         }
         let code_hash = code.map(AccessCode::hash).unwrap_or_default();
         let (door, redeemed_until) = door::issue_args(proof);

@@ -95,14 +95,17 @@ impl FromRedisValue for ChallengeReply {
 impl WaitingRoom {
     /// A challenge for `user` to join `queue`, signed with `key`; [`Error::NotFound`] for a
     /// queue that does not exist. Its cost follows the queue's settings in force; its serial
-    /// comes from the queue's door hash. One round trip.
+    /// comes from the queue's door hash. One round trip. On the striped line, from the
+    /// buyer's stripe (`striped_door`).
     pub async fn challenge(
         &self,
         key: &DoorKey,
         queue: &QueueId,
         user: &UserId,
     ) -> Result<Challenge, Error> {
-        self.refuse_on_line("the door's challenge")?;
+        if let Some(lines) = self.lines.clone() {
+            return self.line_challenge(&lines, key, queue, user).await;
+        }
         let mut call = self.invocation(&CHALLENGE, queue);
         call.key(door_key(&self.prefix, queue))
             .named("creation", self.config.creation.as_str())

@@ -42,6 +42,7 @@ mod registry;
 pub mod schedule;
 pub mod settings;
 mod striped;
+mod striped_door;
 mod striped_pace;
 mod striped_settings;
 mod striped_tick;

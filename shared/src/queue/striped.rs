@@ -8,7 +8,7 @@
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): the
-//! door's challenge, the priority lane, pools and passthrough.
+//! priority lane, pools and passthrough. The door is in `striped_door`.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 
@@ -19,15 +19,18 @@ use chrono::{DateTime, Utc};
 
 use super::access::{Access, AccessCode};
 use super::schedule::DRAW_INDEX_BITS;
+use super::striped_door::pass_of;
 use super::terms::{Draw, Terms};
 use super::{
     Arrival, Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitRange,
     WaitingRoom,
 };
+use crate::door::{Proof, Refused, Scope};
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
 use crate::line::{
-    self, Bound, Checked, Entry, Halt, Joined, Line, Lines, NamedOpening, Opening, TICK_EVERY,
+    self, Bound, Checked, Entry, Halt, Joined, Line, Lines, NamedOpening, Opening, Turned,
+    TICK_EVERY,
 };
 use crate::token::TokenClaims;
 
@@ -93,13 +96,15 @@ impl WaitingRoom {
     /// `user` joins `queue`'s line, or finds the place or session it holds. A new place is
     /// refused as the queue's settings say, with nothing written. Before the opening a new
     /// place is in the draw. In a presale by code, a new arrival's `code` is bound to it
-    /// first, on the code's stripe ([`Self::line_entry`]).
+    /// first, on the code's stripe ([`Self::line_entry`]). Where the queue asks for a
+    /// challenge, a new arrival brings a solved one (`proof`), redeemed as the place is made.
     pub(super) async fn join_line(
         &self,
         lines: &Lines,
         queue: &QueueId,
         user: &UserId,
         code: Option<&AccessCode>,
+        proof: &Proof,
     ) -> Result<Issued, Error> {
         let now = self.clock.now_ms();
         let (terms, line) = self.line_of(lines, queue, now).await?;
@@ -113,7 +118,10 @@ impl WaitingRoom {
         let (entry, bound) = self
             .line_entry(&line, &terms, user, code.filter(|_| refusal.is_none()))
             .await?;
-        let joined = line.join_if(user, now, refusal.is_none(), entry).await?;
+        let pass = pass_of(terms.door.challenge, proof);
+        let joined = line
+            .join_if(user, now, refusal.is_none(), entry, pass)
+            .await?;
         // A code bound for a join that took no new place is let go again: its buyer holds a
         // place already. Where that fails, the code stays its buyer's.
         if let Some(hash) = bound.filter(|_| !matches!(joined, Joined::New { .. })) {
@@ -141,6 +149,10 @@ impl WaitingRoom {
                 self.standing_of(&line, line::Standing::Active { until })?,
             ),
             Joined::Denied => return Err(Arrival::AccessDenied.into()),
+            Joined::Turned(why) => {
+                let replayed = why == Turned::Replayed;
+                return Err(Refused::of(Scope::Queue(queue), proof, replayed).into());
+            }
             Joined::Refused => {
                 return Err(refusal.unwrap_or_else(|| {
                     Error::Internal("the line refused a join it was told to take".into())

@@ -108,10 +108,6 @@ impl SettingsChange {
             matches!(self.lane_before_opening, Some(Some(true))),
             "laneBeforeOpening",
         )?;
-        set(
-            matches!(self.challenge, Some(Some(mode)) if mode != crate::door::ChallengeMode::Off),
-            "challenge",
-        )?;
         set(matches!(self.pool, Some(Some(_))), "pool")?;
         Ok(())
     }

@@ -12,18 +12,20 @@ use std::time::Duration;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::access::Access;
+use super::door::DoorSettings;
 use super::keys::QueueKeys;
 use super::pace::Health;
 use super::schedule::DrawSeed;
 use super::striped_pace::{capacity_in_force, paced_admissions, stepped, StoredHealth, StoredRamp};
 use super::{Arrival, Mode, WaitingRoom};
+use crate::door::{ChallengeMode, DEFAULT_COST_MAX, DEFAULT_COST_MIN};
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::line::PUBLISHED_FOR;
 use crate::store::{Batch, Staged};
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 24] = [
+const FIELDS: [&str; 27] = [
     "created",
     "capacity",
     "paused",
@@ -48,6 +50,9 @@ const FIELDS: [&str; 24] = [
     "session-ms",
     "idle-ms",
     "admit-per-tick",
+    "challenge",
+    "challenge-cost-min",
+    "challenge-cost-max",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -111,6 +116,8 @@ pub(super) struct Terms {
     pub idle_ms: Option<u64>,
     /// Its own most admissions a tick, where it set one.
     pub admit_per_tick: Option<u32>,
+    /// Its door: whether a new arrival solves a challenge, and at what cost.
+    pub door: DoorSettings,
     /// The places on the line as its last tick left them ([`Counts::queued`]), read with
     /// the settings.
     pub queued: u64,
@@ -132,6 +139,14 @@ impl FromRedisValue for Terms {
                 .map(|raw| {
                     raw.parse::<i64>()
                         .map_err(|_| ParsingError::from(format!("terms: {} {raw:?}", FIELDS[i])))
+                })
+                .transpose()
+        };
+        let cost = |i: usize| -> Result<Option<u32>, ParsingError> {
+            number(i)?
+                .map(|c| {
+                    u32::try_from(c)
+                        .map_err(|_| ParsingError::from(format!("terms: {} {c}", FIELDS[i])))
                 })
                 .transpose()
         };
@@ -175,6 +190,12 @@ impl FromRedisValue for Terms {
             session_ms: number(21)?.and_then(|m| u64::try_from(m).ok()),
             idle_ms: number(22)?.and_then(|m| u64::try_from(m).ok()),
             admit_per_tick: number(23)?.and_then(|m| u32::try_from(m).ok()),
+            door: DoorSettings {
+                challenge: ChallengeMode::from_stored(text(24).unwrap_or(""))
+                    .ok_or_else(|| ParsingError::from("terms: a challenge of another form"))?,
+                challenge_cost_min: cost(25)?.unwrap_or(DEFAULT_COST_MIN),
+                challenge_cost_max: cost(26)?.unwrap_or(DEFAULT_COST_MAX),
+            },
             queued: 0,
         })
     }
@@ -337,15 +358,16 @@ mod tests {
     /// Each field the line reads is one the scripts read and write under the same name.
     #[test]
     fn the_fields_are_the_settings_fields_the_scripts_name() {
-        let common = include_str!("common.lua");
-        let configure = include_str!("configure.lua");
+        let scripts = [
+            include_str!("common.lua"),
+            include_str!("configure.lua"),
+            include_str!("replies.lua"),
+        ];
         for field in super::FIELDS {
             let quoted = format!("'{field}'");
-            assert!(
-                common.contains(&quoted) || configure.contains(&quoted),
-                "{field}"
-            );
+            assert!(scripts.iter().any(|s| s.contains(&quoted)), "{field}");
         }
+        let configure = scripts[1];
         assert!(configure.contains("HSETNX', SETTINGS, 'created'"));
     }
 
