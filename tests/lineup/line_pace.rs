@@ -366,3 +366,86 @@ async fn a_queues_own_session_idle_period_and_admissions_a_tick_pace_its_line() 
     assert!(!served.gate("own", &tokens[0]).await.0);
     assert!(served.gate("own", &tokens[4]).await.0);
 }
+
+/// Mode `passthrough` on the line: a new arrival is admitted at once while its stripe's
+/// allowance lasts, else refused 429 `queue-full` with `Retry-After`. The tick allows the
+/// stripes only the room left, so however many arrive at once the sessions never pass the
+/// capacity; a session's end is allowed again at the next tick; those who waited from before
+/// are admitted by the tick first; a pause stops admissions on arrival at once.
+#[tokio::test]
+async fn passthrough_admits_on_arrival_within_the_capacity() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    served.create("pass", r#"{"capacity": 6}"#).await;
+    served.joined("pass", 2, 1000).await;
+    served.create("pass", r#"{"mode": "passthrough"}"#).await;
+    clock.advance(1000);
+    // The two waiting from before first; the 4 places left are allowed to the stripes.
+    assert_eq!(served.tick().await.admitted(), 2);
+    let arrivals =
+        |from: usize| futures::future::join_all((from..from + 40).map(|i| served.join("pass", i)));
+    let admitted_of = |replies: &[lineup_tests::Reply]| {
+        let mut admitted = 0;
+        for reply in replies {
+            if reply.status == 201 {
+                assert_eq!(reply.body["status"], "active", "{:?}", reply.body);
+                admitted += 1;
+            } else {
+                reply.assert_problem(429);
+                assert!(reply.body["type"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("/queue-full"));
+                let retry: u64 = reply.headers["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!((1..=10).contains(&retry), "Retry-After {retry}");
+            }
+        }
+        admitted
+    };
+    let first = arrivals(2).await;
+    assert_eq!(admitted_of(&first), 4, "the capacity of 6 holds");
+    // Full: the next tick allows nothing more, and nobody more gets in.
+    clock.advance(1000);
+    assert_eq!(served.tick().await.admitted(), 0);
+    assert_eq!(admitted_of(&arrivals(42).await), 0);
+    // One leaves: the next tick allows its place again, and one arrival takes it.
+    let token = first.iter().find(|r| r.status == 201).unwrap().token();
+    let path = format!("/queues/pass/tokens/{token}");
+    assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    clock.advance(1000);
+    served.tick().await;
+    assert_eq!(admitted_of(&arrivals(82).await), 1);
+    let summary = served.app.http("GET", "/queues/pass", None).await;
+    clock.advance(1000);
+    served.tick().await;
+    let summary_after = served.app.http("GET", "/queues/pass", None).await;
+    assert_eq!(
+        summary_after.body["active"], 6,
+        "{:?} {:?}",
+        summary.body, summary_after.body
+    );
+
+    // Paused: nobody is admitted on arrival, whatever the room.
+    let path = format!(
+        "/queues/pass/tokens/{}",
+        first.iter().rfind(|r| r.status == 201).unwrap().token()
+    );
+    assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    served.create("pass", r#"{"paused": true}"#).await;
+    clock.advance(1000);
+    served.tick().await;
+    assert_eq!(admitted_of(&arrivals(122).await), 0);
+    // Back in queue mode, an arrival waits in line.
+    served
+        .create("pass", r#"{"paused": false, "mode": "queue"}"#)
+        .await;
+    clock.advance(1000);
+    served.tick().await;
+    let queued = served.join("pass", 500).await;
+    assert_eq!(queued.status, 201, "{:?}", queued.body);
+    assert_eq!(queued.body["status"], "waiting", "{:?}", queued.body);
+}

@@ -513,7 +513,10 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         .assert_problem(409);
     for (body, field) in [
         (r#"{"pool": "hall"}"#, "pool"),
-        (r#"{"mode": "passthrough", "capacity": 9}"#, "mode"),
+        (
+            r#"{"laneBeforeOpening": true, "capacity": 9}"#,
+            "laneBeforeOpening",
+        ),
     ] {
         let refused = served.settings("show", body).await;
         refused.assert_problem(400);

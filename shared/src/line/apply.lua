@@ -6,18 +6,23 @@
 -- 'd'. Forgets segments left empty. With `sealed` set, replaces the seal and the published
 -- state the stripe's polls read: the tick's last call on the stripe carries them. On a halted
 -- stripe (sold out, paused, health 0) a walk is refused, and only the seal is written: the
--- tick that chose it had not seen the halt.
+-- tick that chose it had not seen the halt. The tick's last call on the stripe also moves its
+-- allowance of admissions on arrival (ALLOW, passthrough) by `allow`: a grant adds; a
+-- taking-back takes at most what is left, since joins may have used some since the tick read
+-- it. ALLOW then lives `allow_ms` more.
 -- KEYS: the stripe's keys, then the mark of each walked user.
 -- ARGV: now, session_ms, keep_ms, sealed (ms, or ''), published (text), fence, walk_count,
--- empty_count, then the walked users and the empty segments.
+-- empty_count, allow, allow_ms, then the walked users and the empty segments.
 -- Returns {'applied', admitted users, dropped users}: those really moved; {'fenced', the
 -- stripe's fence}; or {'halted', why}.
 local LINE, ACTIVE, SEGMENTS, SEALED, PUBLISHED, FENCE, HALT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local first_mark = 8
+local ALLOW = KEYS[8]
+local first_mark = 9
 local now, session_ms, keep_ms = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local sealed, published, fence = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local walk_count, empty_count = tonumber(ARGV[7]), tonumber(ARGV[8])
-local lists_from = 9
+local allow, allow_ms = tonumber(ARGV[9]), ARGV[10]
+local lists_from = 11
 local seen = tonumber(redis.call('GET', FENCE) or '0')
 if seen > fence then return {'fenced', seen} end
 redis.call('SET', FENCE, fence, 'PX', keep_ms)
@@ -48,6 +53,13 @@ for i = walk_count, walk_count + empty_count - 1 do
   redis.call('SREM', SEGMENTS, ARGV[lists_from + i])
 end
 if sealed ~= '' then
+  if allow > 0 then
+    redis.call('INCRBY', ALLOW, allow)
+  elseif allow < 0 then
+    local left = math.max(0, tonumber(redis.call('GET', ALLOW) or '0'))
+    redis.call('DECRBY', ALLOW, math.min(left, -allow))
+  end
+  redis.call('PEXPIRE', ALLOW, allow_ms)
   redis.call('SET', SEALED, sealed, 'PX', keep_ms)
   redis.call('SET', PUBLISHED, published, 'PX', keep_ms)
   for _, key in ipairs({LINE, ACTIVE, SEGMENTS}) do

@@ -15,7 +15,8 @@ use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
 pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
     &[
-        "LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK", "ACCESS", "REDEEMED",
+        "LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK", "ACCESS", "REDEEMED", "HALT",
+        "ALLOW",
     ],
     &[
         "user",
@@ -30,8 +31,42 @@ pub(super) static JOIN: NamedScript = NamedScript::new(
         "access",
         "door",
         "redeem_until",
+        "passthrough",
+        "session_ms",
+        "admitted_score",
     ],
 );
+
+/// What a join lets a buyer who holds nothing do, as the queue's settings say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Welcome {
+    /// Whether the line takes a new place at all.
+    pub takes_new: bool,
+    /// Who may take one (a presale).
+    pub entry: Entry,
+    /// What the buyer brought to the door.
+    pub pass: Pass,
+    /// Mode `passthrough`: a new arrival is admitted at once, within its stripe's allowance,
+    /// or refused.
+    pub passthrough: bool,
+}
+
+impl Welcome {
+    /// Anyone takes a new place.
+    pub fn open() -> Welcome {
+        Welcome {
+            takes_new: true,
+            entry: Entry::Anyone,
+            pass: Pass::Free,
+            passthrough: false,
+        }
+    }
+}
+
+/// Where a session admitted on arrival is scored: 2^51 plus its instant (ms), above every
+/// place in line and below 2^52, so its ticket fits 53 bits and its polls look for the
+/// session first.
+const ON_ARRIVAL: i64 = 1 << 51;
 
 /// What a join did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +77,16 @@ pub enum Joined {
     Already { stripe: Stripe, score: i64 },
     /// The buyer holds a session until `until` (ms).
     Active { stripe: Stripe, until: i64 },
+    /// A new arrival admitted at once (passthrough), its session scored `score`, until
+    /// `until` (ms).
+    Admitted {
+        stripe: Stripe,
+        score: i64,
+        until: i64,
+    },
+    /// A new arrival refused in passthrough: no room on its stripe. It may try again in
+    /// `retry_ms`. Nothing was written.
+    Full { retry_ms: i64 },
     /// The buyer held nothing, and the line took no new place: nothing was written.
     Refused,
     /// The buyer held nothing and is not on the access list the join asked about: nothing
@@ -51,12 +96,14 @@ pub enum Joined {
     Turned(Turned),
 }
 
-/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'refused' | 'denied', ms}` or
-/// `{'door', why}`.
+/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'admitted' | 'refused' | 'denied'
+/// | 'full', ms}` or `{'door', why}`.
 enum JoinReply {
     Joined(i64),
     Waiting(i64),
     Active(i64),
+    Admitted(i64),
+    Full(i64),
     Refused,
     Denied,
     Turned(Turned),
@@ -75,6 +122,8 @@ impl FromRedisValue for JoinReply {
             ("joined", _) => Ok(JoinReply::Joined(ms()?)),
             ("waiting", _) => Ok(JoinReply::Waiting(ms()?)),
             ("active", _) => Ok(JoinReply::Active(ms()?)),
+            ("admitted", _) => Ok(JoinReply::Admitted(ms()?)),
+            ("full", _) => Ok(JoinReply::Full(ms()?)),
             ("refused", _) => Ok(JoinReply::Refused),
             ("denied", _) => Ok(JoinReply::Denied),
             ("door", "required") => Ok(JoinReply::Turned(Turned::Required)),
@@ -210,22 +259,26 @@ pub enum Left {
 impl Line {
     /// `user` joins at `now` (ms), or finds the place or session it already holds.
     pub async fn join(&self, user: &UserId, now: i64) -> Result<Joined, Error> {
-        self.join_if(user, now, true, Entry::Anyone, Pass::Free)
-            .await
+        self.join_if(user, now, Welcome::open()).await
     }
 
-    /// [`Line::join`], taking a new place only where `takes_new`, only for a buyer `entry`
-    /// lets in, and only with a `pass` the door takes: a buyer who holds nothing is otherwise
-    /// [`Joined::Refused`], [`Joined::Denied`] or [`Joined::Turned`], with nothing written.
-    /// A solved challenge is redeemed as the place is made.
+    /// [`Line::join`], as `welcome` says: a new place only where it `takes_new`, only for a
+    /// buyer its `entry` lets in, and only with a `pass` the door takes; a buyer who holds
+    /// nothing is otherwise [`Joined::Refused`], [`Joined::Denied`] or [`Joined::Turned`],
+    /// with nothing written. A solved challenge is redeemed as the place is made. In
+    /// passthrough a new arrival is [`Joined::Admitted`] at once, or [`Joined::Full`].
     pub async fn join_if(
         &self,
         user: &UserId,
         now: i64,
-        takes_new: bool,
-        entry: Entry,
-        pass: Pass,
+        welcome: Welcome,
     ) -> Result<Joined, Error> {
+        let Welcome {
+            takes_new,
+            entry,
+            pass,
+            passthrough,
+        } = welcome;
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
         let draw = self.draw_place(user, now);
@@ -238,6 +291,8 @@ impl Line {
             .named_key("MARK", keys.mark(user.as_str()))
             .named_key("ACCESS", &keys.access)
             .named_key("REDEEMED", keys.redeemed(pass.bitmap()))
+            .named_key("HALT", &keys.halt)
+            .named_key("ALLOW", &keys.allow)
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
@@ -252,11 +307,20 @@ impl Line {
             .named("takes_new", u8::from(takes_new))
             .named("access", entry.as_str())
             .named("door", pass.as_arg())
-            .named("redeem_until", pass.redeem_until());
+            .named("redeem_until", pass.redeem_until())
+            .named("passthrough", u8::from(passthrough))
+            .named("session_ms", self.session_ms())
+            .named("admitted_score", ON_ARRIVAL + now);
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
             JoinReply::Active(until) => Joined::Active { stripe, until },
+            JoinReply::Admitted(until) => Joined::Admitted {
+                stripe,
+                score: ON_ARRIVAL + now,
+                until,
+            },
+            JoinReply::Full(retry_ms) => Joined::Full { retry_ms },
             JoinReply::Refused => Joined::Refused,
             JoinReply::Denied => Joined::Denied,
             JoinReply::Turned(why) => Joined::Turned(why),
@@ -282,10 +346,11 @@ impl Line {
             score,
             user: user.to_string(),
         };
-        let walked = held
-            .as_ref()
-            .and_then(|p| p.head.as_ref())
-            .is_some_and(|head| place <= *head);
+        let walked = score >= ON_ARRIVAL
+            || held
+                .as_ref()
+                .and_then(|p| p.head.as_ref())
+                .is_some_and(|head| place <= *head);
         let mut batch = Batch::new();
         if walked {
             let until = batch.stage_command::<Option<f64>>(

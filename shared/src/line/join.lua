@@ -17,15 +17,28 @@
 -- arrival without one ('absent') is turned away 'required', one whose solution does not hold
 -- ('bad') 'failed', and one whose serial's bit REDEEMED holds 'replayed', with nothing
 -- written. The bit is set as the place is made; the bitmap lives until `redeem_until` (ms).
--- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'refused', 0} |
--- {'denied', 0} | {'door', 'required' | 'failed' | 'replayed'}.
+-- Passthrough (`passthrough` '1'): a new arrival is admitted at once, while its stripe is not
+-- halted and its allowance (ALLOW, the tick's) has one left, which it takes; its session is
+-- scored `admitted_score` in its mark. Otherwise it is refused 'full', with when to retry
+-- (ms): once the stripe's first live session ends and a tick allows its room again, 1 to 10 s.
+-- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'admitted', until} |
+-- {'refused', 0} | {'denied', 0} | {'full', retry ms} |
+-- {'door', 'required' | 'failed' | 'replayed'}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local ACCESS, REDEEMED = KEYS[7], KEYS[8]
+local ACCESS, REDEEMED, HALT, ALLOW = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local presence_ms, draw, draw_segment = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local opens_at, keep_ms, takes_new, access = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
 local door, redeem_until = ARGV[11], tonumber(ARGV[12])
+local passthrough, session_ms, admitted_score = ARGV[13], tonumber(ARGV[14]), ARGV[15]
 local SERIALS_PER_BITMAP = 1048576
+local function redeem()
+  if door == '' then return end
+  redis.call('SETBIT', REDEEMED, tonumber(door) % SERIALS_PER_BITMAP, 1)
+  if redis.call('PTTL', REDEEMED) < redeem_until - now then
+    redis.call('PEXPIREAT', REDEEMED, redeem_until)
+  end
+end
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
 local held = redis.call('ZSCORE', LINE, user)
@@ -40,6 +53,20 @@ if not held and door ~= '' then
   if redis.call('GETBIT', REDEEMED, tonumber(door) % SERIALS_PER_BITMAP) == 1 then
     return {'door', 'replayed'}
   end
+end
+if not held and passthrough == '1' then
+  if redis.call('EXISTS', HALT) == 1 or tonumber(redis.call('GET', ALLOW) or '0') <= 0 then
+    local first = redis.call('ZRANGEBYSCORE', ACTIVE, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local retry = 1000
+    if #first == 2 then retry = math.max(1000, math.min(10000, tonumber(first[2]) - now + 1000)) end
+    return {'full', string.format('%d', retry)}
+  end
+  redis.call('DECR', ALLOW)
+  redeem()
+  local admitted_until = now + session_ms
+  redis.call('ZADD', ACTIVE, admitted_until, user)
+  redis.call('SET', MARK, 'a:' .. admitted_until .. ':' .. admitted_score, 'PX', 2 * session_ms)
+  return {'admitted', string.format('%d', admitted_until)}
 end
 local present_for = tonumber(presence_ms)
 if draw and opens_at > now then present_for = present_for + opens_at - now end
@@ -57,10 +84,5 @@ else
 end
 redis.call('ZADD', LINE, score, user)
 redis.call('SADD', SEGMENTS, segment)
-if door ~= '' then
-  redis.call('SETBIT', REDEEMED, tonumber(door) % SERIALS_PER_BITMAP, 1)
-  if redis.call('PTTL', REDEEMED) < redeem_until - now then
-    redis.call('PEXPIREAT', REDEEMED, redeem_until)
-  end
-end
+redeem()
 return {'joined', string.format('%d', score)}

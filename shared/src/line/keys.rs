@@ -60,6 +60,10 @@ pub struct StripeKeys {
     /// Counter: the last challenge serial handed out to this stripe's buyers (`door`). Kept
     /// a challenge's lifetime and the redemption slack past the last.
     pub door: String,
+    /// Counter: the admissions on arrival this stripe may still make (mode `passthrough`):
+    /// the tick's allowance, taken by each such join. Lives [`super::tick::ALLOW_FOR`] past
+    /// the last tick.
+    pub allow: String,
 }
 
 /// The slots of a cluster.
@@ -97,6 +101,7 @@ impl StripeKeys {
             access: format!("{base}:access"),
             codes: format!("{base}:codes"),
             door: format!("{base}:door"),
+            allow: format!("{base}:allow"),
             base,
         }
     }

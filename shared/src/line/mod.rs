@@ -19,7 +19,8 @@
 //!   round trip.
 //! - `speed`: how fast the line moves, measured by the promoter's ticks, and a waiter's
 //!   [`Estimate`] from it.
-//! - `tick`: [`Line::tick`], the only writer of admissions: it reads every stripe's head and
+//! - `tick`: [`Line::tick`], the only writer of admissions from the line (and of each stripe's
+//!   allowance of admissions on arrival, in passthrough): it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
 //!   each stripe what its polls need to know their exact place.
 //!
@@ -80,7 +81,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use access::ACCESS_CHUNK;
-pub use buyer::{score_of, ticket_of, Entry, Joined, Left, Standing, STALE_AFTER};
+pub use buyer::{score_of, ticket_of, Entry, Joined, Left, Standing, Welcome, STALE_AFTER};
 pub use check::Checked;
 pub use codes::{Bound, Unbound};
 pub use counts::{counts_key, Counts};
@@ -93,7 +94,7 @@ pub use lease::{Fence, Lease};
 pub use lines::{Lines, NamedOpening};
 pub use release::{Payment, Released};
 pub use speed::{Estimate, Speed, BEST_WINDOW_MS, SPEED_WINDOW_MS};
-pub use tick::{TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
+pub use tick::{Room, TickRefused, Ticked, ALLOW_FOR, DECIDED_FOR, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;

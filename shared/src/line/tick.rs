@@ -1,4 +1,6 @@
-//! The line's tick, the only writer of admissions: four round trips, each one pipeline over
+//! The line's tick, the only writer of admissions from the line (in passthrough a join admits
+//! on arrival, within the allowance the tick gives each stripe: [`allotments`]): four round
+//! trips, each one pipeline over
 //! every stripe, and one command to the line's own tag with the counts it leaves. It reads
 //! every stripe's sessions and segments; counts each sealed segment's places, and from the
 //! counts works out how many places of each stripe's head the free room reaches; reads exactly
@@ -38,6 +40,7 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "PUBLISHED",
         "FENCE",
         "HALT",
+        "ALLOW",
         "marks…",
     ],
     &[
@@ -49,6 +52,8 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
         "fence",
         "walk_count",
         "empty_count",
+        "allow",
+        "allow_ms",
         "lists…",
     ],
 );
@@ -64,6 +69,51 @@ pub const APPLY_CHUNK: usize = 50;
 /// How long a tick's choice holds: a tick that reaches its writes later than this after its
 /// reads writes nothing, and says how late it was.
 pub const DECIDED_FOR: Duration = Duration::from_secs(2);
+
+/// How long a stripe's allowance of admissions on arrival lasts unless a tick renews it: a
+/// line whose promoter stops admits nobody on arrival soon after.
+pub const ALLOW_FOR: Duration = Duration::from_secs(10);
+
+/// The room a tick admits within.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Room {
+    /// Live sessions the line may hold.
+    pub capacity: u64,
+    /// The most the tick admits from the line.
+    pub most: u64,
+    /// Mode `passthrough`: the room the walk leaves is allowed to the stripes, for
+    /// admissions on arrival.
+    pub passthrough: bool,
+}
+
+/// Each stripe's change of allowance (admissions on arrival): toward an equal share of what
+/// the stripes that answered hold and `spare`, the remainder's one more going to the stripes
+/// from `turn` on, so that over ticks each has its turn. A stripe over its share gives the
+/// excess back; only `spare` is granted, so the taken-back room is granted at the next tick
+/// (a join may use an allowance while the tick takes it back). A dark stripe's stays.
+pub(super) fn allotments(allowed: &[u64], dark: &[bool], spare: u64, turn: usize) -> Vec<i64> {
+    let lit: Vec<usize> = (0..allowed.len()).filter(|k| !dark[*k]).collect();
+    let mut changes = vec![0i64; allowed.len()];
+    let n = lit.len();
+    if n == 0 {
+        return changes;
+    }
+    let pool = lit.iter().map(|k| allowed[*k]).sum::<u64>() + spare;
+    let (share, extra) = (pool / n as u64, (pool % n as u64) as usize);
+    let mut left = spare;
+    for i in 0..n {
+        let k = lit[(turn + i) % n];
+        let target = share + u64::from(i < extra);
+        if target < allowed[k] {
+            changes[k] = -((allowed[k] - target) as i64);
+        } else {
+            let grant = (target - allowed[k]).min(left);
+            left -= grant;
+            changes[k] = grant as i64;
+        }
+    }
+    changes
+}
 
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,6 +152,8 @@ pub struct Ticked {
 pub(super) struct Seen {
     fence: Option<Fence>,
     live: Vec<Option<u64>>,
+    /// Each stripe's admissions on arrival left (passthrough) after the tick.
+    allowed: Vec<Option<u64>>,
     heads: Vec<Option<Option<Place>>>,
 }
 
@@ -168,18 +220,26 @@ impl Line {
         clock: &dyn Clock,
         capacity: u64,
     ) -> Result<Ticked, Error> {
-        self.tick_paced(fence, clock, capacity, u64::MAX).await
+        let room = Room {
+            capacity,
+            most: u64::MAX,
+            passthrough: false,
+        };
+        self.tick_paced(fence, clock, room).await
     }
 
-    /// One tick, under the lease `fence`, by `clock`, with room for `capacity` live sessions,
-    /// admitting `most` at most.
+    /// One tick, under the lease `fence`, by `clock`, within `room`.
     pub async fn tick_paced(
         &self,
         fence: Fence,
         clock: &dyn Clock,
-        capacity: u64,
-        most: u64,
+        room: Room,
     ) -> Result<Ticked, Error> {
+        let Room {
+            capacity,
+            most,
+            passthrough,
+        } = room;
         let now = clock.now_ms();
         let session_ms = self.session_ms();
         let stripes: Vec<&StripeKeys> = (0..self.shape.stripes.max(1))
@@ -237,7 +297,9 @@ impl Line {
                 });
             let queued: Staged<u64> =
                 batch.stage_command(&keys.line, redis::cmd("ZCARD").arg(&keys.line).clone());
-            heads.push((live, segments, halt, published, queued));
+            let allowed: Staged<Option<u64>> =
+                batch.stage_command(&keys.allow, redis::cmd("GET").arg(&keys.allow).clone());
+            heads.push((live, segments, halt, published, queued, allowed));
         }
         let seals: Vec<Staged<Option<i64>>> = if draw_waits {
             stripes
@@ -254,9 +316,10 @@ impl Line {
         // the others are walked without them.
         let mut dark = vec![false; stripes.len()];
         let mut first_err = None;
-        for (k, (live, segments, halt, published, _)) in heads.iter().enumerate() {
+        for (k, (live, segments, halt, published, _, allowed)) in heads.iter().enumerate() {
             if let Err(err) = live
                 .read_each(&replies)
+                .and(allowed.read_each(&replies).map(drop))
                 .and(segments.read_each(&replies).map(drop))
                 .and(halt.read_each(&replies).map(drop))
                 .and(match published {
@@ -306,13 +369,27 @@ impl Line {
             .collect();
         // Every place on the stripes that answer, counted or not: what `maxWaiting` holds to.
         let mut queued = 0;
-        for (k, (staged_live, staged_segments, staged_halt, staged_published, staged_queued)) in
-            heads.iter().enumerate()
+        // Each stripe's admissions on arrival left (passthrough): room held as sessions are.
+        let mut allowed_of = vec![0u64; stripes.len()];
+        for (
+            k,
+            (
+                staged_live,
+                staged_segments,
+                staged_halt,
+                staged_published,
+                staged_queued,
+                staged_allowed,
+            ),
+        ) in heads.iter().enumerate()
         {
             if dark[k] {
-                match seen.live.get(k).copied().flatten() {
-                    Some(seen) => live_of[k] = seen,
-                    None => room_known = false,
+                match (
+                    seen.live.get(k).copied().flatten(),
+                    seen.allowed.get(k).copied().flatten(),
+                ) {
+                    (Some(live), Some(allowed)) => (live_of[k], allowed_of[k]) = (live, allowed),
+                    _ => room_known = false,
                 }
                 live += live_of[k];
                 segments.push(BTreeSet::new());
@@ -323,6 +400,7 @@ impl Line {
             }
             queued += staged_queued.read_each(&replies)?;
             live_of[k] = staged_live.read_each(&replies)?;
+            allowed_of[k] = staged_allowed.read_each(&replies)?.unwrap_or(0);
             live += live_of[k];
             segments.push(staged_segments.read_each(&replies)?.into_iter().collect());
             if let Some(why) = staged_halt.read_each(&replies)? {
@@ -381,10 +459,11 @@ impl Line {
         // How far into each stripe's head the free room reaches: the line's first `free`
         // places, segment by segment, stripe by stripe.
         // A halted line admits nobody, whatever the room.
+        let held = live + allowed_of.iter().sum::<u64>();
         let free = if halted.is_some() || !room_known {
             0
         } else {
-            capacity.saturating_sub(live).min(most)
+            capacity.saturating_sub(held).min(most)
         };
         let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
         let mut reach = vec![0u64; stripes.len()];
@@ -469,8 +548,18 @@ impl Line {
             head[k] = Some(Some(place));
         }
 
+        // The room the walk leaves, for admissions on arrival (passthrough): each stripe's
+        // allowance moves toward an equal share ([`allotments`]). Otherwise, or while halted,
+        // every allowance is taken back.
+        let grants: Vec<i64> = if passthrough && halted.is_none() && room_known {
+            let spare = capacity.saturating_sub(held + walked.len() as u64);
+            allotments(&allowed_of, &dark, spare, now.div_euclid(1000) as usize)
+        } else {
+            allowed_of.iter().map(|a| -(*a as i64)).collect()
+        };
+
         // 4. On each stripe: the walked places, present ones admitted, absent ones passed
-        // over; then what its polls read.
+        // over; then what its polls read, and its allowance.
         let mut before = 0u64;
         let mut own_before = vec![0u64; stripes.len()];
         let speed = self.pace.lock().ok().and_then(|pace| pace.speed(now));
@@ -528,7 +617,8 @@ impl Line {
                     .named_key("SEALED", &keys.sealed)
                     .named_key("PUBLISHED", &keys.published)
                     .named_key("FENCE", &keys.fence)
-                    .named_key("HALT", &keys.halt);
+                    .named_key("HALT", &keys.halt)
+                    .named_key("ALLOW", &keys.allow);
                 for user in chunk {
                     call.named_key("marks", keys.mark(user));
                 }
@@ -554,7 +644,9 @@ impl Line {
                     )
                     .named("fence", fence.0)
                     .named("walk_count", chunk.len())
-                    .named("empty_count", if closing { empty.len() } else { 0 });
+                    .named("empty_count", if closing { empty.len() } else { 0 })
+                    .named("allow", if closing { grants[k] } else { 0 })
+                    .named("allow_ms", ms(ALLOW_FOR));
                 for user in chunk {
                     call.named("lists", user.as_str());
                 }
@@ -626,8 +718,11 @@ impl Line {
             if let Ok(mut kept) = self.seen.lock() {
                 let mut live = seen.live;
                 live.resize(stripes.len(), None);
+                let mut allowed = seen.allowed;
+                allowed.resize(stripes.len(), None);
                 for k in (0..stripes.len()).filter(|k| !dark[*k]) {
                     live[k] = Some(live_of[k] + moved[k].0.len() as u64);
+                    allowed[k] = Some(allowed_of[k] + grants[k].max(0) as u64);
                 }
                 // A dark stripe's head is read again once it answers (a replica that took over
                 // may hold less than its primary had), and a refused one's: it kept its own.
@@ -637,6 +732,7 @@ impl Line {
                 *kept = Seen {
                     fence: Some(fence),
                     live,
+                    allowed,
                     heads: head,
                 };
             }
@@ -660,6 +756,30 @@ impl Line {
 
 #[cfg(test)]
 mod tests {
+    use super::allotments;
+
+    #[test]
+    fn the_room_left_goes_toward_an_equal_share_of_each_stripe() {
+        // 10 spare over 4 stripes holding nothing: 3, 3, 2, 2 from the turn on.
+        assert_eq!(allotments(&[0; 4], &[false; 4], 10, 0), [3, 3, 2, 2]);
+        assert_eq!(allotments(&[0; 4], &[false; 4], 10, 2), [2, 2, 3, 3]);
+        // A stripe over its share gives back; only the spare is granted meanwhile.
+        assert_eq!(allotments(&[8, 0, 0, 0], &[false; 4], 0, 0), [-6, 0, 0, 0]);
+        // Fewer places than stripes: each gets its turn.
+        assert_eq!(allotments(&[0; 4], &[false; 4], 1, 3), [0, 0, 0, 1]);
+        // A dark stripe keeps what it holds, and shares nothing.
+        assert_eq!(
+            allotments(&[5, 1, 1, 0], &[true, false, false, false], 3, 0),
+            [0, 1, 1, 1]
+        );
+        // Never more granted than spare, whatever the shares.
+        for turn in 0..5 {
+            let changes = allotments(&[9, 0, 4, 1, 0], &[false; 5], 2, turn);
+            let granted: i64 = changes.iter().filter(|c| **c > 0).sum();
+            assert!(granted <= 2, "{changes:?}");
+        }
+    }
+
     #[test]
     fn the_apply_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("apply.lua"), &super::APPLY);

@@ -8,7 +8,7 @@
 //!
 //! What the line does not do yet is refused where it is asked for, never silently ignored
 //! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): the
-//! priority lane, pools and passthrough. The door is in `striped_door`.
+//! priority lane and pools. The door is in `striped_door`.
 //!
 //! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
 
@@ -22,14 +22,14 @@ use super::schedule::DRAW_INDEX_BITS;
 use super::striped_door::pass_of;
 use super::terms::{Draw, Terms};
 use super::{
-    Arrival, Departure, Gate, Issued, Left, QueueEvent, Refusal, Standing, TokenState, WaitRange,
-    WaitingRoom,
+    Arrival, Departure, Gate, Issued, Left, Mode, QueueEvent, Refusal, Standing, TokenState,
+    WaitRange, WaitingRoom,
 };
 use crate::door::{Proof, Refused, Scope};
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
 use crate::line::{
-    self, Bound, Checked, Entry, Halt, Joined, Line, Lines, NamedOpening, Opening, Turned,
+    self, Bound, Checked, Entry, Halt, Joined, Line, Lines, NamedOpening, Opening, Turned, Welcome,
     TICK_EVERY,
 };
 use crate::token::TokenClaims;
@@ -118,13 +118,17 @@ impl WaitingRoom {
         let (entry, bound) = self
             .line_entry(&line, &terms, user, code.filter(|_| refusal.is_none()))
             .await?;
-        let pass = pass_of(terms.door.challenge, proof);
-        let joined = line
-            .join_if(user, now, refusal.is_none(), entry, pass)
-            .await?;
+        let welcome = Welcome {
+            takes_new: refusal.is_none(),
+            entry,
+            pass: pass_of(terms.door.challenge, proof),
+            passthrough: terms.mode == Mode::Passthrough,
+        };
+        let joined = line.join_if(user, now, welcome).await?;
         // A code bound for a join that took no new place is let go again: its buyer holds a
         // place already. Where that fails, the code stays its buyer's.
-        if let Some(hash) = bound.filter(|_| !matches!(joined, Joined::New { .. })) {
+        let took = matches!(joined, Joined::New { .. } | Joined::Admitted { .. });
+        if let Some(hash) = bound.filter(|_| !took) {
             if let Err(err) = line.unbind_code(&hash, user).await {
                 tracing::warn!(%queue, %err, "an access code bound for no new place stays bound");
             }
@@ -148,6 +152,19 @@ impl WaitingRoom {
                 0,
                 self.standing_of(&line, line::Standing::Active { until })?,
             ),
+            // Passthrough: admitted on arrival, or no room on the buyer's stripe.
+            Joined::Admitted { score, until, .. } => (
+                true,
+                score,
+                self.standing_of(&line, line::Standing::Active { until })?,
+            ),
+            Joined::Full { retry_ms } => {
+                return Err(Arrival::Full {
+                    retry_after: Duration::from_millis(retry_ms.max(1000) as u64),
+                    message: terms.message.clone(),
+                }
+                .into())
+            }
             Joined::Denied => return Err(Arrival::AccessDenied.into()),
             Joined::Turned(why) => {
                 let replayed = why == Turned::Replayed;

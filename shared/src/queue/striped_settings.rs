@@ -101,10 +101,6 @@ impl SettingsChange {
             }
         };
         set(
-            matches!(self.mode, Some(Some(super::Mode::Passthrough))),
-            "mode",
-        )?;
-        set(
             matches!(self.lane_before_opening, Some(Some(true))),
             "laneBeforeOpening",
         )?;

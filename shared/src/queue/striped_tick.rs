@@ -12,10 +12,12 @@ use super::schedule;
 use super::striped::instant;
 use super::striped_pace::pace_mark;
 use super::terms::{Draw, Terms};
-use super::{PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom, LINE_ALARM};
+use super::{
+    Mode, PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom, LINE_ALARM,
+};
 use crate::error::Error;
 use crate::ids::QueueId;
-use crate::line::{self, Halt, Lease, Line, Lines};
+use crate::line::{self, Halt, Lease, Line, Lines, Room};
 use crate::store::{Batch, Staged};
 
 /// How long a promoter's lease on a line lasts unless renewed: three ticks.
@@ -200,8 +202,12 @@ impl WaitingRoom {
             terms = self.line_of(lines, queue, now).await?.0;
         }
         let capacity = terms.capacity(self.config.capacity, now);
-        let most = terms.admissions(self.config.admit_per_tick, now);
-        let ticked = line.tick_paced(fence, &*self.clock, capacity, most).await?;
+        let room = Room {
+            capacity,
+            most: terms.admissions(self.config.admit_per_tick, now),
+            passthrough: terms.mode == Mode::Passthrough,
+        };
+        let ticked = line.tick_paced(fence, &*self.clock, room).await?;
         if let Some(refused) = ticked.refused {
             tracing::warn!(%queue, ?refused, "a line's tick wrote nothing");
         }

@@ -264,7 +264,8 @@ impl Terms {
         if self.mode == Mode::Closed || self.closes_at.is_some_and(|at| now >= at) {
             return Err(Arrival::Closed { message }.into());
         }
-        if self.max_waiting.is_some_and(|most| self.queued >= most) {
+        let lined = self.mode != Mode::Passthrough;
+        if lined && self.max_waiting.is_some_and(|most| self.queued >= most) {
             return Err(Arrival::Full {
                 retry_after: FULL_RETRY,
                 message,
