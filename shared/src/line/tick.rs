@@ -86,21 +86,26 @@ pub struct Room {
     pub passthrough: bool,
 }
 
-/// Each stripe's change of allowance (admissions on arrival): toward an equal share of what
-/// the stripes that answered hold and `spare`, the remainder's one more going to the stripes
-/// from `turn` on, so that over ticks each has its turn. A stripe over its share gives the
-/// excess back; only `spare` is granted, so the taken-back room is granted at the next tick
-/// (a join may use an allowance while the tick takes it back). A dark stripe's stays.
-pub(super) fn allotments(allowed: &[u64], dark: &[bool], spare: u64, turn: usize) -> Vec<i64> {
+/// Each stripe's change of allowance (admissions on arrival), so that all the allowances
+/// together come to `budget` (the room the sessions leave): a dark stripe keeps what it
+/// holds, and each stripe that answered moves toward an equal share of the rest, the
+/// remainder's one more going to the stripes from `turn` on, so that over ticks each has its
+/// turn. A stripe over its share gives the excess back; only the room no allowance holds is
+/// granted, so the taken-back room is granted at the next tick (a join may use an allowance
+/// while the tick takes it back). Where the allowances pass `budget` (the capacity fell),
+/// the shares shrink and the excess is taken back.
+pub(super) fn allotments(allowed: &[u64], dark: &[bool], budget: u64, turn: usize) -> Vec<i64> {
     let lit: Vec<usize> = (0..allowed.len()).filter(|k| !dark[*k]).collect();
     let mut changes = vec![0i64; allowed.len()];
     let n = lit.len();
     if n == 0 {
         return changes;
     }
-    let pool = lit.iter().map(|k| allowed[*k]).sum::<u64>() + spare;
+    let held: u64 = allowed.iter().sum();
+    let unlit = held - lit.iter().map(|k| allowed[*k]).sum::<u64>();
+    let pool = budget.saturating_sub(unlit);
     let (share, extra) = (pool / n as u64, (pool % n as u64) as usize);
-    let mut left = spare;
+    let mut left = budget.saturating_sub(held);
     for i in 0..n {
         let k = lit[(turn + i) % n];
         let target = share + u64::from(i < extra);
@@ -552,8 +557,8 @@ impl Line {
         // allowance moves toward an equal share ([`allotments`]). Otherwise, or while halted,
         // every allowance is taken back.
         let grants: Vec<i64> = if passthrough && halted.is_none() && room_known {
-            let spare = capacity.saturating_sub(held + walked.len() as u64);
-            allotments(&allowed_of, &dark, spare, now.div_euclid(1000) as usize)
+            let budget = capacity.saturating_sub(live + walked.len() as u64);
+            allotments(&allowed_of, &dark, budget, now.div_euclid(1000) as usize)
         } else {
             allowed_of.iter().map(|a| -(*a as i64)).collect()
         };
@@ -760,21 +765,32 @@ mod tests {
 
     #[test]
     fn the_room_left_goes_toward_an_equal_share_of_each_stripe() {
-        // 10 spare over 4 stripes holding nothing: 3, 3, 2, 2 from the turn on.
+        // A room of 10 over 4 stripes holding nothing: 3, 3, 2, 2 from the turn on.
         assert_eq!(allotments(&[0; 4], &[false; 4], 10, 0), [3, 3, 2, 2]);
         assert_eq!(allotments(&[0; 4], &[false; 4], 10, 2), [2, 2, 3, 3]);
-        // A stripe over its share gives back; only the spare is granted meanwhile.
-        assert_eq!(allotments(&[8, 0, 0, 0], &[false; 4], 0, 0), [-6, 0, 0, 0]);
+        // A stripe over its share gives back; only the room no allowance holds is granted
+        // meanwhile.
+        assert_eq!(allotments(&[8, 0, 0, 0], &[false; 4], 8, 0), [-6, 0, 0, 0]);
+        assert_eq!(allotments(&[8, 0, 0, 0], &[false; 4], 10, 0), [-5, 2, 0, 0]);
         // Fewer places than stripes: each gets its turn.
         assert_eq!(allotments(&[0; 4], &[false; 4], 1, 3), [0, 0, 0, 1]);
         // A dark stripe keeps what it holds, and shares nothing.
         assert_eq!(
-            allotments(&[5, 1, 1, 0], &[true, false, false, false], 3, 0),
+            allotments(&[5, 1, 1, 0], &[true, false, false, false], 10, 0),
             [0, 1, 1, 1]
         );
-        // Never more granted than spare, whatever the shares.
+        // The capacity fell below the allowances: the excess is taken back.
+        assert_eq!(
+            allotments(&[3, 3, 3, 3], &[false; 4], 0, 0),
+            [-3, -3, -3, -3]
+        );
+        assert_eq!(
+            allotments(&[3, 3, 3, 3], &[false; 4], 4, 0),
+            [-2, -2, -2, -2]
+        );
+        // Never more granted than the room no allowance holds, whatever the shares.
         for turn in 0..5 {
-            let changes = allotments(&[9, 0, 4, 1, 0], &[false; 5], 2, turn);
+            let changes = allotments(&[9, 0, 4, 1, 0], &[false; 5], 16, turn);
             let granted: i64 = changes.iter().filter(|c| **c > 0).sum();
             assert!(granted <= 2, "{changes:?}");
         }
