@@ -449,3 +449,53 @@ async fn passthrough_admits_on_arrival_within_the_capacity() {
     assert_eq!(queued.status, 201, "{:?}", queued.body);
     assert_eq!(queued.body["status"], "waiting", "{:?}", queued.body);
 }
+
+/// A capacity pool on the line: two queues share the pool's capacity, each admitting only
+/// within the allotment its pool's ledger granted, and the places move to where people wait.
+#[tokio::test]
+async fn a_pool_shares_its_capacity_between_two_lines() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    let app = &served.app;
+    let pool = app
+        .http("PUT", "/pools/shared", Some(r#"{"capacity": 10}"#))
+        .await;
+    assert_eq!(pool.status, 200, "{:?}", pool.body);
+    for queue in ["pa", "pb"] {
+        served
+            .create(queue, r#"{"pool": "shared", "capacity": 100}"#)
+            .await;
+    }
+    let tokens_a = served.joined("pa", 15, 100).await;
+    served.joined("pb", 12, 100).await;
+    clock.advance(2000);
+    let active = |queue: &'static str| async move {
+        let path = format!("/queues/{queue}");
+        let summary = app.http("GET", &path, None).await;
+        summary.body["active"].as_u64().unwrap_or(0)
+    };
+    // Report, grant, apply: a few ticks fill the pool, never past it.
+    for _ in 0..5 {
+        served.tick().await;
+        clock.advance(1000);
+        assert!(active("pa").await + active("pb").await <= 10);
+    }
+    let (in_a, in_b) = (active("pa").await, active("pb").await);
+    assert_eq!(in_a + in_b, 10, "the whole capacity in use");
+    assert!(in_a >= 3 && in_b >= 3, "shared: {in_a} and {in_b}");
+    let shown = app.http("GET", "/pools/shared", None).await.body;
+    assert!(shown["allotted"].as_u64().unwrap() <= 10, "{shown}");
+
+    // Everyone in the first queue leaves: its places go to the second, within the pool.
+    for token in &tokens_a {
+        app.http("DELETE", &format!("/queues/pa/tokens/{token}"), None)
+            .await;
+    }
+    for _ in 0..6 {
+        served.tick().await;
+        clock.advance(1000);
+        assert!(active("pa").await + active("pb").await <= 10);
+    }
+    assert_eq!(active("pa").await, 0);
+    assert_eq!(active("pb").await, 10);
+}

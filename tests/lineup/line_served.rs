@@ -511,13 +511,10 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         .settings("show", r#"{"opensAt": "2030-01-01T00:00:00Z"}"#)
         .await
         .assert_problem(409);
-    for (body, field) in [
-        (r#"{"pool": "hall"}"#, "pool"),
-        (
-            r#"{"laneBeforeOpening": true, "capacity": 9}"#,
-            "laneBeforeOpening",
-        ),
-    ] {
+    for (body, field) in [(
+        r#"{"laneBeforeOpening": true, "capacity": 9}"#,
+        "laneBeforeOpening",
+    )] {
         let refused = served.settings("show", body).await;
         refused.assert_problem(400);
         let detail = refused.body["detail"].as_str().unwrap();
@@ -529,11 +526,7 @@ async fn what_the_line_does_not_do_yet_is_refused_and_nothing_is_written() {
         "{:?}",
         summary.body
     );
-    let pool = r#"{"capacity": 10, "weights": {"show": 1}}"#;
-    for (method, path, body) in [
-        ("PUT", "/queues/show/priority/vip-1", None),
-        ("PUT", "/pools/hall", Some(pool)),
-    ] {
+    for (method, path, body) in [("PUT", "/queues/show/priority/vip-1", None)] {
         let refused = served.app.http(method, path, body).await;
         refused.assert_problem(409);
         let detail = refused.body["detail"].as_str().unwrap();

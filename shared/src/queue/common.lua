@@ -201,6 +201,9 @@ end
 -- average, paced_admissions) and nobody is admitted at once on arrival or by a leave's
 -- hand-over unless h is 1; at 0 nobody is admitted on any path.
 local HEALTH_RECOVERY_DEFAULT_MS = 60000
+-- How long a BookingHealth level counts after it was sent, where the queue sets no
+-- healthTtlSeconds.
+local HEALTH_TTL_DEFAULT_MS = 120000
 local HEALTH_RECOVERY_MS = tonumber(stored[23]) or HEALTH_RECOVERY_DEFAULT_MS
 local function health_signal(raw)
   if not raw then return nil end
@@ -270,6 +273,33 @@ local function take_signal(level, sent, default_ttl)
   if until_ms <= NOW then return 'lapsed' end
   set_health(string.format('%s:%d:%d', level, sent, until_ms), nil)
   return 'applied'
+end
+-- The pool ledger's word (pool.rs PoolWatch), for a queue in a pool: a newer grant
+-- "places:number" raises the allotment, a shrink lowers it to the places asked for, below the
+-- sessions live if need be (the queue then admits nobody, on any path, until its sessions
+-- have ended down to its allotment); the pool's BookingHealth signal "level:sent ms" is taken
+-- as the queue's own unless it holds a later one. A word of another pool than the queue is
+-- in now (it moved since) is not taken. Each '' when none. Whether it wrote the allotment.
+local function apply_pool_word(grant, shrink, pool_signal, word_pool)
+  if not POOL or word_pool ~= POOL then return false end
+  local wrote = false
+  local places, number = string.match(grant, '^(%d+):(%d+)$')
+  local allot, applied = POOL_ALLOT, POOL_GRANT
+  if places and tonumber(number) > applied then
+    allot, applied = tonumber(places), tonumber(number)
+  end
+  if shrink and shrink < allot then allot = shrink end
+  if allot ~= POOL_ALLOT or applied ~= POOL_GRANT then
+    POOL_ALLOT, POOL_GRANT = allot, applied
+    redis.call('HSET', SETTINGS, 'pool-allot', string.format('%d:%d', allot, applied))
+    CAPACITY = math.min(OWN_CAPACITY, allot)
+    wrote = true
+  end
+  if pool_signal ~= '' then
+    local level, sent = string.match(pool_signal, '^([%d.]+):(%d+)$')
+    if level then take_signal(level, tonumber(sent), HEALTH_TTL_DEFAULT_MS) end
+  end
+  return wrote
 end
 -- How many a tick at the level in force admits: admitPerTick at 1; below it, h x admitPerTick
 -- per TICK_MS on average, counted on the clock, so a fraction carries to the next ticks

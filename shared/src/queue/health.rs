@@ -667,7 +667,7 @@ mod tests {
             "local HEALTH_RECOVERY_DEFAULT_MS = {}\n",
             HEALTH_RECOVERY_DEFAULT_SECONDS * 1000
         )));
-        assert!(include_str!("replies.lua").contains(&format!(
+        assert!(include_str!("common.lua").contains(&format!(
             "local HEALTH_TTL_DEFAULT_MS = {}\n",
             HEALTH_TTL_DEFAULT_SECONDS * 1000
         )));

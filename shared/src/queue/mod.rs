@@ -198,6 +198,11 @@ static LINE_ALARM: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("line_alarm.lua")))),
     args: &["alarm", "alarm_names"],
 };
+/// The pool ledger's word for a queue on the striped line (`line_pool.lua`).
+static LINE_POOL: QueueScript = QueueScript {
+    script: LazyLock::new(|| lua_script(&queue_lua(include_str!("line_pool.lua")))),
+    args: &["grant", "shrink", "pool_signal", "word_pool"],
+};
 static REAP: QueueScript = QueueScript {
     script: LazyLock::new(|| lua_script(&queue_lua(include_str!("reap.lua")))),
     args: &["cursor", "chunk", "idle_after"],
@@ -546,7 +551,7 @@ mod tests {
             bound(include_str!("common.lua"), "ARGV", Base::One),
             PRELUDE_ARGS.to_vec()
         );
-        let scripts: [(&str, &QueueScript); 16] = [
+        let scripts: [(&str, &QueueScript); 17] = [
             (include_str!("issue.lua"), &ISSUE),
             (include_str!("challenge.lua"), &CHALLENGE),
             (include_str!("status.lua"), &STATUS),
@@ -561,6 +566,7 @@ mod tests {
             (include_str!("sell_out.lua"), &SELL_OUT),
             (include_str!("health.lua"), &HEALTH),
             (include_str!("line_alarm.lua"), &LINE_ALARM),
+            (include_str!("line_pool.lua"), &LINE_POOL),
             (include_str!("access.lua"), &ACCESS),
             (include_str!("priority.lua"), &PRIORITY),
         ];

@@ -171,7 +171,6 @@ impl WaitingRoom {
         pool: &PoolId,
         change: &PoolChange,
     ) -> Result<PoolView, Error> {
-        self.refuse_on_line("a capacity pool")?;
         let (capacity, weights) = change.checked()?;
         let key = pool_key(&self.prefix, pool);
         let now = chrono::Utc::now().timestamp_millis();
@@ -236,6 +235,27 @@ pub(super) struct PoolReport {
     active: u64,
     waiting: u64,
     capacity: u32,
+}
+
+impl PoolReport {
+    /// A queue's report: in `pool`, holding `allotment` places by the grant numbered `applied`,
+    /// with `active` live sessions and `waiting` waiters, and its own `capacity`.
+    pub(super) fn new(
+        pool: PoolId,
+        (allotment, applied): (u32, u64),
+        active: u64,
+        waiting: u64,
+        capacity: u32,
+    ) -> PoolReport {
+        PoolReport {
+            pool,
+            allotment,
+            applied,
+            active,
+            waiting,
+            capacity,
+        }
+    }
 }
 
 pub(super) struct PoolReportReply(pub Option<PoolReport>);

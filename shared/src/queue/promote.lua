@@ -39,26 +39,8 @@ if alarm ~= '' and alarms ~= '' and alarm_names == alarms
     and (alarm == '0') ~= (stored[21] == '0') then
   set_health(nil, alarm == '0' and '0' or '')
 end
--- The pool ledger's word: a newer grant raises the allotment, a shrink lowers it to the places
--- asked for, below the sessions live if need be: the queue then admits nobody, on any path,
--- until its sessions have ended down to its allotment.
-if POOL and word_pool == POOL then
-  local places, number = string.match(grant, '^(%d+):(%d+)$')
-  local allot, applied = POOL_ALLOT, POOL_GRANT
-  if places and tonumber(number) > applied then
-    allot, applied = tonumber(places), tonumber(number)
-  end
-  if shrink and shrink < allot then allot = shrink end
-  if allot ~= POOL_ALLOT or applied ~= POOL_GRANT then
-    POOL_ALLOT, POOL_GRANT = allot, applied
-    redis.call('HSET', SETTINGS, 'pool-allot', string.format('%d:%d', allot, applied))
-    CAPACITY = math.min(OWN_CAPACITY, allot)
-  end
-end
-if POOL and word_pool == POOL and pool_signal ~= '' then
-  local level, sent = string.match(pool_signal, '^([%d.]+):(%d+)$')
-  if level then take_signal(level, tonumber(sent), HEALTH_TTL_DEFAULT_MS) end
-end
+-- The pool ledger's word (common.lua apply_pool_word).
+apply_pool_word(grant, shrink, pool_signal, word_pool)
 remaining = remaining or paced_admissions()
 local expired = purge_expired(SLICE)
 local waiting_before = waiting_count()

@@ -23,7 +23,6 @@ end
 -- {alarms (one name a line, '' when none), recovery ms, level ttl ms}, pool or ''}}, from `set`, the fields as read (nil: the
 -- default; the schedule's ms as stored, '' when not set). The health settings and the pool are read here
 -- with an HMGET of their own: only the calls that answer settings need them.
-local HEALTH_TTL_DEFAULT_MS = 120000
 local function settings_reply(set)
   local ramp = {}
   local from, step, every, to = ramp_parts(set.ramp)

@@ -104,7 +104,6 @@ impl SettingsChange {
             matches!(self.lane_before_opening, Some(Some(true))),
             "laneBeforeOpening",
         )?;
-        set(matches!(self.pool, Some(Some(_))), "pool")?;
         Ok(())
     }
 }

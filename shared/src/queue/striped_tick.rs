@@ -8,12 +8,14 @@ use futures::future::join_all;
 
 use super::keys::QueueKeys;
 use super::pace::{LimitedBy, TickPace};
+use super::pool::PoolReport;
 use super::schedule;
 use super::striped::instant;
 use super::striped_pace::pace_mark;
 use super::terms::{Draw, Terms};
 use super::{
     Mode, PromotionReport, QueueEvent, QueueEventKind, QueuePromotion, WaitingRoom, LINE_ALARM,
+    LINE_POOL,
 };
 use crate::error::Error;
 use crate::ids::QueueId;
@@ -44,12 +46,20 @@ impl WaitingRoom {
     ) -> Result<PromotionReport, Error> {
         let mut report = PromotionReport::default();
         // The states of the alarms the queues name, read once a tick (one MGET under
-        // `{health}`); a failed read leaves the last ones.
+        // `{health}`), and each pool's ledger, with its queues' reports from the last tick
+        // (pool.rs PoolWatch), in one send; a failed send leaves the last ones.
         let mut batch = Batch::new();
-        if let Some(staged) = self.alarms.stage_read(&self.prefix, &mut batch) {
+        let alarms = self.alarms.stage_read(&self.prefix, &mut batch);
+        let ledgers = self.pools.stage_ledgers(&self.prefix, &mut batch);
+        if !batch.is_empty() {
             match self.conn.send(&batch).await {
-                Ok(replies) => self.alarms.record(&staged, &replies)?,
-                Err(err) => tracing::warn!(%err, "the alarms' states were not read"),
+                Ok(replies) => {
+                    if let Some(staged) = &alarms {
+                        self.alarms.record(staged, &replies)?;
+                    }
+                    self.pools.record(&ledgers, &replies)?;
+                }
+                Err(err) => tracing::warn!(%err, "the alarms and the pools' ledgers were not read"),
             }
         }
         let mut failed = None;
@@ -124,6 +134,29 @@ impl WaitingRoom {
         Ok(wrote.read(&replies)?)
     }
 
+    /// Takes the pool ledger's last word for `queue`, in a pool, as `promote.lua` does for
+    /// the single-tag queue (`line_pool.lua`, one small script under the queue's tag): a
+    /// newer grant raises its allotment, a shrink lowers it, and the pool's health signal is
+    /// taken. Only when there is a word. Whether it took one.
+    async fn line_pool_word(&self, queue: &QueueId, terms: &Terms) -> Result<bool, Error> {
+        let Some(pool) = &terms.pool else {
+            return Ok(false);
+        };
+        let word = self.pools.word(queue);
+        if word.pool != pool.as_str()
+            || (word.grant.is_empty() && word.shrink.is_empty() && word.signal.is_empty())
+        {
+            return Ok(false);
+        }
+        let mut call = self.invocation(&LINE_POOL, queue);
+        call.named("grant", word.grant)
+            .named("shrink", word.shrink)
+            .named("pool_signal", word.signal)
+            .named("word_pool", word.pool);
+        let _: redis::Value = self.conn.invoke(call).await?;
+        Ok(true)
+    }
+
     /// What the queue's tick publishes beside its admissions, each once, as `promote.lua` does
     /// for the single-tag queue: `QueuePaceChanged` when the ramp's step or the health level
     /// in tenths moved since the last one (`pace-announced`), and `QueueClosed` once
@@ -195,9 +228,13 @@ impl WaitingRoom {
         let now = self.clock.now_ms();
         let (mut terms, line) = self.line_of(lines, queue, now).await?;
         let Lease::Granted(fence) = line.lease(lines.holder(), LEASE_FOR).await? else {
+            // Another promoter ticks it, and reports it to its pool.
+            self.pools.learn(queue, None);
             return Ok(None);
         };
-        if self.line_alarm(queue, &terms, &line).await? {
+        let alarmed = self.line_alarm(queue, &terms, &line).await?;
+        let pooled = self.line_pool_word(queue, &terms).await?;
+        if alarmed || pooled {
             self.forget_terms(queue);
             terms = self.line_of(lines, queue, now).await?.0;
         }
@@ -208,6 +245,18 @@ impl WaitingRoom {
             passthrough: terms.mode == Mode::Passthrough,
         };
         let ticked = line.tick_paced(fence, &*self.clock, room).await?;
+        // A queue in a pool reports to its ledger, for the next tick's word.
+        let report = terms.pool.clone().map(|pool| {
+            PoolReport::new(
+                pool,
+                terms.pool_allot,
+                ticked.live,
+                ticked.placed,
+                u32::try_from(terms.stepped_capacity(self.config.capacity, now))
+                    .unwrap_or(u32::MAX),
+            )
+        });
+        self.pools.learn(queue, report);
         if let Some(refused) = ticked.refused {
             tracing::warn!(%queue, ?refused, "a line's tick wrote nothing");
         }

@@ -20,12 +20,12 @@ use super::striped_pace::{capacity_in_force, paced_admissions, stepped, StoredHe
 use super::{Arrival, Mode, WaitingRoom};
 use crate::door::{ChallengeMode, DEFAULT_COST_MAX, DEFAULT_COST_MIN};
 use crate::error::Error;
-use crate::ids::QueueId;
+use crate::ids::{PoolId, QueueId};
 use crate::line::PUBLISHED_FOR;
 use crate::store::{Batch, Staged};
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 27] = [
+const FIELDS: [&str; 29] = [
     "created",
     "capacity",
     "paused",
@@ -53,6 +53,8 @@ const FIELDS: [&str; 27] = [
     "challenge",
     "challenge-cost-min",
     "challenge-cost-max",
+    "pool",
+    "pool-allot",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -118,6 +120,11 @@ pub(super) struct Terms {
     pub admit_per_tick: Option<u32>,
     /// Its door: whether a new arrival solves a challenge, and at what cost.
     pub door: DoorSettings,
+    /// The capacity pool it is in, if any.
+    pub pool: Option<PoolId>,
+    /// In a pool: the places the pool's ledger granted it, and the number of the last grant
+    /// it applied (`pool-allot`, 0 and 0 until the first).
+    pub pool_allot: (u32, u64),
     /// The places on the line as its last tick left them ([`Counts::queued`]), read with
     /// the settings.
     pub queued: u64,
@@ -196,6 +203,18 @@ impl FromRedisValue for Terms {
                 challenge_cost_min: cost(25)?.unwrap_or(DEFAULT_COST_MIN),
                 challenge_cost_max: cost(26)?.unwrap_or(DEFAULT_COST_MAX),
             },
+            pool: text(27)
+                .map(|pool| {
+                    PoolId::parse(pool)
+                        .map_err(|_| ParsingError::from(format!("terms: pool {pool:?}")))
+                })
+                .transpose()?,
+            pool_allot: text(28)
+                .and_then(|raw| {
+                    let (places, grant) = raw.split_once(':')?;
+                    Some((places.parse().ok()?, grant.parse().ok()?))
+                })
+                .unwrap_or((0, 0)),
             queued: 0,
         })
     }
@@ -208,10 +227,16 @@ impl Terms {
     }
 
     /// The sessions the line may hold at `now` (ms): the queue's capacity, else `default`,
-    /// within its ramp's step, times the health level ([`capacity_in_force`]).
+    /// within its pool's allotment and its ramp's step, times the health level
+    /// ([`capacity_in_force`]).
     pub(super) fn capacity(&self, default: u32, now: i64) -> u64 {
+        let own = self.capacity.unwrap_or(default);
+        let allotted = match self.pool {
+            Some(_) => own.min(self.pool_allot.0),
+            None => own,
+        };
         capacity_in_force(
-            u64::from(self.capacity.unwrap_or(default)),
+            u64::from(allotted),
             self.ramp,
             self.draw.as_ref().map(|draw| draw.opens_at),
             self.health(now),
