@@ -1,8 +1,9 @@
-//! Who may take a place on the striped line served by the functions (`LINE_STRIPES`): a
-//! presale's access list and its access codes, and the door's challenge (solved by ALTCHA's
-//! own solver), through the same handlers the Lambdas run.
+//! Who may take a place on the striped line served by the functions (`LINE_STRIPES`), and
+//! where: a presale's access list and its access codes, the door's challenge (solved by
+//! ALTCHA's own solver), and the priority lane, through the same handlers the Lambdas run.
 
 use lambda_http::http::HeaderValue;
+use lineup::clock::Clock;
 use lineup_tests::door::{solve, solver_ready};
 use lineup_tests::{api_request, Reply};
 use serde_json::{json, Value};
@@ -333,4 +334,138 @@ async fn an_adaptive_door_costs_more_as_challenges_come_faster() {
     // than the floor's step, so at least twice the floor.
     assert!(last >= 200, "cost {last}");
     assert!(last <= 5000);
+}
+
+/// `buyer-<i>`'s status in `queue`: its `status` and `position`.
+async fn standing(served: &Served, queue: &str, token: &str) -> (String, Value) {
+    let reply = served.status(queue, token).await;
+    let status = reply.body["status"].as_str().unwrap_or_default().to_owned();
+    (status, reply.body["position"].clone())
+}
+
+/// The priority lane on the line: a buyer on the operator's list takes its place in the lane,
+/// ahead of the whole main line whatever its stripe, the lane in order of arrival; one who
+/// joins the lane after the main line has been walked still goes first, and is told so.
+#[tokio::test]
+async fn the_priority_lane_goes_ahead_of_the_main_line_across_stripes() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    let app = &served.app;
+    // The list belongs to a queue an operator created.
+    app.http("PUT", "/queues/vip/priority/buyer-10", None)
+        .await
+        .assert_problem(404);
+    served.create("vip", r#"{"capacity": 2}"#).await;
+    let main = served.joined("vip", 6, 1000).await;
+    for (user, size) in [("buyer-10", 1), ("buyer-11", 2), ("buyer-12", 3)] {
+        let path = format!("/queues/vip/priority/{user}");
+        let listed = app.http("PUT", &path, None).await;
+        assert_eq!(listed.body["size"], size, "{:?}", listed.body);
+    }
+    // Taken off before joining: the main line.
+    let removed = app
+        .http("DELETE", "/queues/vip/priority/buyer-12", None)
+        .await;
+    assert_eq!(removed.body["size"], 2, "{:?}", removed.body);
+    let mut lane = Vec::new();
+    for i in [10, 11] {
+        let joined = served.join("vip", i).await;
+        assert_eq!(joined.status, 201, "{:?}", joined.body);
+        let ticket = joined.body["ticket"].as_u64().unwrap();
+        assert!(ticket > (1 << 52) + (1 << 50), "a lane ticket: {ticket}");
+        lane.push(joined.token());
+    }
+    let twelfth = served.join("vip", 12).await;
+    assert!(twelfth.body["ticket"].as_u64().unwrap() < (1 << 52) + (1 << 50));
+    clock.advance(2000);
+
+    // The lane first: both of it, though the main line arrived before.
+    assert_eq!(served.tick().await.admitted(), 2);
+    clock.advance(1000);
+    for token in &lane {
+        assert_eq!(standing(&served, "vip", token).await.0, "active");
+    }
+    assert_eq!(
+        standing(&served, "vip", &main[0]).await,
+        ("waiting".to_owned(), json!(1))
+    );
+
+    // The main line is walked; then one more joins the lane, and still goes first.
+    for token in &lane {
+        let path = format!("/queues/vip/tokens/{token}");
+        assert_eq!(app.http("DELETE", &path, None).await.status, 204);
+    }
+    assert_eq!(served.tick().await.admitted(), 2);
+    clock.advance(1000);
+    assert_eq!(standing(&served, "vip", &main[1]).await.0, "active");
+    app.http("PUT", "/queues/vip/priority/buyer-13", None).await;
+    let late = served.join("vip", 13).await;
+    assert_eq!(late.status, 201, "{:?}", late.body);
+    // Twice: the second poll takes the stripe's state the first read, whose main line's head
+    // lies past the new lane place.
+    for _ in 0..2 {
+        let (status, _) = standing(&served, "vip", &late.token()).await;
+        assert_eq!(
+            status, "waiting",
+            "a new lane place is not taken for walked"
+        );
+    }
+    clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 0, "no room");
+    clock.advance(1000);
+    let (status, position) = standing(&served, "vip", &late.token()).await;
+    assert_eq!((status.as_str(), position), ("waiting", json!(1)));
+    assert_eq!(
+        standing(&served, "vip", &main[2]).await,
+        ("waiting".to_owned(), json!(2))
+    );
+    let path = format!("/queues/vip/tokens/{}", main[0]);
+    assert_eq!(app.http("DELETE", &path, None).await.status, 204);
+    assert_eq!(served.tick().await.admitted(), 1);
+    clock.advance(1000);
+    assert_eq!(standing(&served, "vip", &late.token()).await.0, "active");
+    assert_eq!(standing(&served, "vip", &main[2]).await.1, json!(1));
+}
+
+/// With `laneBeforeOpening`, the lane is admitted before the opening; the draw waits for it.
+#[tokio::test]
+async fn the_lane_goes_before_the_opening_where_the_queue_says_so() {
+    let served = Served::start().await;
+    let clock = &served.clock;
+    let opens_at = chrono::DateTime::from_timestamp_millis(clock.now_ms() + 60_000).unwrap();
+    let settings = json!({"capacity": 5, "opensAt": lineup_tests::draw::rfc(opens_at),
+        "laneBeforeOpening": true});
+    served.create("early", &settings.to_string()).await;
+    served
+        .app
+        .http("PUT", "/queues/early/priority/buyer-1", None)
+        .await;
+    let member = served.join("early", 0).await;
+    assert_eq!(member.body["status"], "prequeue", "{:?}", member.body);
+    let listed = served.join("early", 1).await;
+    assert_eq!(listed.status, 201, "{:?}", listed.body);
+    clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 1);
+    clock.advance(1000);
+    assert_eq!(
+        standing(&served, "early", &listed.token()).await.0,
+        "active"
+    );
+    assert_eq!(
+        standing(&served, "early", &member.token()).await.0,
+        "prequeue"
+    );
+    // Without it, the lane waits for the opening too.
+    served
+        .create("early", r#"{"laneBeforeOpening": false}"#)
+        .await;
+    served
+        .app
+        .http("PUT", "/queues/early/priority/buyer-2", None)
+        .await;
+    let waits = served.join("early", 2).await;
+    clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 0);
+    clock.advance(1000);
+    assert_ne!(standing(&served, "early", &waits.token()).await.0, "active");
 }

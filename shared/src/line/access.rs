@@ -1,17 +1,37 @@
-//! The presale access list on the striped line: each user id on its own stripe's set, so the
-//! join checks it on the buyer's stripe, in the join's one call. Edited by the operator in
-//! chunks of at most [`ACCESS_CHUNK`] ids a command; reading the list's size reads every
-//! stripe, on the operator's path only.
+//! The operator's lists of buyers on the striped line, the presale access list and the
+//! priority list ([`List`]): each user id on its own stripe's set, so the join checks it on
+//! the buyer's stripe, in the join's one call. Edited by the operator in chunks of at most
+//! [`ACCESS_CHUNK`] ids a command; reading a list's size reads every stripe, on the
+//! operator's path only.
 
 use std::collections::BTreeMap;
 
-use super::{Line, Stripe};
+use super::{Line, Stripe, StripeKeys};
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{Batch, Staged};
 
 /// The most ids one command takes, so no call holds Redis long.
 pub const ACCESS_CHUNK: usize = 500;
+
+/// An operator's list of buyers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    /// Who may take a place in a presale (`access: list`).
+    Access,
+    /// Who takes a place in the priority lane.
+    Priority,
+}
+
+impl List {
+    /// The list's set on a stripe.
+    fn key(self, keys: &StripeKeys) -> &str {
+        match self {
+            List::Access => &keys.access,
+            List::Priority => &keys.priority,
+        }
+    }
+}
 
 impl Line {
     /// `users` by stripe.
@@ -25,29 +45,24 @@ impl Line {
         by
     }
 
-    /// How many of `users` the list lacks, and how many ids it holds: one pipeline over
+    /// How many of `users` `list` lacks, and how many ids it holds: one pipeline over
     /// every stripe.
-    async fn access_size(&self, users: &[UserId]) -> Result<(u64, u64), Error> {
+    async fn list_size(&self, list: List, users: &[UserId]) -> Result<(u64, u64), Error> {
         let mut batch = Batch::new();
         let sizes: Vec<Staged<u64>> = self
             .stripe_keys
             .iter()
             .map(|keys| {
-                batch.stage_command(&keys.access, redis::cmd("SCARD").arg(&keys.access).clone())
+                let key = list.key(keys);
+                batch.stage_command(key, redis::cmd("SCARD").arg(key).clone())
             })
             .collect();
         let mut held: Vec<Staged<Vec<u8>>> = Vec::new();
         for (stripe, ids) in self.by_stripe(users) {
-            let keys = self.keys(stripe);
+            let key = list.key(self.keys(stripe));
             for chunk in ids.chunks(ACCESS_CHUNK) {
                 held.push(
-                    batch.stage_command(
-                        &keys.access,
-                        redis::cmd("SMISMEMBER")
-                            .arg(&keys.access)
-                            .arg(chunk)
-                            .clone(),
-                    ),
+                    batch.stage_command(key, redis::cmd("SMISMEMBER").arg(key).arg(chunk).clone()),
                 );
             }
         }
@@ -63,22 +78,24 @@ impl Line {
         Ok((lacking, size))
     }
 
-    /// Puts `users` on the access list, unless it would then hold more than `most` ids;
-    /// returns how many it holds, or `None` when refused. Two round trips: the sizes, then
-    /// the additions, so two uploads at once may pass `most` by the second's ids.
-    pub async fn add_access(&self, users: &[UserId], most: u64) -> Result<Option<u64>, Error> {
-        let (lacking, size) = self.access_size(users).await?;
+    /// Puts `users` on `list`, unless it would then hold more than `most` ids; returns how
+    /// many it holds, or `None` when refused. Two round trips: the sizes, then the
+    /// additions, so two uploads at once may pass `most` by the second's ids.
+    pub async fn add_to(
+        &self,
+        list: List,
+        users: &[UserId],
+        most: u64,
+    ) -> Result<Option<u64>, Error> {
+        let (lacking, size) = self.list_size(list, users).await?;
         if size + lacking > most {
             return Ok(None);
         }
         let mut batch = Batch::new();
         for (stripe, ids) in self.by_stripe(users) {
-            let keys = self.keys(stripe);
+            let key = list.key(self.keys(stripe));
             for chunk in ids.chunks(ACCESS_CHUNK) {
-                batch.stage_command::<u64>(
-                    &keys.access,
-                    redis::cmd("SADD").arg(&keys.access).arg(chunk).clone(),
-                );
+                batch.stage_command::<u64>(key, redis::cmd("SADD").arg(key).arg(chunk).clone());
             }
         }
         if !batch.is_empty() {
@@ -87,23 +104,17 @@ impl Line {
         Ok(Some(size + lacking))
     }
 
-    /// Takes `user` off the access list; returns how many ids it holds.
-    pub async fn remove_access(&self, user: &UserId) -> Result<u64, Error> {
-        let keys = self.keys(self.stripe_of(user));
+    /// Takes `user` off `list`; returns how many ids it holds.
+    pub async fn remove_from(&self, list: List, user: &UserId) -> Result<u64, Error> {
+        let key = list.key(self.keys(self.stripe_of(user)));
         let _: u64 = self
             .conn
-            .query(
-                &keys.access,
-                redis::cmd("SREM")
-                    .arg(&keys.access)
-                    .arg(user.as_str())
-                    .clone(),
-            )
+            .query(key, redis::cmd("SREM").arg(key).arg(user.as_str()).clone())
             .await?;
-        Ok(self.access_size(&[]).await?.1)
+        Ok(self.list_size(list, &[]).await?.1)
     }
 
-    /// Deletes the access list and the access codes from every stripe: the queue is closed.
+    /// Deletes the lists and the access codes from every stripe: the queue is closed.
     pub async fn forget_access(&self) -> Result<(), Error> {
         let mut batch = Batch::new();
         for keys in &self.stripe_keys {
@@ -112,6 +123,7 @@ impl Line {
                 redis::cmd("UNLINK")
                     .arg(&keys.access)
                     .arg(&keys.codes)
+                    .arg(&keys.priority)
                     .clone(),
             );
         }

@@ -16,7 +16,7 @@ pub(super) static JOIN: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(include_str!("join.lua"))),
     &[
         "LINE", "ACTIVE", "SEGMENTS", "SEALED", "DRAWS", "MARK", "ACCESS", "REDEEMED", "HALT",
-        "ALLOW",
+        "ALLOW", "PRIORITY",
     ],
     &[
         "user",
@@ -34,6 +34,7 @@ pub(super) static JOIN: NamedScript = NamedScript::new(
         "passthrough",
         "session_ms",
         "admitted_score",
+        "lane",
     ],
 );
 
@@ -49,6 +50,9 @@ pub struct Welcome {
     /// Mode `passthrough`: a new arrival is admitted at once, within its stripe's allowance,
     /// or refused.
     pub passthrough: bool,
+    /// The queue has a priority lane: a buyer on its stripe's priority list takes its place
+    /// there, ahead of the main line.
+    pub lane: bool,
 }
 
 impl Welcome {
@@ -59,6 +63,7 @@ impl Welcome {
             entry: Entry::Anyone,
             pass: Pass::Free,
             passthrough: false,
+            lane: false,
         }
     }
 }
@@ -235,14 +240,34 @@ pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
 /// is below 2^53, which a JSON number holds exactly.
 const TICKET_OFFSET: i64 = 1 << (super::draw::DRAW_VALUE_BITS + super::draw::DRAW_TIE_BITS);
 
-/// The ticket a token carries for a place scored `score`: in the places' order.
+/// The tickets of the priority lane's places: 2^52 + 2^50 plus the place's instant (ms), above
+/// every arrival's ticket (an instant below 2^50 ms, before the year 37 000) and below every
+/// session admitted on arrival's.
+const LANE_TICKETS: i64 = TICKET_OFFSET + (1 << 50);
+
+/// The ticket a token carries for a place scored `score`: a draw place's begins with its
+/// draw value (1 to 2^52), an arrival's is 2^52 plus its instant, a lane place's 2^52 + 2^50
+/// plus its instant, a session admitted on arrival's 2^52 + 2^51 plus its instant. Each fits
+/// 53 bits, which a JSON number holds exactly.
 pub fn ticket_of(score: i64) -> u64 {
+    if super::is_lane(score) {
+        return (score - super::LANE_BASE + LANE_TICKETS).max(0) as u64;
+    }
     score.saturating_add(TICKET_OFFSET).max(0) as u64
 }
 
 /// The score of the place a token's `ticket` names ([`ticket_of`]).
 pub fn score_of(ticket: u64) -> i64 {
-    (ticket.min(i64::MAX as u64) as i64).saturating_sub(TICKET_OFFSET)
+    let ticket = ticket.min(i64::MAX as u64) as i64;
+    if (LANE_TICKETS..TICKET_OFFSET + ON_ARRIVAL).contains(&ticket) {
+        return ticket - LANE_TICKETS + super::LANE_BASE;
+    }
+    ticket.saturating_sub(TICKET_OFFSET)
+}
+
+/// Whether a place scored `score` is in the draw.
+pub fn in_draw(score: i64) -> bool {
+    (-TICKET_OFFSET..0).contains(&score)
 }
 
 /// What a leave removed.
@@ -278,6 +303,7 @@ impl Line {
             entry,
             pass,
             passthrough,
+            lane,
         } = welcome;
         let stripe = self.stripe_of(user);
         let keys = self.keys(stripe);
@@ -293,6 +319,7 @@ impl Line {
             .named_key("REDEEMED", keys.redeemed(pass.bitmap()))
             .named_key("HALT", &keys.halt)
             .named_key("ALLOW", &keys.allow)
+            .named_key("PRIORITY", &keys.priority)
             .named("user", user.as_str())
             .named("now", now)
             .named("segment_ms", self.segment_ms())
@@ -310,7 +337,8 @@ impl Line {
             .named("redeem_until", pass.redeem_until())
             .named("passthrough", u8::from(passthrough))
             .named("session_ms", self.session_ms())
-            .named("admitted_score", ON_ARRIVAL + now);
+            .named("admitted_score", ON_ARRIVAL + now)
+            .named("lane", u8::from(lane));
         Ok(match self.conn.invoke(call).await? {
             JoinReply::Joined(score) => Joined::New { stripe, score },
             JoinReply::Waiting(score) => Joined::Already { stripe, score },
@@ -349,7 +377,13 @@ impl Line {
         let walked = score >= ON_ARRIVAL
             || held
                 .as_ref()
-                .and_then(|p| p.head.as_ref())
+                .and_then(|p| {
+                    if super::is_lane(score) {
+                        p.lane_head.as_ref()
+                    } else {
+                        p.head.as_ref()
+                    }
+                })
                 .is_some_and(|head| place <= *head);
         let mut batch = Batch::new();
         if walked {
@@ -514,6 +548,19 @@ mod tests {
             super::ticket_of(DrawLayout::score_of(value) + 1) >> 24,
             u64::from(value)
         );
+        // The lane's places and the sessions admitted on arrival have tickets of their own,
+        // each range apart from the others, and fit 53 bits.
+        let lane = [super::super::LANE_BASE, super::super::LANE_BASE + late];
+        let on_arrival = [super::ON_ARRIVAL, super::ON_ARRIVAL + late];
+        for score in lane.into_iter().chain(on_arrival) {
+            assert_eq!(super::score_of(super::ticket_of(score)), score);
+            assert!(super::ticket_of(score) < 1 << 53, "{score}");
+            assert!(super::ticket_of(score) > super::ticket_of(late), "{score}");
+            assert!(!super::in_draw(score));
+        }
+        assert!(super::ticket_of(lane[1]) < super::ticket_of(on_arrival[0]));
+        assert!(super::super::is_lane(lane[1]) && !super::super::is_lane(lowest));
+        assert!(super::in_draw(lowest) && super::in_draw(highest_draw) && !super::in_draw(0));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 -- opening; its score adds the stripe's count of draw places (from 1), so equal values go by
 -- arrival.
 -- Any other new place is scored `now`, or the stripe's seal when that is later, so no place
--- lands in a segment the tick has already admitted from. Its segment joins the stripe's list
+-- lands in a segment the tick has already admitted from. A buyer on the stripe's priority list
+-- (PRIORITY), in a queue with a lane (`lane` '1'), takes its place in the lane instead, even
+-- before the opening: scored LANE_BASE plus that instant, in the lane's segments, below every
+-- other place (mod.rs LANE_BASE, LANE_SEGMENTS). Its segment joins the stripe's list
 -- of segments. Either way the buyer's mark says it waits ('w'), present for `presence_ms`, and
 -- a draw member's until then after the opening. The tick, which runs while the line has
 -- places, keeps the line's keys alive.
@@ -25,12 +28,14 @@
 -- {'refused', 0} | {'denied', 0} | {'full', retry ms} |
 -- {'door', 'required' | 'failed' | 'replayed'}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local ACCESS, REDEEMED, HALT, ALLOW = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local ACCESS, REDEEMED, HALT, ALLOW, PRIORITY = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local presence_ms, draw, draw_segment = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local opens_at, keep_ms, takes_new, access = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
 local door, redeem_until = ARGV[11], tonumber(ARGV[12])
 local passthrough, session_ms, admitted_score = ARGV[13], tonumber(ARGV[14]), ARGV[15]
+local lane = ARGV[16]
+local LANE_BASE, LANE_SEGMENTS = -9007199254740992, -1125899906842624
 local SERIALS_PER_BITMAP = 1048576
 local function redeem()
   if door == '' then return end
@@ -74,7 +79,11 @@ redis.call('SET', MARK, 'w', 'PX', present_for)
 if held then return {'waiting', held} end
 local sealed = tonumber(redis.call('GET', SEALED) or '0')
 local score, segment
-if draw and sealed < opens_at then
+if lane == '1' and redis.call('SISMEMBER', PRIORITY, user) == 1 then
+  local at = math.max(now, sealed)
+  score = LANE_BASE + at
+  segment = LANE_SEGMENTS + math.floor(at / segment_ms)
+elseif draw and sealed < opens_at then
   score = draw + redis.call('INCR', DRAWS) % 16777216
   redis.call('PEXPIRE', DRAWS, keep_ms)
   segment = draw_segment
@@ -82,7 +91,7 @@ else
   score = math.max(now, sealed)
   segment = math.floor(score / segment_ms)
 end
-redis.call('ZADD', LINE, score, user)
-redis.call('SADD', SEGMENTS, segment)
+redis.call('ZADD', LINE, string.format('%d', score), user)
+redis.call('SADD', SEGMENTS, string.format('%d', segment))
 redeem()
 return {'joined', string.format('%d', score)}

@@ -64,6 +64,9 @@ pub struct StripeKeys {
     /// the tick's allowance, taken by each such join. Lives [`super::tick::ALLOW_FOR`] past
     /// the last tick.
     pub allow: String,
+    /// Set: the user ids of this stripe on the queue's priority list. The operator's: no TTL;
+    /// it goes when the queue is closed.
+    pub priority: String,
 }
 
 /// The slots of a cluster.
@@ -102,6 +105,7 @@ impl StripeKeys {
             codes: format!("{base}:codes"),
             door: format!("{base}:door"),
             allow: format!("{base}:allow"),
+            priority: format!("{base}:priority"),
             base,
         }
     }

@@ -2,7 +2,7 @@
 //! uses every shard of a cluster and no slot runs hot, and a poll costs a few plain commands.
 //!
 //! - [`keys`]: a stripe's tag and keys, and which stripe a buyer is on.
-//! - `access`: the presale access list, each id on its own stripe.
+//! - `access`: the operator's lists (presale access, priority), each id on its own stripe.
 //! - `codes`: the presale access codes, each on a stripe of its own, bound to a buyer once.
 //! - `door`: a challenge's serial and the redemption of a solved one, on the buyer's stripe.
 //! - `draw`: how a line with an opening lays its draw's values over the stripes.
@@ -80,8 +80,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use access::ACCESS_CHUNK;
-pub use buyer::{score_of, ticket_of, Entry, Joined, Left, Standing, Welcome, STALE_AFTER};
+pub use access::{List, ACCESS_CHUNK};
+pub use buyer::{
+    in_draw, score_of, ticket_of, Entry, Joined, Left, Standing, Welcome, STALE_AFTER,
+};
 pub use check::Checked;
 pub use codes::{Bound, Unbound};
 pub use counts::{counts_key, Counts};
@@ -98,6 +100,24 @@ pub use tick::{Room, TickRefused, Ticked, ALLOW_FOR, DECIDED_FOR, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;
+
+/// Where the priority lane's places are scored: −2^53 plus the place's instant (ms), below
+/// every draw place (the draw's lowest score is above −2^52), and exact as a double.
+pub(crate) const LANE_BASE: i64 = -(1 << 53);
+
+/// Where the priority lane's segments are numbered: −2^50 plus the instant's segment, below
+/// every draw segment (−ranges to −1), and exact as a double.
+const LANE_SEGMENTS: i64 = -(1 << 50);
+
+/// Whether a place scored `score` is in the priority lane.
+pub(crate) fn is_lane(score: i64) -> bool {
+    score < LANE_BASE / 2
+}
+
+/// Whether `segment` is one of the priority lane's.
+pub(super) fn is_lane_segment(segment: i64) -> bool {
+    segment < LANE_SEGMENTS / 2
+}
 
 /// How long a function keeps a stripe's published state before reading it again.
 pub const PUBLISHED_FOR: Duration = Duration::from_secs(1);
@@ -131,6 +151,10 @@ pub struct Published {
     /// The last place the ticks have walked on this stripe: every place of the stripe up to
     /// it was admitted or passed over, so a buyer whose place is not after it waits no more.
     pub head: Option<Place>,
+    /// The last lane place the ticks have walked on this stripe: the lane's own head, since
+    /// a new lane place sorts before the main line's walked places.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane_head: Option<Place>,
     /// For each sealed segment with places on this stripe: the waiters of the other stripes
     /// ahead of them.
     pub ahead: BTreeMap<i64, u64>,
@@ -331,10 +355,12 @@ impl Line {
         &self.stripe_keys[usize::from(stripe.0).min(self.stripe_keys.len() - 1)]
     }
 
-    /// The segment a score falls in: its draw range's for a score below zero, else its
-    /// instant's.
+    /// The segment a score falls in: a lane place's instant's, below every other; a draw
+    /// place's range's; else its instant's.
     fn segment_of(&self, score: i64) -> i64 {
-        if score < 0 {
+        if is_lane(score) {
+            LANE_SEGMENTS + (score - LANE_BASE).div_euclid(self.segment_ms())
+        } else if score < 0 {
             self.draw.segment_of_score(score)
         } else {
             score.div_euclid(self.segment_ms())
@@ -346,7 +372,9 @@ impl Line {
     /// told to come back then learns its position in one poll, not one a second until it has
     /// one. A draw place's segments seal at the opening.
     pub fn placed_by(&self, score: i64) -> i64 {
-        let ends = if score < 0 {
+        let ends = if is_lane(score) {
+            ((score - LANE_BASE).div_euclid(self.segment_ms()) + 1) * self.segment_ms()
+        } else if score < 0 {
             self.opening.as_ref().map_or(0, |opening| opening.at)
         } else {
             (score.div_euclid(self.segment_ms()) + 1) * self.segment_ms()
@@ -356,7 +384,11 @@ impl Line {
 
     /// The scores of `segment`'s places, as `ZCOUNT`'s bounds.
     fn segment_bounds(&self, segment: i64) -> (String, String) {
-        if segment < 0 {
+        if is_lane_segment(segment) {
+            let width = self.segment_ms();
+            let from = LANE_BASE + (segment - LANE_SEGMENTS) * width;
+            (from.to_string(), format!("({}", from + width))
+        } else if segment < 0 {
             self.draw.bounds(segment)
         } else {
             let width = self.segment_ms();

@@ -84,6 +84,8 @@ pub struct Room {
     /// Mode `passthrough`: the room the walk leaves is allowed to the stripes, for
     /// admissions on arrival.
     pub passthrough: bool,
+    /// The priority lane is admitted before the opening (`laneBeforeOpening`).
+    pub lane_before_opening: bool,
 }
 
 /// Each stripe's change of allowance (admissions on arrival), so that all the allowances
@@ -159,7 +161,16 @@ pub(super) struct Seen {
     live: Vec<Option<u64>>,
     /// Each stripe's admissions on arrival left (passthrough) after the tick.
     allowed: Vec<Option<u64>>,
-    heads: Vec<Option<Option<Place>>>,
+    heads: Vec<Option<Heads>>,
+}
+
+/// The last places walked on one stripe: in the main line (the draw's and the arrivals'), and
+/// in the priority lane, which has its own since a new lane place sorts before the main
+/// line's walked places.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Heads {
+    main: Option<Place>,
+    lane: Option<Place>,
 }
 
 /// Why a tick wrote nothing.
@@ -229,6 +240,7 @@ impl Line {
             capacity,
             most: u64::MAX,
             passthrough: false,
+            lane_before_opening: false,
         };
         self.tick_paced(fence, clock, room).await
     }
@@ -244,6 +256,7 @@ impl Line {
             capacity,
             most,
             passthrough,
+            lane_before_opening,
         } = room;
         let now = clock.now_ms();
         let session_ms = self.session_ms();
@@ -352,12 +365,28 @@ impl Line {
             }
         }
         let opens_now = draw_waits && self.draw_open.load(Ordering::Relaxed);
-        // The segments this tick may admit from: those before `sealed`.
-        let sealed = if self.draw_open.load(Ordering::Relaxed) || self.opening.is_none() {
-            self.segment_of(now - self.shape.seal.as_millis() as i64)
+        // The segments this tick may admit from: the main line's before `sealed`, once the
+        // draw is open (none before: the draw's segments lie below every arrival's); the
+        // priority lane's before `lane_sealed`, from then too, or at once where the lane goes
+        // before the opening. Each ended `seal` ago.
+        let sealed_at = now - self.shape.seal.as_millis() as i64;
+        let opened = self.draw_open.load(Ordering::Relaxed) || self.opening.is_none();
+        let sealed = if opened {
+            self.segment_of(sealed_at)
         } else {
-            // None: the draw's segments lie below every other.
             i64::MIN
+        };
+        let lane_sealed = if opened || lane_before_opening {
+            self.segment_of(super::LANE_BASE + sealed_at)
+        } else {
+            i64::MIN
+        };
+        let admissible = |segment: i64| {
+            if super::is_lane_segment(segment) {
+                segment < lane_sealed
+            } else {
+                segment < sealed
+            }
         };
         // Each stripe's live sessions: a dark one's as this container's last tick left them
         // (sessions only end while nobody admits there). Without that, the room is unknown.
@@ -369,7 +398,7 @@ impl Line {
         // Each stripe's head: the last place walked on it. A stripe's polls take a place at or
         // before it to be walked; so a stripe left dark while the others were walked keeps
         // its own, and its places wait, not passed.
-        let mut head: Vec<Option<Option<Place>>> = (0..stripes.len())
+        let mut head: Vec<Option<Heads>> = (0..stripes.len())
             .map(|k| seen.heads.get(k).cloned().flatten())
             .collect();
         // Every place on the stripes that answer, counted or not: what `maxWaiting` holds to.
@@ -401,7 +430,11 @@ impl Line {
                 continue;
             }
             if let Some(published) = staged_published {
-                head[k] = Some(published.read_each(&replies)?.and_then(|p| p.head));
+                let published = published.read_each(&replies)?.unwrap_or_default();
+                head[k] = Some(Heads {
+                    main: published.head,
+                    lane: published.lane_head,
+                });
             }
             queued += staged_queued.read_each(&replies)?;
             live_of[k] = staged_live.read_each(&replies)?;
@@ -420,7 +453,7 @@ impl Line {
             counted.push(
                 segments[k]
                     .iter()
-                    .filter(|s| **s < sealed)
+                    .filter(|s| admissible(**s))
                     .map(|s| {
                         let (min, max) = self.segment_bounds(*s);
                         let staged = batch.stage_command(
@@ -459,7 +492,12 @@ impl Line {
         // The draw's places (its segments are below zero), before the walk takes any.
         let members: u64 = counts
             .iter()
-            .flat_map(|of_stripe| of_stripe.range(..0).map(|(_, count)| count))
+            .flat_map(|of_stripe| {
+                of_stripe
+                    .range(..0)
+                    .filter(|(segment, _)| !super::is_lane_segment(**segment))
+                    .map(|(_, count)| count)
+            })
             .sum();
         // How far into each stripe's head the free room reaches: the line's first `free`
         // places, segment by segment, stripe by stripe.
@@ -535,7 +573,7 @@ impl Line {
                     }
                 }
             }
-            places.extend(read.into_iter().filter(|p| p.segment < sealed));
+            places.extend(read.into_iter().filter(|p| admissible(p.segment)));
         }
         places.sort();
         let mut walk: Vec<Vec<String>> = vec![Vec::new(); stripes.len()];
@@ -550,7 +588,12 @@ impl Line {
             }
             walk[k].push(place.user.clone());
             walked.push((k, place.user.clone(), place.score));
-            head[k] = Some(Some(place));
+            let heads = head[k].get_or_insert_with(Heads::default);
+            if super::is_lane(place.score) {
+                heads.lane = Some(place);
+            } else {
+                heads.main = Some(place);
+            }
         }
 
         // The room the walk leaves, for admissions on arrival (passthrough): each stripe's
@@ -572,7 +615,8 @@ impl Line {
             .iter()
             .map(|head| Published {
                 tick: now,
-                head: head.clone().flatten(),
+                head: head.as_ref().and_then(|h| h.main.clone()),
+                lane_head: head.as_ref().and_then(|h| h.lane.clone()),
                 halted: halted.map(|h| h.as_str().to_owned()),
                 speed,
                 ..Published::default()

@@ -18,6 +18,7 @@ use super::{WaitingRoom, ACCESS};
 use crate::bounds::Bounds;
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
+use crate::line::List;
 use crate::store::{Batch, Staged};
 
 /// Who may take a new place in a queue.
@@ -114,7 +115,7 @@ impl WaitingRoom {
     /// pipeline (one round trip). A list that would pass [`ACCESS_LIST_MAX`] is
     /// [`Error::Conflict`]; the chunks before the one that would are kept. On the striped
     /// line each id goes on its own stripe's list, in a queue an operator created
-    /// ([`crate::line::Line::add_access`]).
+    /// ([`crate::line::Line::add_to`]).
     pub async fn add_access(&self, queue: &QueueId, users: &[UserId]) -> Result<u64, Error> {
         if users.len() > ACCESS_BULK_MAX {
             return Err(Error::invalid(
@@ -125,7 +126,7 @@ impl WaitingRoom {
         let size = match &self.lines {
             Some(lines) => {
                 let line = self.created_line(lines, queue).await?;
-                line.add_access(users, ACCESS_LIST_MAX).await?
+                line.add_to(List::Access, users, ACCESS_LIST_MAX).await?
             }
             None => {
                 let ids: Vec<&str> = users.iter().map(UserId::as_str).collect();
@@ -145,7 +146,7 @@ impl WaitingRoom {
     pub async fn remove_access(&self, queue: &QueueId, user: &UserId) -> Result<u64, Error> {
         if let Some(lines) = &self.lines {
             let line = self.created_line(lines, queue).await?;
-            return line.remove_access(user).await;
+            return line.remove_from(List::Access, user).await;
         }
         let size = self
             .write_chunks(queue, "remove", ACCESS_LIST_MAX, &[user.as_str()])

@@ -4,13 +4,7 @@
 //! token's ticket names its place ([`line::ticket_of`]). A buyer's stripe follows the queue's
 //! draw, so each call reads the queue's settings first, where this container holds none
 //! fresh (`terms`). The promoter's tick is in `striped_tick`, a settings change's part in
-//! `striped_settings`.
-//!
-//! What the line does not do yet is refused where it is asked for, never silently ignored
-//! ([`WaitingRoom::refuse_on_line`], and [`SettingsChange::line_refusal`] for settings): the
-//! priority lane and pools. The door is in `striped_door`.
-//!
-//! [`SettingsChange::line_refusal`]: super::SettingsChange::line_refusal
+//! `striped_settings`, the door in `striped_door`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,16 +60,6 @@ impl WaitingRoom {
         }
     }
 
-    /// Refuses `what` in a deployment on the striped line, which does not do it yet.
-    pub fn refuse_on_line(&self, what: &str) -> Result<(), Error> {
-        match self.lines {
-            Some(_) => Err(Error::Conflict(format!(
-                "{what} is not on the striped line yet (LINE_STRIPES is set)"
-            ))),
-            None => Ok(()),
-        }
-    }
-
     /// `queue`'s terms at `now` (held for a second) and its line, with its draw where it has
     /// one, timed by the queue's own session and idle period where it set them.
     pub(super) async fn line_of(
@@ -123,6 +107,7 @@ impl WaitingRoom {
             entry,
             pass: pass_of(terms.door.challenge, proof),
             passthrough: terms.mode == Mode::Passthrough,
+            lane: terms.lane && terms.mode == Mode::Queue,
         };
         let joined = line.join_if(user, now, welcome).await?;
         // A code bound for a join that took no new place is let go again: its buyer holds a
@@ -290,7 +275,7 @@ impl WaitingRoom {
         standing: Standing,
         (halted, speed): (Option<Halt>, Option<line::Speed>),
     ) -> TokenState {
-        let in_draw = line::score_of(ticket) < 0;
+        let in_draw = line::in_draw(line::score_of(ticket));
         let pending = terms
             .draw
             .as_ref()

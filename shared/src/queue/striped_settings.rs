@@ -1,6 +1,6 @@
-//! What a settings change does on the striped line: what it may change (the settings the line
-//! does not serve yet are refused, and the draw, which decides each buyer's stripe, is set once,
-//! with the queue), and the halt it leaves on every stripe.
+//! What a settings change does on the striped line: what it may change (the draw, which
+//! decides each buyer's stripe, is set once, with the queue), and the halt it leaves on every
+//! stripe.
 
 use super::settings::QueueSettings;
 use super::{SettingsChange, WaitingRoom};
@@ -18,7 +18,6 @@ impl WaitingRoom {
         queue: &QueueId,
         change: &SettingsChange,
     ) -> Result<(), Error> {
-        change.line_refusal()?;
         let Some(opens_at) = &change.opens_at else {
             return Ok(());
         };
@@ -83,27 +82,5 @@ impl WaitingRoom {
         } else {
             line.resume().await
         }
-    }
-}
-
-impl SettingsChange {
-    /// The first setting of this change the striped line does not honour yet, refused.
-    /// Returning a setting to its default is always taken.
-    pub fn line_refusal(&self) -> Result<(), Error> {
-        let set = |given: bool, field: &'static str| -> Result<(), Error> {
-            if given {
-                Err(Error::invalid(
-                    field,
-                    "not on the striped line yet (LINE_STRIPES is set)",
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        set(
-            matches!(self.lane_before_opening, Some(Some(true))),
-            "laneBeforeOpening",
-        )?;
-        Ok(())
     }
 }

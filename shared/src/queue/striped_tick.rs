@@ -243,6 +243,7 @@ impl WaitingRoom {
             capacity,
             most: terms.admissions(self.config.admit_per_tick, now),
             passthrough: terms.mode == Mode::Passthrough,
+            lane_before_opening: terms.lane_before_opening,
         };
         let ticked = line.tick_paced(fence, &*self.clock, room).await?;
         // A queue in a pool reports to its ledger, for the next tick's word.

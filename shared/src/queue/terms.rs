@@ -25,7 +25,7 @@ use crate::line::PUBLISHED_FOR;
 use crate::store::{Batch, Staged};
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 29] = [
+const FIELDS: [&str; 31] = [
     "created",
     "capacity",
     "paused",
@@ -55,6 +55,8 @@ const FIELDS: [&str; 29] = [
     "challenge-cost-max",
     "pool",
     "pool-allot",
+    "lane",
+    "lane-before-opening",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -125,6 +127,11 @@ pub(super) struct Terms {
     /// In a pool: the places the pool's ledger granted it, and the number of the last grant
     /// it applied (`pool-allot`, 0 and 0 until the first).
     pub pool_allot: (u32, u64),
+    /// Whether its priority list holds anyone: a join then asks the buyer's stripe whether
+    /// the buyer is on it.
+    pub lane: bool,
+    /// Whether the priority lane is admitted before the opening.
+    pub lane_before_opening: bool,
     /// The places on the line as its last tick left them ([`Counts::queued`]), read with
     /// the settings.
     pub queued: u64,
@@ -215,6 +222,8 @@ impl FromRedisValue for Terms {
                     Some((places.parse().ok()?, grant.parse().ok()?))
                 })
                 .unwrap_or((0, 0)),
+            lane: text(29) == Some("1"),
+            lane_before_opening: text(30) == Some("1"),
             queued: 0,
         })
     }
