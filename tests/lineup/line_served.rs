@@ -523,3 +523,37 @@ async fn an_opening_is_set_with_the_queue_and_a_refused_change_writes_nothing() 
     );
     assert!(summary.body["draw"].is_null(), "{:?}", summary.body);
 }
+
+/// The reaper leaves a line's queue to its promoter: the line's places and sessions are not
+/// the single-tag queue's, and its tick takes off what lapsed. Once closed, the queue leaves
+/// the registry at the reaper's next run.
+#[tokio::test]
+async fn the_reaper_leaves_a_lines_queue_in_the_registry_until_it_closes() {
+    let served = Served::start().await;
+    served.create("kept", r#"{"capacity": 1}"#).await;
+    let tokens = served.joined("kept", 2, 1000).await;
+    served.clock.advance(2000);
+    let registered = || async {
+        let registry = format!("{}:queues", served.app.config.key_prefix);
+        let members: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(&registry)
+            .query_async(&mut served.app.inspect.clone())
+            .await
+            .unwrap();
+        members.contains(&"kept".to_owned())
+    };
+    queue_reaper::reap_all(&served.app.stack.reaper).await;
+    assert!(registered().await, "the reaper retired a live line's queue");
+    assert_eq!(served.tick().await.admitted(), 1);
+    for token in &tokens {
+        let path = format!("/queues/kept/tokens/{token}");
+        assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+    }
+    let closed = served
+        .app
+        .http("DELETE", "/queues/kept/settings", None)
+        .await;
+    assert_eq!(closed.status, 204, "{:?}", closed.body);
+    queue_reaper::reap_all(&served.app.stack.reaper).await;
+    assert!(!registered().await, "a closed queue stays in the registry");
+}

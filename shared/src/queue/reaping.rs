@@ -112,7 +112,8 @@ impl FromRedisValue for ReapReply {
 
 impl WaitingRoom {
     /// Removes expired sessions and abandoned waiters of one queue (every waiter, once it is
-    /// sold out), `REAP_CHUNK` waiters per script call.
+    /// sold out), `REAP_CHUNK` waiters per script call. On the striped line the line's tick
+    /// does that, and the reaper only retires a closed queue ([`Self::retire_closed_line`]).
     pub async fn reap(&self, queue: &QueueId) -> Result<QueueReap, Error> {
         let mut report = QueueReap {
             queue_id: queue.clone(),
@@ -123,6 +124,10 @@ impl WaitingRoom {
             script_calls: 0,
             events: Vec::new(),
         };
+        if self.lines.is_some() {
+            report.retired = self.retire_closed_line(queue).await?;
+            return Ok(report);
+        }
         let mut cursor = 0u64;
         loop {
             let mut invocation = self.invocation(&REAP, queue);

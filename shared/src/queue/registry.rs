@@ -87,6 +87,22 @@ impl WaitingRoom {
         Ok(retired)
     }
 
+    /// On the striped line: takes `queue` off the registry once an operator closed it (its
+    /// settings are gone), so the promoter ticks it no more; a queue that exists stays. The
+    /// registry is written first and the settings read after: a queue created again in
+    /// between is put back. Whether it was taken off.
+    pub(super) async fn retire_closed_line(&self, queue: &QueueId) -> Result<bool, Error> {
+        if self.read_terms(queue).await?.created {
+            return Ok(false);
+        }
+        self.write_registry("SREM", queue).await?;
+        if self.read_terms(queue).await?.created {
+            self.write_registry("SADD", queue).await?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     /// Adds `queue` to the registry (`SADD`) or takes it off (`SREM`).
     async fn write_registry(&self, verb: &str, queue: &QueueId) -> Result<(), Error> {
         let registry = queue_registry_key(&self.prefix);
