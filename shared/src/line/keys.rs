@@ -61,7 +61,7 @@ pub struct StripeKeys {
     /// a challenge's lifetime and the redemption slack past the last.
     pub door: String,
     /// Counter: the admissions on arrival this stripe may still make (mode `passthrough`):
-    /// the tick's allowance, taken by each such join. Lives [`super::tick::ALLOW_FOR`] past
+    /// the tick's allowance, taken by each such join. Lives [`super::ALLOW_FOR`] past
     /// the last tick.
     pub allow: String,
     /// Set: the user ids of this stripe on the queue's priority list. The operator's: no TTL;

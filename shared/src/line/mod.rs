@@ -6,6 +6,8 @@
 //! - `codes`: the presale access codes, each on a stripe of its own, bound to a buyer once.
 //! - `door`: a challenge's serial and the redemption of a solved one, on the buyer's stripe.
 //! - `draw`: how a line with an opening lays its draw's values over the stripes.
+//! - `allowance`: passthrough's admissions on arrival, how the tick shares them among the
+//!   stripes.
 //! - `buyer`: what a buyer's calls do, each on its own stripe in one round trip: [`Line::join`]
 //!   (a small script: the place depends on what is there), [`Line::poll`] and
 //!   [`Line::leave`] (plain commands, pipelined).
@@ -60,6 +62,7 @@
 pub mod keys;
 
 mod access;
+mod allowance;
 mod buyer;
 mod check;
 mod codes;
@@ -81,6 +84,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use access::{List, ACCESS_CHUNK};
+pub use allowance::ALLOW_FOR;
 pub use buyer::{
     in_draw, score_of, ticket_of, Entry, Joined, Left, Standing, Welcome, STALE_AFTER,
 };
@@ -96,7 +100,7 @@ pub use lease::{Fence, Lease};
 pub use lines::{Lines, NamedOpening};
 pub use release::{Payment, Released};
 pub use speed::{Estimate, Speed, BEST_WINDOW_MS, SPEED_WINDOW_MS};
-pub use tick::{Room, TickRefused, Ticked, ALLOW_FOR, DECIDED_FOR, HEAD_WINDOW};
+pub use tick::{Room, TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;
