@@ -113,7 +113,7 @@ impl FromRedisValue for ReapReply {
 impl WaitingRoom {
     /// Removes expired sessions and abandoned waiters of one queue (every waiter, once it is
     /// sold out), `REAP_CHUNK` waiters per script call. On the striped line the line's tick
-    /// does that, and the reaper only retires a closed queue ([`Self::retire_closed_line`]).
+    /// does that, and the reaper only retires a closed queue (`retire_closed_line`).
     pub async fn reap(&self, queue: &QueueId) -> Result<QueueReap, Error> {
         let mut report = QueueReap {
             queue_id: queue.clone(),
