@@ -21,6 +21,7 @@
 //!   round trip.
 //! - `speed`: how fast the line moves, measured by the promoter's ticks, and a waiter's
 //!   [`Estimate`] from it.
+//! - `ticked`: what a tick is given ([`Room`]) and what it did ([`Ticked`]).
 //! - `tick`: [`Line::tick`], the only writer of admissions from the line (and of each stripe's
 //!   allowance of admissions on arrival, in passthrough): it reads every stripe's head and
 //!   counts, admits in order up to the free capacity, passes over the absent, and publishes on
@@ -75,6 +76,7 @@ mod lines;
 mod release;
 mod speed;
 mod tick;
+mod ticked;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -100,7 +102,8 @@ pub use lease::{Fence, Lease};
 pub use lines::{Lines, NamedOpening};
 pub use release::{Payment, Released};
 pub use speed::{Estimate, Speed, BEST_WINDOW_MS, SPEED_WINDOW_MS};
-pub use tick::{Room, TickRefused, Ticked, DECIDED_FOR, HEAD_WINDOW};
+pub use tick::{DECIDED_FOR, HEAD_WINDOW};
+pub use ticked::{Room, TickRefused, Ticked};
 
 use crate::ids::{QueueId, UserId};
 use crate::store::Conn;
@@ -234,7 +237,7 @@ pub struct Line {
     /// The ticks this container ran, for the line's speed.
     pace: Mutex<speed::Pace>,
     /// What this container's last tick found on each stripe.
-    seen: Mutex<tick::Seen>,
+    seen: Mutex<ticked::Seen>,
     /// The session length in force (ms): the shape's, or the queue's own ([`Line::time`]).
     session_ms: AtomicU64,
     /// The presence period in force (ms): the shape's, or the queue's own.
@@ -256,7 +259,7 @@ impl Line {
             draw_open: AtomicBool::new(false),
             published: Mutex::new(HashMap::new()),
             pace: Mutex::new(speed::Pace::default()),
-            seen: Mutex::new(tick::Seen::default()),
+            seen: Mutex::new(ticked::Seen::default()),
             session_ms: AtomicU64::new(ms(shape.session)),
             presence_ms: AtomicU64::new(ms(shape.presence)),
         }

@@ -15,15 +15,15 @@
 //! in the line once it answers again, are walked first then. The draw waits for every stripe.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-
 use super::halt::Halt;
 use super::lease::Fence;
+use super::ticked::{Heads, Room, Seen, TickRefused, Ticked};
 use super::{ms, Line, Place, Published, Stripe, StripeKeys};
 use crate::clock::Clock;
 use crate::error::Error;
@@ -69,80 +69,6 @@ pub const APPLY_CHUNK: usize = 50;
 /// How long a tick's choice holds: a tick that reaches its writes later than this after its
 /// reads writes nothing, and says how late it was.
 pub const DECIDED_FOR: Duration = Duration::from_secs(2);
-
-/// The room a tick admits within.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Room {
-    /// Live sessions the line may hold.
-    pub capacity: u64,
-    /// The most the tick admits from the line.
-    pub most: u64,
-    /// Mode `passthrough`: the room the walk leaves is allowed to the stripes, for
-    /// admissions on arrival.
-    pub passthrough: bool,
-    /// The priority lane is admitted before the opening (`laneBeforeOpening`).
-    pub lane_before_opening: bool,
-}
-
-/// What one tick did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ticked {
-    /// Why it wrote nothing, if it did not.
-    pub refused: Option<TickRefused>,
-    /// The buyers admitted, in order.
-    pub admitted: Vec<String>,
-    /// The buyers passed over as absent.
-    pub dropped: Vec<String>,
-    /// The score of each place admitted or passed over, by buyer: what names its token.
-    pub scores: BTreeMap<String, i64>,
-    /// When the sessions this tick began end (ms).
-    pub until: i64,
-    /// Why it admitted nobody, when the line is halted.
-    pub halted: Option<Halt>,
-    /// Live sessions after the tick.
-    pub live: u64,
-    /// Places in sealed segments after the tick.
-    pub placed: u64,
-    /// The draw's places, when this tick found every stripe sealed past the opening (the
-    /// first of this container's ticks to admit from the draw): its members, counted before
-    /// its walk.
-    pub opened: Option<u64>,
-    /// The stripes whose shard did not answer: their places waited, and the others were
-    /// walked without them.
-    pub dark: Vec<Stripe>,
-}
-
-/// What this container's last tick of a line found, under the lease `fence`: each stripe's
-/// live sessions after it, to go on without a stripe whose shard does not answer, and each
-/// stripe's head, the last place walked on it (`None` where not known: read from the stripe's
-/// published state). A tick under another fence starts again from nothing: another holder
-/// may have written since.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Seen {
-    fence: Option<Fence>,
-    live: Vec<Option<u64>>,
-    /// Each stripe's admissions on arrival left (passthrough) after the tick.
-    allowed: Vec<Option<u64>>,
-    heads: Vec<Option<Heads>>,
-}
-
-/// The last places walked on one stripe: in the main line (the draw's and the arrivals'), and
-/// in the priority lane, which has its own since a new lane place sorts before the main
-/// line's walked places.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Heads {
-    main: Option<Place>,
-    lane: Option<Place>,
-}
-
-/// Why a tick wrote nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TickRefused {
-    /// Its reads were `age_ms` old when it came to write: more than [`DECIDED_FOR`].
-    Stale { age_ms: i64 },
-    /// A newer lease's tick has written a stripe: that fence is higher than this tick's.
-    Fenced { by: Fence },
-}
 
 /// `apply.lua`'s reply: `{'applied', admitted users, dropped users}`, `{'fenced', fence}` or
 /// `{'halted', why}`.
