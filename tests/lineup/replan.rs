@@ -328,6 +328,7 @@ struct Change {
 
 /// The operator's plan as the test has set it: the gates now and every change of them.
 struct Plan {
+    design: Design,
     queue: String,
     gates: Gates,
     changes: Vec<Change>,
@@ -416,9 +417,13 @@ impl Plan {
             3 => (json!({ "capacity": rng.random_range(1..=5) }), 200),
             4 => (json!({ "paused": !self.gates.paused }), 200),
             // Removing the schedule: refused while the pre-queue waits, allowed after the
-            // opening.
+            // opening; on the line, where the draw decides each buyer's stripe, never.
             _ => {
-                let expected = if self.pending() { 409 } else { 200 };
+                let expected = if self.pending() || self.design == Design::Line {
+                    409
+                } else {
+                    200
+                };
                 (json!({ "opensAt": null }), expected)
             }
         };
@@ -435,29 +440,53 @@ impl Plan {
 /// the admissions follow the draw. `LINEUP_REPLAN_SEED` replays one plan's choices.
 #[tokio::test]
 async fn whatever_the_operator_changes_an_obedient_buyer_keeps_its_place() {
+    plans(Design::Tag).await;
+}
+
+/// The same property on the striped line (`LINE_STRIPES`), its 24 members spread over four
+/// stripes: an opening there is moved while pending and never removed
+/// (docs/striped-line.md), and each admitted member shows its draw value.
+#[tokio::test]
+async fn whatever_the_operator_changes_on_the_line_an_obedient_buyer_keeps_its_place() {
+    plans(Design::Line).await;
+}
+
+/// Where a queue's buyers are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Design {
+    /// Under the queue's one hash tag.
+    Tag,
+    /// On the striped line.
+    Line,
+}
+
+/// Three random plans at once, each in a queue of its own, on `design`.
+async fn plans(design: Design) {
     let seed: u64 = std::env::var("LINEUP_REPLAN_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
     eprintln!("the plans' seed: LINEUP_REPLAN_SEED={seed}");
     let session = PLAN_SESSION_SECONDS.to_string();
-    let app = TestApp::spawn(&[
+    let mut env = vec![
         ("WAITING_IDLE_SECONDS", "20"),
         ("QUEUE_CAPACITY", "3"),
-        ("SESSION_SECONDS", &session),
+        ("SESSION_SECONDS", session.as_str()),
         // The three plans' 72 members join at once; none is shed.
         ("REDIS_MAX_IN_FLIGHT", "100"),
-    ])
-    .await;
-    // Three plans at once, each in a queue of its own.
-    join_all((0..3).map(|i| one_plan(&app, format!("gig{i}"), seed.wrapping_add(i)))).await;
+    ];
+    if design == Design::Line {
+        env.extend([("LINE_STRIPES", "4"), ("QUEUE_CREATION", "operator")]);
+    }
+    let app = TestApp::spawn(&env).await;
+    join_all((0..3).map(|i| one_plan(&app, design, format!("gig{i}"), seed.wrapping_add(i)))).await;
 }
 
 /// The length of a session in the plan test: longer than any poll a member is told.
 const PLAN_SESSION_SECONDS: i64 = 30;
 
 /// One random plan, from `seed`, in `queue`.
-async fn one_plan(app: &TestApp, queue: String, seed: u64) {
+async fn one_plan(app: &TestApp, design: Design, queue: String, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let q = queue.as_str();
     let opens = in_seconds(rng.random_range(8..=14));
@@ -472,6 +501,7 @@ async fn one_plan(app: &TestApp, queue: String, seed: u64) {
         paused: false,
     };
     let mut plan = Plan {
+        design,
         queue: queue.clone(),
         gates: initial,
         changes: Vec::new(),
@@ -526,7 +556,7 @@ async fn one_plan(app: &TestApp, queue: String, seed: u64) {
 
     // Each admission (a tick's or a leave's) came while the gates were open: its instant is
     // the session's end less its length.
-    let mut admitted: Vec<(DateTime<Utc>, u64, &str)> = Vec::new();
+    let mut admitted: Vec<(DateTime<Utc>, Value, &str)> = Vec::new();
     for (member, ending) in members.iter().zip(&endings) {
         if let Ok(Obeyed::Admitted(body)) = ending {
             let until: DateTime<Utc> = body["activeUntil"]
@@ -543,7 +573,7 @@ async fn one_plan(app: &TestApp, queue: String, seed: u64) {
                 plan.changes,
                 plan.log
             );
-            admitted.push((at, body["ticket"].as_u64().expect("ticket"), &member.user));
+            admitted.push((at, body.clone(), &member.user));
         }
     }
     assert!(
@@ -561,10 +591,15 @@ async fn one_plan(app: &TestApp, queue: String, seed: u64) {
         .collect();
     assert_eq!(opened.len(), 1, "{opened:?}");
     let seed = revealed_seed(&opened[0]["draw"], &committed);
-    admitted.sort();
+    // One tick's admissions share an instant: among them, the draw decides.
+    admitted.sort_by_key(|(at, _, user)| (*at, draw_value(&seed, user)));
     let order: Vec<&str> = admitted.iter().map(|(_, _, user)| *user).collect();
     assert_eq!(order, draw_order(&seed, &users)[..order.len()]);
-    for (_, ticket, user) in &admitted {
-        assert_eq!(*ticket >> 24, draw_value(&seed, user) >> 24, "{user}");
+    for (_, body, user) in &admitted {
+        let value = draw_value(&seed, user) >> 24;
+        match design {
+            Design::Tag => assert_eq!(body["ticket"].as_u64().map(|t| t >> 24), Some(value)),
+            Design::Line => assert_eq!(body["draw"]["value"], format!("{value:07x}"), "{body}"),
+        }
     }
 }
