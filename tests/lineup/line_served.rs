@@ -22,8 +22,14 @@ impl Served {
     /// The stack, its clock standing 100 ms into the next second: never behind the server's,
     /// which times the settings.
     pub(crate) async fn start() -> Served {
-        let mut app =
-            TestApp::spawn(&[("LINE_STRIPES", STRIPES), ("QUEUE_CREATION", "operator")]).await;
+        Served::with(&[("QUEUE_CREATION", "operator")]).await
+    }
+
+    /// [`Served::start`], with `vars` besides `LINE_STRIPES`.
+    pub(crate) async fn with(vars: &[(&str, &str)]) -> Served {
+        let mut all = vec![("LINE_STRIPES", STRIPES)];
+        all.extend_from_slice(vars);
+        let mut app = TestApp::spawn(&all).await;
         let now = chrono::Utc::now().timestamp_millis();
         let clock = MovedClock::at(now - now % 1000 + 1100);
         app.move_line_clock(clock.clone());

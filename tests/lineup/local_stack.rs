@@ -310,6 +310,60 @@ async fn the_local_stack_runs_the_schedules_and_takes_events() {
     server.abort();
 }
 
+/// `LINE_STRIPES=4 cargo run --release --bin lineup-local` (docs/striped-line.md): over real
+/// HTTP, a buyer's first join creates the queue on the striped line, and the stack's own
+/// promoter admits the waiter once the first buyer leaves.
+#[tokio::test]
+async fn the_local_stack_serves_the_striped_line_in_queues_its_buyers_create() {
+    let app = TestApp::spawn(&[("LINE_STRIPES", "4"), ("QUEUE_CAPACITY", "1")]).await;
+    let (addr, server) = serve(&app).await;
+    let schedules = lineup_local::spawn_schedules(&app.stack, &reaping_every_second());
+    let join = |user: &'static str| async move {
+        let body = format!(r#"{{"userId":"{user}"}}"#);
+        let (status, _, body) = send(addr, "POST", "/queues/striped/tokens", Some(&body)).await;
+        assert_eq!(status, 201, "{body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        body["token"].as_str().unwrap().to_owned()
+    };
+    let poll = |token: String| async move {
+        let path = format!("/queues/striped/tokens/{token}");
+        let (status, _, body) = send(addr, "GET", &path, None).await;
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["status"].clone()
+    };
+    // Both come within one segment (1 s): either may be first (docs/striped-line.md, "How far
+    // two arrivals can swap").
+    let tokens = [join("ana").await, join("ben").await];
+    let mut first = None;
+    for _ in 0..50 {
+        let statuses = [poll(tokens[0].clone()).await, poll(tokens[1].clone()).await];
+        if let Some(i) = statuses.iter().position(|s| s == "active") {
+            assert_eq!(statuses[1 - i], "waiting", "one place: {statuses:?}");
+            first = Some(i);
+            break;
+        }
+        lineup_tests::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let first = first.expect("the local promoter admitted the first buyer");
+    let path = format!("/queues/striped/tokens/{}", tokens[first]);
+    assert_eq!(send(addr, "DELETE", &path, None).await.0, 204);
+    let next = tokens[1 - first].clone();
+    let mut admitted = false;
+    for _ in 0..50 {
+        if poll(next.clone()).await == "active" {
+            admitted = true;
+            break;
+        }
+        lineup_tests::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        admitted,
+        "the local promoter admitted the waiter on the line"
+    );
+    schedules.abort();
+    server.abort();
+}
+
 /// Over real HTTP, an empty segment (`//`) anywhere or a trailing slash matches no route: every
 /// route of every API, and the local stack's own `POST /events`, answers the 404 problem of no
 /// route, never a 400 for an empty id, a 405, the gatekeeper's 403 or another route's answer.

@@ -23,6 +23,7 @@ mod line;
 mod line_control;
 mod line_door;
 mod line_failover;
+mod line_open;
 mod line_pace;
 mod line_served;
 mod load;

@@ -58,19 +58,12 @@ pub struct QueueConfig {
     pub line_stripes: Option<u16>,
 }
 
-/// `LINE_STRIPES`, where set: 1 to 4,096. The striped line takes places only in queues an
-/// operator created, which the promoter knows of from their first settings.
+/// `LINE_STRIPES`, where set: 1 to 4,096.
 fn line_stripes(vars: &Vars) -> Result<Option<u16>, ConfigError> {
     if vars.string("LINE_STRIPES").is_none() {
         return Ok(None);
     }
     let stripes = vars.number("LINE_STRIPES", 1, Bounds::new(1, 4_096))?;
-    if vars.string("QUEUE_CREATION").as_deref().map(str::trim) == Some("open") {
-        return Err(super::bad(
-            "LINE_STRIPES",
-            "the striped line takes queues an operator creates: unset QUEUE_CREATION=open",
-        ));
-    }
     Ok(u16::try_from(stripes).ok())
 }
 

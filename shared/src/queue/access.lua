@@ -22,16 +22,14 @@ if op == 'add' then
     end
   end
   if held + new > most then return {0, held} end
-  redis.call('HSETNX', SETTINGS, 'created', NOW)
-  redis.call('PERSIST', SETTINGS)
+  own_settings()
   if #values > 0 then redis.call('SADD', ACCESS, unpack(values)) end
   return {1, redis.call('SCARD', ACCESS)}
 end
 -- 'mint'
 local held = redis.call('HLEN', ACCESS_CODES)
 if held + #values > most then return {0, held} end
-redis.call('HSETNX', SETTINGS, 'created', NOW)
-redis.call('PERSIST', SETTINGS)
+own_settings()
 local pairs_ = {}
 for _, hash in ipairs(values) do
   pairs_[#pairs_ + 1] = hash

@@ -42,6 +42,15 @@ local SLICE = 32
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
+-- An operator's act (settings, the access list or codes, the priority list) creates the queue
+-- where nobody has, and owns its settings from then on: they no longer end, as those a
+-- sell-out, a health signal or (on the striped line, open_line.lua) a first buyer made do.
+local function own_settings()
+  redis.call('HSETNX', SETTINGS, 'created', NOW)
+  redis.call('PERSIST', SETTINGS)
+  redis.call('HDEL', SETTINGS, 'by-arrival')
+end
+
 -- `user`'s session when it holds `ticket` (any ticket when nil): 'active', the ticket and
 -- the session end; 'expired' and the ticket for a session past its end; nil when none.
 local function find_active(user, ticket)

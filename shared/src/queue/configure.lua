@@ -128,9 +128,9 @@ if changed['pool'] ~= nil and changed['pool'] ~= (POOL or '') then
 end
 -- A new recovery time climbs on from where the level stands now.
 if changed['health-recovery-ms'] ~= nil and stored[22] then set_health() end
-redis.call('HSETNX', SETTINGS, 'created', NOW)
--- The operator owns the hash from now on, also one a sold-out event made with an expiry.
-redis.call('PERSIST', SETTINGS)
+-- The operator owns the hash from now on, also one a sold-out event or a first buyer made
+-- with an expiry.
+own_settings()
 keep_meta()
 write_fields(SETTINGS, changed)
 local now_set = redis.call('HMGET', SETTINGS, 'capacity', 'session-ms', 'idle-ms',

@@ -43,6 +43,7 @@ pub mod schedule;
 pub mod settings;
 mod striped;
 mod striped_door;
+mod striped_open;
 mod striped_pace;
 mod striped_settings;
 mod striped_tick;

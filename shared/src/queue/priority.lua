@@ -7,8 +7,7 @@ if op == 'add' then
   if redis.call('SISMEMBER', PRIORITY, user) == 0 and redis.call('SCARD', PRIORITY) >= most then
     return {0, redis.call('SCARD', PRIORITY)}
   end
-  redis.call('HSETNX', SETTINGS, 'created', NOW)
-  redis.call('PERSIST', SETTINGS)
+  own_settings()
   redis.call('SADD', PRIORITY, user)
   redis.call('HSET', SETTINGS, 'lane', 1)
 else

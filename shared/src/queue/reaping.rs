@@ -124,8 +124,8 @@ impl WaitingRoom {
             script_calls: 0,
             events: Vec::new(),
         };
-        if self.lines.is_some() {
-            report.retired = self.retire_closed_line(queue).await?;
+        if let Some(lines) = self.lines.clone() {
+            report.retired = self.retire_closed_line(&lines, queue).await?;
             return Ok(report);
         }
         let mut cursor = 0u64;

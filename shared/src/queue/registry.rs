@@ -7,8 +7,10 @@
 
 use super::keys::{queue_registry_key, QueueKeys};
 use super::{Arrival, WaitingRoom, REGISTER, RETIRE};
+use crate::config::QueueCreation;
 use crate::error::Error;
 use crate::ids::QueueId;
+use crate::line::Lines;
 use crate::store::{Batch, ScriptCall, Staged};
 
 /// The registry's members, staged with [`WaitingRoom::stage_registered_queues`].
@@ -87,12 +89,28 @@ impl WaitingRoom {
         Ok(retired)
     }
 
-    /// On the striped line: takes `queue` off the registry once an operator closed it (its
-    /// settings are gone), so the promoter ticks it no more; a queue that exists stays. The
-    /// registry is written first and the settings read after: a queue created again in
-    /// between is put back. Whether it was taken off.
-    pub(super) async fn retire_closed_line(&self, queue: &QueueId) -> Result<bool, Error> {
+    /// On the striped line: takes `queue` off the registry once its settings are gone and
+    /// every stripe is empty, so the promoter ticks it no more. Settings go when an operator
+    /// closes the queue, or, where its first buyer made them (`QUEUE_CREATION=open`), once
+    /// nobody has been on its line for `QUEUE_RETIRE_AFTER_SECONDS`. A queue that exists
+    /// stays. So does one whose settings went while someone still holds a place (a join that
+    /// came with the settings its container held from a moment before): it is ticked until
+    /// it drains, and under `QUEUE_CREATION=open` its settings are made again, as its first
+    /// buyer's join made them. The registry is written first and the settings read after: a
+    /// queue created again in between is put back. Whether it was taken off.
+    pub(super) async fn retire_closed_line(
+        &self,
+        lines: &Lines,
+        queue: &QueueId,
+    ) -> Result<bool, Error> {
         if self.read_terms(queue).await?.created {
+            return Ok(false);
+        }
+        let held = lines.any(queue).occupancy(self.clock.now_ms()).await?;
+        if held.waiting + held.active > 0 {
+            if self.config.creation == QueueCreation::Open {
+                self.open_line(queue).await?;
+            }
             return Ok(false);
         }
         self.write_registry("SREM", queue).await?;

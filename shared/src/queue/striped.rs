@@ -19,6 +19,7 @@ use super::{
     Arrival, Departure, Gate, Issued, Left, Mode, QueueEvent, Refusal, Standing, TokenState,
     WaitRange, WaitingRoom,
 };
+use crate::config::QueueCreation;
 use crate::door::{Proof, Refused, Scope};
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
@@ -82,6 +83,8 @@ impl WaitingRoom {
     /// place is in the draw. In a presale by code, a new arrival's `code` is bound to it
     /// first, on the code's stripe ([`Self::line_entry`]). Where the queue asks for a
     /// challenge, a new arrival brings a solved one (`proof`), redeemed as the place is made.
+    /// Under `QUEUE_CREATION=open`, the first buyer of a queue nobody created creates it
+    /// (`striped_open`).
     pub(super) async fn join_line(
         &self,
         lines: &Lines,
@@ -91,7 +94,11 @@ impl WaitingRoom {
         proof: &Proof,
     ) -> Result<Issued, Error> {
         let now = self.clock.now_ms();
-        let (terms, line) = self.line_of(lines, queue, now).await?;
+        let (mut terms, mut line) = self.line_of(lines, queue, now).await?;
+        if !terms.created && self.config.creation == QueueCreation::Open {
+            self.open_line(queue).await?;
+            (terms, line) = self.line_of(lines, queue, now).await?;
+        }
         // A queue nobody created holds nobody; one that takes no new arrival still answers
         // those who hold a place or a session.
         let refusal = match terms.admits_arrivals(now) {

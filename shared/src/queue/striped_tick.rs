@@ -160,17 +160,23 @@ impl WaitingRoom {
     /// What the queue's tick publishes beside its admissions, each once, as `promote.lua` does
     /// for the single-tag queue: `QueuePaceChanged` when the ramp's step or the health level
     /// in tenths moved since the last one (`pace-announced`), and `QueueClosed` once
-    /// `closesAt` has passed (`closes-announced`). Nothing to send most ticks; else one round
-    /// trip to the queue's settings. Only the lease holder writes either mark.
+    /// `closesAt` has passed (`closes-announced`). With them, where the queue's first buyer
+    /// made its settings and anyone is on its line (`held`), the settings' end is put back
+    /// (`striped_open`). Nothing to send most ticks; else one round trip to the queue's
+    /// settings. Only the lease holder writes either mark.
     async fn line_announcements(
         &self,
         queue: &QueueId,
         terms: &Terms,
         now: i64,
+        held: bool,
     ) -> Result<Vec<QueueEvent>, Error> {
         let key = QueueKeys::new(&self.prefix, queue).settings;
         let mut batch = Batch::new();
         let mut events = Vec::new();
+        if terms.by_arrival && held {
+            self.stage_keep_open(&mut batch, queue);
+        }
         let health = terms.health(now);
         let stepped = terms.stepped_capacity(self.config.capacity, now);
         let mark = pace_mark(stepped, terms.ramp.is_some(), health);
@@ -285,7 +291,8 @@ impl WaitingRoom {
                 Err(err) => tracing::error!(%queue, %err, "the opening was not recorded"),
             }
         }
-        match self.line_announcements(queue, &terms, now).await {
+        let held = ticked.placed + ticked.live + terms.queued > 0;
+        match self.line_announcements(queue, &terms, now, held).await {
             Ok(announced) => events.extend(announced),
             Err(err) => tracing::warn!(%queue, %err, "the queue's events were not recorded"),
         }

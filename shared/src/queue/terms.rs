@@ -25,7 +25,7 @@ use crate::line::PUBLISHED_FOR;
 use crate::store::{Batch, Staged};
 
 /// The settings fields a line reads, in the order [`Terms`] decodes them.
-const FIELDS: [&str; 31] = [
+const FIELDS: [&str; 32] = [
     "created",
     "capacity",
     "paused",
@@ -57,6 +57,7 @@ const FIELDS: [&str; 31] = [
     "pool-allot",
     "lane",
     "lane-before-opening",
+    "by-arrival",
 ];
 
 /// A queue's draw: its opening (ms) and the seed of its values, named by its commitment. The
@@ -86,8 +87,11 @@ impl PartialEq for Draw {
 /// A queue's settings as the line reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Terms {
-    /// An operator created the queue.
+    /// The queue exists: an operator created it, or (`QUEUE_CREATION=open`) its first buyer.
     pub created: bool,
+    /// Its first buyer created it, and no operator has changed it since: its settings end
+    /// once nobody has been on its line for `QUEUE_RETIRE_AFTER_SECONDS`.
+    pub by_arrival: bool,
     /// Its own capacity, where it set one.
     pub capacity: Option<u32>,
     pub paused: bool,
@@ -224,6 +228,7 @@ impl FromRedisValue for Terms {
                 .unwrap_or((0, 0)),
             lane: text(29) == Some("1"),
             lane_before_opening: text(30) == Some("1"),
+            by_arrival: text(31) == Some("1"),
             queued: 0,
         })
     }
@@ -402,8 +407,9 @@ mod tests {
             let quoted = format!("'{field}'");
             assert!(scripts.iter().any(|s| s.contains(&quoted)), "{field}");
         }
-        let configure = scripts[1];
-        assert!(configure.contains("HSETNX', SETTINGS, 'created'"));
+        assert!(scripts[0].contains("HSETNX', SETTINGS, 'created'"));
+        assert!(scripts[1].contains("own_settings()"));
+        assert!(include_str!("open_line.lua").contains("'by-arrival'"));
     }
 
     /// The counts a container reads with the settings sit under the settings' hash tag, so a
