@@ -467,7 +467,7 @@ async fn a_pool_shares_its_capacity_between_two_lines() {
             .await;
     }
     let tokens_a = served.joined("pa", 15, 100).await;
-    served.joined("pb", 12, 100).await;
+    let tokens_b = served.joined("pb", 12, 100).await;
     clock.advance(2000);
     let active = |queue: &'static str| async move {
         let path = format!("/queues/{queue}");
@@ -498,4 +498,49 @@ async fn a_pool_shares_its_capacity_between_two_lines() {
     }
     assert_eq!(active("pa").await, 0);
     assert_eq!(active("pb").await, 10);
+
+    // The booking system says the whole pool is down: every stripe of both queues halts in
+    // the updater's round trip, and a place freed meanwhile stays empty. Level 1 lifts it.
+    let pool_health = |level: f64, ms_ago: i64| {
+        let mut event = booking_health("pa", level, ms_ago);
+        event["detail"] = json!({"pool": "shared", "level": level});
+        event
+    };
+    assert_eq!(
+        served.deliver(pool_health(0.0, 2)).await,
+        [Outcome::Applied]
+    );
+    let stripes = STRIPES.parse::<usize>().unwrap();
+    assert_eq!(
+        served.halts().await,
+        2 * stripes,
+        "every stripe of the pool"
+    );
+    let mut freed = false;
+    for token in &tokens_b {
+        if served.status("pb", token).await.body["status"] == "active" {
+            let path = format!("/queues/pb/tokens/{token}");
+            assert_eq!(app.http("DELETE", &path, None).await.status, 204);
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed, "one of pb's buyers holds a session");
+    for _ in 0..2 {
+        assert_eq!(served.tick().await.admitted(), 0);
+        clock.advance(1000);
+    }
+    assert_eq!(
+        served.deliver(pool_health(1.0, 1)).await,
+        [Outcome::Applied]
+    );
+    // The level climbs back from 0 over a minute (healthRecoverySeconds).
+    served.tick().await;
+    assert_eq!(served.halts().await, 0);
+    clock.advance(61_000);
+    for _ in 0..4 {
+        served.tick().await;
+        clock.advance(1000);
+    }
+    assert_eq!(active("pb").await, 10, "the freed place is filled again");
 }

@@ -334,11 +334,10 @@ async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineu
         .iter()
         .map(|notice| deps.room.stage_sell_out(&mut batch, notice))
         .collect();
-    let levels: Vec<_> = asked
-        .health
-        .iter()
-        .map(|notice| deps.room.stage_health(&mut batch, notice))
-        .collect();
+    let mut levels = Vec::with_capacity(asked.health.len());
+    for notice in asked.health {
+        levels.push(deps.room.stage_health(&mut batch, notice).await?);
+    }
     let alarms: Vec<_> = asked
         .alarms
         .iter()

@@ -440,11 +440,17 @@ impl StagedAlarm {
 
 impl WaitingRoom {
     /// Stages `notice` for each queue it names (`health.lua`), or for its pool
-    /// (`pool_signal.lua`), in `batch`, so an event batch stays one round trip.
-    pub fn stage_health(&self, batch: &mut Batch, notice: &HealthNotice) -> StagedHealth {
+    /// (`pool_signal.lua`), in `batch`, so an event batch stays one round trip. On the striped
+    /// line a level of 0 halts every stripe of those queues in that round trip; for a pool,
+    /// its queues are read from its ledger first (one round trip more, only then).
+    pub async fn stage_health(
+        &self,
+        batch: &mut Batch,
+        notice: &HealthNotice,
+    ) -> Result<StagedHealth, Error> {
         let sent = notice.sent.timestamp_millis();
         let level = format!("{:.4}", notice.level);
-        StagedHealth(match &notice.target {
+        Ok(StagedHealth(match &notice.target {
             HealthTarget::Queues(queues) => queues
                 .iter()
                 .map(|queue| {
@@ -462,8 +468,17 @@ impl WaitingRoom {
                     batch.stage(call)
                 })
                 .collect(),
-            HealthTarget::Pool(pool) => vec![self.stage_pool_signal(batch, pool, &level, sent)],
-        })
+            HealthTarget::Pool(pool) => {
+                if let Some(lines) = self.lines.as_ref().filter(|_| notice.level <= 0.0) {
+                    for queue in self.pool_queues(pool).await? {
+                        lines
+                            .any(&queue)
+                            .stage_halt(batch, crate::line::Halt::Unhealthy);
+                    }
+                }
+                vec![self.stage_pool_signal(batch, pool, &level, sent)]
+            }
+        }))
     }
 
     /// Stages storing `notice`'s alarm state (`alarm.lua`) in `batch`.

@@ -18,7 +18,7 @@
 //! takes the queues' last reports and answers with the next word. So a place moves from one
 //! queue to another in about three ticks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -211,6 +211,21 @@ impl WaitingRoom {
             .query(&key, redis::cmd("HGETALL").arg(&key).clone())
             .await?;
         view(pool, fields).ok_or_else(|| Error::NotFound(format!("no pool {pool}")))
+    }
+
+    /// The queues `pool` serves: those its ledger counts and those its weights name; none
+    /// for a pool that does not exist. One `HGETALL`.
+    pub(super) async fn pool_queues(&self, pool: &PoolId) -> Result<Vec<QueueId>, Error> {
+        let view = match self.pool(pool).await {
+            Ok(view) => view,
+            Err(Error::NotFound(_)) => return Ok(Vec::new()),
+            Err(err) => return Err(err),
+        };
+        let named: BTreeSet<&String> = view.allotments.keys().chain(view.weights.keys()).collect();
+        Ok(named
+            .into_iter()
+            .filter_map(|queue| QueueId::parse(queue).ok())
+            .collect())
     }
 
     /// Deletes `pool`: its queues are asked to shrink to their live sessions and admit no
