@@ -281,3 +281,253 @@ async fn a_primary_failing_over_during_an_opening_costs_its_stripes_a_few_second
     );
     drop(cluster);
 }
+
+/// How long the settings' primary stays down before its replica takes over.
+const OUTAGE: Duration = Duration::from_secs(4);
+
+/// The URL of the node that replicates the primary on `port`.
+async fn replica_of(app: &TestApp, port: u16) -> String {
+    for node in &app.cluster.as_ref().unwrap().nodes {
+        let client = redis::Client::open(node.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if info.contains(&format!("master_port:{port}\r")) {
+            return node.url();
+        }
+    }
+    panic!("no replica of :{port}");
+}
+
+async fn config_set(url: &str, name: &str, value: &str) {
+    let client = redis::Client::open(url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// The primary that holds a queue's settings (`{q:<queue>}`) is killed, and its replica takes
+/// over [`OUTAGE`] later. Each container serves the settings it holds meanwhile: buyers whose
+/// stripes lie on other primaries are served while the queue's summary, which reads the
+/// settings there, is 503; and the promoter, whose lease lies on another primary, fills a
+/// place freed meanwhile, within the capacity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settings_primary_failing_over_stops_no_other_stripe() {
+    const HELD: usize = 3;
+    let mut app = TestApp::spawn_on_cluster(
+        &[
+            ("LINE_STRIPES", "12"),
+            ("QUEUE_CREATION", "operator"),
+            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ],
+        true,
+    )
+    .await;
+    // A queue whose settings and lease lie on different primaries.
+    let names: Vec<String> = (0..8).map(|i| format!("so{i}")).collect();
+    let settings = json!({ "capacity": HELD }).to_string();
+    for name in &names {
+        let path = format!("/queues/{name}/settings");
+        let set = app.http("PUT", &path, Some(&settings)).await;
+        assert_eq!(set.status, 200, "{:?}", set.body);
+    }
+    tick(&app).await.expect("the first tick");
+    let primaries = app.cluster.as_ref().unwrap().primaries().await;
+    let prefix = app.config.key_prefix.clone();
+    let mut chosen = None;
+    for name in &names {
+        let mut on = Vec::new();
+        for tag in ["q", "l"] {
+            let pattern = format!("{prefix}:{{{tag}:{name}}}:*");
+            let nodes = keys_per_node(&app, &pattern).await;
+            on.push(nodes.into_keys().find(|port| primaries.contains(port)));
+        }
+        if let [Some(settings), Some(lease)] = on[..] {
+            if settings != lease {
+                chosen = Some((name.clone(), settings));
+                break;
+            }
+        }
+    }
+    let (queue, victim) = chosen.expect("a queue whose settings and lease lie apart");
+    let path = |token: &str| format!("/queues/{queue}/tokens/{token}");
+
+    let mut tokens = Vec::new();
+    for i in 0..20 {
+        let body = json!({ "userId": format!("buyer-{i}") }).to_string();
+        let joined = app
+            .http("POST", &format!("/queues/{queue}/tokens"), Some(&body))
+            .await;
+        assert_eq!(joined.status, 201, "{:?}", joined.body);
+        tokens.push(joined.token());
+    }
+    let mut admitted = 0;
+    for _ in 0..30 {
+        admitted += tick(&app).await.map_or(0, |report| report.admitted());
+        if admitted == HELD as u64 {
+            break;
+        }
+        sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(admitted, HELD as u64);
+    // The buyers whose stripes lie off the victim, and which of them hold a session.
+    let pattern = format!("{prefix}:{{l:{queue}:*}}:mark:*");
+    let mut others: Vec<usize> = Vec::new();
+    for (port, keys) in keys_per_node(&app, &pattern).await {
+        if primaries.contains(&port) && port != victim {
+            others.extend(keys.iter().map(|key| {
+                key.rsplit("buyer-")
+                    .next()
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            }));
+        }
+    }
+    let mut active_others = Vec::new();
+    for &i in &others {
+        let polled = app.http("GET", &path(&tokens[i]), None).await;
+        assert_eq!(polled.status, 200, "{:?}", polled.body);
+        if polled.body["status"] == "active" {
+            active_others.push(i);
+        }
+    }
+    let leaver = *active_others.first().expect("a session on another primary");
+    assert!(others.len() > active_others.len(), "waiters elsewhere");
+
+    // Its replica waits to take over until told (as a slow failover does): the outage lasts
+    // OUTAGE.
+    let replica = replica_of(&app, victim).await;
+    config_set(&replica, "cluster-replica-no-failover", "yes").await;
+    // Let the replicas catch up, then kill the primary.
+    sleep(Duration::from_millis(500)).await;
+    tick(&app).await.expect("a tick before the kill");
+    // The containers' settings are read; a second after, they must be read again.
+    app.http("GET", &path(&tokens[others[0]]), None).await;
+    let warm = Instant::now();
+    sleep(Duration::from_millis(900)).await;
+    let mut cluster = app.cluster.take().unwrap();
+    let node = cluster
+        .nodes
+        .iter_mut()
+        .find(|n| n.port() == victim)
+        .unwrap();
+    node.stop().await;
+    let killed = Instant::now();
+    assert_eq!(
+        app.http("DELETE", &path(&tokens[leaver]), None)
+            .await
+            .status,
+        204
+    );
+    others.retain(|i| *i != leaver);
+    // The buyers elsewhere poll all along; each poll's instant and answer is kept.
+    let app = Arc::new(app);
+    let tokens = Arc::new(tokens);
+    let stop = Arc::new(AtomicBool::new(false));
+    let polling = {
+        let (app, tokens, stop, queue) = (app.clone(), tokens.clone(), stop.clone(), queue.clone());
+        tokio::spawn(async move {
+            let (mut polls, mut n) = (Vec::new(), 0);
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let other = others[n % others.len()];
+                let path = format!("/queues/{queue}/tokens/{}", tokens[other]);
+                let sent = Instant::now();
+                match app.http("GET", &path, None).await.status {
+                    code @ (200 | 503) => polls.push((sent, code)),
+                    code => panic!("buyer-{other}: {code}"),
+                }
+                sleep(Duration::from_millis(20)).await;
+            }
+            polls
+        })
+    };
+    // The queue's summary, which reads the settings, says when their primary is down (503);
+    // the promoter ticks meanwhile, every 100 ms.
+    let recovered = Arc::new(AtomicBool::new(false));
+    let probing = {
+        let (app, queue, recovered) = (app.clone(), queue.clone(), recovered.clone());
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            while warm.elapsed() < Duration::from_secs(20) {
+                let asked = Instant::now();
+                let status = app
+                    .http("GET", &format!("/queues/{queue}"), None)
+                    .await
+                    .status;
+                answers.push((asked, status));
+                if status == 200 && answers.iter().any(|(_, status)| *status == 503) {
+                    break;
+                }
+                sleep(Duration::from_millis(20)).await;
+            }
+            recovered.store(true, Ordering::Relaxed);
+            answers
+        })
+    };
+    let mut ticks = Vec::new();
+    let mut failing_over = false;
+    while !recovered.load(Ordering::Relaxed) {
+        if !failing_over && killed.elapsed() > OUTAGE {
+            config_set(&replica, "cluster-replica-no-failover", "no").await;
+            failing_over = true;
+        }
+        let started = Instant::now();
+        ticks.push((
+            started,
+            tick(&app).await.map_or(0, |report| report.admitted()),
+        ));
+        sleep(Duration::from_millis(100)).await;
+    }
+    let answers = probing.await.unwrap();
+    let down: Vec<Instant> = answers
+        .iter()
+        .filter(|(_, status)| *status == 503)
+        .map(|(asked, _)| *asked)
+        .collect();
+    // Down from the kill until its replica answers.
+    let until = *down.last().expect("the settings' primary was seen down");
+    let filled_during: u64 = ticks
+        .iter()
+        .filter(|(started, _)| (killed..until).contains(started))
+        .map(|(_, admitted)| admitted)
+        .sum();
+    let mut filled: u64 = ticks.iter().map(|(_, admitted)| admitted).sum();
+    stop.store(true, Ordering::Relaxed);
+    let polls = polling.await.unwrap();
+    // The polls once the containers' settings were more than a second old.
+    let held_since = warm + Duration::from_millis(1_100);
+    let during: Vec<u16> = polls
+        .iter()
+        .filter(|(sent, _)| (held_since..until).contains(sent))
+        .map(|(_, code)| *code)
+        .collect();
+    let served = during.iter().filter(|code| **code == 200).count();
+    let refused = during.len() - served;
+    assert!(
+        served >= 10 && served >= 3 * refused,
+        "polls elsewhere while the settings were down: {served} served, {refused} refused"
+    );
+    assert_eq!(filled_during, 1, "the freed place filled during the outage");
+    for _ in 0..3 {
+        filled += tick(&app).await.map_or(0, |report| report.admitted());
+    }
+    assert_eq!(filled, 1, "and no more: capacity held");
+    println!(
+        "RELIABILITY: striped line, the settings' primary :{victim} SIGKILLed, its replica \
+         taking over {OUTAGE:?} later: meanwhile {served} polls on other primaries were served \
+         with the settings held ({refused} refused), and a tick filled the place freed meanwhile"
+    );
+    drop(cluster);
+}

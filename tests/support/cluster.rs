@@ -53,6 +53,10 @@ impl EmbeddedCluster {
                 // Fail over however long the replica was cut off: the cluster is seconds old.
                 "--cluster-replica-validity-factor",
                 "0",
+                // A replica's first sync starts at once (Redis 7 waits 5 s by default), so
+                // a test that kills a primary finds its replica holding its data.
+                "--repl-diskless-sync-delay",
+                "0",
             ]
             .map(String::from)
             .to_vec();
@@ -83,6 +87,15 @@ impl EmbeddedCluster {
         assert!(status.success(), "redis-cli --cluster create failed");
         for node in &nodes {
             wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
+        }
+        // Each replica has taken its primary's data before a test begins.
+        if replicas {
+            for node in &nodes {
+                if !reply_contains(&node.url(), "INFO replication", "role:slave").await {
+                    continue;
+                }
+                wait_for(&node.url(), "INFO replication", "master_link_status:up").await;
+            }
         }
         EmbeddedCluster { nodes, tls_ports }
     }
@@ -172,21 +185,28 @@ async fn query_role(url: &str) -> redis::RedisResult<String> {
 async fn wait_for(url: &str, command: &str, expected: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        if let Ok(client) = redis::Client::open(url) {
-            if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                let mut parts = command.split(' ');
-                let mut cmd = redis::cmd(parts.next().unwrap_or_default());
-                for part in parts {
-                    cmd.arg(part);
-                }
-                if let Ok(reply) = cmd.query_async::<String>(&mut conn).await {
-                    if reply.contains(expected) {
-                        return;
-                    }
-                }
-            }
+        if reply_contains(url, command, expected).await {
+            return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{url} never answered {command} with {expected}");
+}
+
+/// Whether the node at `url` answers `command` (words split on spaces) with `expected` in it.
+async fn reply_contains(url: &str, command: &str, expected: &str) -> bool {
+    let Ok(client) = redis::Client::open(url) else {
+        return false;
+    };
+    let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+        return false;
+    };
+    let mut parts = command.split(' ');
+    let mut cmd = redis::cmd(parts.next().unwrap_or_default());
+    for part in parts {
+        cmd.arg(part);
+    }
+    cmd.query_async::<String>(&mut conn)
+        .await
+        .is_ok_and(|reply| reply.contains(expected))
 }

@@ -70,12 +70,23 @@ impl WaitingRoom {
         now: i64,
     ) -> Result<(Terms, Arc<Line>), Error> {
         let terms = self.terms(queue, now).await?;
+        Ok(self.line_for(lines, queue, terms))
+    }
+
+    /// `queue`'s line under `terms`, with its draw where it has one, timed by the queue's own
+    /// session and idle period where it set them.
+    pub(super) fn line_for(
+        &self,
+        lines: &Lines,
+        queue: &QueueId,
+        terms: Terms,
+    ) -> (Terms, Arc<Line>) {
         let line = lines.line(queue, terms.draw.as_ref().map(named_opening));
         line.time(
             terms.session(lines.shape().session),
             terms.presence(lines.shape().presence),
         );
-        Ok((terms, line))
+        (terms, line)
     }
 
     /// `user` joins `queue`'s line, or finds the place or session it holds. A new place is

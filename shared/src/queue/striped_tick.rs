@@ -224,15 +224,16 @@ impl WaitingRoom {
     }
 
     /// One tick of `queue`'s line, if this container holds or takes its lease: the queue's
-    /// settings (one `HMGET`, fresh), the lease (one small script) and the tick.
+    /// settings (one `HMGET`, fresh; while their shard does not answer, those held), the
+    /// lease (one small script) and the tick.
     async fn tick_line(
         &self,
         lines: &Lines,
         queue: &QueueId,
     ) -> Result<Option<QueuePromotion>, Error> {
-        self.forget_terms(queue);
         let now = self.clock.now_ms();
-        let (mut terms, line) = self.line_of(lines, queue, now).await?;
+        let terms = self.fresh_terms(queue, now).await?;
+        let (mut terms, line) = self.line_for(lines, queue, terms);
         let Lease::Granted(fence) = line.lease(lines.holder(), LEASE_FOR).await? else {
             // Another promoter ticks it, and reports it to its pool.
             self.pools.learn(queue, None);
@@ -241,8 +242,7 @@ impl WaitingRoom {
         let alarmed = self.line_alarm(queue, &terms, &line).await?;
         let pooled = self.line_pool_word(queue, &terms).await?;
         if alarmed || pooled {
-            self.forget_terms(queue);
-            terms = self.line_of(lines, queue, now).await?.0;
+            terms = self.fresh_terms(queue, now).await?;
         }
         let capacity = terms.capacity(self.config.capacity, now);
         let room = Room {

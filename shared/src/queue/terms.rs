@@ -322,9 +322,28 @@ impl Terms {
     }
 }
 
-/// The terms a container read, by queue, with when (ms).
+/// The terms a container read, by queue.
 #[derive(Default)]
-pub(super) struct HeldTerms(Mutex<HashMap<QueueId, (i64, Terms)>>);
+pub(super) struct HeldTerms(Mutex<HashMap<QueueId, Held>>);
+
+/// A queue's terms as a container holds them.
+#[derive(Clone)]
+struct Held {
+    /// When they were read (ms).
+    read: i64,
+    /// Before this (ms), they are served without a read: a read failed just now.
+    retry_at: i64,
+    terms: Terms,
+}
+
+/// How long a container serves the terms it holds while their shard does not answer (a
+/// failover, `{q:<queue>}`'s primary down): no settings change can be written there
+/// meanwhile, so they are the last the queue had.
+const HELD_THROUGH_OUTAGE: Duration = Duration::from_secs(120);
+
+/// How long after a failed read a container serves the terms it holds without trying again,
+/// so each buyer's call does not wait for the shard that is down.
+const RETRY_READ: Duration = Duration::from_secs(1);
 
 /// How long a refused arrival waits before trying again when the line is full.
 const FULL_RETRY: Duration = Duration::from_secs(10);
@@ -335,34 +354,88 @@ const HELD: usize = 1_000;
 impl WaitingRoom {
     /// `queue`'s terms at `now` (ms): those this container read less than [`PUBLISHED_FOR`]
     /// ago, else one `HMGET`. A queue not created yet is not held: its operator may create
-    /// it any moment.
+    /// it any moment. While the queue's shard does not answer, the terms held are served for
+    /// up to [`HELD_THROUGH_OUTAGE`] ([`Self::fresh_terms`]).
     pub(super) async fn terms(&self, queue: &QueueId, now: i64) -> Result<Terms, Error> {
-        let fresh = PUBLISHED_FOR.as_millis() as i64;
-        if let Some((at, terms)) = self
+        self.terms_within(queue, now, PUBLISHED_FOR).await
+    }
+
+    /// `queue`'s terms read now (the promoter's tick), or, while its shard does not answer,
+    /// those this container holds, for up to [`HELD_THROUGH_OUTAGE`]: the queue's other
+    /// stripes keep serving and admitting through its own tag's failover. After a failed
+    /// read the held terms are served for [`RETRY_READ`] before the next try.
+    pub(super) async fn fresh_terms(&self, queue: &QueueId, now: i64) -> Result<Terms, Error> {
+        self.terms_within(queue, now, Duration::ZERO).await
+    }
+
+    async fn terms_within(
+        &self,
+        queue: &QueueId,
+        now: i64,
+        fresh: Duration,
+    ) -> Result<Terms, Error> {
+        let fresh = fresh.as_millis() as i64;
+        let held = self
             .held_terms
             .0
             .lock()
             .ok()
             .and_then(|held| held.get(queue).cloned())
-        {
-            if now >= at && now - at < fresh {
-                return Ok(terms);
+            .filter(|held| now >= held.read);
+        if let Some(held) = &held {
+            if now - held.read < fresh || now < held.retry_at {
+                return Ok(held.terms.clone());
             }
         }
-        let terms = self.read_terms(queue).await?;
+        let terms = match self.read_terms(queue).await {
+            Ok(terms) => terms,
+            Err(err @ Error::Unavailable { .. }) => {
+                let outage = HELD_THROUGH_OUTAGE.as_millis() as i64;
+                let Some(held) = held.filter(|held| now - held.read < outage) else {
+                    return Err(err);
+                };
+                tracing::warn!(
+                    %queue,
+                    %err,
+                    held_ms = now - held.read,
+                    "the queue's settings did not answer: serving those this container holds"
+                );
+                let terms = held.terms.clone();
+                self.hold(
+                    queue,
+                    Held {
+                        retry_at: now + RETRY_READ.as_millis() as i64,
+                        ..held
+                    },
+                );
+                return Ok(terms);
+            }
+            Err(err) => return Err(err),
+        };
         if !terms.created {
             return Ok(terms);
         }
-        let mut held = self
+        self.hold(
+            queue,
+            Held {
+                read: now,
+                retry_at: now,
+                terms: terms.clone(),
+            },
+        );
+        Ok(terms)
+    }
+
+    fn hold(&self, queue: &QueueId, held: Held) {
+        let mut all = self
             .held_terms
             .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if held.len() >= HELD {
-            held.clear();
+        if all.len() >= HELD && !all.contains_key(queue) {
+            all.clear();
         }
-        held.insert(queue.clone(), (now, terms.clone()));
-        Ok(terms)
+        all.insert(queue.clone(), held);
     }
 
     /// Forgets what this container held of `queue`'s terms: its settings changed here.
