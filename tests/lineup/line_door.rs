@@ -428,6 +428,8 @@ async fn the_priority_lane_goes_ahead_of_the_main_line_across_stripes() {
 }
 
 /// With `laneBeforeOpening`, the lane is admitted before the opening; the draw waits for it.
+/// Without it, a lane place waits for the opening, and sees its position and a wait counted
+/// from the opening meanwhile.
 #[tokio::test]
 async fn the_lane_goes_before_the_opening_where_the_queue_says_so() {
     let served = Served::start().await;
@@ -467,5 +469,20 @@ async fn the_lane_goes_before_the_opening_where_the_queue_says_so() {
     clock.advance(2000);
     assert_eq!(served.tick().await.admitted(), 0);
     clock.advance(1000);
-    assert_ne!(standing(&served, "early", &waits.token()).await.0, "active");
+    // It sees its place in the lane, and its wait counts from the opening.
+    let told = served.status("early", &waits.token()).await;
+    assert_eq!(told.body["status"], "waiting", "{:?}", told.body);
+    assert_eq!(told.body["position"], 1, "{:?}", told.body);
+    let until_opening = ((opens_at.timestamp_millis() - clock.now_ms()) / 1000) as u64;
+    let low = told.body["estimatedWaitRange"]["low"].as_u64().unwrap_or(0);
+    assert!(
+        low >= until_opening,
+        "a lane place waits for the opening ({until_opening} s): {:?}",
+        told.body
+    );
+    assert!(told.body["estimatedWaitSeconds"].as_u64() >= Some(low));
+    assert_eq!(
+        standing(&served, "early", &member.token()).await.0,
+        "prequeue"
+    );
 }

@@ -59,6 +59,15 @@ impl Estimate {
             high,
         }
     }
+
+    /// The same wait, begun `wait` from now: a lane place that waits for the opening.
+    pub fn after(self, wait: Duration) -> Estimate {
+        Estimate {
+            expected: self.expected + wait,
+            low: self.low + wait,
+            high: self.high + wait,
+        }
+    }
 }
 
 /// The promoter's record of the ticks it ran: when, and how many places each gave up.

@@ -276,6 +276,13 @@ impl Line {
                 segment < sealed
             }
         };
+        // The segments this tick counts: those it may admit from, and the lane's sealed ones
+        // before the opening too, so a lane place sees its position while it waits for the
+        // opening (it is admitted from then on).
+        let lane_counted = self.segment_of(super::LANE_BASE + sealed_at);
+        let counted_segment = |segment: i64| {
+            admissible(segment) || (super::is_lane_segment(segment) && segment < lane_counted)
+        };
         // Each stripe's live sessions: a dark one's as this container's last tick left them
         // (sessions only end while nobody admits there). Without that, the room is unknown.
         let mut live = 0;
@@ -341,7 +348,7 @@ impl Line {
             counted.push(
                 segments[k]
                     .iter()
-                    .filter(|s| admissible(**s))
+                    .filter(|s| counted_segment(**s))
                     .map(|s| {
                         let (min, max) = self.segment_bounds(*s);
                         let staged = batch.stage_command(
@@ -399,7 +406,7 @@ impl Line {
         let every: BTreeSet<i64> = counts.iter().flat_map(|c| c.keys().copied()).collect();
         let mut reach = vec![0u64; stripes.len()];
         let mut left = free;
-        for segment in &every {
+        for segment in every.iter().filter(|s| admissible(**s)) {
             for (k, of_stripe) in counts.iter().enumerate() {
                 let take = of_stripe.get(segment).copied().unwrap_or(0).min(left);
                 reach[k] += take;

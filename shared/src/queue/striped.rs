@@ -316,13 +316,26 @@ impl WaitingRoom {
         // A health level of 0 admits nobody, whether or not the stripes still say so.
         let now = self.clock.now_ms();
         let halted = halted.or((terms.health(now).level <= 0.0).then_some(Halt::Unhealthy));
+        // A lane place waits for the opening, unless the lane goes before it: its wait counts
+        // from there.
+        let lane_waits = terms
+            .draw
+            .as_ref()
+            .map(|draw| draw.opens_at)
+            .filter(|at| {
+                now < *at && !terms.lane_before_opening && line::is_lane(line::score_of(ticket))
+            })
+            .map(|at| Duration::from_millis((at - now) as u64));
         let estimate = match standing {
-            Standing::Waiting { position } if halted.is_none() => Some(line::Estimate::of(
-                position,
-                terms.capacity(self.config.capacity, now),
-                line.session(),
-                speed,
-            )),
+            Standing::Waiting { position } if halted.is_none() => {
+                let estimate = line::Estimate::of(
+                    position,
+                    terms.capacity(self.config.capacity, now),
+                    line.session(),
+                    speed,
+                );
+                Some(lane_waits.map_or(estimate, |wait| estimate.after(wait)))
+            }
             _ => None,
         };
         TokenState {
