@@ -292,6 +292,49 @@ async fn the_booking_systems_sold_out_halts_every_stripe_in_its_round_trip() {
     assert_eq!(waiting.body["status"], "soldout", "{:?}", waiting.body);
 }
 
+/// A queue whose settings are gone from their shard while buyers wait (a failover that lost
+/// them) admits nobody: the environment's defaults are nobody's settings. Once an operator
+/// sets them again, the line moves within them.
+#[tokio::test]
+async fn a_tick_admits_nobody_in_a_queue_whose_settings_are_gone() {
+    let served = Served::start().await;
+    served.create("lost", r#"{"capacity": 2}"#).await;
+    let tokens = served.joined("lost", 8, 100).await;
+    served.clock.advance(2000);
+    assert_eq!(served.tick().await.admitted(), 2);
+    served.clock.advance(1000);
+    let mut freed = false;
+    for token in &tokens {
+        if served.status("lost", token).await.body["status"] == "active" {
+            let path = format!("/queues/lost/tokens/{token}");
+            assert_eq!(served.app.http("DELETE", &path, None).await.status, 204);
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed);
+    let queue = lineup::ids::QueueId::parse("lost").unwrap();
+    let settings = lineup::queue::keys::QueueKeys::new(&served.app.config.key_prefix, &queue);
+    let _: u64 = redis::cmd("DEL")
+        .arg(&settings.settings)
+        .query_async(&mut served.app.inspect.clone())
+        .await
+        .unwrap();
+    served.clock.advance(1000);
+    assert_eq!(
+        served.tick().await.admitted(),
+        0,
+        "admitted by the defaults"
+    );
+    served.create("lost", r#"{"capacity": 2}"#).await;
+    served.clock.advance(1000);
+    assert_eq!(
+        served.tick().await.admitted(),
+        1,
+        "the freed place, within the capacity"
+    );
+}
+
 #[tokio::test]
 async fn a_payment_ends_its_session_once_and_the_next_tick_fills_the_place() {
     let served = Served::start().await;

@@ -244,12 +244,21 @@ impl WaitingRoom {
         if alarmed || pooled {
             terms = self.fresh_terms(queue, now).await?;
         }
-        let capacity = terms.capacity(self.config.capacity, now);
-        let room = Room {
-            capacity,
-            most: terms.admissions(self.config.admit_per_tick, now),
-            passthrough: terms.mode == Mode::Passthrough,
-            lane_before_opening: terms.lane_before_opening,
+        // A queue whose settings are gone admits nobody: an operator closed it (its line is
+        // empty), or a failover lost them, and the environment's defaults are nobody's.
+        let room = match terms.created {
+            true => Room {
+                capacity: terms.capacity(self.config.capacity, now),
+                most: terms.admissions(self.config.admit_per_tick, now),
+                passthrough: terms.mode == Mode::Passthrough,
+                lane_before_opening: terms.lane_before_opening,
+            },
+            false => Room {
+                capacity: 0,
+                most: 0,
+                passthrough: false,
+                lane_before_opening: false,
+            },
         };
         let ticked = line.tick_paced(fence, &*self.clock, room).await?;
         // A queue in a pool reports to its ledger, for the next tick's word.
