@@ -106,13 +106,4 @@ impl Line {
         let key = self.counts_key();
         batch.stage_command(&key, redis::cmd("GET").arg(&key).clone())
     }
-
-    /// The counts the last tick wrote, if a tick has run within the line's keep.
-    pub async fn counts(&self) -> Result<Option<Counts>, Error> {
-        let key = self.counts_key();
-        Ok(self
-            .conn
-            .query(&key, redis::cmd("GET").arg(&key).clone())
-            .await?)
-    }
 }

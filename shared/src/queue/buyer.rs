@@ -357,13 +357,19 @@ impl WaitingRoom {
     }
 
     /// The queue's counts and the settings in force. On the striped line, the counts are
-    /// those its last tick found, one more round trip, to the line's own tag.
+    /// those its last tick found, read beside the settings (under their tag): one round trip.
     pub async fn summary(&self, queue: &QueueId) -> Result<QueueSummary, Error> {
-        let reply: SummaryReply = self.conn.invoke(self.invocation(&SUMMARY, queue)).await?;
-        // On the striped line, the counts its last tick found.
-        let (waiting, active) = match &self.lines {
-            Some(lines) => {
-                let counts = lines.any(queue).counts().await?.unwrap_or_default();
+        let mut batch = Batch::new();
+        let reply: Staged<SummaryReply> = batch.stage(self.invocation(&SUMMARY, queue));
+        let counts = self
+            .lines
+            .as_ref()
+            .map(|lines| lines.any(queue).stage_counts(&mut batch));
+        let replies = self.conn.send(&batch).await?;
+        let reply = reply.read(&replies)?;
+        let (waiting, active) = match counts {
+            Some(counts) => {
+                let counts = counts.read(&replies)?.unwrap_or_default();
                 (counts.waiting, counts.active)
             }
             None => (reply.waiting, reply.active),
