@@ -159,6 +159,31 @@ fn assert_nobody_dropped(endings: &[Result<Obeyed, String>], events: &[QueueEven
     assert!(abandoned.is_empty(), "{abandoned:?}");
 }
 
+/// `endings`, with each member still `Waiting` read once more: one the ticks admitted after its
+/// last poll before the deadline is `Admitted` by what that read shows.
+async fn settled(
+    app: &TestApp,
+    queue: &str,
+    members: &[Member],
+    endings: Vec<Result<Obeyed, String>>,
+) -> Vec<Result<Obeyed, String>> {
+    let mut settled = Vec::with_capacity(endings.len());
+    for (member, ending) in members.iter().zip(endings) {
+        settled.push(match ending {
+            Ok(Obeyed::Waiting) => {
+                let reply = status(app, queue, &member.token).await;
+                if reply.status == 200 && reply.body["status"] == "active" {
+                    Ok(Obeyed::Admitted(reply.body))
+                } else {
+                    Ok(Obeyed::Waiting)
+                }
+            }
+            other => other,
+        });
+    }
+    settled
+}
+
 fn commitment(summary: &Value) -> String {
     summary["draw"]["seedSha256"]
         .as_str()
@@ -553,6 +578,9 @@ async fn one_plan(app: &TestApp, design: Design, queue: String, seed: u64) {
     };
     eprintln!("{queue}: {:#?}", plan.log);
     assert_nobody_dropped(&endings, &events);
+    // A member admitted after its last poll before the deadline never saw it: one more read of
+    // each member still waiting, once nobody can be admitted any more, finds every admission.
+    let endings = settled(app, q, &members, endings).await;
 
     // Each admission (a tick's or a leave's) came while the gates were open: its instant is
     // the session's end less its length.
