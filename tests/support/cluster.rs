@@ -57,6 +57,10 @@ impl EmbeddedCluster {
                 // a test that kills a primary finds its replica holding its data.
                 "--repl-diskless-sync-delay",
                 "0",
+                // As a deployment's parameter group has it (docs/deploy.md): a shard whose
+                // primary is down stops its own slots only, not the whole cluster's.
+                "--cluster-require-full-coverage",
+                "no",
             ]
             .map(String::from)
             .to_vec();
