@@ -21,6 +21,7 @@
 //!   round trip.
 //! - `speed`: how fast the line moves, measured by the promoter's ticks, and a waiter's
 //!   [`Estimate`] from it.
+//! - `apply`: the tick's work on one stripe (`apply.lua`), in calls of a bounded size.
 //! - `ticked`: what a tick is given ([`Room`]) and what it did ([`Ticked`]).
 //! - `tick`: [`Line::tick`], the only writer of admissions from the line (and of each stripe's
 //!   allowance of admissions on arrival, in passthrough): it reads every stripe's head and
@@ -64,6 +65,7 @@ pub mod keys;
 
 mod access;
 mod allowance;
+mod apply;
 mod buyer;
 mod check;
 mod codes;

@@ -5,7 +5,7 @@
 //! every stripe's sessions and segments; counts each sealed segment's places, and from the
 //! counts works out how many places of each stripe's head the free room reaches; reads exactly
 //! those; then on each stripe admits the present ones of them and passes over the absent ones,
-//! in calls of at most [`APPLY_CHUNK`], and publishes what that stripe's polls read
+//! in calls of at most [`APPLY_CHUNK`](super::apply::APPLY_CHUNK), and publishes what that stripe's polls read
 //! (`apply.lua`). What it reads and writes grows with what it admits, not with the line.
 //!
 //! A stripe whose shard does not answer (a primary failing over) is dark for the tick: its
@@ -16,102 +16,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
-use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{FromRedisValue, ParsingError, Value};
-
+use super::apply::{Apply, ApplyReply};
 use super::halt::Halt;
 use super::lease::Fence;
 use super::ticked::{Heads, Room, Seen, TickRefused, Ticked};
 use super::{ms, Line, Place, Published, Stripe, StripeKeys};
 use crate::clock::Clock;
 use crate::error::Error;
-use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
-
-/// The tick's work on one stripe; its keys and arguments, named as `apply.lua` binds them.
-pub(super) static APPLY: NamedScript = NamedScript::new(
-    LazyLock::new(|| lua_script(include_str!("apply.lua"))),
-    &[
-        "LINE",
-        "ACTIVE",
-        "SEGMENTS",
-        "SEALED",
-        "PUBLISHED",
-        "FENCE",
-        "HALT",
-        "ALLOW",
-        "marks…",
-    ],
-    &[
-        "now",
-        "session_ms",
-        "keep_ms",
-        "sealed",
-        "published",
-        "fence",
-        "walk_count",
-        "empty_count",
-        "allow",
-        "allow_ms",
-        "lists…",
-    ],
-);
+use crate::store::{Batch, Staged};
 
 /// The most places a tick reads from the head of each stripe: it walks at most this many of one
 /// stripe per tick.
 pub const HEAD_WINDOW: u64 = 1000;
 
-/// The most places one call of `apply.lua` takes off the line, so that a call stays well under
-/// a millisecond of Redis's time.
-pub const APPLY_CHUNK: usize = 50;
-
 /// How long a tick's choice holds: a tick that reaches its writes later than this after its
 /// reads writes nothing, and says how late it was.
 pub const DECIDED_FOR: Duration = Duration::from_secs(2);
-
-/// `apply.lua`'s reply: `{'applied', admitted users, dropped users}`, `{'fenced', fence}` or
-/// `{'halted', why}`.
-enum ApplyReply {
-    Applied {
-        admitted: Vec<String>,
-        dropped: Vec<String>,
-    },
-    Fenced(Fence),
-    Halted(Option<Halt>),
-}
-
-impl FromRedisValue for ApplyReply {
-    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        let mut fields = fields.into_iter();
-        let outcome: String = match fields.next() {
-            Some(v) => FromRedisValue::from_redis_value(v)?,
-            None => return Err(ParsingError::from("apply: an empty reply")),
-        };
-        let mut next = || {
-            fields
-                .next()
-                .ok_or_else(|| ParsingError::from(format!("apply: {outcome} is short")))
-        };
-        match outcome.as_str() {
-            "applied" => Ok(ApplyReply::Applied {
-                admitted: FromRedisValue::from_redis_value(next()?)?,
-                dropped: FromRedisValue::from_redis_value(next()?)?,
-            }),
-            "fenced" => Ok(ApplyReply::Fenced(Fence(FromRedisValue::from_redis_value(
-                next()?,
-            )?))),
-            "halted" => {
-                let why: String = FromRedisValue::from_redis_value(next()?)?;
-                Ok(ApplyReply::Halted(Halt::parse(&why)))
-            }
-            other => Err(ParsingError::from(format!(
-                "apply: unknown outcome {other}"
-            ))),
-        }
-    }
-}
 
 /// A stripe's head as `ZRANGE … WITHSCORES` reads it: (user, score).
 type HeadPlaces = Vec<(String, f64)>;
@@ -547,60 +469,23 @@ impl Line {
                 .filter(|(_, count)| **count == 0)
                 .map(|(segment, _)| *segment)
                 .collect();
-            let chunks: Vec<&[String]> = if walk[k].is_empty() {
-                vec![&[]]
-            } else {
-                walk[k].chunks(APPLY_CHUNK).collect()
+            let apply = Apply {
+                now,
+                session_ms,
+                keep_ms: ms(self.shape.keep),
+                seal_at,
+                published: serde_json::to_string(&published[k]).unwrap_or_default(),
+                fence,
+                walk: &walk[k],
+                empty: &empty,
+                grant: grants[k],
             };
-            let last = chunks.len() - 1;
-            for (c, chunk) in chunks.into_iter().enumerate() {
-                let mut call = ScriptCall::of(&APPLY);
-                call.named_key("LINE", &keys.line)
-                    .named_key("ACTIVE", &keys.active)
-                    .named_key("SEGMENTS", &keys.segments)
-                    .named_key("SEALED", &keys.sealed)
-                    .named_key("PUBLISHED", &keys.published)
-                    .named_key("FENCE", &keys.fence)
-                    .named_key("HALT", &keys.halt)
-                    .named_key("ALLOW", &keys.allow);
-                for user in chunk {
-                    call.named_key("marks", keys.mark(user));
-                }
-                let closing = c == last;
-                call.named("now", now)
-                    .named("session_ms", session_ms)
-                    .named("keep_ms", ms(self.shape.keep))
-                    .named(
-                        "sealed",
-                        if closing {
-                            seal_at.to_string()
-                        } else {
-                            String::new()
-                        },
-                    )
-                    .named(
-                        "published",
-                        if closing {
-                            serde_json::to_string(&published[k]).unwrap_or_default()
-                        } else {
-                            String::new()
-                        },
-                    )
-                    .named("fence", fence.0)
-                    .named("walk_count", chunk.len())
-                    .named("empty_count", if closing { empty.len() } else { 0 })
-                    .named("allow", if closing { grants[k] } else { 0 })
-                    .named("allow_ms", ms(super::ALLOW_FOR));
-                for user in chunk {
-                    call.named("lists", user.as_str());
-                }
-                if closing {
-                    for segment in &empty {
-                        call.named("lists", *segment);
-                    }
-                }
-                applied.push((k, batch.stage(call)));
-            }
+            applied.extend(
+                apply
+                    .stage(keys, &mut batch)
+                    .into_iter()
+                    .map(|staged| (k, staged)),
+            );
         }
         let replies = self.conn.send_each(&batch).await?;
         let mut ticked = Ticked {
@@ -695,13 +580,5 @@ impl Line {
             }
         }
         Ok(ticked)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_apply_binds_its_keys_and_arguments_as_named() {
-        crate::store::bindings::assert_binds(include_str!("apply.lua"), &super::APPLY);
     }
 }

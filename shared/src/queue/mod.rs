@@ -25,6 +25,7 @@
 //! (`access`).
 
 pub mod access;
+mod alarm_watch;
 mod availability;
 mod buyer;
 mod check;
@@ -260,7 +261,7 @@ pub struct WaitingRoom {
     /// The draw seeds this container has learnt.
     seeds: SeedCache,
     /// The alarms the queues name, and their states, as the last promotion tick read them.
-    alarms: health::AlarmWatch,
+    alarms: alarm_watch::AlarmWatch,
     /// The pools' reports and words, as the last promotion tick exchanged them.
     pools: pool::PoolWatch,
     /// Each queue's line, in a deployment with `LINE_STRIPES` (`striped`).
@@ -294,7 +295,7 @@ impl WaitingRoom {
             held_terms: Default::default(),
             clock: std::sync::Arc::new(crate::clock::SystemClock),
             seeds: SeedCache::default(),
-            alarms: health::AlarmWatch::default(),
+            alarms: alarm_watch::AlarmWatch::default(),
             pools: pool::PoolWatch::default(),
         }
     }

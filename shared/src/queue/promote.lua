@@ -2,7 +2,7 @@
 -- the tick's first call: the queue's admit per tick, paced by the booking system's health,
 -- paced_admissions). ARGV[ARG + 1]: what the promoter last read of the alarms the queue
 -- names (healthAlarms): '0' when one is in ALARM, '1' when none is, '' when it does not know
--- (health.rs AlarmWatch), and ARGV[ARG + 2] the names it read them for (one a line: a
+-- (alarm_watch.rs AlarmWatch), and ARGV[ARG + 2] the names it read them for (one a line: a
 -- word about other alarms than the queue names now is not taken). ARGV[ARG + 3] and
 -- ARGV[ARG + 4]: the pool ledger's latest word for
 -- a queue in a pool (pool.rs PoolWatch), its grant "places:number" and the places it should

@@ -273,7 +273,7 @@ impl WaitingRoom {
         }
         let mut batch = Batch::new();
         let listed = list.then(|| self.stage_registered_queues(&mut batch));
-        // The alarms the queues name, read for the next tick (health.rs AlarmWatch).
+        // The alarms the queues name, read for the next tick (alarm_watch.rs).
         let alarms = self.alarms.stage_read(&self.prefix, &mut batch);
         // Each pool's ledger, with its queues' reports from the last tick (pool.rs PoolWatch).
         let ledgers = self.pools.stage_ledgers(&self.prefix, &mut batch);
