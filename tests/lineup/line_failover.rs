@@ -26,6 +26,22 @@ async fn status(app: &TestApp, token: &str) -> Reply {
         .await
 }
 
+/// The stack on a local cluster of three primaries, each with a replica: twelve stripes, and
+/// timeouts short enough that a dead primary's calls give up within a second.
+async fn spawn() -> TestApp {
+    TestApp::spawn_on_cluster(
+        &[
+            ("LINE_STRIPES", "12"),
+            ("QUEUE_CREATION", "operator"),
+            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
+            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
+            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
+        ],
+        true,
+    )
+    .await
+}
+
 /// One promoter tick; whether it reached every stripe.
 async fn tick(app: &TestApp) -> Option<lineup::queue::PromotionReport> {
     queue_promoter::tick(&app.stack.promoter)
@@ -47,17 +63,7 @@ async fn tick(app: &TestApp) -> Option<lineup::queue::PromotionReport> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_failing_over_during_an_opening_costs_its_stripes_a_few_seconds_and_keeps_order()
 {
-    let mut app = TestApp::spawn_on_cluster(
-        &[
-            ("LINE_STRIPES", "12"),
-            ("QUEUE_CREATION", "operator"),
-            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
-            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
-            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
-        ],
-        true,
-    )
-    .await;
+    let mut app = spawn().await;
     let opens = in_seconds(3);
     let settings = json!({"capacity": CAPACITY, "opensAt": rfc(opens)});
     let set = app
@@ -322,17 +328,7 @@ async fn config_set(url: &str, name: &str, value: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_settings_primary_failing_over_stops_no_other_stripe() {
     const HELD: usize = 3;
-    let mut app = TestApp::spawn_on_cluster(
-        &[
-            ("LINE_STRIPES", "12"),
-            ("QUEUE_CREATION", "operator"),
-            ("REDIS_CONNECT_TIMEOUT_MS", "300"),
-            ("REDIS_RESPONSE_TIMEOUT_MS", "500"),
-            ("RATE_LIMIT_IP_PER_MINUTE", "0"),
-        ],
-        true,
-    )
-    .await;
+    let mut app = spawn().await;
     // A queue whose settings and lease lie on different primaries.
     let names: Vec<String> = (0..8).map(|i| format!("so{i}")).collect();
     let settings = json!({ "capacity": HELD }).to_string();
