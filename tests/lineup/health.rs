@@ -277,12 +277,15 @@ async fn a_level_not_renewed_lapses_and_a_rise_climbs_over_the_recovery_time() {
     assert_eq!(tick(&app).await.admitted(), 10);
 
     // A fall is at once; a signal that rises climbs from where the level stood.
+    let fell = Utc::now();
     assert_eq!(
-        apply(&app, &[health(&["show"], 0.2, Utc::now())]).await,
+        apply(&app, &[health(&["show"], 0.2, fell)]).await,
         [Outcome::Applied]
     );
     assert_eq!(tick(&app).await.admitted(), 2);
-    let rose = Utc::now();
+    // Sent after the fall, whatever the wall clock did meanwhile (a later signal wins; one
+    // CI run saw this one taken for older).
+    let rose = Utc::now().max(fell + Duration::milliseconds(1));
     assert_eq!(
         apply(&app, &[health(&["show"], 1.0, rose)]).await,
         [Outcome::Applied]
