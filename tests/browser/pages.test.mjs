@@ -160,8 +160,25 @@ try {
   assert.equal(browsed.body.qid, 'duo');
   await a.page.goBack();
   await state(a.page, 'active');
+  // A leave the service cannot take now (503) is sent again when told, and then it is done.
+  let refused = 0;
+  const tokens = '**/queues/duo/tokens/*';
+  await a.page.route(tokens, async (route) => {
+    if (route.request().method() === 'DELETE' && refused === 0) {
+      refused += 1;
+      await route.fulfill({
+        status: 503,
+        headers: { 'retry-after': '1', 'content-type': 'application/problem+json' },
+        body: JSON.stringify({ type: 'about:blank', title: 'Service unavailable', status: 503 }),
+      });
+    } else {
+      await route.continue();
+    }
+  });
   await a.page.click('#leave');
   await state(a.page, 'over');
+  assert.equal(refused, 1, 'the first leave was refused, and the page sent it again');
+  await a.page.unroute(tokens);
   assert.equal(await text(a.page, '#headline'), 'You left the line');
   await check(a.page, 'left');
 

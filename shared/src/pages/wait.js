@@ -668,18 +668,23 @@
     try {
       const r = await fetch('tokens/' + encodeURIComponent(place.token), { method: 'DELETE', headers: headers() });
       if (r.status === 503 || r.status === 429) {
-        notice(t('wait.retrying', { n: retryAfter(r) }));
-        schedule(backoff);
+        leaveAgain(retryAfter(r));
         return;
       }
     } catch (e) {
-      notice(t('wait.retrying', { n: retryAfter(null) }));
-      schedule(backoff);
+      leaveAgain(retryAfter(null));
       return;
     }
     forget();
     notice('');
     show({ kind: 'over', title: 'wait.left', rejoin: 'wait.rejoin' });
+  }
+
+  // A leave the service could not take now is sent again when told: the buyer asked to go.
+  function leaveAgain(seconds) {
+    notice(t('wait.retrying', { n: seconds }));
+    clearTimeout(timer);
+    timer = setTimeout(leave, seconds * 1000);
   }
 
   // The language menu: each language in its own words. A choice loads its table, then
