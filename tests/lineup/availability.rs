@@ -322,7 +322,10 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
     let (mut active, mut sold_out) = (0, 0);
     for token in &tokens {
         let polled = status(&app, "show", token).await.body;
-        match polled["status"].as_str().unwrap() {
+        match polled["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a poll's answer: {polled}"))
+        {
             "active" => active += 1,
             "soldout" => {
                 assert_eq!(polled["message"], "All tickets are sold.");
