@@ -55,7 +55,7 @@ async fn run_in_chromium(script: &str) {
     };
     // One script at a time, and never beside the real-clock on-sales: Chromium takes both
     // cores, and the scripts wait on real timers.
-    let _turn = lineup_tests::CPU_HEAVY.lock().await;
+    let _turn = lineup_tests::CPU_HEAVY.write().await;
     let mut app = TestApp::spawn_durable(&[
         ("PROMOTE_TICK_SECONDS", "1"),
         ("WAITING_IDLE_SECONDS", "15"),

@@ -213,7 +213,7 @@ struct Sale {
 /// Runs an on-sale of `BUYERS` into a queue of `CAPACITY` with `shape`'s sessions and a
 /// promoter ticking every `TICK`.
 async fn on_sale(shape: Shape) -> Sale {
-    let _turn = lineup_tests::CPU_HEAVY.lock().await;
+    let _turn = lineup_tests::CPU_HEAVY.read().await;
     let app = TestApp::spawn(&[
         ("QUEUE_CAPACITY", &CAPACITY.to_string()),
         ("SESSION_SECONDS", &shape.session().as_secs().to_string()),

@@ -45,7 +45,7 @@ struct Ledger {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover() {
     // Its load takes both cores: the real-clock on-sales wait their turn.
-    let _turn = lineup_tests::CPU_HEAVY.lock().await;
+    let _turn = lineup_tests::CPU_HEAVY.write().await;
     let mut app = TestApp::spawn_durable(&[
         ("QUEUE_CAPACITY", "25"),
         // Sessions end quickly, so admissions go on through the outage and after it.

@@ -67,7 +67,7 @@ async fn sample(app: &TestApp, queue: &str) -> Sample {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_concurrent_requests_keep_every_invariant() {
     // Its thousands of requests take both cores: the real-clock on-sales wait their turn.
-    let _turn = lineup_tests::CPU_HEAVY.lock().await;
+    let _turn = lineup_tests::CPU_HEAVY.write().await;
     let capacity = CAPACITY.to_string();
     let app = Arc::new(
         TestApp::spawn(&[

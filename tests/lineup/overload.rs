@@ -232,7 +232,7 @@ enum End {
 /// as CI sets when it runs as root, makes that a failure). It also needs a private server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_place() {
-    let _turn = lineup_tests::CPU_HEAVY.lock().await;
+    let _turn = lineup_tests::CPU_HEAVY.write().await;
     let idle = IDLE.as_secs().to_string();
     let capacity = CAPACITY.to_string();
     let app = TestApp::spawn(&[

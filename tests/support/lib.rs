@@ -91,9 +91,12 @@ pub fn reaping_every_second() -> lineup::config::LocalSettings {
 
 /// Suites whose figures depend on the machine's spare CPU (the overload test's capped Redis,
 /// the real-clock on-sales of `estimates::`), and the tests that load both cores (`load::`, the
-/// crash under load of `faults::`, the Chromium scripts of `browser::`), take turns, so that they do not starve each other on a
-/// two-core machine.
-pub static CPU_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// crash under load of `faults::`, the Chromium scripts of `browser::`), take turns, so that
+/// they do not starve each other on a two-core machine: each holds the write lock. The
+/// on-sales of `estimates::` load little (300 buyers, a tick a second), so they hold the read
+/// lock and run beside each other. A test waiting here holds a test thread and runs nothing,
+/// so `.cargo/config.toml` gives the tests 4 threads on two cores.
+pub static CPU_HEAVY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 impl TestApp {
     /// Starts everything with the documented defaults (except a promoter budget of 0)
