@@ -94,8 +94,8 @@ pub fn reaping_every_second() -> lineup::config::LocalSettings {
 /// crash under load of `faults::`, the Chromium scripts of `browser::`), take turns, so that
 /// they do not starve each other on a two-core machine: each holds the write lock. The
 /// on-sales of `estimates::` load little (300 buyers, a tick a second), so they hold the read
-/// lock and run beside each other. A test waiting here holds a test thread and runs nothing,
-/// so `.cargo/config.toml` gives the tests 4 threads on two cores.
+/// lock and run beside each other. A test waiting here holds one of libtest's test threads
+/// (two on two cores) and runs nothing meanwhile.
 pub static CPU_HEAVY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 impl TestApp {
