@@ -89,13 +89,12 @@ pub fn reaping_every_second() -> lineup::config::LocalSettings {
     }
 }
 
-/// Suites whose figures depend on the machine's spare CPU (the overload test's capped Redis,
-/// the real-clock on-sales of `estimates::`), and the tests that load both cores (`load::`, the
-/// crash under load of `faults::`, the Chromium scripts of `browser::`), take turns, so that
-/// they do not starve each other on a two-core machine: each holds the write lock. The
-/// on-sales of `estimates::` load little (300 buyers, a tick a second), so they hold the read
-/// lock and run beside each other. A test waiting here holds one of libtest's test threads
-/// (two on two cores) and runs nothing meanwhile.
+/// The tests that load both cores (`load::`, the crash under load of `faults::`, the Chromium
+/// scripts of `browser::`) and the overload test's capped Redis take turns with each other and
+/// with the real-clock on-sales of `estimates::`, so that none starves another on a two-core
+/// machine: each holds the write lock. The on-sales load little (300 buyers, a tick a second),
+/// so they hold the read lock and run beside each other. A test waiting here holds one of
+/// libtest's test threads (two on two cores) and runs nothing meanwhile.
 pub static CPU_HEAVY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 impl TestApp {
