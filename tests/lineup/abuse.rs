@@ -1,9 +1,6 @@
 //! Abuse: rate limits on token issue, tokens that cannot be guessed or borrowed, ids that
 //! cannot reach outside their keys, and tokens that never reach a log.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use lineup::ids::{QueueId, UserId};
 use lineup::token::{TokenClaims, TokenKey};
 use lineup_tests::queue::{join, leave, promote, status, summary};
@@ -177,31 +174,11 @@ async fn ids_cannot_reach_outside_their_own_keys() {
         .any(|k| k.ends_with("{q:a:b}:waiting") || k.ends_with("{q:a:b}:active")));
 }
 
-/// A writer the tracing subscriber logs into, for reading the lines back.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The whole flow (issue, status, a bad token, the gatekeeper, leave, a tick, a reaper run) with
 /// logs captured at TRACE. No token, nor its last 16 characters, appears in any log line.
 #[tokio::test]
 async fn no_token_reaches_any_log_line() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = lineup_tests::logs::capture();
 
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     let first = join(&app, "show", "alice").await.token();
@@ -217,7 +194,7 @@ async fn no_token_reaches_any_log_line() {
     promote(&app).await;
     queue_reaper::reap_all(&app.stack.reaper).await;
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("denied"), "the flow was logged: {logs}");
     for token in [&first, &second] {
         assert!(!logs.contains(token.as_str()), "a token in the log");

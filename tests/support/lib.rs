@@ -23,6 +23,7 @@ pub mod door;
 pub mod draw;
 pub mod issuer;
 mod link;
+pub mod logs;
 pub mod outage;
 pub mod queue;
 pub mod rankings;
@@ -347,6 +348,7 @@ impl TestApp {
         cluster: Option<EmbeddedCluster>,
         url: String,
     ) -> TestApp {
+        logs::anchor();
         let prefix = format!(
             "lineup-test-{}-{}",
             std::process::id(),
