@@ -3,6 +3,7 @@
 mod abuse;
 mod access;
 mod admission;
+mod aging;
 mod availability;
 mod bad_input;
 mod browser;
