@@ -359,6 +359,9 @@ struct Plan {
     changes: Vec<Change>,
     /// When admissions were last paused.
     paused_at: DateTime<Utc>,
+    /// The latest a postponed opening may be: early enough before the plan's deadline that
+    /// the line opens and admits (a pause ends within 4 s), so the plan checks admissions.
+    latest_opening: DateTime<Utc>,
     /// Every request, with its answer, for a failure's message.
     log: Vec<String>,
 }
@@ -425,7 +428,11 @@ impl Plan {
                 } else {
                     rng.random_range(4..=12)
                 };
-                let opens = json!({ "opensAt": rfc(in_seconds(ahead)) });
+                let at = in_seconds(ahead).min(self.latest_opening);
+                if at < in_seconds(1) {
+                    return;
+                }
+                let opens = json!({ "opensAt": rfc(at) });
                 if self.pending() {
                     (opens, 200)
                 } else if summary(app, &self.queue).await.body["waiting"].as_u64() > Some(0) {
@@ -525,16 +532,17 @@ async fn one_plan(app: &TestApp, design: Design, queue: String, seed: u64) {
         opens: Some(opens),
         paused: false,
     };
+    let deadline = Utc::now() + secs(40);
     let mut plan = Plan {
         design,
         queue: queue.clone(),
         gates: initial,
         changes: Vec::new(),
         paused_at: Utc::now(),
+        latest_opening: deadline - secs(15),
         log: Vec::new(),
     };
     let mut events = Vec::new();
-    let deadline = Utc::now() + secs(40);
     let queue = QueueId::parse(q).expect("queue id");
     let polls = join_all(members.iter().map(|m| obey(app, q, m, deadline, true)));
     tokio::pin!(polls);
