@@ -92,10 +92,9 @@ pub fn reaping_every_second() -> lineup::config::LocalSettings {
 
 /// The tests that load both cores (`load::`, the crash under load of `faults::`, the Chromium
 /// scripts of `browser::`) and the overload test's capped Redis take turns with each other and
-/// with the real-clock on-sales of `estimates::`, so that none starves another on a two-core
-/// machine: each holds the write lock. The on-sales load little (300 buyers, a tick a second),
-/// so they hold the read lock and run beside each other. A test waiting here holds one of
-/// libtest's test threads (two on two cores) and runs nothing meanwhile.
+/// with the real-clock on-sales of `estimates::`: each holds the write lock. The on-sales load
+/// little (300 buyers, a tick a second), so they share the read lock. A test waiting here holds
+/// a test thread and runs nothing, so `.cargo/config.toml` gives the tests four on two cores.
 pub static CPU_HEAVY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 impl TestApp {
