@@ -20,7 +20,7 @@
 //!
 //! # What limits the figures
 //!
-//! - A waiter is told to poll after a tenth of the low end of its estimated wait, at least 1 s
+//! - A waiter is told to poll after a quarter of the low end of its estimated wait, at least 1 s
 //!   and at most 320 s (a third of eight default idle periods). Past 40 s, its poll keeps it
 //!   present three times what it is told. See docs/waiting-room.md, "Far from the front".
 //! - The poll rate this gives grows with the admission rate A, because waiters near the front
@@ -29,26 +29,27 @@
 //!
 //! | admissions per second | status polls per second, this schedule | with every waiter at ≤ 40 s |
 //! |---|---|---|
-//! | 10 | 3 749 | 25 416 |
-//! | 30 | 4 998 | 26 247 |
-//! | 100 | 9 369 | 29 156 |
-//! | 500 | 33 868 | 45 780 |
-//! | 1 000 | 60 784 | 66 560 |
+//! | 10 | 3 369 | 25 160 |
+//! | 30 | 3 856 | 25 481 |
+//! | 100 | 5 563 | 26 604 |
+//! | 500 | 15 315 | 33 020 |
+//! | 1 000 | 27 391 | 41 039 |
 //!
-//! At 1 000 admissions a second, the waiters within 20 s of the front (told 1 s) send a third of
-//! the polls.
+//! At 1 000 admissions a second, the waiters within 8 s of the front (told 1 s) send about 30 %
+//! of the polls. At a tenth of the wait instead of a quarter the rule gives 3 749 polls a second
+//! at 10 admissions and 60 784 at 1 000.
 //!
 //! - Measured at the goal's whole scale (`LINEUP_BENCH_CAPACITY_SCALE=10 cargo run --release
 //!   --bin lineup-bench capacity`): 1 000 000 waiters, 2 000 arrivals and 10 admissions a second,
-//!   every waiter polling as told. Redis used 27.7 % of a core (`INFO cpu`). It ran 6 417 script
-//!   calls a second, 4 417 of them status polls (the schedule predicts 4 131; waiters' first
-//!   polls bunch a little), at 36.9 µs each: scripts 23.7 % of a core, network and event loop
+//!   every waiter polling as told. Redis used 30.2 % of a core (`INFO cpu`). It ran 5 878 script
+//!   calls a second, 3 878 of them status polls (the schedule predicts 3 786; waiters' first
+//!   polls bunch a little), at 46.9 µs each: scripts 27.6 % of a core, network and event loop
 //!   the rest. Goal ≤ 35 %: met.
-//! - Computed from the rule and that run's cost per call: (3 749 polls + 2 000 issues) × 36.9 µs
-//!   = 21.2 % of a core a second. At 100 admissions a second the rule gives 9 369 polls:
-//!   (9 369 + 2 000) × 36.9 µs = 42 %, over the goal. Only a cheaper status call helps there.
-//! - At a tenth of the scale (the default run, release build): 4.4 % of a core for 610 calls a
-//!   second at 53 µs each. A call costs more there: Redis idles between calls, so each finds
+//! - Computed from the rule and that run's cost per call: (3 369 polls + 2 000 issues) × 46.9 µs
+//!   = 25.2 % of a core a second. At 100 admissions a second the rule gives 5 563 polls:
+//!   (5 563 + 2 000) × 46.9 µs = 35 %, at the goal. Only a cheaper status call helps there.
+//! - At a tenth of the scale (the default run, release build): 5.2 % of a core for 563 calls a
+//!   second at 70 µs each. A call costs more there: Redis idles between calls, so each finds
 //!   colder caches. Ten times that run overstates the whole scale; the whole-scale run is the
 //!   figure.
 //! - Promotion adds little: 10 admissions a second is a third of a 32-admission slice, about

@@ -13,6 +13,7 @@ use lineup::clock::SystemClock;
 use lineup::config::RedisSettings;
 use lineup::ids::{QueueId, UserId};
 use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys};
+use lineup::queue::POLL_AFTER_WAIT_PART;
 use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_tests::EmbeddedCluster;
 
@@ -39,8 +40,8 @@ pub(crate) const HOLD_SECONDS: f64 = 5.0;
 /// The pre-queue's first polls spread over this long, from when the draw has positions (3.5 s
 /// after the opening), by draw value: the last is in by 57.5 s.
 pub(crate) const FIRST_POLLS: Duration = Duration::from_secs(54);
-/// The longest a waiter is told to wait before its next poll: the waiting room's rule, a tenth
-/// of the wait up to 320 s.
+/// The longest a waiter is told to wait before its next poll: the waiting room's rule, a
+/// quarter of the wait ([`POLL_AFTER_WAIT_PART`]) up to 320 s.
 pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(320);
 /// Gatekeeper checks an admitted buyer passes before it leaves.
 pub(crate) const CHECKS: u32 = 3;
@@ -304,7 +305,7 @@ impl Replay {
                     let score = self.scores[i as usize].load(Ordering::Relaxed);
                     match line.poll(&u, score, now).await {
                         Ok(Standing::Waiting { position }) => {
-                            let wait = position as f64 / self.rate / 10.0;
+                            let wait = position as f64 / self.rate / POLL_AFTER_WAIT_PART as f64;
                             let after = Duration::from_secs_f64(
                                 wait.clamp(1.0, MAX_INTERVAL.as_secs_f64()),
                             );

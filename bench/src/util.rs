@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use lineup::ids::UserId;
+use lineup::queue::POLL_AFTER_WAIT_PART;
 
 use crate::measure::Bench;
 
@@ -27,10 +28,10 @@ pub async fn reset(bench: &Bench) {
 }
 
 /// The `pollAfterSeconds` a waiter `wait_s` seconds from its turn is told, with the default
-/// idle period `idle_s` (`TokenState::poll_after_seconds` and `presence_for`): a tenth of its
-/// wait, at least 1 s, at most a third of eight idle periods (its poll keeps it present for
-/// three times what it is told).
+/// idle period `idle_s` (`TokenState::poll_after_seconds` and `presence_for`): a quarter of
+/// its wait ([`POLL_AFTER_WAIT_PART`]), at least 1 s, at most a third of eight idle periods
+/// (its poll keeps it present for three times what it is told).
 pub fn told_interval(wait_s: f64, idle_s: u64) -> u64 {
-    let wanted = (wait_s.ceil() as u64) / 10;
+    let wanted = (wait_s.ceil() as u64) / POLL_AFTER_WAIT_PART;
     wanted.clamp(1, 8 * idle_s / 3)
 }

@@ -52,7 +52,7 @@ async fn a_waiter_is_told_its_wait_from_how_fast_the_line_moves() {
     let waiter = served.status("sale", &tokens[17]).await;
     assert_eq!(waiter.body["position"], 4, "{:?}", waiter.body);
     assert_eq!(wait_of(&waiter), (5, 4, 1200));
-    // Poll again at a tenth of the low end, at least 1 s.
+    // Poll again at a quarter of the low end, at least 1 s.
     assert_eq!(waiter.body["pollAfterSeconds"], 1);
 
     // A paused line gives no estimate: nobody is admitted until it resumes.

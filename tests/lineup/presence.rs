@@ -393,7 +393,7 @@ async fn line_behind_a_measured_session(
 }
 
 /// At the shortest idle period (5 s), a buyer whose honest wait is about eighteen idle periods is
-/// told to poll after a tenth of it (past the idle period), and sleeps exactly that. A promoter tick and
+/// told to poll after a quarter of it (past the idle period), and sleeps exactly that. A promoter tick and
 /// a reaper run every 0.15 s beside it, and the buyers ahead poll every half second. After two such
 /// polls, the buyers ahead pay one by one, so the line moves. The buyer must never be dropped, and
 /// must see its admission within the idle period of it.
@@ -499,7 +499,7 @@ async fn a_waiter_told_to_poll_past_the_idle_period_keeps_its_place_and_is_admit
     );
 }
 
-/// A buyer told to poll past the idle period (a tenth of its wait being more than that) walks
+/// A buyer told to poll past the idle period (a quarter of its wait being more than that) walks
 /// away. Its poll kept it present for three times what it was told, which is more than the
 /// idle period and less than the long period. With a reaper run every half second, it must be
 /// dropped from then to an idle period after, and the buyers ahead who also stopped (told to
@@ -515,6 +515,9 @@ async fn a_far_waiter_who_walks_away_is_dropped_three_intervals_after_its_last_p
     assert_eq!(buyer.body["status"], "waiting");
     let told = buyer.body["pollAfterSeconds"].as_u64().unwrap();
     assert!(told > idle, "{}", buyer.body);
+    // A quarter of the low end of its wait in whole seconds, up to a third of the long period.
+    let low = buyer.body["estimatedWaitRange"]["low"].as_u64().unwrap();
+    assert_eq!(told, (low / 4).min(LONG_IDLES * idle / 3), "{}", buyer.body);
     let present = Duration::from_secs(3 * told);
     assert!(
         present < Duration::from_secs(LONG_IDLES * idle),

@@ -261,7 +261,7 @@ async fn lowering_the_idle_period_keeps_waiters_told_a_longer_poll() {
             sleep(Duration::from_millis(1500)).await;
         }
     }
-    // Those told 10 s or more (a tenth of the low end of their wait, up to a third of 60 s).
+    // Those told 10 s or more (a quarter of the low end of their wait, up to a third of 60 s).
     members.retain(|m| m.poll_after >= 10);
     assert!(members.len() >= 50, "{}", members.len());
 

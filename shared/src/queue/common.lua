@@ -318,12 +318,12 @@ local function paced_admissions()
   local per_ms = HEALTH * ADMIT_PER_TICK / TICK_MS
   return math.floor(per_ms * NOW) - math.floor(per_ms * (NOW - TICK_MS))
 end
--- Long presence: a waiter is told to poll after a tenth of the low end of its wait, in whole
--- seconds, up to a third of LONG_IDLE_MS (eight idle periods); its poll keeps it present for
--- three times that, and for the idle period at least (presence_for). So a waiter far from
--- the front polls in proportion to its distance, looks again long before its turn unless the
--- line moves ten times faster than measured, and, if it walks away, is dropped after three
--- tenths of its wait: before its turn comes.
+-- Long presence: a waiter is told to poll after a quarter of the low end of its wait, in
+-- whole seconds, up to a third of LONG_IDLE_MS (eight idle periods); its poll keeps it present
+-- for three times that, and for the idle period at least (presence_for). So a waiter far from
+-- the front polls in proportion to its distance, looks again before its turn unless the line
+-- moves four times faster than measured, and, if it walks away, is dropped after three
+-- quarters of its wait: before its turn comes.
 local LONG_IDLE_MS = IDLE_MS * 8
 
 -- The meta fields the scripts read, in one HMGET: the last instant any script ran for the

@@ -369,8 +369,9 @@ pub struct TokenState {
     /// Present exactly when `expected_wait` is.
     pub wait_range: Option<WaitRange>,
     /// How long this reply keeps the token present without another poll: the queue's idle
-    /// period in force, or, for a waiter far from the front, three times a tenth of the low
-    /// end of its wait, up to the long presence period of eight idle periods
+    /// period in force, or, for a waiter far from the front, three times a quarter of the low
+    /// end of its wait ([`POLL_AFTER_WAIT_PART`]), up to the long presence period of eight idle
+    /// periods
     /// (`presence_for` in `replies.lua`).
     pub present_for: Duration,
     /// Whether admissions are paused in this queue.
@@ -417,14 +418,15 @@ impl TokenState {
         }
     }
 
-    /// When to poll again: about a tenth of the expected wait, at least 1 s, and never more
+    /// When to poll again: a quarter of the low end of the wait ([`POLL_AFTER_WAIT_PART`]),
+    /// at least 1 s, and never more
     /// than a third of how long this reply keeps the token present (rounded down), so a buyer
     /// who follows it is never dropped as absent: it counts as present for that whole time
     /// after its poll, which leaves two thirds of it (4 s or more, as the idle period is at
     /// least 5 s) for the round trip. A waiter far from its turn is kept present for three
-    /// times a tenth of the low end of its wait (up to eight idle periods), so it is told that
-    /// tenth, up to a third of eight idle periods: it polls in proportion to its distance and
-    /// still looks about ten times before its turn comes.
+    /// times a quarter of the low end of its wait (up to eight idle periods), so it is told that
+    /// quarter, up to a third of eight idle periods: it polls in proportion to its distance,
+    /// each look a quarter nearer its turn than the last.
     ///
     /// In the pre-queue presence does not count yet: poll again after the opening, spread by
     /// expected place over a third of the idle period. A member whose draw value is the
@@ -445,7 +447,7 @@ impl TokenState {
             // From the low end of the range, so that a wide range never brings a buyer back
             // after its turn.
             Standing::Waiting { position } => {
-                self.estimated_wait_range().map_or(position, |(low, _)| low) / 10
+                self.estimated_wait_range().map_or(position, |(low, _)| low) / POLL_AFTER_WAIT_PART
             }
             Standing::Active { until, .. } => (until - now).num_seconds().max(0) as u64 / 4,
             // Back when the position is certain to be known.
@@ -468,6 +470,12 @@ pub struct WaitRange {
 
 /// The longest a pre-queue member is told to wait before polling again.
 pub const PREQUEUE_POLL_MAX_SECONDS: u64 = 300;
+
+/// A waiter is told to poll again after this part of the low end of its wait (a quarter):
+/// often enough that it hears of its turn soon after it comes, seldom enough that a line of
+/// millions far from its turn polls about 2.5 times less than at a tenth
+/// (`lineup-bench line-opening`).
+pub const POLL_AFTER_WAIT_PART: u64 = 4;
 
 /// How many seconds after the opening the holder of `ticket` comes back, of `over`: its
 /// draw value's fraction of the draw's range, rounded down (0 to `over` − 1).
@@ -492,7 +500,7 @@ fn millis(d: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{queue_lua, PREQUEUE_POLL_MAX_SECONDS};
+    use super::{queue_lua, POLL_AFTER_WAIT_PART, PREQUEUE_POLL_MAX_SECONDS};
 
     /// The pre-queue comes back by its place in the draw: the front at the opening, the back
     /// a third of the idle period after it, never later.
@@ -518,6 +526,14 @@ mod tests {
             PREQUEUE_POLL_MAX_SECONDS * 1000
         );
         assert!(include_str!("configure.lua").contains(&line), "{line}");
+    }
+
+    /// The waiting reply keeps a waiter present for three times the part of its wait it is
+    /// told to wait.
+    #[test]
+    fn replies_know_the_part_of_the_wait_a_waiter_is_told() {
+        let line = format!("local POLL_AFTER_WAIT_PART = {POLL_AFTER_WAIT_PART}\n");
+        assert!(include_str!("replies.lua").contains(&line), "{line}");
     }
 
     /// The issue script keeps as many serials in a redemption bitmap as the key names say.

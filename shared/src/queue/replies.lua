@@ -137,14 +137,18 @@ local function prequeue_reply(created, ticket)
   return token_reply(created, 'prequeue', ticket, 0, OPENS_AT, '', needs_registration())
 end
 
+-- The part of the low end of its wait a waiter is told to wait: the function's
+-- POLL_AFTER_WAIT_PART (a unit test holds them equal).
+local POLL_AFTER_WAIT_PART = 4
+
 -- How long a waiter's poll keeps it present, given the low end of its wait (ms as
 -- wait_estimate gives it; '' while no estimate is honest): three times what it is told to
--- wait (a tenth of `low` in whole seconds, as TokenState::poll_after_seconds computes it), at
--- least the idle period and at most LONG_IDLE_MS. From the low end of the range: a wide range
--- never stretches a poll past the turn.
+-- wait (a quarter of `low` in whole seconds, as TokenState::poll_after_seconds computes it),
+-- at least the idle period and at most LONG_IDLE_MS. From the low end of the range: a wide
+-- range never stretches a poll past the turn.
 local function presence_for(low)
   if low == '' then return IDLE_MS end
-  local told_ms = math.floor(tonumber(low) / 10000) * 1000
+  local told_ms = math.floor(tonumber(low) / (1000 * POLL_AFTER_WAIT_PART)) * 1000
   return math.max(IDLE_MS, math.min(LONG_IDLE_MS, 3 * told_ms))
 end
 
