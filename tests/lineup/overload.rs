@@ -323,8 +323,32 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
             (ticks, failed)
         })
     };
+    // What the machine did in the calm's last 10 s, where no poll may be refused: how often
+    // Redis used up its quota, and how late this process's timers fired.
+    let cap = Arc::new(cap);
+    let calm = {
+        let cap = cap.clone();
+        tokio::spawn(async move {
+            let from = start + BEFORE - Duration::from_secs(10);
+            sleep(from - Instant::now()).await;
+            let before = cap.throttling();
+            let mut lag = Duration::ZERO;
+            while Instant::now() < start + BEFORE {
+                let asleep = Instant::now();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                lag = lag.max(asleep.elapsed().saturating_sub(Duration::from_millis(5)));
+            }
+            let after = cap.throttling();
+            let throttled = Throttling {
+                periods: after.periods - before.periods,
+                throttled: after.throttled - before.throttled,
+            };
+            (throttled, lag)
+        })
+    };
     let flood = flood(app.clone(), log.clone(), pool.clone(), serves, stop_at);
     let in_flight = flood.await.unwrap();
+    let (calm_throttling, calm_lag) = calm.await.unwrap();
     for _ in 0..100 {
         if in_flight.load(Ordering::Relaxed) == 0 {
             break;
@@ -424,6 +448,16 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
         (polls.len() - served.clone().count(), p99(served.collect()))
     };
     let (refused_before, p99_before) = polls_sent_in(BEFORE - Duration::from_secs(10), BEFORE);
+    // The calm's refusals by the second they were sent in, to tell a stall from a load.
+    let refused_by_second: Vec<usize> = (0..10)
+        .map(|s| {
+            let from = BEFORE - Duration::from_secs(10 - s);
+            let to = from + Duration::from_secs(1);
+            count(&answers, |a| {
+                a.call == Call::Poll && a.sent >= from && a.sent < to && a.status != 200
+            })
+        })
+        .collect();
     let surge_served: Vec<Duration> = in_surge
         .iter()
         .filter(|a| a.status < 300)
@@ -480,7 +514,12 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
         shed >= 9 * timed_out,
         "{shed} requests shed at once, {timed_out} timed out: the connection queued instead"
     );
-    assert_eq!(refused_before, 0, "polls refused before the surge");
+    assert_eq!(
+        refused_before, 0,
+        "polls refused before the surge, by second: {refused_by_second:?}; Redis used up its \
+         quota in {} of {} periods then; this process's timers fired up to {calm_lag:?} late",
+        calm_throttling.throttled, calm_throttling.periods
+    );
     assert_eq!(refused_after, 0, "polls refused 10–20 s after the surge");
     assert!(
         latest_after_surge <= margin,
