@@ -46,7 +46,10 @@
 //!   own load, set beside each primary's `INFO cpu` (the cross-check), and a bound above the
 //!   whole scale.
 //!
-//! A slot's load is given in GET-equivalents a second at the whole scale.
+//! A slot's load is given in GET-equivalents a second at the whole scale. After the cluster's
+//! runs, the hottest slot of the smaller scale's run gets a primary of its own, added as a
+//! ninth, in one more run at that scale: that primary's `INFO cpu` is set beside the slot's
+//! requests at the spread prices.
 //!
 //! This file drives the runs and reports them; `line_replay.rs` holds the replay and
 //! `line_calibrate.rs` the prices.
@@ -168,10 +171,37 @@ struct Figures {
     priced: (f64, f64),
     /// The prices, spread over every primary and dense on one.
     prices: Calibrated,
+    /// The stripe whose slot was the hottest.
+    hottest_stripe: u16,
+    /// Where one stripe's slot had a primary of its own: what that primary did.
+    isolated: Option<Isolated>,
 }
 
-async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Figures {
-    let servers = Servers::start(layout.primaries).await;
+/// A stripe's slot on a primary of its own, over the run.
+struct Isolated {
+    stripe: u16,
+    /// Its `INFO cpu` above idle, and the slot's requests at the spread prices (µs).
+    measured_us: f64,
+    priced_us: f64,
+    /// Its busiest 5 s at the whole scale, in GET-equivalents a second: from its `INFO cpu`
+    /// ÷ f, and from the slot's requests at the dense prices.
+    busiest_measured: f64,
+    busiest_priced: f64,
+}
+
+/// One opening at 1/`fraction`; with `isolate`, that stripe's slot on a primary of its own,
+/// added to the layout's.
+async fn replay(
+    settings: &RedisSettings,
+    layout: &Layout,
+    fraction: u64,
+    isolate: Option<Stripe>,
+) -> Figures {
+    let mut servers = Servers::start(layout.primaries).await;
+    if let Some(stripe) = isolate {
+        let keys = StripeKeys::new("lineup", &queue("sale"), stripe, layout.stripes);
+        servers.isolate(&keys.line).await;
+    }
     let nodes = Nodes::open(&servers).await;
     let prices = calibrate(
         settings,
@@ -361,6 +391,9 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
     let mut busiest_spread: f64 = 0.0;
     let mut busiest_spread_at = 0.0;
     let mut hottest_slot: f64 = 0.0;
+    let mut hottest_stripe = 0u16;
+    // Each node's busiest 5 s at the whole scale (µs a second): from `INFO cpu`, and priced.
+    let mut node_busiest = vec![(0.0f64, 0.0f64); idle.len()];
     let mut hottest_parts = String::new();
     let mut priced = vec![0.0; idle.len()];
     let mut measured = vec![0.0; idle.len()];
@@ -388,6 +421,7 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
             whole_priced[owners[stripe]] += whole;
             if whole / get_us / seconds > hottest_slot {
                 hottest_slot = whole / get_us / seconds;
+                hottest_stripe = stripe as u16;
                 let part = |k: Kind, scale: f64, each: f64| {
                     let load = kinds[k as usize] as f64 * each * scale / get_us / seconds;
                     format!("{k:?} {}", thousands(load as u64))
@@ -411,6 +445,9 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
             let idle_us = idle[node] * seconds * 1e6;
             let buyers = (used - idle_us - ticks[node].0).max(0.0);
             let whole = idle_us + buyers * f + ticks[node].1;
+            let busiest = &mut node_busiest[node];
+            busiest.0 = busiest.0.max((whole - idle_us) / seconds);
+            busiest.1 = busiest.1.max(whole_priced[node] / seconds);
             if whole / seconds / 1e6 > busiest_share {
                 busiest_share = whole / seconds / 1e6;
                 busiest_at = (w + 1) as f64 * seconds - BEFORE.as_secs_f64();
@@ -467,6 +504,18 @@ async fn replay(settings: &RedisSettings, layout: &Layout, fraction: u64) -> Fig
             ratios.iter().copied().fold(0.0, f64::max),
         ),
         prices,
+        hottest_stripe,
+        isolated: isolate.map(|stripe| {
+            // The primary added last holds the stripe's slot alone.
+            let node = idle.len() - 1;
+            Isolated {
+                stripe: stripe.0,
+                measured_us: measured[node],
+                priced_us: priced[node],
+                busiest_measured: node_busiest[node].0 / get_us,
+                busiest_priced: node_busiest[node].1 / get_us,
+            }
+        }),
     }
 }
 
@@ -497,7 +546,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         ));
         let mut by_scale: BTreeMap<u64, Figures> = BTreeMap::new();
         for fraction in fractions(layout) {
-            by_scale.insert(fraction, replay(&settings, layout, fraction).await);
+            by_scale.insert(fraction, replay(&settings, layout, fraction, None).await);
         }
         for (fraction, figures) in &by_scale {
             let at = format!("1/{fraction}");
@@ -585,6 +634,40 @@ pub async fn run(bench: &Bench, report: &mut Report) {
                 ),
                 "",
             );
+        }
+        // The hottest slot of the smaller scale's run, on a primary of its own, in a run of
+        // its own at that scale (the draw differs, so the slot is one of the hottest).
+        if layout.primaries > 1 {
+            if let Some((fraction, figures)) = by_scale.iter().next_back() {
+                let stripe = Stripe(figures.hottest_stripe);
+                let run = replay(&settings, layout, *fraction, Some(stripe)).await;
+                if let Some(alone) = run.isolated {
+                    report.row(
+                        &format!(
+                            "1/{fraction}: stripe {}'s slot on a primary of its own, its \
+                             INFO cpu above idle over the run",
+                            alone.stripe
+                        ),
+                        &format!(
+                            "{:.0} ms; the slot's requests at the spread prices {:.0} ms ({:.2})",
+                            alone.measured_us / 1000.0,
+                            alone.priced_us / 1000.0,
+                            alone.priced_us / alone.measured_us.max(1.0)
+                        ),
+                        "priced ÷ measured, goal within 0.90–1.10",
+                    );
+                    report.row(
+                        &format!("1/{fraction}: that primary's busiest 5 s, whole scale"),
+                        &format!(
+                            "{} GET-equivalents a second from its INFO cpu ÷ f; {} at the \
+                             dense prices",
+                            thousands(alone.busiest_measured as u64),
+                            thousands(alone.busiest_priced as u64)
+                        ),
+                        &format!("goal ≤ 20 000: {}", met(alone.busiest_priced <= 20_000.0)),
+                    );
+                }
+            }
         }
         if let (Some(small), Some(large)) = (by_scale.values().last(), by_scale.values().next()) {
             // Each scale's price ÷ the PING of its own run, so that the machine's speed,

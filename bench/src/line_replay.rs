@@ -87,6 +87,25 @@ impl Servers {
         }
     }
 
+    /// Gives the slot of `key` a primary of its own, added to the cluster (on one server,
+    /// nothing to do).
+    pub(crate) async fn isolate(&mut self, key: &str) {
+        if let Servers::Cluster(cluster) = self {
+            let client = redis::Client::open(cluster.url()).expect("node url");
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("node");
+            let slot: u16 = redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(key)
+                .query_async(&mut conn)
+                .await
+                .expect("CLUSTER KEYSLOT");
+            cluster.add_primary_for_slot(slot).await;
+        }
+    }
+
     pub(crate) fn url(&self) -> String {
         match self {
             Servers::One(server) => server.url(),

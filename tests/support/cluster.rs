@@ -154,6 +154,76 @@ impl EmbeddedCluster {
         primaries
     }
 
+    /// Starts one more primary and gives it `slot` alone, taken from its owner while the slot
+    /// holds no key: a primary of the slot's own, whose `INFO cpu` is that slot's.
+    pub async fn add_primary_for_slot(&mut self, slot: u16) {
+        let node = start_node(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-node-timeout",
+            "1000",
+            "--cluster-require-full-coverage",
+            "no",
+        ])
+        .await;
+        let status = Command::new("redis-cli")
+            .args(["--cluster", "add-node"])
+            .arg(format!("127.0.0.1:{}", node.port()))
+            .arg(format!("127.0.0.1:{}", self.nodes[0].port()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .expect("redis-cli --cluster add-node");
+        assert!(status.success(), "redis-cli --cluster add-node failed");
+        let id = query_string(&node.url(), &["CLUSTER", "MYID"]).await;
+        for other in &self.nodes {
+            wait_for(&other.url(), "CLUSTER NODES", &id).await;
+        }
+        // The slot's owner, by its slot map.
+        let mut owner = None;
+        for other in &self.nodes {
+            let ranges = query_string(&other.url(), &["CLUSTER", "NODES"]).await;
+            let me = ranges.lines().find(|line| line.contains("myself"));
+            if me.is_some_and(|line| {
+                line.split_whitespace().skip(8).any(|range| {
+                    let mut ends = range.split('-').filter_map(|n| n.parse::<u16>().ok());
+                    let start = ends.next();
+                    let end = ends.next().or(start);
+                    start.zip(end).is_some_and(|(a, b)| (a..=b).contains(&slot))
+                })
+            }) {
+                owner = Some(other);
+            }
+        }
+        let owner = owner.expect("the slot's owner");
+        let owner_id = query_string(&owner.url(), &["CLUSTER", "MYID"]).await;
+        let slot = slot.to_string();
+        // The documented move of a slot, with no key to migrate: the new owner first.
+        let steps: [(&str, [&str; 5]); 4] = [
+            (
+                &node.url(),
+                ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &owner_id],
+            ),
+            (
+                &owner.url(),
+                ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &id],
+            ),
+            (&node.url(), ["CLUSTER", "SETSLOT", &slot, "NODE", &id]),
+            (&owner.url(), ["CLUSTER", "SETSLOT", &slot, "NODE", &id]),
+        ];
+        for (url, command) in steps {
+            query_string(url, &command).await;
+        }
+        for other in &self.nodes {
+            query_string(&other.url(), &["CLUSTER", "SETSLOT", &slot, "NODE", &id]).await;
+        }
+        self.nodes.push(node);
+        for other in &self.nodes {
+            wait_for(&other.url(), "CLUSTER INFO", "cluster_state:ok").await;
+        }
+    }
+
     /// Waits until every live node reports `cluster_state:ok`.
     pub async fn wait_healthy(&self, live: &[u16]) {
         for node in self.nodes.iter().filter(|n| live.contains(&n.port())) {
@@ -173,6 +243,22 @@ async fn start_node(args: &[&str]) -> EmbeddedRedis {
         }
     }
     panic!("no cluster node started: {last_error:?}");
+}
+
+/// The node at `url`'s answer to `command`, as text.
+async fn query_string(url: &str, command: &[&str]) -> String {
+    let client = redis::Client::open(url).expect("node url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("node connection");
+    let mut cmd = redis::cmd(command[0]);
+    for part in &command[1..] {
+        cmd.arg(*part);
+    }
+    cmd.query_async(&mut conn)
+        .await
+        .unwrap_or_else(|err| panic!("{command:?}: {err}"))
 }
 
 async fn query_role(url: &str) -> redis::RedisResult<String> {
