@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
+use lineup::queue::POLL_AFTER_WAIT_PART;
 use lineup_tests::queue::{join, leave, status};
 use lineup_tests::rankings::{pay, payment};
 use lineup_tests::{sleep, Reply, TestApp};
@@ -118,7 +119,7 @@ fn waiting(reply: &Reply, name: &str) -> Poll {
     assert!(low <= e && e <= high, "{name}: {body}");
     let told = body["pollAfterSeconds"].as_u64().expect("pollAfterSeconds");
     assert!(
-        told <= ((low as u64) / 10).max(1),
+        told <= ((low as u64) / POLL_AFTER_WAIT_PART).max(1),
         "{name}: told to poll after {told} s with a low end of {low} s: {body}"
     );
     Poll {

@@ -335,7 +335,7 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
             let mut lag = Duration::ZERO;
             while Instant::now() < start + BEFORE {
                 let asleep = Instant::now();
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                sleep(Duration::from_millis(5)).await;
                 lag = lag.max(asleep.elapsed().saturating_sub(Duration::from_millis(5)));
             }
             let after = cap.throttling();
