@@ -25,8 +25,8 @@
 //!   once.
 //! - A new buyer polls first when its place has a position (`Line::placed_by`, 2.5 to 3.5 s after
 //!   its join), as does a waiter told it has none yet.
-//! - A waiter polls again after a tenth of its wait (its position ÷ the admission rate),
-//!   from 1 s to `MAX_INTERVAL`.
+//! - A waiter polls again after a quarter of its wait (`POLL_AFTER_WAIT_PART`; its wait:
+//!   its position ÷ the admission rate), from 1 s to `MAX_INTERVAL`.
 //! - An admitted buyer learns it at its next poll, passes `CHECKS` gatekeeper checks a
 //!   second apart and leaves a second later. Room: f × the layout's sessions (5 000; 625 for
 //!   the share).
@@ -51,8 +51,8 @@
 //! ninth, in one more run at that scale: that primary's `INFO cpu` is set beside the slot's
 //! requests at the spread prices.
 //!
-//! This file drives the runs and reports them; `line_replay.rs` holds the replay and
-//! `line_calibrate.rs` the prices.
+//! This file drives the runs; `line_replay.rs` holds the replay, `line_calibrate.rs` the
+//! prices and `line_figures.rs` the figures and their rows.
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -66,13 +66,14 @@ use lineup::ids::UserId;
 use lineup::line::{Joined, Lease, Opening, Stripe, StripeKeys};
 use lineup::queue::schedule::DrawSeed;
 
-use crate::line_calibrate::{calibrate, Calibrated, Prices};
+use crate::line_calibrate::calibrate;
+use crate::line_figures::{self as figures, Figures, Isolated};
 use crate::line_replay::{
     after, lines_of, queue, shape, user, Kind, Nodes, Replay, Servers, Tally, Task, BEFORE,
     CAPACITY, CONTAINERS, FIRST_POLLS, HOLD_SECONDS, KINDS, WINDOW,
 };
 use crate::measure::Bench;
-use crate::report::{met, thousands, Report};
+use crate::report::{thousands, Report};
 
 /// One opening to replay.
 struct Layout {
@@ -139,55 +140,6 @@ const LAYOUTS: [Layout; 3] = [
         fractions: &[2, 100, 400],
     },
 ];
-
-/// One scale's figures.
-struct Figures {
-    members: u32,
-    arrivals: u32,
-    /// The busiest window's share of a core, at the whole scale, of the busiest primary, and
-    /// when that window ended (s from the opening).
-    busiest_share: f64,
-    busiest_at: f64,
-    /// The same, priced: each primary's requests ÷ f at their kinds' prices measured at one
-    /// primary's density, its ticks at the whole scale's pace, and its idle share.
-    busiest_priced: f64,
-    busiest_priced_at: f64,
-    /// The same at the prices measured spread over every primary.
-    busiest_spread: f64,
-    busiest_spread_at: f64,
-    first_polls_by_60: u32,
-    last_first_poll_ms: i64,
-    late_p99_ms: u64,
-    dropped: u64,
-    /// Calls a buyer made, on average.
-    calls_per_buyer: f64,
-    /// The hottest slot's GET-equivalents a second at the whole scale.
-    hottest_slot: f64,
-    /// What the hottest slot's load was made of: its window's end (s from the opening) and
-    /// each kind's share of it, in GET-equivalents a second at the whole scale.
-    hottest_parts: String,
-    /// Each primary's CPU priced at the spread prices ÷ its `INFO cpu` above idle, over the
-    /// run: lowest, highest.
-    priced: (f64, f64),
-    /// The prices, spread over every primary and dense on one.
-    prices: Calibrated,
-    /// The stripe whose slot was the hottest.
-    hottest_stripe: u16,
-    /// Where one stripe's slot had a primary of its own: what that primary did.
-    isolated: Option<Isolated>,
-}
-
-/// A stripe's slot on a primary of its own, over the run.
-struct Isolated {
-    stripe: u16,
-    /// Its `INFO cpu` above idle, and the slot's requests at the spread prices (µs).
-    measured_us: f64,
-    priced_us: f64,
-    /// Its busiest 5 s at the whole scale, in GET-equivalents a second: from its `INFO cpu`
-    /// ÷ f, and from the slot's requests at the dense prices.
-    busiest_measured: f64,
-    busiest_priced: f64,
-}
 
 /// One opening at 1/`fraction`; with `isolate`, that stripe's slot on a primary of its own,
 /// added to the layout's.
@@ -548,93 +500,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         for fraction in fractions(layout) {
             by_scale.insert(fraction, replay(&settings, layout, fraction, None).await);
         }
-        for (fraction, figures) in &by_scale {
-            let at = format!("1/{fraction}");
-            report.row(
-                &format!("{at}: members, arrivals"),
-                &format!(
-                    "{}, {}",
-                    thousands(u64::from(figures.members)),
-                    thousands(u64::from(figures.arrivals))
-                ),
-                &format!("requests late p99 {} ms", figures.late_p99_ms),
-            );
-            report.row(
-                &format!("{at}: first polls within 60 s"),
-                &format!(
-                    "{} of {} (last at {:.1} s)",
-                    thousands(u64::from(figures.first_polls_by_60)),
-                    thousands(u64::from(figures.members)),
-                    figures.last_first_poll_ms as f64 / 1000.0
-                ),
-                met(figures.first_polls_by_60 == figures.members),
-            );
-            report.row(
-                &format!("{at}: busiest primary, busiest 5 s, whole scale, priced"),
-                &format!(
-                    "{:.0} % of a core (the 5 s to {:+.0} s)",
-                    figures.busiest_priced * 100.0,
-                    figures.busiest_priced_at
-                ),
-                &format!("goal ≤ 70 %: {}", met(figures.busiest_priced <= 0.70)),
-            );
-            if layout.primaries > 1 {
-                report.row(
-                    &format!("{at}: the same at the prices spread over every primary"),
-                    &format!(
-                        "{:.0} % of a core (the 5 s to {:+.0} s)",
-                        figures.busiest_spread * 100.0,
-                        figures.busiest_spread_at
-                    ),
-                    "each request its own wake-up: a bound above",
-                );
-            }
-            report.row(
-                &format!("{at}: the same from INFO cpu ÷ f"),
-                &format!(
-                    "{:.0} % of a core (the 5 s to {:+.0} s)",
-                    figures.busiest_share * 100.0,
-                    figures.busiest_at
-                ),
-                "counts each sparse request's wake-up f times over",
-            );
-            let ways = [
-                ("spread over every primary", &figures.prices.spread),
-                ("dense on one primary", &figures.prices.dense),
-            ];
-            for (way, prices) in &ways[..layout.primaries.min(2)] {
-                report.row(
-                    &format!("{at}: Redis CPU per request, {way}, ÷ PING"),
-                    &per_request(prices),
-                    &format!("PING {:.1} µs", prices.ping),
-                );
-            }
-            if layout.primaries > 1 {
-                report.row(
-                    &format!("{at}: hottest slot, GET-equivalents a second, whole scale"),
-                    &format!(
-                        "{} ({})",
-                        thousands(figures.hottest_slot as u64),
-                        figures.hottest_parts
-                    ),
-                    &format!("goal ≤ 20 000: {}", met(figures.hottest_slot <= 20_000.0)),
-                );
-                report.row(
-                    &format!("{at}: priced ÷ INFO cpu per primary"),
-                    &format!("{:.2}–{:.2}", figures.priced.0, figures.priced.1),
-                    "goal within 0.90–1.10",
-                );
-            }
-            report.row(
-                &format!("{at}: calls per buyer, passed over"),
-                &format!(
-                    "{:.1}, {}",
-                    figures.calls_per_buyer,
-                    thousands(figures.dropped)
-                ),
-                "",
-            );
-        }
+        figures::scales(report, layout.primaries, &by_scale);
         // The hottest slot of the smaller scale's run, on a primary of its own, in a run of
         // its own at that scale (the draw differs, so the slot is one of the hottest).
         if layout.primaries > 1 {
@@ -642,70 +508,10 @@ pub async fn run(bench: &Bench, report: &mut Report) {
                 let stripe = Stripe(figures.hottest_stripe);
                 let run = replay(&settings, layout, *fraction, Some(stripe)).await;
                 if let Some(alone) = run.isolated {
-                    report.row(
-                        &format!(
-                            "1/{fraction}: stripe {}'s slot on a primary of its own, its \
-                             INFO cpu above idle over the run",
-                            alone.stripe
-                        ),
-                        &format!(
-                            "{:.0} ms; the slot's requests at the spread prices {:.0} ms ({:.2})",
-                            alone.measured_us / 1000.0,
-                            alone.priced_us / 1000.0,
-                            alone.priced_us / alone.measured_us.max(1.0)
-                        ),
-                        "priced ÷ measured, goal within 0.90–1.10",
-                    );
-                    report.row(
-                        &format!("1/{fraction}: that primary's busiest 5 s, whole scale"),
-                        &format!(
-                            "{} GET-equivalents a second from its INFO cpu ÷ f; {} at the \
-                             dense prices",
-                            thousands(alone.busiest_measured as u64),
-                            thousands(alone.busiest_priced as u64)
-                        ),
-                        &format!("goal ≤ 20 000: {}", met(alone.busiest_priced <= 20_000.0)),
-                    );
+                    figures::isolated(report, *fraction, &alone);
                 }
             }
         }
-        if let (Some(small), Some(large)) = (by_scale.values().last(), by_scale.values().next()) {
-            // Each scale's price ÷ the PING of its own run, so that the machine's speed,
-            // which drifts between runs, cancels out.
-            let (large, small) = (&large.prices.spread, &small.prices.spread);
-            let growth: Vec<f64> = (0..4)
-                .map(|k| (large.per_kind[k] / large.ping) / (small.per_kind[k] / small.ping))
-                .collect();
-            let flat: Vec<String> = ["join", "poll", "check", "leave"]
-                .iter()
-                .zip(&growth)
-                .map(|(name, g)| format!("{name} {g:.2}"))
-                .collect();
-            report.row(
-                "CPU per call ÷ its run's PING, larger scale ÷ smaller",
-                &flat.join("; "),
-                &format!("goal ≤ 1.1: {}", met(growth.iter().all(|g| *g <= 1.1))),
-            );
-        }
+        figures::growth(report, &by_scale);
     }
-}
-
-/// Each kind's price ÷ the PING measured the same way, against its goal.
-fn per_request(prices: &Prices) -> String {
-    let names = ["join", "poll", "check", "leave", "tick (per stripe)"];
-    let goals = [3.0, 1.5, 1.5, 2.0, f64::INFINITY];
-    names
-        .iter()
-        .zip(prices.per_kind)
-        .zip(goals)
-        .map(|((name, us), goal)| {
-            let ratio = us / prices.ping;
-            if goal.is_finite() {
-                format!("{name} {ratio:.1}× (≤ {goal}: {})", met(ratio <= goal))
-            } else {
-                format!("{name} {us:.0} µs")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -40,6 +40,7 @@ mod throughput;
 // What they share, and the parts of the larger ones.
 mod baseline;
 mod line_calibrate;
+mod line_figures;
 mod line_replay;
 mod measure;
 mod probe;

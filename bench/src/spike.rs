@@ -52,9 +52,9 @@
 //!     line moves at capacity ÷ session: buyers leave about 5 s after their admission, so
 //!     capacity 5 000 admits about 1 000 a second, and everyone within 20 s of the front polls
 //!     each second;
-//!   - after the first polls, the rest come back after a tenth of the low end of their wait
-//!     (a quarter since; the figures here are from the tenth), up to 320 s: a member 10
-//!     minutes from its turn every minute.
+//!   - after the first polls, the rest came back after a tenth of the low end of their wait in
+//!     these runs, up to 320 s: a member 10 minutes from its turn every minute. The rule
+//!     tells a quarter (`POLL_AFTER_WAIT_PART`); these figures are not rerun at it.
 //! - Calls per member hold with the scale: calls ÷ f are 17.9 million at 1/40 and 17.7 million
 //!   at 1/160. Both runs tell the same shares of waiting replies each interval (31–32 % 1 s,
 //!   15 % 2–4 s, 10 % 5–9 s, 19 % 10–39 s, 24 % longer).

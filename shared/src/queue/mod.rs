@@ -371,8 +371,7 @@ pub struct TokenState {
     /// How long this reply keeps the token present without another poll: the queue's idle
     /// period in force, or, for a waiter far from the front, three times a quarter of the low
     /// end of its wait ([`POLL_AFTER_WAIT_PART`]), up to the long presence period of eight idle
-    /// periods
-    /// (`presence_for` in `replies.lua`).
+    /// periods (`presence_for` in `replies.lua`).
     pub present_for: Duration,
     /// Whether admissions are paused in this queue.
     pub paused: bool,
@@ -419,11 +418,10 @@ impl TokenState {
     }
 
     /// When to poll again: a quarter of the low end of the wait ([`POLL_AFTER_WAIT_PART`]),
-    /// at least 1 s, and never more
-    /// than a third of how long this reply keeps the token present (rounded down), so a buyer
-    /// who follows it is never dropped as absent: it counts as present for that whole time
-    /// after its poll, which leaves two thirds of it (4 s or more, as the idle period is at
-    /// least 5 s) for the round trip. A waiter far from its turn is kept present for three
+    /// at least 1 s, and never more than a third of how long this reply keeps the token
+    /// present (rounded down), so a buyer who follows it is never dropped as absent: it counts
+    /// as present for that whole time after its poll, which leaves two thirds of it (4 s or
+    /// more, as the idle period is at least 5 s) for the round trip. A waiter far from its turn is kept present for three
     /// times a quarter of the low end of its wait (up to eight idle periods), so it is told that
     /// quarter, up to a third of eight idle periods: it polls in proportion to its distance,
     /// each look a quarter nearer its turn than the last.
