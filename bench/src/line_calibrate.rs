@@ -43,21 +43,16 @@ pub(crate) async fn calibrate(
     capacity: f64,
 ) -> Calibrated {
     let shape = shape(stripes, 1);
-    let (ping, get, kinds) = measure(settings, servers, nodes, shape, "calibrate", None).await;
+    let spread = measure(settings, servers, nodes, shape, "calibrate", None).await;
     let tick = tick_price(settings, servers, nodes, shape, fraction, capacity).await;
-    let spread = Prices {
+    let priced = |(ping, get, [join, poll, check, leave]): (f64, f64, [f64; 4])| Prices {
         ping,
         get,
-        per_kind: [kinds[0], kinds[1], kinds[2], kinds[3], tick],
+        per_kind: [join, poll, check, leave, tick],
     };
+    let spread = priced(spread);
     let dense = if nodes.0.len() > 1 {
-        let (ping, get, kinds) =
-            measure(settings, servers, nodes, shape, "calibrate-dense", Some(0)).await;
-        Prices {
-            ping,
-            get,
-            per_kind: [kinds[0], kinds[1], kinds[2], kinds[3], tick],
-        }
+        priced(measure(settings, servers, nodes, shape, "calibrate-dense", Some(0)).await)
     } else {
         spread
     };

@@ -15,7 +15,7 @@ use lineup::ids::{QueueId, UserId};
 use lineup::line::{Joined, Lease, Line, LineShape, Opening, Standing, Stripe, StripeKeys};
 use lineup::queue::POLL_AFTER_WAIT_PART;
 use lineup_local::embedded_redis::EmbeddedRedis;
-use lineup_tests::EmbeddedCluster;
+use lineup_tests::{slot_ranges, EmbeddedCluster};
 
 use crate::probe::{info_field, main_thread_cpu_of};
 
@@ -190,12 +190,7 @@ impl Nodes {
             let Some(node) = ports.iter().position(|p| *p == port) else {
                 continue;
             };
-            for range in fields.iter().skip(8) {
-                let mut ends = range.split('-').filter_map(|n| n.parse::<u16>().ok());
-                if let Some(start) = ends.next() {
-                    ranges.push((start, ends.next().unwrap_or(start), node));
-                }
-            }
+            ranges.extend(slot_ranges(line).map(|(start, end)| (start, end, node)));
         }
         let mut owners = Vec::new();
         for stripe in keys {

@@ -338,12 +338,7 @@ async fn three_times_what_redis_serves_is_shed_and_nobody_who_obeys_loses_a_plac
                 sleep(Duration::from_millis(5)).await;
                 lag = lag.max(asleep.elapsed().saturating_sub(Duration::from_millis(5)));
             }
-            let after = cap.throttling();
-            let throttled = Throttling {
-                periods: after.periods - before.periods,
-                throttled: after.throttled - before.throttled,
-            };
-            (throttled, lag)
+            (cap.throttling().since(before), lag)
         })
     };
     let flood = flood(app.clone(), log.clone(), pool.clone(), serves, stop_at);
@@ -673,10 +668,7 @@ async fn calibrate(app: &TestApp, pool: &Pool, cap: &CpuCap) -> (f64, Throttling
     let after = cap.throttling();
     (
         served.load(Ordering::Relaxed) as f64 / CALIBRATION.as_secs_f64(),
-        Throttling {
-            periods: after.periods - before.periods,
-            throttled: after.throttled - before.throttled,
-        },
+        after.since(before),
     )
 }
 

@@ -185,14 +185,7 @@ impl EmbeddedCluster {
         for other in &self.nodes {
             let ranges = query_string(&other.url(), &["CLUSTER", "NODES"]).await;
             let me = ranges.lines().find(|line| line.contains("myself"));
-            if me.is_some_and(|line| {
-                line.split_whitespace().skip(8).any(|range| {
-                    let mut ends = range.split('-').filter_map(|n| n.parse::<u16>().ok());
-                    let start = ends.next();
-                    let end = ends.next().or(start);
-                    start.zip(end).is_some_and(|(a, b)| (a..=b).contains(&slot))
-                })
-            }) {
+            if me.is_some_and(|line| slot_ranges(line).any(|(a, b)| (a..=b).contains(&slot))) {
                 owner = Some(other);
             }
         }
@@ -230,6 +223,17 @@ impl EmbeddedCluster {
             wait_for(&node.url(), "CLUSTER INFO", "cluster_state:ok").await;
         }
     }
+}
+
+/// The slot ranges a line of `CLUSTER NODES` gives its node (importing and migrating marks
+/// left out), first to last slot.
+pub fn slot_ranges(line: &str) -> impl Iterator<Item = (u16, u16)> + '_ {
+    line.split_whitespace().skip(8).filter_map(|range| {
+        let mut ends = range.split('-').map(|n| n.parse::<u16>().ok());
+        let start = ends.next()??;
+        let end = ends.next().map_or(Some(start), |end| end)?;
+        Some((start, end))
+    })
 }
 
 /// A node on a free port and that port + 10 000 (its bus). Another test can take a port

@@ -30,6 +30,16 @@ pub struct Throttling {
     pub throttled: u64,
 }
 
+impl Throttling {
+    /// What happened between `before` and this reading.
+    pub fn since(self, before: Throttling) -> Throttling {
+        Throttling {
+            periods: self.periods - before.periods,
+            throttled: self.throttled - before.throttled,
+        }
+    }
+}
+
 impl CpuCap {
     /// Moves process `pid` into a new cgroup that lets it run `quota` of every `period`
     /// (cgroup v1 allows quotas from 1 ms). Fails, saying why, when neither cgroup version

@@ -30,7 +30,7 @@ pub mod rankings;
 mod throttle;
 mod tls;
 pub mod verifiers;
-pub use cluster::EmbeddedCluster;
+pub use cluster::{slot_ranges, EmbeddedCluster};
 pub use cpu_cap::{CpuCap, Throttling};
 pub use link::Link;
 use serde_json::{json, Value};
