@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::line_calibrate::{Calibrated, Prices};
+use crate::line_calibrate::{Calibrated, Paced, Prices};
 use crate::report::{met, thousands, Report};
 
 /// One scale's figures.
@@ -32,11 +32,17 @@ pub(crate) struct Figures {
     /// What the hottest slot's load was made of: its window's end (s from the opening) and
     /// each kind's share of it, in GET-equivalents a second at the whole scale.
     pub(crate) hottest_parts: String,
-    /// Each primary's CPU priced at the spread prices ÷ its `INFO cpu` above idle, over the
-    /// run: lowest, highest.
+    /// Each primary's CPU priced at the prices of the run's pace ÷ its `INFO cpu` above idle,
+    /// over the run: lowest, highest.
     pub(crate) priced: (f64, f64),
+    /// The same over the opening's first minute.
+    pub(crate) priced_minute: (f64, f64),
+    /// The primaries' idle share of a core before the run: lowest, highest.
+    pub(crate) idle: (f64, f64),
     /// The prices, spread over every primary and dense on one.
     pub(crate) prices: Calibrated,
+    /// The prices at the run's own pace.
+    pub(crate) paced: Paced,
     /// The stripe whose slot was the hottest.
     pub(crate) hottest_stripe: u16,
     /// Where one stripe's slot had a primary of its own: what that primary did.
@@ -46,7 +52,8 @@ pub(crate) struct Figures {
 /// A stripe's slot on a primary of its own, over the run.
 pub(crate) struct Isolated {
     pub(crate) stripe: u16,
-    /// Its `INFO cpu` above idle, and the slot's requests at the spread prices (µs).
+    /// Its `INFO cpu` above idle, and the slot's requests at the prices of the run's pace
+    /// (µs).
     pub(crate) measured_us: f64,
     pub(crate) priced_us: f64,
     /// Its busiest 5 s at the whole scale, in GET-equivalents a second: from its `INFO cpu`
@@ -118,6 +125,16 @@ pub(crate) fn scales(report: &mut Report, primaries: usize, by_scale: &BTreeMap<
                 &format!("PING {:.1} µs", prices.ping),
             );
         }
+        let paced = &figures.paced;
+        report.row(
+            &format!("{at}: Redis CPU per request at the run's pace, ÷ PING"),
+            &per_request(&paced.all),
+            &format!(
+                "{} requests a second over every primary, the pace the run's average request met; PING {:.1} µs",
+                thousands(paced.per_second as u64),
+                paced.all.ping
+            ),
+        );
         if primaries > 1 {
             report.row(
                 &format!("{at}: hottest slot, GET-equivalents a second, whole scale"),
@@ -128,10 +145,31 @@ pub(crate) fn scales(report: &mut Report, primaries: usize, by_scale: &BTreeMap<
                 ),
                 &format!("goal ≤ 20 000: {}", met(figures.hottest_slot <= 20_000.0)),
             );
+        }
+        report.row(
+            &format!("{at}: idle, each primary, before the run"),
+            &format!(
+                "{:.2}–{:.2} % of a core",
+                figures.idle.0 * 100.0,
+                figures.idle.1 * 100.0
+            ),
+            "taken off each window",
+        );
+        let ways = [
+            ("the opening's first minute", figures.priced_minute),
+            ("the whole run", figures.priced),
+        ];
+        for (over, (low, high)) in ways {
             report.row(
-                &format!("{at}: priced ÷ INFO cpu per primary"),
-                &format!("{:.2}–{:.2}", figures.priced.0, figures.priced.1),
-                "goal within 0.90–1.10",
+                &format!(
+                    "{at}: priced at the run's pace ÷ INFO cpu above idle, per primary, \
+                     over {over}"
+                ),
+                &format!("{low:.2}–{high:.2}"),
+                &format!(
+                    "goal within 0.90–1.10: {}",
+                    met(low >= 0.90 && high <= 1.10)
+                ),
             );
         }
         report.row(
@@ -155,7 +193,7 @@ pub(crate) fn isolated(report: &mut Report, fraction: u64, alone: &Isolated) {
             alone.stripe
         ),
         &format!(
-            "{:.0} ms; the slot's requests at the spread prices {:.0} ms ({:.2})",
+            "{:.0} ms; the slot's requests at the prices of the run's pace {:.0} ms ({:.2})",
             alone.measured_us / 1000.0,
             alone.priced_us / 1000.0,
             alone.priced_us / alone.measured_us.max(1.0)

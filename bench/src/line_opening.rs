@@ -34,22 +34,28 @@
 //! - Every request goes as AWS sends it: `CONTAINERS` containers, each a `Line` over its own
 //!   connection with one request in flight; a free container takes the next request due.
 //!
-//! Per slot (the cluster): the bench counts each stripe's requests of each kind in each 5 s
-//! window and prices them with the kind's Redis CPU measured alone on the same cluster
-//! (`INFO cpu` ÷ calls, beside PINGs and GETs sent the same way), two ways:
+//! Per slot: the bench counts each stripe's requests of each kind in each 5 s window and
+//! prices them with the kind's Redis CPU measured alone on the same servers (`INFO cpu` ÷
+//! calls, beside PINGs and GETs sent the same way), three ways:
 //!
-//! - **dense**: every request on one primary's stripes, so that it meets the 16 containers'
-//!   requests at once, as the busiest primary of the whole scale meets thousands of
-//!   containers'. These prices give the whole scale: the busiest primary and the hottest slot.
-//! - **spread**: the requests over every primary, two containers' worth each, so that nearly
-//!   every request wakes Redis by itself, as in the run at 1/f. These prices give the run's
-//!   own load, set beside each primary's `INFO cpu` (the cross-check), and a bound above the
-//!   whole scale.
+//! - **dense**: every request on one primary's stripes, back to back, so that it meets the 16
+//!   containers' requests at once, as the busiest primary of the whole scale meets thousands
+//!   of containers'. These prices give the whole scale: the busiest primary and the hottest
+//!   slot.
+//! - **spread**: the requests over every primary, back to back, two containers' worth each.
+//!   They give a bound above the whole scale, and the per-request ratios summed over every
+//!   primary.
+//! - **at the run's pace**, after the run: each primary's requests at the rate its average
+//!   request met in the run (each 5 s window's rate, weighted by its requests), due at
+//!   random, on the run's own line, less each primary's idle CPU. A request
+//!   then meets as few others in Redis as in the run and wakes it as often. These prices give
+//!   the run's own load on each primary, set beside its `INFO cpu` above idle (the
+//!   cross-check: it shows the tally holds every request a primary served).
 //!
 //! A slot's load is given in GET-equivalents a second at the whole scale. After the cluster's
 //! runs, the hottest slot of the smaller scale's run gets a primary of its own, added as a
 //! ninth, in one more run at that scale: that primary's `INFO cpu` is set beside the slot's
-//! requests at the spread prices.
+//! requests at the prices of its own pace.
 //!
 //! This file drives the runs; `line_replay.rs` holds the replay, `line_calibrate.rs` the
 //! prices and `line_figures.rs` the figures and their rows.
@@ -66,7 +72,7 @@ use lineup::ids::UserId;
 use lineup::line::{Joined, Lease, Opening, Stripe, StripeKeys};
 use lineup::queue::schedule::DrawSeed;
 
-use crate::line_calibrate::calibrate;
+use crate::line_calibrate::{calibrate, paced, IDLE};
 use crate::line_figures::{self as figures, Figures, Isolated};
 use crate::line_replay::{
     after, lines_of, queue, shape, user, Kind, Nodes, Replay, Servers, Tally, Task, BEFORE,
@@ -207,15 +213,16 @@ async fn replay(
     .await;
     drop(prefill);
 
-    // Idle CPU, then the run.
+    // Idle CPU, then the run. The idle share is taken off every window of the run, so it is
+    // read for long enough that its error stays small beside the run's own CPU.
     let idle_before = nodes.cpu_us().await;
-    tokio::time::sleep(WINDOW).await;
+    tokio::time::sleep(IDLE).await;
     let idle: Vec<f64> = nodes
         .cpu_us()
         .await
         .iter()
         .zip(&idle_before)
-        .map(|(a, b)| (a - b) / WINDOW.as_secs_f64() / 1e6)
+        .map(|(a, b)| (a - b) / IDLE.as_secs_f64() / 1e6)
         .collect();
     let started = Instant::now();
     let opened = started + BEFORE;
@@ -332,6 +339,35 @@ async fn replay(
     };
     // At the whole scale a tick admits a second's admissions more (per stripe, µs).
     let tick_whole = tick_here + per_kind[Kind::Tick as usize];
+    // The prices at the run's own pace on each node, for the cross-check with `INFO cpu`:
+    // the pace its average request met, each window's rate weighted by its requests.
+    let at_pace = {
+        // Each node's requests, and their squares, summed over the windows.
+        let mut sums = vec![(0.0, 0.0); idle.len()];
+        for (_, counts) in &windows {
+            let mut in_window = vec![0.0; idle.len()];
+            for (stripe, kinds) in counts.iter().enumerate() {
+                in_window[owners[stripe]] += kinds[..4].iter().sum::<u64>() as f64;
+            }
+            for (sum, calls) in sums.iter_mut().zip(in_window) {
+                sum.0 += calls;
+                sum.1 += calls * calls;
+            }
+        }
+        let per_node = sums
+            .iter()
+            .map(|(calls, squares)| squares / calls.max(1.0) / WINDOW.as_secs_f64())
+            .collect();
+        paced(
+            settings,
+            &servers,
+            &nodes,
+            ("sale", layout.stripes),
+            per_node,
+            prices.spread.per_kind[Kind::Tick as usize],
+        )
+        .await
+    };
 
     // The figures.
     let f = fraction as f64;
@@ -349,8 +385,15 @@ async fn replay(
     let mut hottest_parts = String::new();
     let mut priced = vec![0.0; idle.len()];
     let mut measured = vec![0.0; idle.len()];
+    // The same over the opening's first minute, where the load is: over the whole run at
+    // 1/400, the idle CPU taken off a primary is as large as its requests' CPU, and a small
+    // error in it moves the ratio.
+    let mut priced_minute = vec![0.0; idle.len()];
+    let mut measured_minute = vec![0.0; idle.len()];
     let mut calls = 0u64;
     for (w, (cpu, counts)) in windows.iter().enumerate() {
+        let ends = (w + 1) as f64 * seconds - BEFORE.as_secs_f64();
+        let in_minute = ends > 0.0 && ends <= 60.0;
         // Each node's ticks, at this scale and at the whole scale (µs).
         let mut ticks = vec![(0.0, 0.0); cpu.len()];
         let mut whole_priced = vec![0.0; cpu.len()];
@@ -363,11 +406,15 @@ async fn replay(
                     .sum()
             };
             let (buyers, spread) = (at(&per_kind), at(&spread_kind));
+            let own = at(&at_pace.each[owners[stripe]].per_kind);
             let n = kinds[Kind::Tick as usize] as f64;
             ticks[owners[stripe]].0 += n * tick_here;
             ticks[owners[stripe]].1 += n * tick_whole;
-            // The run's own load, at the prices of its own density, for the cross-check.
-            priced[owners[stripe]] += spread + n * tick_here;
+            // The run's own load, at the prices of its own pace, for the cross-check.
+            priced[owners[stripe]] += own + n * tick_here;
+            if in_minute {
+                priced_minute[owners[stripe]] += own + n * tick_here;
+            }
             whole_spread[owners[stripe]] += spread * f + n * tick_whole;
             let whole = buyers * f + n * tick_whole;
             whole_priced[owners[stripe]] += whole;
@@ -405,6 +452,9 @@ async fn replay(
                 busiest_at = (w + 1) as f64 * seconds - BEFORE.as_secs_f64();
             }
             measured[node] += (used - idle_us).max(0.0);
+            if in_minute {
+                measured_minute[node] += (used - idle_us).max(0.0);
+            }
             let priced_share = (idle_us + whole_priced[node]) / seconds / 1e6;
             if priced_share > busiest_priced {
                 busiest_priced = priced_share;
@@ -417,12 +467,18 @@ async fn replay(
             }
         }
     }
-    let ratios: Vec<f64> = priced
-        .iter()
-        .zip(&measured)
-        .filter(|(_, m)| **m > 0.0)
-        .map(|(p, m)| p / m)
-        .collect();
+    let range = |priced: &[f64], measured: &[f64]| -> (f64, f64) {
+        let ratios: Vec<f64> = priced
+            .iter()
+            .zip(measured)
+            .filter(|(_, m)| **m > 0.0)
+            .map(|(p, m)| p / m)
+            .collect();
+        (
+            ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            ratios.iter().copied().fold(0.0, f64::max),
+        )
+    };
     let mut late = replay.late_ms.lock().map(|l| l.clone()).unwrap_or_default();
     late.sort_unstable();
     let firsts: Vec<i64> = replay
@@ -451,11 +507,14 @@ async fn replay(
         calls_per_buyer: calls as f64 / f64::from((members + arrivals).max(1)),
         hottest_slot,
         hottest_parts,
-        priced: (
-            ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            ratios.iter().copied().fold(0.0, f64::max),
+        priced: range(&priced, &measured),
+        priced_minute: range(&priced_minute, &measured_minute),
+        idle: (
+            idle.iter().copied().fold(f64::INFINITY, f64::min),
+            idle.iter().copied().fold(0.0, f64::max),
         ),
         prices,
+        paced: at_pace,
         hottest_stripe,
         isolated: isolate.map(|stripe| {
             // The primary added last holds the stripe's slot alone.
