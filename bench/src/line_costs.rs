@@ -3,7 +3,8 @@
 //! its own connection with one request in flight, in five rounds each beside as many PINGs.
 //!
 //! The line has one stripe here: every request touches one stripe, so one server shows a
-//! request's whole cost. The rows: a new buyer's join (the join script), a waiter's poll (two
+//! request's whole cost. The rows: a new buyer's join (the join script) and, beside it, the
+//! join's six commands sent plain in one pipeline (its floor without a script), a waiter's poll (two
 //! plain commands: its rank and its mark kept alive, `PEXPIRE … GT`; each container reads the
 //! stripe's published state once a second, so once here), the gatekeeper's check (one `GET`
 //! of the buyer's mark) with the first thousand admitted, a leave (two `ZREM`s and a `SET` of
@@ -12,7 +13,9 @@
 use std::time::Duration;
 
 use lineup::ids::{QueueId, UserId};
-use lineup::line::{Checked, Joined, Lease, Line, LineShape, Standing, HEAD_WINDOW};
+use lineup::line::{
+    Checked, Joined, Lease, Line, LineShape, Standing, Stripe, StripeKeys, HEAD_WINDOW,
+};
 
 use crate::measure::Bench;
 use crate::probe::{main_thread_cpu_us, paired, plain_connections};
@@ -73,6 +76,59 @@ pub async fn run(bench: &Bench, report: &mut Report) {
                 }
                 other => panic!("a new place: {other:?}"),
             }
+        },
+    )
+    .await;
+
+    // The join's six commands for a new buyer, plain, in one pipeline, on a line of their
+    // own: the floor of any join that reads what the join reads and writes what it writes.
+    let bare_keys = StripeKeys::new(
+        &config.key_prefix,
+        &QueueId::parse("line-costs-bare").expect("queue id"),
+        Stripe(0),
+        1,
+    );
+    let bare_keys = &bare_keys;
+    let pings_ref = &pings;
+    let bare_join = paired(
+        bench,
+        &pings,
+        ROUNDS,
+        (0..BUYERS).collect(),
+        |lane, i| async move {
+            let who = user(i);
+            let who = who.as_str();
+            let mut conn = pings_ref[lane].clone();
+            let _: () = redis::pipe()
+                .cmd("ZSCORE")
+                .arg(&bare_keys.active)
+                .arg(who)
+                .ignore()
+                .cmd("ZSCORE")
+                .arg(&bare_keys.line)
+                .arg(who)
+                .ignore()
+                .cmd("SET")
+                .arg(bare_keys.mark(who))
+                .arg("w")
+                .arg("PX")
+                .arg(3_600_000)
+                .ignore()
+                .cmd("GET")
+                .arg(&bare_keys.sealed)
+                .ignore()
+                .cmd("ZADD")
+                .arg(&bare_keys.line)
+                .arg(now)
+                .arg(who)
+                .ignore()
+                .cmd("SADD")
+                .arg(&bare_keys.segments)
+                .arg(now / 1_000)
+                .ignore()
+                .query_async(&mut conn)
+                .await
+                .expect("the join's commands");
         },
     )
     .await;
@@ -148,6 +204,11 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         "the floor: a request's own I/O",
     );
     report.row("join, a new buyer", &join.against(ping_us), "≤ 3× PING");
+    report.row(
+        "the join's six commands, plain, in one pipeline",
+        &bare_join.against(ping_us),
+        "the floor of the join's work, without a script",
+    );
     report.row("poll, a waiter", &poll.against(ping_us), "≤ 1.5× PING");
     report.row(
         "the gatekeeper's check",
