@@ -46,6 +46,18 @@ local function redeem()
 end
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
+-- The common arrival: a queue that takes anyone new, with no door, passthrough or lane, after
+-- the opening. Its place is added only where it holds none (`ZADD NX`), so a new buyer costs
+-- one call fewer; one who holds a place keeps it.
+if takes_new == '1' and access ~= 'none' and access ~= 'list' and door == ''
+    and passthrough ~= '1' and lane ~= '1' and not draw then
+  local score = math.max(now, tonumber(redis.call('GET', SEALED) or '0'))
+  local added = redis.call('ZADD', LINE, 'NX', string.format('%d', score), user)
+  redis.call('SET', MARK, 'w', 'PX', presence_ms)
+  if added == 0 then return {'waiting', redis.call('ZSCORE', LINE, user)} end
+  redis.call('SADD', SEGMENTS, string.format('%d', math.floor(score / segment_ms)))
+  return {'joined', string.format('%d', score)}
+end
 local held = redis.call('ZSCORE', LINE, user)
 if not held and takes_new ~= '1' then return {'refused', '0'} end
 if not held and (access == 'none'
