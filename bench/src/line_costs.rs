@@ -3,8 +3,8 @@
 //! its own connection with one request in flight, in five rounds each beside as many PINGs.
 //!
 //! The line has one stripe here: every request touches one stripe, so one server shows a
-//! request's whole cost. The rows: a new buyer's join (the join script) and, beside it, the
-//! join's six commands sent plain in one pipeline (its floor without a script), a waiter's poll (two
+//! request's whole cost. The rows: a new buyer's join (the join script) and, beside it, its
+//! five commands sent plain in one pipeline (its floor without a script), a waiter's poll (two
 //! plain commands: its rank and its mark kept alive, `PEXPIRE … GT`; each container reads the
 //! stripe's published state once a second, so once here), the gatekeeper's check (one `GET`
 //! of the buyer's mark) with the first thousand admitted, a leave (two `ZREM`s and a `SET` of
@@ -57,7 +57,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         })
         .collect();
     let lines = &lines;
-    let pings = plain_connections(bench, CONTAINERS).await;
+    let pings = &plain_connections(bench, CONTAINERS).await;
     let now = chrono::Utc::now().timestamp_millis();
     let scores: Vec<std::sync::atomic::AtomicI64> = (0..BUYERS)
         .map(|_| std::sync::atomic::AtomicI64::new(0))
@@ -66,7 +66,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
 
     let join = paired(
         bench,
-        &pings,
+        pings,
         ROUNDS,
         (0..BUYERS).collect(),
         |lane, i| async move {
@@ -80,8 +80,8 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     )
     .await;
 
-    // The join's six commands for a new buyer, plain, in one pipeline, on a line of their
-    // own: the floor of any join that reads what the join reads and writes what it writes.
+    // The common join's five commands for a new buyer, plain, in one pipeline, on a line of
+    // their own: the floor of any join that reads what it reads and writes what it writes.
     let bare_keys = StripeKeys::new(
         &config.key_prefix,
         &QueueId::parse("line-costs-bare").expect("queue id"),
@@ -89,27 +89,20 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         1,
     );
     let bare_keys = &bare_keys;
-    let pings_ref = &pings;
     let bare_join = paired(
         bench,
-        &pings,
+        pings,
         ROUNDS,
         (0..BUYERS).collect(),
         |lane, i| async move {
             let who = user(i);
-            let who = who.as_str();
-            let mut conn = pings_ref[lane].clone();
             let _: () = redis::pipe()
                 .cmd("ZSCORE")
                 .arg(&bare_keys.active)
-                .arg(who)
-                .ignore()
-                .cmd("ZSCORE")
-                .arg(&bare_keys.line)
-                .arg(who)
+                .arg(who.as_str())
                 .ignore()
                 .cmd("SET")
-                .arg(bare_keys.mark(who))
+                .arg(bare_keys.mark(who.as_str()))
                 .arg("w")
                 .arg("PX")
                 .arg(3_600_000)
@@ -119,14 +112,15 @@ pub async fn run(bench: &Bench, report: &mut Report) {
                 .ignore()
                 .cmd("ZADD")
                 .arg(&bare_keys.line)
+                .arg("NX")
                 .arg(now)
-                .arg(who)
+                .arg(who.as_str())
                 .ignore()
                 .cmd("SADD")
                 .arg(&bare_keys.segments)
                 .arg(now / 1_000)
                 .ignore()
-                .query_async(&mut conn)
+                .query_async(&mut pings[lane].clone())
                 .await
                 .expect("the join's commands");
         },
@@ -150,7 +144,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
 
     let poll = paired(
         bench,
-        &pings,
+        pings,
         ROUNDS,
         (0..BUYERS).collect(),
         |lane, i| async move {
@@ -173,7 +167,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         .expect("tick");
     let check = paired(
         bench,
-        &pings,
+        pings,
         ROUNDS,
         (0..BUYERS).collect(),
         |lane, i| async move {
@@ -189,7 +183,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
 
     let leave = paired(
         bench,
-        &pings,
+        pings,
         ROUNDS,
         (0..BUYERS).collect(),
         |lane, i| async move {
@@ -197,7 +191,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         },
     )
     .await;
-    let ping_us = crate::probe::ping_us(bench, &pings, BUYERS).await;
+    let ping_us = crate::probe::ping_us(bench, pings, BUYERS).await;
     report.row(
         "PING",
         &format!("{ping_us:.1} µs"),
@@ -205,7 +199,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     );
     report.row("join, a new buyer", &join.against(ping_us), "≤ 3× PING");
     report.row(
-        "the join's six commands, plain, in one pipeline",
+        "the common join's five commands, plain, in one pipeline",
         &bare_join.against(ping_us),
         "the floor of the join's work, without a script",
     );

@@ -46,19 +46,12 @@ local function redeem()
 end
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
 if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
--- The common arrival: a queue that takes anyone new, with no door, passthrough or lane, after
--- the opening. Its place is added only where it holds none (`ZADD NX`), so a new buyer costs
--- one call fewer; one who holds a place keeps it.
-if takes_new == '1' and access ~= 'none' and access ~= 'list' and door == ''
-    and passthrough ~= '1' and lane ~= '1' and not draw then
-  local score = math.max(now, tonumber(redis.call('GET', SEALED) or '0'))
-  local added = redis.call('ZADD', LINE, 'NX', string.format('%d', score), user)
-  redis.call('SET', MARK, 'w', 'PX', presence_ms)
-  if added == 0 then return {'waiting', redis.call('ZSCORE', LINE, user)} end
-  redis.call('SADD', SEGMENTS, string.format('%d', math.floor(score / segment_ms)))
-  return {'joined', string.format('%d', score)}
-end
-local held = redis.call('ZSCORE', LINE, user)
+-- Whether the buyer holds a place is read first only where a refusal, the door, passthrough,
+-- the lane or the draw depends on it. Otherwise (the common arrival: a queue that takes anyone
+-- new, after the opening) `ZADD NX` finds a held place as it adds a new one, one call fewer.
+local gated = takes_new ~= '1' or access == 'none' or access == 'list' or door ~= ''
+  or passthrough == '1' or lane == '1' or draw ~= nil
+local held = gated and redis.call('ZSCORE', LINE, user)
 if not held and takes_new ~= '1' then return {'refused', '0'} end
 if not held and (access == 'none'
     or (access == 'list' and redis.call('SISMEMBER', ACCESS, user) == 0)) then
@@ -103,7 +96,9 @@ else
   score = math.max(now, sealed)
   segment = math.floor(score / segment_ms)
 end
-redis.call('ZADD', LINE, string.format('%d', score), user)
+if redis.call('ZADD', LINE, 'NX', string.format('%d', score), user) == 0 then
+  return {'waiting', redis.call('ZSCORE', LINE, user)}
+end
 redis.call('SADD', SEGMENTS, string.format('%d', segment))
 redeem()
 return {'joined', string.format('%d', score)}
