@@ -1,0 +1,105 @@
+//! `lineup health send`: the booking system's health level for queues, as the
+//! `BookingHealth` event the ranking updater applies. Deployed, it goes to EventBridge on the
+//! stack's bus with its payment source; locally, to lineup-local's `POST /events`.
+
+use serde_json::{json, Value};
+
+use super::queue_id;
+use crate::error::CliError;
+use crate::output::Out;
+use crate::routes::Route;
+use crate::sign::error_chain;
+use crate::target::{EventSink, Target, DEFAULT_EVENT_SOURCE};
+
+/// The event's `detail-type` (shared/src/queue/health.rs).
+pub const DETAIL_TYPE: &str = lineup::queue::health::BOOKING_HEALTH;
+
+/// The event's `detail`, as events/ranking-updater.booking-health.json has it.
+pub fn detail(queues: &[String], level: f64) -> Value {
+    json!({ "queueIds": queues, "level": level })
+}
+
+pub async fn send(target: &Target, out: Out, queues: &[String], level: f64) -> Result<(), CliError> {
+    if !(0.0..=1.0).contains(&level) {
+        return Err(CliError::Usage("--level: from 0 to 1".into()));
+    }
+    let queues = queues
+        .iter()
+        .map(|queue| queue_id(queue))
+        .collect::<Result<Vec<_>, _>>()?;
+    let detail = detail(&queues, level);
+    let result = match &target.events {
+        EventSink::Bus {
+            client,
+            bus,
+            source,
+        } => {
+            let entry = aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+                .event_bus_name(bus)
+                .source(source)
+                .detail_type(DETAIL_TYPE)
+                .detail(detail.to_string())
+                .build();
+            let answer = client
+                .put_events()
+                .entries(entry)
+                .send()
+                .await
+                .map_err(|err| CliError::Unreachable {
+                    what: format!("EventBridge bus {bus}"),
+                    reason: error_chain(&err),
+                })?;
+            if let Some(failed) = answer.entries().iter().find(|e| e.error_code().is_some()) {
+                return Err(CliError::Failed(crate::error::Problem {
+                    status: 500,
+                    title: failed.error_code().unwrap_or("failed").to_owned(),
+                    detail: failed.error_message().unwrap_or("").to_owned(),
+                    retry_after: None,
+                }));
+            }
+            let id = answer
+                .entries()
+                .first()
+                .and_then(|e| e.event_id())
+                .unwrap_or("");
+            json!({ "sentTo": bus, "eventId": id, "detail": detail })
+        }
+        EventSink::Local => {
+            let event = json!({
+                "version": "0",
+                "id": format!("lineup-cli-{:032x}", rand::random::<u128>()),
+                "detail-type": DETAIL_TYPE,
+                "source": DEFAULT_EVENT_SOURCE,
+                "account": "000000000000",
+                "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "region": "local",
+                "resources": [],
+                "detail": detail,
+            });
+            let reply = target
+                .api
+                .call(Route::PostEvents, &[], &[], Some(&event))
+                .await?;
+            let verdict = reply.body.get(0).cloned().unwrap_or(reply.body);
+            if verdict["result"] != json!("applied") {
+                return Err(CliError::Refused(crate::error::Problem {
+                    status: 400,
+                    title: format!("event {}", crate::output::cell(&verdict["result"])),
+                    detail: crate::output::cell(&verdict["reason"]),
+                    retry_after: None,
+                }));
+            }
+            json!({ "sentTo": target.api.base(), "result": verdict["result"], "detail": detail })
+        }
+    };
+    if out.json {
+        out.json(&result);
+    } else {
+        println!(
+            "health {level} sent for {} to {}",
+            queues.join(", "),
+            crate::output::cell(&result["sentTo"])
+        );
+    }
+    Ok(())
+}
