@@ -17,6 +17,7 @@ use lineup::queue::WaitingRoom;
 use lineup_local::embedded_redis::EmbeddedRedis;
 use lineup_local::Stack;
 
+pub mod cli;
 mod cluster;
 mod cpu_cap;
 pub mod door;

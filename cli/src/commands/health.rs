@@ -80,8 +80,9 @@ pub async fn send(target: &Target, out: Out, queues: &[String], level: f64) -> R
                 .api
                 .call(Route::PostEvents, &[], &[], Some(&event))
                 .await?;
-            let verdict = reply.body.get(0).cloned().unwrap_or(reply.body);
-            if verdict["result"] != json!("applied") {
+            // `{"results": [{"result": "applied", …}]}`, one verdict per event sent.
+            let verdict = reply.body["results"][0].clone();
+            if verdict["result"] != json!("applied") && verdict["result"] != json!("duplicate") {
                 return Err(CliError::Refused(crate::error::Problem {
                     status: 400,
                     title: format!("event {}", crate::output::cell(&verdict["result"])),
