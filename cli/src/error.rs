@@ -43,7 +43,7 @@ pub enum CliError {
     /// A step that asks first was not confirmed.
     #[error("{0}")]
     NotConfirmed(String),
-    /// A run of batches stopped partway; what was done has been reported.
+    /// Some ids or batches were refused or not sent; what was done has been reported.
     #[error("{0}")]
     Partial(String),
 }
@@ -74,5 +74,5 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
     (3, "the API or AWS could not be reached, or answered 5xx (503 during a Redis outage)"),
     (4, "no target, no credentials, or a stack without the output needed"),
     (5, "not confirmed: the answer was no, or there was no terminal and no --yes"),
-    (6, "partly done: batches stopped partway; what was done is reported"),
+    (6, "partly done: some ids or batches were refused or not sent; what was done is reported"),
 ];

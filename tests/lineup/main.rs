@@ -7,6 +7,7 @@ mod aging;
 mod availability;
 mod bad_input;
 mod browser;
+mod builds;
 mod cli;
 mod cli_signing;
 mod cli_watch;
