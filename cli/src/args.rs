@@ -78,28 +78,66 @@ impl Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// A queue's summary and settings; change them, pause, resume, sell out, delete
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup queue show onsale-1
+  lineup queue set onsale-1 --capacity 500
+  lineup queue pause onsale-1 --message \"Back in a minute\""
+    )]
     Queue(QueueCommand),
     /// The priority list: buyers who go in the priority lane
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup priority add onsale-1 auth0:u-1 auth0:u-2
+  lineup priority remove onsale-1 auth0:u-1"
+    )]
     Priority(PriorityCommand),
     /// The presale access list
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup access add onsale-1 auth0:u-1
+  lineup access import onsale-1 fans.csv --column user_id"
+    )]
     Access(AccessCommand),
     /// Presale access codes
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup codes create onsale-1 --count 25000 --out codes.txt"
+    )]
     Codes(CodesCommand),
     /// Capacity pools: queues that share one capacity
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup pool set arena --capacity 2000 --weight onsale-1=3
+  lineup pool show arena"
+    )]
     Pool(PoolCommand),
     /// Coupon campaigns
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup coupon create early-bird --quantity 1000
+  lineup coupon close early-bird"
+    )]
     Coupon(CouponCommand),
     /// The booking system's health, as a BookingHealth event
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup health send onsale-1 --level 0.5"
+    )]
     Health(HealthCommand),
     /// Sales rankings
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  lineup rankings top daily --limit 20"
+    )]
     Rankings(RankingsCommand),
     /// A live view of one or more queues, refreshed every 2 s; q quits
     #[command(after_help = "Examples:

@@ -26,6 +26,8 @@ pub fn confirm(question: &str, yes: bool) -> Result<(), CliError> {
         .map_err(|err| CliError::NotConfirmed(format!("no answer: {err}")))?;
     match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Ok(()),
-        _ => Err(CliError::NotConfirmed("not confirmed; nothing was done".into())),
+        _ => Err(CliError::NotConfirmed(
+            "not confirmed; nothing was done".into(),
+        )),
     }
 }

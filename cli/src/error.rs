@@ -69,10 +69,28 @@ impl CliError {
 /// Every exit code, with what it means: README's table, kept in step by a test.
 pub const EXIT_CODES: &[(u8, &str)] = &[
     (0, "done"),
-    (1, "the API refused the request (a 4xx problem); nothing was done"),
-    (2, "bad usage: an unknown flag, a bad value, an unreadable file"),
-    (3, "the API or AWS could not be reached, or answered 5xx (503 during a Redis outage)"),
-    (4, "no target, no credentials, or a stack without the output needed"),
-    (5, "not confirmed: the answer was no, or there was no terminal and no --yes"),
-    (6, "partly done: some ids or batches were refused or not sent; what was done is reported"),
+    (
+        1,
+        "the API refused the request (a 4xx problem); nothing was done",
+    ),
+    (
+        2,
+        "bad usage: an unknown flag, a bad value, an unreadable file",
+    ),
+    (
+        3,
+        "the API or AWS could not be reached, or answered 5xx (503 during a Redis outage)",
+    ),
+    (
+        4,
+        "no target, no credentials, or a stack without the output needed",
+    ),
+    (
+        5,
+        "not confirmed: the answer was no, or there was no terminal and no --yes",
+    ),
+    (
+        6,
+        "partly done: some ids or batches were refused or not sent; what was done is reported",
+    ),
 ];

@@ -11,6 +11,7 @@ use lineup_cli::target::Target;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "lineup", &mut std::io::stdout());
@@ -29,8 +30,24 @@ async fn main() -> ExitCode {
             } else {
                 "lineup:"
             };
-            eprintln!("{prefix} {err}");
+            // One line: the SDK's messages can span several.
+            let message = err
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("{prefix} {message}");
             err.exit()
         }
+    }
+}
+
+/// Output piped to a command that stops reading (`lineup … | head`) ends the process quietly,
+/// as it does any Unix tool, instead of a panic in `println!`: Rust ignores SIGPIPE by default.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: sets the process's SIGPIPE disposition back to the default; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -30,7 +30,11 @@ impl Out {
 
     /// Rows of label and value, the labels aligned.
     pub fn pairs(&self, rows: &[(&str, String)]) {
-        let width = rows.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
+        let width = rows
+            .iter()
+            .map(|(label, _)| label.chars().count())
+            .max()
+            .unwrap_or(0);
         for (label, value) in rows {
             let pad = width - label.chars().count();
             println!("{}{}  {value}", self.bold(label), " ".repeat(pad));

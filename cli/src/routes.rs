@@ -87,7 +87,9 @@ impl Route {
         let mut rest = self.template();
         while let Some(open) = rest.find('{') {
             out.push_str(&rest[..open]);
-            let close = rest[open..].find('}').map_or(rest.len(), |at| open + at + 1);
+            let close = rest[open..]
+                .find('}')
+                .map_or(rest.len(), |at| open + at + 1);
             let value = params.next().copied().unwrap_or_default();
             out.extend(utf8_percent_encode(value, SEGMENT));
             rest = &rest[close..];

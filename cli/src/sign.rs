@@ -2,10 +2,12 @@
 //! (`--profile`, the environment, the shared config and credentials files, assumed roles, web
 //! identity, the container and instance roles), signed by `aws-sigv4`.
 
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use aws_config::BehaviorVersion;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
 
@@ -13,6 +15,8 @@ use crate::error::CliError;
 
 /// API Gateway's signing name.
 pub const SERVICE: &str = "execute-api";
+/// Credentials this close to their expiry are fetched again before signing.
+const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(5 * 60);
 
 /// The AWS side of a target: its SDK configuration, for signing and for the SDK clients
 /// (CloudFormation for `--stack`, EventBridge for `health send`).
@@ -50,11 +54,13 @@ impl Aws {
                     .into(),
             )
         })?;
-        let credentials = self.config.credentials_provider().ok_or_else(|| {
-            CliError::Setup("no AWS credential provider is configured".into())
-        })?;
+        let credentials = self
+            .config
+            .credentials_provider()
+            .ok_or_else(|| CliError::Setup("no AWS credential provider is configured".into()))?;
         Ok(Signer {
             credentials,
+            cached: Arc::default(),
             region,
         })
     }
@@ -64,6 +70,9 @@ impl Aws {
 #[derive(Clone, Debug)]
 pub struct Signer {
     credentials: SharedCredentialsProvider,
+    /// The chain's last answer, shared by clones: the chain itself does not cache, so each
+    /// request would otherwise run a profile's `credential_process` or assume its role again.
+    cached: Arc<tokio::sync::Mutex<Option<Credentials>>>,
     region: String,
 }
 
@@ -72,15 +81,31 @@ impl Signer {
         &self.region
     }
 
-    /// Adds `Authorization`, `X-Amz-Date`, and `X-Amz-Security-Token` where the credentials
-    /// carry one. The request's headers (`host` among them) and body are what is signed.
-    pub async fn sign(&self, request: &mut http::Request<bytes::Bytes>) -> Result<(), CliError> {
+    /// The cached credentials while they are more than [`REFRESH_BEFORE_EXPIRY`] from expiring;
+    /// the chain's otherwise.
+    async fn credentials(&self) -> Result<Credentials, CliError> {
+        let mut cached = self.cached.lock().await;
+        if let Some(credentials) = cached.as_ref() {
+            let fresh = credentials
+                .expiry()
+                .is_none_or(|expiry| expiry > SystemTime::now() + REFRESH_BEFORE_EXPIRY);
+            if fresh {
+                return Ok(credentials.clone());
+            }
+        }
         let credentials = self
             .credentials
             .provide_credentials()
             .await
             .map_err(|err| CliError::Setup(format!("no AWS credentials: {}", error_chain(&err))))?;
-        let identity = credentials.into();
+        *cached = Some(credentials.clone());
+        Ok(credentials)
+    }
+
+    /// Adds `Authorization`, `X-Amz-Date`, and `X-Amz-Security-Token` where the credentials
+    /// carry one. The request's headers (`host` among them) and body are what is signed.
+    pub async fn sign(&self, request: &mut http::Request<bytes::Bytes>) -> Result<(), CliError> {
+        let identity = self.credentials().await?.into();
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(&self.region)

@@ -108,8 +108,8 @@ impl ConfigFile {
 /// Where events for the queue go (`health send`).
 #[derive(Debug, Clone)]
 pub enum EventSink {
-    /// lineup-local's `POST /events`.
-    Local,
+    /// lineup-local's `POST /events`, with events from `source`.
+    Local { source: String },
     /// EventBridge's `PutEvents` on `bus`.
     Bus {
         client: aws_sdk_eventbridge::Client,
@@ -139,14 +139,17 @@ impl Target {
     /// Resolves `given` (the command line) over the named target and the defaults.
     pub async fn resolve(given: Where, named: Option<&str>) -> Result<Target, CliError> {
         let file = ConfigFile::load()?;
-        let name = named
-            .map(str::to_owned)
-            .or_else(|| std::env::var("LINEUP_TARGET").ok().filter(|n| !n.is_empty()));
+        let name = named.map(str::to_owned).or_else(|| {
+            std::env::var("LINEUP_TARGET")
+                .ok()
+                .filter(|n| !n.is_empty())
+        });
         let from_file = match name.as_deref() {
             Some(name) => file.targets.get(name).cloned().ok_or_else(|| {
                 CliError::Setup(format!(
                     "no target {name:?} in {}",
-                    ConfigFile::path().map_or("the config file".into(), |p| p.display().to_string())
+                    ConfigFile::path()
+                        .map_or("the config file".into(), |p| p.display().to_string())
                 ))
             })?,
             None if given.url.is_none() && given.stack.is_none() => file
@@ -176,7 +179,10 @@ impl Target {
             || match sign {
                 SignMode::Always => true,
                 SignMode::Never => false,
-                SignMode::Auto => chosen.url.as_deref().is_some_and(|u| u.starts_with("https://")),
+                SignMode::Auto => chosen
+                    .url
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("https://")),
             };
         let aws = if needs_aws {
             Some(Aws::load(chosen.profile.as_deref(), chosen.region.as_deref()).await?)
@@ -218,7 +224,12 @@ impl Target {
                     .or_else(|| facts.as_ref().and_then(|f| f.event_source.clone()))
                     .unwrap_or_else(|| DEFAULT_EVENT_SOURCE.to_owned()),
             },
-            _ => EventSink::Local,
+            _ => EventSink::Local {
+                source: chosen
+                    .event_source
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_EVENT_SOURCE.to_owned()),
+            },
         };
         let label = chosen.stack.clone().unwrap_or_else(|| url.clone());
         Ok(Target {
@@ -237,6 +248,31 @@ pub fn region_of(url: &str) -> Option<String> {
     labels.next().map(str::to_owned)
 }
 
+/// An AWS SDK call's failure, by the exit codes' table: AWS out of reach (no connection, a
+/// timeout, a garbled or 5xx answer) is [`CliError::Unreachable`] (3), as for the API; a
+/// refusal (no such stack, access denied) or no credentials to ask with is
+/// [`CliError::Setup`] (4).
+pub fn aws_failure<E>(what: &str, err: &aws_sdk_cloudformation::error::SdkError<E>) -> CliError
+where
+    E: std::error::Error + 'static,
+{
+    use aws_sdk_cloudformation::error::SdkError;
+    let out_of_reach = match err {
+        SdkError::DispatchFailure(failure) => failure.is_io() || failure.is_timeout(),
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
+        SdkError::ServiceError(service) => service.raw().status().is_server_error(),
+        _ => false,
+    };
+    if out_of_reach {
+        CliError::Unreachable {
+            what: what.to_owned(),
+            reason: error_chain(err),
+        }
+    } else {
+        CliError::Setup(format!("{what}: {}", error_chain(err)))
+    }
+}
+
 /// `DescribeStacks`: the `ApiUrl` and `EventBusName` outputs and the `PaymentEventSource`
 /// parameter.
 pub async fn describe_stack(aws: &Aws, stack: &str) -> Result<StackFacts, CliError> {
@@ -246,7 +282,7 @@ pub async fn describe_stack(aws: &Aws, stack: &str) -> Result<StackFacts, CliErr
         .stack_name(stack)
         .send()
         .await
-        .map_err(|err| CliError::Setup(format!("stack {stack:?}: {}", error_chain(&err))))?;
+        .map_err(|err| aws_failure(&format!("CloudFormation for stack {stack:?}"), &err))?;
     let found = answer
         .stacks()
         .first()

@@ -32,7 +32,15 @@ fn cargo(args: &[&str]) -> String {
 
 /// The package names in a `cargo tree` of `selection` (normal and build dependencies).
 fn packages(selection: &[&str]) -> BTreeSet<String> {
-    let mut args = vec!["tree", "-e", "normal,build", "--prefix", "none", "-f", "{p}"];
+    let mut args = vec![
+        "tree",
+        "-e",
+        "normal,build",
+        "--prefix",
+        "none",
+        "-f",
+        "{p}",
+    ];
     args.extend_from_slice(selection);
     cargo(&args)
         .lines()
@@ -92,12 +100,22 @@ fn direct(metadata: &Value, name: &str) -> BTreeSet<String> {
 fn the_default_build_selects_the_functions_and_the_local_stack_only() {
     let metadata = metadata();
     for left_out in ["lineup-cli", "lineup-tests", "lineup-bench"] {
-        assert!(!default_member(&metadata, left_out), "{left_out} is a default member");
+        assert!(
+            !default_member(&metadata, left_out),
+            "{left_out} is a default member"
+        );
     }
     let functions = lambdas(&metadata);
     assert!(functions.len() >= 8, "{functions:?}");
-    for function in functions.iter().map(String::as_str).chain(["lineup", "lineup-local"]) {
-        assert!(default_member(&metadata, function), "{function} is not a default member");
+    for function in functions
+        .iter()
+        .map(String::as_str)
+        .chain(["lineup", "lineup-local"])
+    {
+        assert!(
+            default_member(&metadata, function),
+            "{function} is not a default member"
+        );
     }
 }
 
@@ -107,7 +125,11 @@ fn no_crate_of_the_console_reaches_a_lambda_build() {
     // The console's own crates: those it names that no function names and the shared crate
     // does not bring.
     let mut others = packages(&["-p", "lineup"]);
-    for function in lambdas(&metadata).iter().map(String::as_str).chain(["lineup-local"]) {
+    for function in lambdas(&metadata)
+        .iter()
+        .map(String::as_str)
+        .chain(["lineup-local"])
+    {
         others.extend(direct(&metadata, function));
     }
     let own: BTreeSet<String> = direct(&metadata, "lineup-cli")

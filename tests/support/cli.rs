@@ -19,7 +19,9 @@ pub fn cli_binary() -> &'static Path {
             .and_then(Path::parent)
             .expect("the test binary sits in <target>/<profile>/deps");
         let target_dir = profile_dir.parent().expect("the target directory");
-        let release = profile_dir.file_name().is_some_and(|name| name == "release");
+        let release = profile_dir
+            .file_name()
+            .is_some_and(|name| name == "release");
         let mut build = std::process::Command::new(cargo);
         build
             .args(["build", "--quiet", "--bin", "lineup", "--manifest-path"])
@@ -75,7 +77,10 @@ pub async fn run_cli(args: &[&str], env: &[(&str, &str)], input: Option<&str>) -
     // No config file of the machine's: a test names its own.
     command.env("LINEUP_CONFIG", "/nonexistent/lineup-config.toml");
     command.env("AWS_CONFIG_FILE", "/nonexistent/aws-config");
-    command.env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials");
+    command.env(
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "/nonexistent/aws-credentials",
+    );
     command.env("AWS_EC2_METADATA_DISABLED", "true");
     for (name, value) in env {
         command.env(name, value);
@@ -99,5 +104,73 @@ pub async fn run_cli(args: &[&str], env: &[(&str, &str)], input: Option<&str>) -
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `tests/verifiers/sigv4_proxy.py` in front of `upstream`: a proxy that checks each request's
+/// SigV4 signature with botocore, as API Gateway checks an `AWS_IAM` route, and answers 403
+/// with a problem when it does not verify. Stopped when dropped.
+pub struct SigV4Proxy {
+    _child: tokio::process::Child,
+    pub addr: std::net::SocketAddr,
+    pub url: String,
+}
+
+impl SigV4Proxy {
+    /// Whether python3 and botocore (installed with moto) are there. Without them a test says
+    /// it skipped, unless `LINEUP_REQUIRE_MOTO` or `LINEUP_REQUIRE_VERIFIERS` is set (CI).
+    pub fn ready() -> bool {
+        let ready = std::process::Command::new("python3")
+            .args(["-c", "import botocore"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !ready {
+            assert!(
+                std::env::var_os("LINEUP_REQUIRE_MOTO").is_none()
+                    && std::env::var("LINEUP_REQUIRE_VERIFIERS").as_deref() != Ok("1"),
+                "LINEUP_REQUIRE_MOTO or LINEUP_REQUIRE_VERIFIERS is set but botocore is not installed"
+            );
+            eprintln!("skipped: python3 with botocore is not installed");
+        }
+        ready
+    }
+
+    /// Starts the proxy for `region`, knowing the credentials `keys` (access key, secret), with
+    /// the proxy's `extra` flags (`--clock-offset 400`, `--require-session-token`).
+    pub async fn start(
+        upstream: &str,
+        region: &str,
+        keys: &[(&str, &str)],
+        extra: &[&str],
+    ) -> SigV4Proxy {
+        use tokio::io::AsyncBufReadExt;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("verifiers/sigv4_proxy.py");
+        let mut command = tokio::process::Command::new("python3");
+        command
+            .arg(script)
+            .args(["--upstream", upstream, "--region", region])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        for (key, secret) in keys {
+            command.arg("--key").arg(format!("{key}:{secret}"));
+        }
+        let mut child = command.spawn().expect("python3 runs the SigV4 proxy");
+        let stdout = child.stdout.take().expect("the proxy's stdout");
+        let mut first = String::new();
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .await
+            .expect("the proxy's port");
+        let port: u16 = first
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the proxy printed {first:?}, not its port"));
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        SigV4Proxy {
+            _child: child,
+            addr,
+            url: format!("http://{addr}"),
+        }
     }
 }

@@ -54,7 +54,9 @@ pub fn parse(text: &str, column: Option<&str>) -> Result<Parsed, CliError> {
         let first_line = usize::from(column.is_some()) + 1;
         for (index, record) in reader.records().enumerate() {
             let record = record.map_err(|err| CliError::Usage(format!("the CSV: {err}")))?;
-            let line = record.position().map_or(first_line + index, |p| p.line() as usize);
+            let line = record
+                .position()
+                .map_or(first_line + index, |p| p.line() as usize);
             found.push((line, record.get(at).unwrap_or("").to_owned()));
         }
     } else {
@@ -117,7 +119,11 @@ pub async fn import(
     let mut stopped: Option<CliError> = None;
     for chunk in parsed.ids.chunks(batch) {
         let body = json!({ "userIds": chunk });
-        match target.api.call(Route::PutAccessList, &[&queue], &[], Some(&body)).await {
+        match target
+            .api
+            .call(Route::PutAccessList, &[&queue], &[], Some(&body))
+            .await
+        {
             Ok(reply) => {
                 sent += chunk.len();
                 size = reply.body["size"].clone();
@@ -144,27 +150,47 @@ pub async fn import(
     } else {
         println!(
             "{sent} ids sent to {queue}'s access list{}",
-            if size.is_null() { String::new() } else { format!("; it holds {size}") }
+            if size.is_null() {
+                String::new()
+            } else {
+                format!("; it holds {size}")
+            }
         );
         if parsed.repeated > 0 {
             println!("{} repeated ids sent once", parsed.repeated);
         }
         if !parsed.refused.is_empty() {
-            println!("{}", out.red(&format!("{} ids refused:", parsed.refused.len())));
+            println!(
+                "{}",
+                out.red(&format!("{} ids refused:", parsed.refused.len()))
+            );
             for refused in parsed.refused.iter().take(20) {
-                println!("  line {}: {:?}: {}", refused.line, refused.id, refused.reason);
+                println!(
+                    "  line {}: {:?}: {}",
+                    refused.line, refused.id, refused.reason
+                );
             }
             if parsed.refused.len() > 20 {
-                println!("  … and {} more (--json lists them all)", parsed.refused.len() - 20);
+                println!(
+                    "  … and {} more (--json lists them all)",
+                    parsed.refused.len() - 20
+                );
             }
         }
         if let Some(err) = &stopped {
-            println!("{}", out.red(&format!("stopped: {err}; {not_sent} ids not sent")));
+            println!(
+                "{}",
+                out.red(&format!("stopped: {err}; {not_sent} ids not sent"))
+            );
         }
     }
     match stopped {
         Some(err) if sent == 0 => Err(err),
         Some(err) => Err(CliError::Partial(format!("{not_sent} ids not sent: {err}"))),
+        None if sent == 0 && !parsed.refused.is_empty() => Err(CliError::Usage(format!(
+            "no id to send: {} refused",
+            parsed.refused.len()
+        ))),
         None if !parsed.refused.is_empty() => Err(CliError::Partial(format!(
             "{} ids refused",
             parsed.refused.len()
@@ -188,7 +214,11 @@ mod tests {
 
     #[test]
     fn a_csv_gives_the_named_column() {
-        let parsed = parse("name,user_id\nAda,auth0:1\nBob,\"auth0:2\"\n", Some("user_id")).unwrap();
+        let parsed = parse(
+            "name,user_id\nAda,auth0:1\nBob,\"auth0:2\"\n",
+            Some("user_id"),
+        )
+        .unwrap();
         assert_eq!(parsed.ids, vec!["auth0:1", "auth0:2"]);
         assert!(parse("a,b\n1,2\n", Some("missing")).is_err());
     }

@@ -61,7 +61,12 @@ pub async fn create(
         };
         let codes: Vec<String> = reply.body["codes"]
             .as_array()
-            .map(|codes| codes.iter().filter_map(|c| c.as_str().map(str::to_owned)).collect())
+            .map(|codes| {
+                codes
+                    .iter()
+                    .filter_map(|c| c.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         let written = if out.json {
             writeln!(sink, "{}", json!({ "queueId": queue, "codes": codes }))

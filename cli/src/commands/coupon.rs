@@ -29,30 +29,54 @@ pub async fn run(command: CouponCommand, target: &Target, out: Out) -> Result<()
                 "challenge": challenge,
                 "challengeCost": challenge_cost,
             });
-            let reply = target.api.call(Route::PutCoupon, &[&coupon], &[], Some(&body)).await?;
+            let reply = target
+                .api
+                .call(Route::PutCoupon, &[&coupon], &[], Some(&body))
+                .await?;
             print(out, &reply.body);
             Ok(())
         }
         CouponCommand::Show { coupon } => {
             let coupon = check_id(lineup::ids::CouponId::parse, &coupon)?;
-            let reply = target.api.call(Route::GetCoupon, &[&coupon], &[], None).await?;
+            let reply = target
+                .api
+                .call(Route::GetCoupon, &[&coupon], &[], None)
+                .await?;
             print(out, &reply.body);
             Ok(())
         }
         CouponCommand::Close { coupon } => {
             let coupon = check_id(lineup::ids::CouponId::parse, &coupon)?;
-            let campaign = target.api.call(Route::GetCoupon, &[&coupon], &[], None).await?.body;
-            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            // The PUT carries the whole campaign; only closesAt changes.
+            let campaign = target
+                .api
+                .call(Route::GetCoupon, &[&coupon], &[], None)
+                .await?
+                .body;
+            let now = chrono::Utc::now();
+            // The PUT carries the whole campaign; only closesAt changes, and opensAt where
+            // the campaign has not opened yet: closesAt must come after it, and a campaign
+            // that opens and closes in the past takes no claim.
+            let opens_at = match campaign["opensAt"]
+                .as_str()
+                .map(chrono::DateTime::parse_from_rfc3339)
+            {
+                Some(Ok(opens)) if opens >= now => {
+                    json!(rfc3339(now - chrono::Duration::seconds(1)))
+                }
+                _ => campaign["opensAt"].clone(),
+            };
             let body = json!({
                 "quantity": campaign["quantity"],
                 "queueId": campaign["queueId"],
-                "opensAt": campaign["opensAt"],
-                "closesAt": now,
+                "opensAt": opens_at,
+                "closesAt": rfc3339(now),
                 "challenge": campaign["challenge"],
                 "challengeCost": campaign["challengeCost"],
             });
-            let reply = target.api.call(Route::PutCoupon, &[&coupon], &[], Some(&body)).await?;
+            let reply = target
+                .api
+                .call(Route::PutCoupon, &[&coupon], &[], Some(&body))
+                .await?;
             print(out, &reply.body);
             Ok(())
         }
@@ -75,4 +99,8 @@ fn print(out: Out, campaign: &Value) {
         ("challenge", cell(&campaign["challenge"])),
         ("expires at", cell(&campaign["expiresAt"])),
     ]);
+}
+
+fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

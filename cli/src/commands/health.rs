@@ -8,8 +8,8 @@ use super::queue_id;
 use crate::error::CliError;
 use crate::output::Out;
 use crate::routes::Route;
-use crate::sign::error_chain;
-use crate::target::{EventSink, Target, DEFAULT_EVENT_SOURCE};
+
+use crate::target::{aws_failure, EventSink, Target};
 
 /// The event's `detail-type` (shared/src/queue/health.rs).
 pub const DETAIL_TYPE: &str = lineup::queue::health::BOOKING_HEALTH;
@@ -19,7 +19,12 @@ pub fn detail(queues: &[String], level: f64) -> Value {
     json!({ "queueIds": queues, "level": level })
 }
 
-pub async fn send(target: &Target, out: Out, queues: &[String], level: f64) -> Result<(), CliError> {
+pub async fn send(
+    target: &Target,
+    out: Out,
+    queues: &[String],
+    level: f64,
+) -> Result<(), CliError> {
     if !(0.0..=1.0).contains(&level) {
         return Err(CliError::Usage("--level: from 0 to 1".into()));
     }
@@ -45,10 +50,7 @@ pub async fn send(target: &Target, out: Out, queues: &[String], level: f64) -> R
                 .entries(entry)
                 .send()
                 .await
-                .map_err(|err| CliError::Unreachable {
-                    what: format!("EventBridge bus {bus}"),
-                    reason: error_chain(&err),
-                })?;
+                .map_err(|err| aws_failure(&format!("EventBridge bus {bus}"), &err))?;
             if let Some(failed) = answer.entries().iter().find(|e| e.error_code().is_some()) {
                 return Err(CliError::Failed(crate::error::Problem {
                     status: 500,
@@ -64,14 +66,16 @@ pub async fn send(target: &Target, out: Out, queues: &[String], level: f64) -> R
                 .unwrap_or("");
             json!({ "sentTo": bus, "eventId": id, "detail": detail })
         }
-        EventSink::Local => {
+        EventSink::Local { source } => {
             let event = json!({
                 "version": "0",
                 "id": format!("lineup-cli-{:032x}", rand::random::<u128>()),
                 "detail-type": DETAIL_TYPE,
-                "source": DEFAULT_EVENT_SOURCE,
+                "source": source,
                 "account": "000000000000",
-                "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                // A later signal wins and one sent at the same instant is held off, so the
+                // milliseconds: a level sent right after another (0 after 0.5) still counts.
+                "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                 "region": "local",
                 "resources": [],
                 "detail": detail,
@@ -80,9 +84,19 @@ pub async fn send(target: &Target, out: Out, queues: &[String], level: f64) -> R
                 .api
                 .call(Route::PostEvents, &[], &[], Some(&event))
                 .await?;
-            // `{"results": [{"result": "applied", …}]}`, one verdict per event sent.
+            // `{"results": [{"result": "applied", …}]}`, one verdict per event sent. The id is
+            // new each run, so `duplicate` is no retry's echo: every queue holds a level sent
+            // at the same time or later, and this one was not applied.
             let verdict = reply.body["results"][0].clone();
-            if verdict["result"] != json!("applied") && verdict["result"] != json!("duplicate") {
+            if verdict["result"] == json!("duplicate") {
+                return Err(CliError::Refused(crate::error::Problem {
+                    status: 409,
+                    title: "not applied".into(),
+                    detail: "each queue holds a level sent at the same time or later".into(),
+                    retry_after: None,
+                }));
+            }
+            if verdict["result"] != json!("applied") {
                 return Err(CliError::Refused(crate::error::Problem {
                     status: 400,
                     title: format!("event {}", crate::output::cell(&verdict["result"])),

@@ -16,7 +16,15 @@ pub async fn priority(command: PriorityCommand, target: &Target, out: Out) -> Re
             each(target, out, Route::PutPriority, &queue, &users, "added").await
         }
         PriorityCommand::Remove { queue, users } => {
-            each(target, out, Route::DeletePriority, &queue, &users, "removed").await
+            each(
+                target,
+                out,
+                Route::DeletePriority,
+                &queue,
+                &users,
+                "removed",
+            )
+            .await
         }
     }
 }
@@ -28,7 +36,15 @@ pub async fn access(command: AccessCommand, target: &Target, out: Out) -> Result
             each(target, out, Route::PutAccessUser, &queue, &users, "added").await
         }
         AccessCommand::Remove { queue, users } => {
-            each(target, out, Route::DeleteAccessUser, &queue, &users, "removed").await
+            each(
+                target,
+                out,
+                Route::DeleteAccessUser,
+                &queue,
+                &users,
+                "removed",
+            )
+            .await
         }
         AccessCommand::Import {
             queue,
@@ -64,7 +80,9 @@ async fn each(
                 results.push(json!({ "userId": user, "result": done }));
             }
             Err(err) => {
-                results.push(json!({ "userId": user, "result": "failed", "problem": err.to_string() }));
+                results.push(
+                    json!({ "userId": user, "result": "failed", "problem": err.to_string() }),
+                );
                 failures.push(err);
             }
         }
@@ -92,6 +110,9 @@ async fn each(
     match failures.into_iter().next() {
         None => Ok(()),
         Some(first) if failed == users.len() => Err(first),
-        Some(_) => Err(CliError::Partial(format!("{failed} of {} failed", users.len()))),
+        Some(_) => Err(CliError::Partial(format!(
+            "{failed} of {} failed",
+            users.len()
+        ))),
     }
 }

@@ -10,7 +10,12 @@ use crate::output::{cell, Out};
 use crate::routes::Route;
 use crate::target::Target;
 
-pub async fn run(command: PoolCommand, target: &Target, out: Out, yes: bool) -> Result<(), CliError> {
+pub async fn run(
+    command: PoolCommand,
+    target: &Target,
+    out: Out,
+    yes: bool,
+) -> Result<(), CliError> {
     match command {
         PoolCommand::Show { pool } => {
             let pool = check_id(lineup::ids::PoolId::parse, &pool)?;
@@ -36,7 +41,10 @@ pub async fn run(command: PoolCommand, target: &Target, out: Out, yes: bool) -> 
                 by_queue.insert(queue, json!(value));
             }
             let body = json!({ "capacity": capacity, "weights": by_queue });
-            let reply = target.api.call(Route::PutPool, &[&pool], &[], Some(&body)).await?;
+            let reply = target
+                .api
+                .call(Route::PutPool, &[&pool], &[], Some(&body))
+                .await?;
             print(out, &reply.body);
             Ok(())
         }
@@ -49,7 +57,10 @@ pub async fn run(command: PoolCommand, target: &Target, out: Out, yes: bool) -> 
                 ),
                 yes,
             )?;
-            target.api.call(Route::DeletePool, &[&pool], &[], None).await?;
+            target
+                .api
+                .call(Route::DeletePool, &[&pool], &[], None)
+                .await?;
             if out.json {
                 out.json(&json!({ "poolId": pool, "deleted": true }));
             } else {
@@ -74,7 +85,12 @@ fn print(out: Out, pool: &Value) {
         .as_object()
         .into_iter()
         .flat_map(|w| w.keys())
-        .chain(pool["allotments"].as_object().into_iter().flat_map(|a| a.keys()))
+        .chain(
+            pool["allotments"]
+                .as_object()
+                .into_iter()
+                .flat_map(|a| a.keys()),
+        )
         .collect();
     queues.sort();
     queues.dedup();

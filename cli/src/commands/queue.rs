@@ -10,7 +10,12 @@ use crate::output::{cell, Out};
 use crate::routes::Route;
 use crate::target::Target;
 
-pub async fn run(command: QueueCommand, target: &Target, out: Out, yes: bool) -> Result<(), CliError> {
+pub async fn run(
+    command: QueueCommand,
+    target: &Target,
+    out: Out,
+    yes: bool,
+) -> Result<(), CliError> {
     match command {
         QueueCommand::Show { queue } => show(target, out, &queue_id(&queue)?).await,
         QueueCommand::Set(args) => {
@@ -28,7 +33,11 @@ pub async fn run(command: QueueCommand, target: &Target, out: Out, yes: bool) ->
         QueueCommand::Resume { queue } => {
             apply(target, out, &queue_id(&queue)?, json!({ "paused": false })).await
         }
-        QueueCommand::SoldOut { queue, message, undo } => {
+        QueueCommand::SoldOut {
+            queue,
+            message,
+            undo,
+        } => {
             let queue = queue_id(&queue)?;
             let mut change = json!({ "soldOut": !undo });
             if let Some(message) = message {
@@ -48,7 +57,10 @@ pub async fn run(command: QueueCommand, target: &Target, out: Out, yes: bool) ->
         QueueCommand::Delete { queue } => {
             let queue = queue_id(&queue)?;
             confirm(
-                &format!("Delete {queue}'s settings on {}? Only an empty queue closes.", target.label),
+                &format!(
+                    "Delete {queue}'s settings on {}? Only an empty queue closes.",
+                    target.label
+                ),
                 yes,
             )?;
             target
@@ -67,7 +79,11 @@ pub async fn run(command: QueueCommand, target: &Target, out: Out, yes: bool) ->
 
 /// `queue show`.
 async fn show(target: &Target, out: Out, queue: &str) -> Result<(), CliError> {
-    let summary = target.api.call(Route::GetQueue, &[queue], &[], None).await?.body;
+    let summary = target
+        .api
+        .call(Route::GetQueue, &[queue], &[], None)
+        .await?
+        .body;
     if out.json {
         out.json(&summary);
         return Ok(());
@@ -275,9 +291,10 @@ pub fn change_from(args: &SetArgs) -> Result<Value, CliError> {
 async fn apply(target: &Target, out: Out, queue: &str, change: Value) -> Result<(), CliError> {
     // The settings before, to show what changed; a queue that cannot be read yet (new)
     // shows every field it is given.
+    // Read once, without retries: during an outage the write's own tries say so.
     let before = target
         .api
-        .call(Route::GetQueue, &[queue], &[], None)
+        .call_once(Route::GetQueue, &[queue], &[], None)
         .await
         .ok()
         .map(|reply| reply.body["settings"].clone())

@@ -36,7 +36,11 @@ pub async fn top(
     if let Some(by) = by {
         query.push(("by", by.to_owned()));
     }
-    let board = target.api.call(Route::GetBoard, &[period], &query, None).await?.body;
+    let board = target
+        .api
+        .call(Route::GetBoard, &[period], &query, None)
+        .await?
+        .body;
     if out.json {
         out.json(&board);
         return Ok(());
@@ -46,8 +50,15 @@ pub async fn top(
         out.bold(period),
         cell(&board["bucket"]),
         cell(&board["total"]),
-        board["genre"].as_str().map(|g| format!(", {g}")).unwrap_or_default(),
-        if board["fellBack"] == serde_json::json!(true) { ", the previous bucket" } else { "" },
+        board["genre"]
+            .as_str()
+            .map(|g| format!(", {g}"))
+            .unwrap_or_default(),
+        if board["fellBack"] == serde_json::json!(true) {
+            ", the previous bucket"
+        } else {
+            ""
+        },
     );
     let rows: Vec<Vec<String>> = board["items"]
         .as_array()

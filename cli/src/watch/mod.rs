@@ -5,10 +5,15 @@
 //! - `board`: what the view knows of each queue: its last summary, its history, its last
 //!   failure. No terminal in it, so it is tested alone.
 //! - `view`: draws the board with ratatui; fits 80×24 and spreads over a wide terminal.
+//!
+//! Each queue has at most one request out: a refresh that hangs (up to the API's request
+//! timeout) is not joined by another, so answers come back in order and a slow target is not
+//! flooded. The screen is drawn every 100 ms, so a countdown ticks between refreshes.
 
 pub mod board;
 pub mod view;
 
+use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -37,12 +42,17 @@ pub async fn run(target: &Target, queues: &[String], every: u64) -> Result<(), C
     let (results, mut arrivals) = mpsc::unbounded_channel();
     let mut terminal = ratatui::init();
     let mut next_refresh = Instant::now();
+    // The queues with a request out.
+    let mut asking: HashSet<String> = HashSet::new();
     let outcome = loop {
         if Instant::now() >= next_refresh {
             next_refresh = Instant::now() + every;
-            for queue in &queues {
+            for watched in &board.queues {
+                if !asking.insert(watched.queue.clone()) {
+                    continue;
+                }
                 let api = target.api.clone();
-                let queue = queue.clone();
+                let queue = watched.queue.clone();
                 let results = results.clone();
                 tokio::spawn(async move {
                     let answer = api.call_once(Route::GetQueue, &[&queue], &[], None).await;
@@ -51,6 +61,7 @@ pub async fn run(target: &Target, queues: &[String], every: u64) -> Result<(), C
             }
         }
         while let Ok((queue, answer)) = arrivals.try_recv() {
+            asking.remove(&queue);
             board.record(&queue, answer, chrono::Utc::now());
         }
         if let Err(err) = terminal.draw(|frame| view::draw(frame, &board)) {
