@@ -1,6 +1,7 @@
 //! SigV4 for API Gateway's `AWS_IAM` routes: credentials from the AWS SDK's credential chain
-//! (`--profile`, the environment, the shared config and credentials files, assumed roles, web
-//! identity, the container and instance roles), signed by `aws-sigv4`.
+//! (`--profile`, the environment, the shared config and credentials files, IAM Identity Center
+//! (SSO), `credential_process`, assumed roles, web identity, the container and instance roles),
+//! signed by `aws-sigv4`.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
