@@ -367,6 +367,7 @@ impl Bench {
         let args = Self::text_args(lineup::bench_support::top_command(
             rankings,
             &board,
+            None,
             Order::Seats,
             10,
         ));

@@ -30,7 +30,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     for order in [Order::Seats, Order::Rate] {
         // The concert halfway down the board.
         let middle = rankings
-            .page(&board, order, CONCERTS / 2, 1)
+            .page(&board, None, order, CONCERTS / 2, 1)
             .await
             .unwrap()
             .items[0]
@@ -46,12 +46,18 @@ pub async fn run(bench: &Bench, report: &mut Report) {
             let run = || async {
                 match read {
                     Read::Page(offset) => {
-                        let page = rankings.page(&board, order, offset, 10).await.unwrap();
+                        let page = rankings
+                            .page(&board, None, order, offset, 10)
+                            .await
+                            .unwrap();
                         assert_eq!(page.total, CONCERTS);
                         assert_eq!(page.items.len(), 10);
                     }
                     Read::Around => {
-                        let around = rankings.around(&board, order, middle, 10).await.unwrap();
+                        let around = rankings
+                            .around(&board, None, order, middle, 10)
+                            .await
+                            .unwrap();
                         assert!(around.is_some_and(|a| a.above.len() + a.below.len() == 20));
                     }
                 }

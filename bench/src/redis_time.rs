@@ -288,7 +288,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     let mut details = vec!["HMGET".to_owned(), rankings.details_key()];
     details.extend(top);
     let details: Vec<&str> = details.iter().map(String::as_str).collect();
-    let top = bench_support::top_command(rankings, &board, Order::Seats, 10);
+    let top = bench_support::top_command(rankings, &board, None, Order::Seats, 10);
     rows.push((
         "top-10 read (10 000 concerts)",
         (0..CALLS).map(|_| top.clone()).collect(),

@@ -38,9 +38,18 @@ pub fn top_script_hash() -> &'static str {
     crate::ranking::page_script().get_hash()
 }
 
-/// The top-`limit` read of `board` ranked by `order`, as `rankings` sends it.
-pub fn top_command(rankings: &Rankings, board: &Board, order: Order, limit: u64) -> Vec<Vec<u8>> {
-    rankings.page_call(board, order, 0, limit).command_line()
+/// The top-`limit` read of `board` ranked by `order`, compared with `previous` when given,
+/// as `rankings` sends it.
+pub fn top_command(
+    rankings: &Rankings,
+    board: &Board,
+    previous: Option<&Board>,
+    order: Order,
+    limit: u64,
+) -> Vec<Vec<u8>> {
+    rankings
+        .page_call(board, previous, order, 0, limit)
+        .command_line()
 }
 
 /// Most bucket fields one tick call takes off.

@@ -43,6 +43,7 @@ mod presence;
 mod priority;
 mod queue;
 mod queue_events;
+mod ranking_movement;
 mod ranking_reads;
 mod rankings;
 mod records;

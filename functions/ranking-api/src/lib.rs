@@ -13,6 +13,8 @@
 
 use std::collections::HashMap;
 
+use chrono::Utc;
+
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
@@ -21,7 +23,7 @@ use lineup::config::ConfigError;
 use lineup::http::{self, allow, json_cached, no_route, segments};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
-use lineup::ranking::{parse_date, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
+use lineup::ranking::{parse_date, percentile, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
 use lineup::Error;
 use serde::Serialize;
 
@@ -84,20 +86,30 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
     let query = Query::parse(request.uri().query().unwrap_or(""))?;
     let genre = query.get("genre").map(Genre::parse).transpose()?;
     let order = query.get("by").map_or(Ok(Order::Seats), Order::parse)?;
-    let (board, fell_back) = match query.get("date") {
+    // The board served, the day it holds (none for a live board) and whether the read fell
+    // back to the bucket before.
+    let (board, day, fell_back) = match query.get("date") {
         Some(_) if period.is_live() => {
             return Err(Error::invalid(
                 "date",
                 "a last-24h, last-7d or trending board is read as of now, without a date",
             ))
         }
-        Some(raw) => (Board::on(period, parse_date(raw)?, genre), false),
-        None if period.is_live() => (deps.rankings.board_now(period, genre), false),
+        Some(raw) => {
+            let day = parse_date(raw)?;
+            (Board::on(period, day, genre), Some(day), false)
+        }
+        None if period.is_live() => (deps.rankings.board_now(period, genre), None, false),
         None => {
             let (day, fell_back) = deps.rankings.served_day(period);
-            (Board::on(period, day, genre), fell_back)
+            (Board::on(period, day, genre), Some(day), fell_back)
         }
     };
+    // Movement compares with the bucket before the one served, while it is kept.
+    let previous = day.and_then(|day| {
+        deps.rankings
+            .previous_board(period, day, board.genre.clone(), Utc::now())
+    });
     if period == Period::Trending && order == Order::Rate {
         return Err(Error::invalid(
             "by",
@@ -115,7 +127,10 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         None => {
             let limit = query.number("limit", 10, Bounds::new(1, 100))?;
             let offset = query.number("offset", 0, Bounds::new(0, 1_000_000))?;
-            let page = deps.rankings.page(&board, order, offset, limit).await?;
+            let page = deps
+                .rankings
+                .page(&board, previous.as_ref(), order, offset, limit)
+                .await?;
             Ok(json_cached(
                 StatusCode::OK,
                 &PageBody {
@@ -131,7 +146,7 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             let n = query.number("around", 0, Bounds::new(0, MAX_AROUND))?;
             let around = deps
                 .rankings
-                .around(&board, order, &concert, n)
+                .around(&board, previous.as_ref(), order, &concert, n)
                 .await?
                 .ok_or_else(|| {
                     Error::NotFound(format!("concert {concert} is not on this board"))
@@ -140,6 +155,8 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 StatusCode::OK,
                 &PositionBody {
                     served,
+                    percentile: percentile(around.entry.rank, around.total),
+                    total: around.total,
                     entry: around.entry,
                     above: around.above,
                     below: around.below,
@@ -195,6 +212,10 @@ struct PageBody<'a> {
 struct PositionBody<'a> {
     #[serde(flatten)]
     served: Served<'a>,
+    /// Concerts on the board.
+    total: u64,
+    /// The share of the board at or below the concert's rank ([`percentile`]).
+    percentile: f64,
     #[serde(flatten)]
     entry: Ranked,
     above: Vec<Ranked>,

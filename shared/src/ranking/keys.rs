@@ -102,6 +102,24 @@ impl Rankings {
         }
     }
 
+    /// The board a read of `period`'s bucket holding `day` compares with for movement: the
+    /// bucket before, while it is kept (its retention has not ended at `now`). `None` for the
+    /// all-time and live boards, and where the bucket before is gone: movement is then
+    /// unknown, never new.
+    pub fn previous_board(
+        &self,
+        period: Period,
+        day: NaiveDate,
+        genre: Option<Genre>,
+        now: DateTime<Utc>,
+    ) -> Option<Board> {
+        let before = period.previous_day(day)?;
+        let kept = period
+            .expires_at(before, &self.settings)
+            .is_none_or(|ends| ends > now);
+        kept.then(|| Board::on(period, before, genre))
+    }
+
     /// [`Rankings::board_at`] now.
     pub fn board_now(&self, period: Period, genre: Option<Genre>) -> Board {
         self.board_at(period, Utc::now(), genre)

@@ -46,7 +46,7 @@ pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX
 pub use keys::{Board, Order};
 pub use period::{default_day, local_day, parse_date, Period};
 pub(crate) use read::page_script;
-pub use read::{Around, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
+pub use read::{percentile, Around, Movement, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
 pub use tick::{Fold, Tick, FOLD_BUDGET_TICK, FOLD_CALLS};
 
 use crate::config::RankingSettings;

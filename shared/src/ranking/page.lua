@@ -1,31 +1,38 @@
--- A page of a board with each row's seats and details, in one call.
+-- A page of a board with each row's seats, details and previous rank, in one call.
 -- Keys (read.rs PAGE names them too): ranked, the board ranked by (a seat or a rate board);
--- seat_board; details, the details hash; cache, the page cache, given for the pages worth
--- keeping. Arguments: mode, 'page' or 'around'; target, a page's offset or the concertId to
--- read around; count, a page's limit or the rows either side of that concert.
--- The page cache is a hash of rendered pages, the field '<ranked> <offset> <limit>'. Every
--- script call that writes boards or details deletes it (boards.lua's forget_pages), so a
--- page served from it is the page the boards give now. A miss renders the page and keeps it
--- when the board is not empty. The hash ends CACHE_SECONDS after its first page, and never
--- after the board it keeps a page of. It holds at most one page per board, order and limit
--- up to read.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
--- (the script runs under allow-oom, as reads must) adds little.
+-- seat_board; details, the details hash; cache, the page cache; previous, the same kind of
+-- board one bucket before (given where movement is shown and that bucket is kept). Arguments:
+-- mode, 'page' or 'around'; target, a page's offset or the concertId to read around; count,
+-- a page's limit or the rows either side of that concert; keep, '1' for the pages worth
+-- keeping in the cache, else '0'.
+-- The page cache is a hash of rendered pages, the field '<ranked> <offset> <limit>', with
+-- ' p' where the page compares with a previous board. Every script call that writes boards
+-- or details deletes it (boards.lua's forget_pages), so a page served from it is the page
+-- the boards give now, the previous bucket's late payments included. A miss renders the page
+-- and keeps it when the board is not empty. The hash ends CACHE_SECONDS after its first page,
+-- and never after the board it keeps a page of. It holds at most one page per board, order,
+-- limit and comparison up to read.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even
+-- when Redis is full (the script runs under allow-oom, as reads must) adds little.
+-- A row's previous rank: its competition rank on previous (ties share it), 0 when it is not
+-- on previous (new), nil (false in a kept page: null) without previous.
 -- Returns a page to keep as JSON, [total, focus, [row, ...]], a row being [concertId, rank,
--- score, capacity, [title, venue, startsAt]]: only what a row shows, as a kept page is handed
--- to Lua and out again on every read, and Redis hashes every byte of a string it hands Lua.
--- Any other read returns a flat array: total, focus, then per row concertId, rank, score and
--- details, each value as Redis holds it (nothing is copied into a new string). rank:
--- competition style (1, 2, 2, 4) on ranked; score: the concert's score on the seat board as
--- stored (a string), null when absent; capacity and details from the details hash's
--- "<updatedAtMs> <capacity> <json>", null when unknown. focus: the concert's row (1-based)
--- around it; 0 on a page, and around a concert not on the board (no rows then). A concertId
--- needs no JSON escaping (letters, digits, '.', '_', ':', '-'; ids.rs).
+-- score, capacity, [title, venue, startsAt], previous]: only what a row shows, as a kept page
+-- is handed to Lua and out again on every read, and Redis hashes every byte of a string it
+-- hands Lua. Any other read returns a flat array: total, focus, then per row concertId,
+-- rank, score, details and previous rank, each value as Redis holds it (nothing is copied
+-- into a new string). rank: competition style (1, 2, 2, 4) on ranked; score: the concert's
+-- score on the seat board as stored (a string), null when absent; capacity and details from
+-- the details hash's "<updatedAtMs> <capacity> <json>", null when unknown. focus: the
+-- concert's row (1-based) around it; 0 on a page, and around a concert not on the board (no
+-- rows then). A concertId needs no JSON escaping (letters, digits, '.', '_', ':', '-';
+-- ids.rs).
 local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local mode, target, count = ARGV[1], ARGV[2], ARGV[3]
+local previous = KEYS[5]
+local mode, target, count, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local CACHE_SECONDS = 300
 local field
-if cache then
-  field = ranked .. ' ' .. target .. ' ' .. count
+if keep then
+  field = ranked .. ' ' .. target .. ' ' .. count .. (previous and ' p' or '')
   local kept = redis.call('HGET', cache, field)
   if kept then return kept end
 end
@@ -42,18 +49,18 @@ else
   focus = 0
 end
 local range = redis.call('ZRANGE', ranked, first, last, 'WITHSCORES')
-local ids, ranks, scores, previous, rank = {}, {}, {}, nil, 0
+local ids, ranks, scores, last_score, rank = {}, {}, {}, nil, 0
 for i = 1, #range, 2 do
   local score, position = range[i + 1], first + (i - 1) / 2
   -- A score unlike the one before starts at its own position; only a page's first row
   -- may share its score with rows before the page, so only it asks ZCOUNT.
-  if score ~= previous then
-    if previous or position == 0 then
+  if score ~= last_score then
+    if last_score or position == 0 then
       rank = position + 1
     else
       rank = redis.call('ZCOUNT', ranked, '-inf', '(' .. score) + 1
     end
-    previous = score
+    last_score = score
   end
   ids[#ids + 1] = range[i]
   ranks[#ranks + 1] = rank
@@ -64,12 +71,27 @@ local shown = #ids > 0 and redis.call('HMGET', details, unpack(ids)) or {}
 if #ids > 0 and ranked ~= seat_board then
   scores = redis.call('ZMSCORE', seat_board, unpack(ids))
 end
+-- Each row's competition rank on the board before (`previous`): one ZMSCORE, then one
+-- ZCOUNT per score there.
+local before = {}
+if previous and #ids > 0 then
+  local old, counted = redis.call('ZMSCORE', previous, unpack(ids)), {}
+  for j = 1, #ids do
+    local score = old[j]
+    if score then
+      counted[score] = counted[score] or redis.call('ZCOUNT', previous, '-inf', '(' .. score) + 1
+      before[j] = counted[score]
+    else
+      before[j] = 0
+    end
+  end
+end
 if not field then
   local flat = {total, focus}
   for j, id in ipairs(ids) do
     local n = #flat
-    flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = id, ranks[j], scores[j] or false,
-      shown[j] or false
+    flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4], flat[n + 5] = id, ranks[j],
+      scores[j] or false, shown[j] or false, before[j] or false
   end
   return flat
 end
@@ -106,7 +128,8 @@ for j, id in ipairs(ids) do
     kept = shown_fast(value) or shown_decoded(string.sub(value, b + 1))
   end
   out[j] = '["' .. id .. '",' .. ranks[j] .. ',' ..
-    (scores[j] and '"' .. scores[j] .. '"' or 'null') .. ',' .. capacity .. ',' .. kept .. ']'
+    (scores[j] and '"' .. scores[j] .. '"' or 'null') .. ',' .. capacity .. ',' .. kept .. ',' ..
+    (before[j] or 'null') .. ']'
 end
 local page = '[' .. total .. ',' .. focus .. ',[' .. table.concat(out, ',') .. ']]'
 if total > 0 then

@@ -92,6 +92,17 @@ impl Period {
         }
     }
 
+    /// A day of the bucket before the one holding `day`: the board a read of `day`'s board
+    /// compares with (movement). `None` for the all-time board and the live boards.
+    pub fn previous_day(self, day: NaiveDate) -> Option<NaiveDate> {
+        match self {
+            Period::Daily => day.pred_opt(),
+            Period::Weekly => day.checked_sub_days(Days::new(7)),
+            Period::Monthly => self.bucket_start(day).checked_sub_months(Months::new(1)),
+            Period::AllTime | Period::Last24h | Period::Last7d | Period::Trending => None,
+        }
+    }
+
     /// When the board holding `day` expires: its first day's midnight in the ranking zone
     /// plus the retention. `None` for the all-time board, which never expires.
     pub fn expires_at(self, day: NaiveDate, settings: &RankingSettings) -> Option<DateTime<Utc>> {
@@ -171,6 +182,36 @@ mod tests {
         );
         assert_eq!(Period::Monthly.bucket(day("2027-01-01")), "2027-01");
         assert_eq!(Period::Daily.bucket(day("2027-01-01")), "2027-01-01");
+    }
+
+    #[test]
+    fn the_previous_bucket_is_the_day_week_or_month_before() {
+        let previous =
+            |period: Period, d: &str| period.previous_day(day(d)).map(|p| period.bucket(p));
+        assert_eq!(
+            previous(Period::Daily, "2027-01-01").as_deref(),
+            Some("2026-12-31")
+        );
+        assert_eq!(
+            previous(Period::Weekly, "2027-01-04").as_deref(),
+            Some("2026-W53")
+        );
+        assert_eq!(
+            previous(Period::Monthly, "2027-03-31").as_deref(),
+            Some("2027-02")
+        );
+        assert_eq!(
+            previous(Period::Monthly, "2027-01-15").as_deref(),
+            Some("2026-12")
+        );
+        for period in [
+            Period::AllTime,
+            Period::Last24h,
+            Period::Last7d,
+            Period::Trending,
+        ] {
+            assert_eq!(period.previous_day(day("2027-01-01")), None);
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Reading a board: a page from its top, or the rows around one concert, with each row's
-//! seats, rate and details, in one call of `page.lua`; the top pages kept rendered in the
-//! page cache.
+//! seats, rate, details and movement since the bucket before, in one call of `page.lua`; the
+//! top pages kept rendered in the page cache.
 
 use std::sync::LazyLock;
 
@@ -17,8 +17,8 @@ use crate::store::{primary_read_script, NamedScript, ScriptCall};
 
 pub(super) static PAGE: NamedScript = NamedScript::new(
     LazyLock::new(|| primary_read_script(include_str!("page.lua"))),
-    &["ranked", "seat_board", "details", "cache?"],
-    &["mode", "target", "count"],
+    &["ranked", "seat_board", "details", "cache", "previous?"],
+    &["mode", "target", "count", "keep"],
 );
 
 /// The page script, for [`crate::bench_support`].
@@ -49,10 +49,53 @@ pub struct Ranked {
     pub title: Option<String>,
     pub venue: Option<String>,
     pub starts_at: Option<String>,
+    /// The concert's rank on the same board one bucket before; `None` when it was not on
+    /// it, or when the read compares with no bucket.
+    pub previous_rank: Option<u64>,
+    /// How the concert moved since the bucket before; `None` when the read compares with no
+    /// bucket (the all-time board, or the bucket before is no longer kept).
+    pub movement: Option<Movement>,
 }
 
-/// A row of a kept page: `[concertId, rank, score, capacity, [title, venue, startsAt]]`, the
-/// score as Redis stores it (`page.lua`).
+/// How a row moved since the same board one bucket before, by competition ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Movement {
+    Up {
+        by: u64,
+    },
+    Down {
+        by: u64,
+    },
+    Same,
+    /// Not on the board before.
+    New,
+}
+
+impl Movement {
+    /// From the rank now and the previous rank as `page.lua` gives it: 0 for a concert not
+    /// on the board before.
+    pub fn between(rank: u64, previous: u64) -> Movement {
+        match previous {
+            0 => Movement::New,
+            before if before > rank => Movement::Up { by: before - rank },
+            before if before < rank => Movement::Down { by: rank - before },
+            _ => Movement::Same,
+        }
+    }
+}
+
+/// Where a concert at competition rank `rank` stands among `total` on its board: the share
+/// of the board at or below it, 100 × (total − rank + 1) ÷ total, to 2 decimals.
+pub fn percentile(rank: u64, total: u64) -> f64 {
+    if total == 0 || rank == 0 || rank > total {
+        return 0.0;
+    }
+    ((total - rank + 1) as f64 * 100.0 / total as f64 * 100.0).round() / 100.0
+}
+
+/// A row of a kept page: `[concertId, rank, score, capacity, [title, venue, startsAt],
+/// previous]`, the score as Redis stores it (`page.lua`).
 #[derive(Deserialize)]
 struct KeptRow(
     String,
@@ -60,6 +103,7 @@ struct KeptRow(
     Option<String>,
     Option<u64>,
     Option<(String, Option<String>, String)>,
+    Option<u64>,
 );
 
 /// The part of a details value's JSON a board shows.
@@ -72,13 +116,15 @@ struct Shown {
 }
 
 impl Ranked {
-    /// A row from its concert, rank, score as stored, and its capacity and shown details
-    /// (title, venue, startsAt) if the rankings know them.
+    /// A row from its concert, rank, score as stored, its capacity and shown details
+    /// (title, venue, startsAt) if the rankings know them, and its previous rank as
+    /// `page.lua` gives it (0: not on the board before; `None`: no comparison).
     fn new(
         concert_id: String,
         rank: u64,
         score: Option<&str>,
         details: Option<(u64, Shown)>,
+        previous: Option<u64>,
     ) -> Result<Self, String> {
         // A seat score is negated seats; a trending score a fraction, shown rounded down.
         let score = match score {
@@ -103,12 +149,14 @@ impl Ranked {
             title: shown.as_ref().map(|shown| shown.title.clone()),
             venue: shown.as_ref().and_then(|shown| shown.venue.clone()),
             starts_at: shown.map(|shown| shown.starts_at),
+            previous_rank: previous.filter(|before| *before > 0),
+            movement: previous.map(|before| Movement::between(rank, before)),
         })
     }
 
     /// A row of a kept page.
     fn kept(row: KeptRow) -> Result<Self, String> {
-        let KeptRow(concert_id, rank, score, capacity, shown) = row;
+        let KeptRow(concert_id, rank, score, capacity, shown, previous) = row;
         let details = match (capacity, shown) {
             (Some(capacity), Some((title, venue, starts_at))) => Some((
                 capacity,
@@ -121,7 +169,7 @@ impl Ranked {
             (None, None) => None,
             _ => return Err(format!("malformed concert details of {concert_id}")),
         };
-        Ranked::new(concert_id, rank, score.as_deref(), details)
+        Ranked::new(concert_id, rank, score.as_deref(), details, previous)
     }
 
     /// A row of a page read from the boards: the details as the hash holds them,
@@ -131,6 +179,7 @@ impl Ranked {
         rank: u64,
         score: Option<&str>,
         details: Option<&str>,
+        previous: Option<u64>,
     ) -> Result<Self, String> {
         let details = match details {
             Some(details) => {
@@ -147,7 +196,7 @@ impl Ranked {
             }
             None => None,
         };
-        Ranked::new(concert_id, rank, score, details)
+        Ranked::new(concert_id, rank, score, details, previous)
     }
 }
 
@@ -158,9 +207,11 @@ pub struct Page {
     pub items: Vec<Ranked>,
 }
 
-/// A concert's row on a board, with the rows just above and below it.
+/// A concert's row on a board, with the rows just above and below it, and the number of
+/// concerts on the board.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Around {
+    pub total: u64,
     pub entry: Ranked,
     pub above: Vec<Ranked>,
     pub below: Vec<Ranked>,
@@ -168,7 +219,7 @@ pub struct Around {
 
 /// The page script's reply (`page.lua`): a kept page as JSON, `[total, focus, [row, ...]]`;
 /// or a page read from the boards as a flat array, total, focus, then per row concertId,
-/// rank, score and details.
+/// rank, score, details and previous rank.
 #[derive(Debug)]
 struct PageReply {
     total: u64,
@@ -199,7 +250,7 @@ impl PageReply {
 
     /// A page read from the boards.
     fn flat(items: Vec<Value>) -> Result<Self, ParsingError> {
-        if items.len() < 2 || items.len() % 4 != 2 {
+        if items.len() < 2 || items.len() % 5 != 2 {
             return Err(format!("a page of {} values", items.len()).into());
         }
         let mut items = items.into_iter();
@@ -210,12 +261,13 @@ impl PageReply {
         let mut rows = Vec::new();
         while let Some(concert) = items.next() {
             let mut next = || items.next().unwrap_or(Value::Nil);
-            let (rank, score, details) = (next(), next(), next());
+            let (rank, score, details, previous) = (next(), next(), next(), next());
             rows.push(Ranked::read(
                 String::from_redis_value(concert)?,
                 u64::from_redis_value(rank)?,
                 Option::<String>::from_redis_value(score)?.as_deref(),
                 Option::<String>::from_redis_value(details)?.as_deref(),
+                Option::<u64>::from_redis_value(previous)?,
             )?);
         }
         Ok(PageReply { total, rows, focus })
@@ -229,6 +281,7 @@ impl PageReply {
         let below = self.rows.split_off(self.focus);
         let entry = self.rows.pop()?;
         Some(Around {
+            total: self.total,
             entry,
             above: self.rows,
             below,
@@ -257,50 +310,62 @@ impl Rankings {
         default_day(Utc::now(), &self.settings, period)
     }
 
-    /// The page script's call on `board` ranked by `order`, its arguments still to come.
-    pub(super) fn read_call(&self, board: &Board, order: Order) -> ScriptCall {
+    /// The page script's keys for `board` ranked by `order`, compared with `previous` (the
+    /// same board one bucket before, [`Rankings::previous_board`]) when given; its arguments
+    /// still to come.
+    pub(super) fn read_call(
+        &self,
+        board: &Board,
+        previous: Option<&Board>,
+        order: Order,
+    ) -> ScriptCall {
         let mut invocation = ScriptCall::of(&PAGE);
-        let seats = self.board_key(board);
-        let ranked = match order {
-            Order::Seats => seats.clone(),
+        let ranked = |board: &Board| match order {
+            Order::Seats => self.board_key(board),
             Order::Rate => self.rate_key(board),
         };
         invocation
-            .named_key("ranked", ranked)
-            .named_key("seat_board", seats)
-            .named_key("details", self.details_key());
+            .named_key("ranked", ranked(board))
+            .named_key("seat_board", self.board_key(board))
+            .named_key("details", self.details_key())
+            .named_key("cache", self.page_cache_key());
+        if let Some(previous) = previous {
+            invocation.named_key("previous", ranked(previous));
+        }
         invocation
     }
 
-    /// The page script's call for a page: with the page cache when the page is one it keeps
-    /// (the top [`CACHED_LIMIT`] rows or fewer).
+    /// The page script's call for a page, kept in the page cache when it is one the cache
+    /// keeps (the top [`CACHED_LIMIT`] rows or fewer).
     pub(crate) fn page_call(
         &self,
         board: &Board,
+        previous: Option<&Board>,
         order: Order,
         offset: u64,
         limit: u64,
     ) -> ScriptCall {
-        let mut invocation = self.read_call(board, order);
-        if offset == 0 && limit <= CACHED_LIMIT {
-            invocation.named_key("cache", self.page_cache_key());
-        }
+        let mut invocation = self.read_call(board, previous, order);
+        let keep = offset == 0 && limit <= CACHED_LIMIT;
         invocation
             .named("mode", "page")
             .named("target", offset)
-            .named("count", limit);
+            .named("count", limit)
+            .named("keep", if keep { "1" } else { "0" });
         invocation
     }
 
-    /// A page of `board` ranked by `order`, and the number of concerts on it.
+    /// A page of `board` ranked by `order`, and the number of concerts on it; each row with
+    /// its movement since `previous` when given.
     pub async fn page(
         &self,
         board: &Board,
+        previous: Option<&Board>,
         order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<Page, Error> {
-        let invocation = self.page_call(board, order, offset, limit);
+        let invocation = self.page_call(board, previous, order, offset, limit);
         let PageReply {
             total, mut rows, ..
         } = self.conn.invoke(invocation).await?;
@@ -309,19 +374,22 @@ impl Rankings {
     }
 
     /// `concert`'s row on `board` ranked by `order`, with up to `n` rows either side
-    /// ([`MAX_AROUND`] at most), if it is on the board.
+    /// ([`MAX_AROUND`] at most), if it is on the board; each row with its movement since
+    /// `previous` when given.
     pub async fn around(
         &self,
         board: &Board,
+        previous: Option<&Board>,
         order: Order,
         concert: &ConcertId,
         n: u64,
     ) -> Result<Option<Around>, Error> {
-        let mut invocation = self.read_call(board, order);
+        let mut invocation = self.read_call(board, previous, order);
         invocation
             .named("mode", "around")
             .named("target", concert.as_str())
-            .named("count", n.min(MAX_AROUND));
+            .named("count", n.min(MAX_AROUND))
+            .named("keep", "0");
         let mut reply: PageReply = self.conn.invoke(invocation).await?;
         without_rate_on_trending(board, &mut reply.rows);
         Ok(reply.around())
@@ -330,7 +398,7 @@ impl Rankings {
 
 #[cfg(test)]
 mod tests {
-    use super::PageReply;
+    use super::{percentile, Movement, PageReply};
     use redis::{FromRedisValue, Value};
 
     pub(super) fn parse(json: &str) -> PageReply {
@@ -355,6 +423,7 @@ mod tests {
                 Value::Int(rank),
                 score.map_or(Value::Nil, text),
                 details.map_or(Value::Nil, |d| text(&d)),
+                Value::Nil,
             ]
         };
         let mut values = vec![Value::Int(9), Value::Int(0)];
@@ -409,8 +478,8 @@ mod tests {
     #[test]
     pub(super) fn kept_pages_decode_as_the_same_rows() {
         let page = parse(
-            r#"[9,0,[["c1",3,"-2",3,["T",null,"2026-12-24T19:00:00Z"]],["c2",4,"-2",null,null],
-                ["c3",5,null,null,null],["c5",7,"-2",0,["T","V","2027"]]]]"#,
+            r#"[9,0,[["c1",3,"-2",3,["T",null,"2026-12-24T19:00:00Z"],1],["c2",4,"-2",null,null,4],
+                ["c3",5,null,null,null,0],["c5",7,"-2",0,["T","V","2027"],null]]]"#,
         );
         assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 4));
         let full = &page.rows[0];
@@ -433,15 +502,30 @@ mod tests {
         assert_eq!(page.rows[2].score, 0);
         assert_eq!((page.rows[3].capacity, page.rows[3].rate), (Some(0), None));
         assert_eq!(page.rows[3].venue.as_deref(), Some("V"));
+        let moved: Vec<_> = page
+            .rows
+            .iter()
+            .map(|r| (r.previous_rank, r.movement))
+            .collect();
+        assert_eq!(
+            moved,
+            [
+                (Some(1), Some(Movement::Down { by: 2 })),
+                (Some(4), Some(Movement::Same)),
+                (None, Some(Movement::New)),
+                (None, None),
+            ]
+        );
         for bad in [
             "",
             "[1,0]",
             "[1,0,{}]",
-            r#"[1,0,[["c1",1,"x",null,null]]]"#,
-            r#"[1,0,[["c1",1,"-1","3",["T",null,"S"]]]]"#,
-            r#"[1,0,[["c1",1,"-1",3,null]]]"#,
-            r#"[1,0,[["c1",1,"-1",null,["T",null,"S"]]]]"#,
-            r#"[1,0,[["c1",1,"-1",3,[null,null,"S"]]]]"#,
+            r#"[1,0,[["c1",1,"x",null,null,null]]]"#,
+            r#"[1,0,[["c1",1,"-1","3",["T",null,"S"],null]]]"#,
+            r#"[1,0,[["c1",1,"-1",3,null,null]]]"#,
+            r#"[1,0,[["c1",1,"-1",null,["T",null,"S"],null]]]"#,
+            r#"[1,0,[["c1",1,"-1",3,[null,null,"S"],null]]]"#,
+            r#"[1,0,[["c1",1,"-1",null,null,"2"]]]"#,
         ] {
             assert!(PageReply::parse(bad.as_bytes()).is_err(), "{bad}");
         }
@@ -449,13 +533,35 @@ mod tests {
     }
 
     #[test]
+    fn the_percentile_counts_the_board_at_or_below_a_rank() {
+        assert_eq!(percentile(1, 4), 100.0);
+        assert_eq!(percentile(4, 4), 25.0);
+        // Competition ranks: two concerts sharing rank 2 of 3 stand above one.
+        assert_eq!(percentile(2, 3), 66.67);
+        assert_eq!(percentile(1, 0), 0.0);
+    }
+
+    #[test]
     pub(super) fn a_page_around_a_concert_splits_at_its_row() {
         let mut values = vec![Value::Int(5), Value::Int(2)];
-        for id in ["c1", "c2", "c3"] {
-            values.extend([text(id), Value::Int(1), text("-1"), Value::Nil]);
+        for (id, previous) in [
+            ("c1", Value::Int(0)),
+            ("c2", Value::Int(4)),
+            ("c3", Value::Int(1)),
+        ] {
+            values.extend([text(id), Value::Int(1), text("-1"), Value::Nil, previous]);
         }
         let around = flat(values).around().unwrap();
         assert_eq!(around.entry.concert_id, "c2");
-        assert_eq!((around.above.len(), around.below.len()), (1, 1));
+        assert_eq!(
+            (around.total, around.above.len(), around.below.len()),
+            (5, 1, 1)
+        );
+        // Previous ranks: 0 is a concert new to the board; ties share a rank.
+        assert_eq!(around.above[0].movement, Some(Movement::New));
+        assert_eq!(around.above[0].previous_rank, None);
+        assert_eq!(around.entry.movement, Some(Movement::Up { by: 3 }));
+        assert_eq!(around.entry.previous_rank, Some(4));
+        assert_eq!(around.below[0].movement, Some(Movement::Same));
     }
 }
