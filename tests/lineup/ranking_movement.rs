@@ -160,7 +160,7 @@ async fn each_row_moves_against_the_day_before_as_it_stands_now_and_ties_share_a
 }
 
 #[tokio::test]
-async fn a_genre_board_and_a_rate_board_compare_with_their_own_kind() {
+async fn a_genre_board_compares_with_the_same_genre_the_bucket_before() {
     let (zone, _) = zone_with_room();
     let app = TestApp::spawn(&[("RANKING_TIME_ZONE", zone)]).await;
     let now = Utc::now();

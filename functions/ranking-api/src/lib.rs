@@ -3,12 +3,13 @@
 //! | route | does |
 //! |---|---|
 //! | `GET /rankings/{period}?date&genre&by&limit&offset` | a page of a board |
-//! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side |
+//! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side, and its percentile |
+//! | `GET /rankings/{period}/concerts?ids&date&genre&by` | up to 100 concerts' standing on a board, in one round trip |
 //! | `GET /rankings` | the rankings page (HTML), which reads the boards above |
 //! | `GET /rankings/assets/{asset}` | its script (`rankings.js`) and styles (`page.css`) |
 //! | `GET /rankings/assets/i18n/{lang}` | its string table in one language (JSON) |
 //!
-//! Both answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
+//! The board reads answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
 //! refreshes every few seconds reaches the rankings shard once per five seconds per cache.
 
 use std::collections::HashMap;
@@ -23,7 +24,9 @@ use lineup::config::ConfigError;
 use lineup::http::{self, allow, json_cached, no_route, segments};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
-use lineup::ranking::{parse_date, percentile, Board, Order, Period, Ranked, Rankings, MAX_AROUND};
+use lineup::ranking::{
+    parse_date, percentile, Board, Order, Period, Ranked, Rankings, Standings, MAX_AROUND,
+};
 use lineup::Error;
 use serde::Serialize;
 
@@ -51,6 +54,7 @@ impl Deps {
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/rankings/{period}"),
     ("GET", "/rankings/{period}/concerts/{concertId}"),
+    ("GET", "/rankings/{period}/concerts"),
     ("GET", "/rankings"),
     ("GET", "/rankings/assets/{asset}"),
     ("GET", "/rankings/assets/i18n/{lang}"),
@@ -63,7 +67,7 @@ pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
 
 async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request)?;
-    let (period, concert) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+    let (period, read) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["rankings"] => return allow(request.method(), "GET").and_then(|()| page_part("")),
         ["rankings", "assets", asset] => {
             return allow(request.method(), "GET").and_then(|()| page_part(asset))
@@ -77,8 +81,9 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 &pages::csp(None),
             );
         }
-        ["rankings", period] => (period, None),
-        ["rankings", period, "concerts", concert] => (period, Some(concert)),
+        ["rankings", period] => (period, Read::Page),
+        ["rankings", period, "concerts"] => (period, Read::Concerts),
+        ["rankings", period, "concerts", concert] => (period, Read::Concert(concert)),
         _ => return Err(no_route(request)),
     };
     allow(request.method(), "GET")?;
@@ -123,8 +128,8 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
         genre: board.genre.as_ref(),
         by: order.as_str(),
     };
-    match concert {
-        None => {
+    match read {
+        Read::Page => {
             let limit = query.number("limit", 10, Bounds::new(1, 100))?;
             let offset = query.number("offset", 0, Bounds::new(0, 1_000_000))?;
             let page = deps
@@ -141,7 +146,24 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 BOARD_CACHE_CONTROL,
             ))
         }
-        Some(concert) => {
+        Read::Concerts => {
+            let ids = query
+                .get("ids")
+                .ok_or_else(|| Error::invalid("ids", "name 1 to 100 concerts, comma-separated"))?
+                .split(',')
+                .map(ConcertId::parse)
+                .collect::<Result<Vec<_>, _>>()?;
+            let standings = deps
+                .rankings
+                .concerts(&board, previous.as_ref(), order, &ids)
+                .await?;
+            Ok(json_cached(
+                StatusCode::OK,
+                &StandingsBody { served, standings },
+                BOARD_CACHE_CONTROL,
+            ))
+        }
+        Read::Concert(concert) => {
             let concert = ConcertId::parse(concert)?;
             let n = query.number("around", 0, Bounds::new(0, MAX_AROUND))?;
             let around = deps
@@ -165,6 +187,13 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             ))
         }
     }
+}
+
+/// What a board route reads: a page, one concert with its neighbours, or many concerts.
+enum Read<'a> {
+    Page,
+    Concert(&'a str),
+    Concerts,
 }
 
 /// The rankings page (`""`), its script or its styles.
@@ -206,6 +235,14 @@ struct PageBody<'a> {
     served: Served<'a>,
     total: u64,
     items: Vec<Ranked>,
+}
+
+#[derive(Serialize)]
+struct StandingsBody<'a> {
+    #[serde(flatten)]
+    served: Served<'a>,
+    #[serde(flatten)]
+    standings: Standings,
 }
 
 #[derive(Serialize)]

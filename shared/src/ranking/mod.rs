@@ -26,11 +26,13 @@
 //! The module is split by concern: `keys.rs` names every key (boards, rates, the windows'
 //! watermarks, the fold queue, details, the page cache); `record.rs` says where a payment's
 //! dedupe record lives and what it keeps (`record.lua` writes and reads it); `apply.rs` turns
-//! commands into one apply call per batch; `tick.rs` is the tick (the windows' roll and the fold); `read.rs`
-//! reads pages of a board. `events.rs` parses the events, `period.rs` the calendar and
+//! commands into one apply call per batch; `tick.rs` is the tick (the windows' roll and the
+//! fold); `read.rs` reads pages of a board, with movement; `concerts.rs` reads many concerts'
+//! standing on one board. `events.rs` parses the events, `period.rs` the calendar and
 //! `windows.rs` the rolling and trending windows.
 
 mod apply;
+mod concerts;
 mod events;
 mod keys;
 mod period;
@@ -42,6 +44,7 @@ pub mod windows;
 pub use apply::{
     Outcome, StagedApply, EVENTS_PER_CALL, FOLD_BUDGET_APPLY, FUTURE_SKEW, MAX_PENDING_REFUNDS,
 };
+pub use concerts::{Standing, Standings, MAX_CONCERTS};
 pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX_TEXT_CHARS};
 pub use keys::{Board, Order};
 pub use period::{default_day, local_day, parse_date, Period};
@@ -91,7 +94,7 @@ mod tests {
     /// Each ranking script binds its keys and arguments by the names Rust sends them under.
     #[test]
     fn each_script_binds_its_keys_and_arguments_by_the_names_rust_sends_them_under() {
-        use super::{apply::APPLY, read::PAGE, tick::FOLD, tick::ROLL};
+        use super::{apply::APPLY, concerts::CONCERTS, read::PAGE, tick::FOLD, tick::ROLL};
         use crate::store::bindings::assert_binds;
         let boards = include_str!("boards.lua");
         let fold = [
@@ -107,5 +110,6 @@ mod tests {
         );
         assert_binds(&[boards, include_str!("roll.lua")].concat(), &ROLL);
         assert_binds(include_str!("page.lua"), &PAGE);
+        assert_binds(include_str!("concerts.lua"), &CONCERTS);
     }
 }
