@@ -26,6 +26,7 @@ mod ingest;
 mod line_costs;
 mod line_opening;
 mod memory;
+mod movement;
 mod opening;
 mod pace;
 mod per_request;
@@ -120,6 +121,11 @@ const SECTIONS: &[Section] = &[
         name: "reads",
         full: true,
         run: |bench, report| Box::pin(reads::run(bench, report)),
+    },
+    Section {
+        name: "movement",
+        full: true,
+        run: |bench, report| Box::pin(movement::run(bench, report)),
     },
     Section {
         name: "ranking-writes",
