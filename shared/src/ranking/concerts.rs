@@ -56,7 +56,18 @@ pub struct Standings {
 #[derive(Debug)]
 struct ConcertsReply {
     total: u64,
-    rows: Vec<(Option<u64>, Option<String>, Option<u64>, Option<u64>)>,
+    rows: Vec<Row>,
+}
+
+/// One concert's values in the reply: its rank (none when not on the board), its seat score
+/// as stored, its capacity and its previous rank (0: not on the board before; none: no
+/// comparison).
+#[derive(Debug, Clone)]
+struct Row {
+    rank: Option<u64>,
+    score: Option<String>,
+    capacity: Option<u64>,
+    previous: Option<u64>,
 }
 
 impl FromRedisValue for ConcertsReply {
@@ -71,12 +82,12 @@ impl FromRedisValue for ConcertsReply {
         while let Some(rank) = items.next() {
             let mut next = || items.next().unwrap_or(Value::Nil);
             let (score, capacity, previous) = (next(), next(), next());
-            rows.push((
-                Option::<u64>::from_redis_value(rank)?,
-                Option::<String>::from_redis_value(score)?,
-                Option::<u64>::from_redis_value(capacity)?,
-                Option::<u64>::from_redis_value(previous)?,
-            ));
+            rows.push(Row {
+                rank: Option::<u64>::from_redis_value(rank)?,
+                score: Option::<String>::from_redis_value(score)?,
+                capacity: Option::<u64>::from_redis_value(capacity)?,
+                previous: Option::<u64>::from_redis_value(previous)?,
+            });
         }
         Ok(ConcertsReply { total, rows })
     }
@@ -134,17 +145,7 @@ impl Rankings {
         let concerts = ids
             .iter()
             .zip(reply.rows)
-            .map(|(id, (rank, score, capacity, previous))| {
-                standing(
-                    id,
-                    reply.total,
-                    rank,
-                    score.as_deref(),
-                    capacity,
-                    previous,
-                    trending,
-                )
-            })
+            .map(|(id, row)| standing(id, reply.total, &row, trending))
             .collect::<Result<_, _>>()?;
         Ok(Standings {
             total: reply.total,
@@ -154,15 +155,13 @@ impl Rankings {
 }
 
 /// One concert's standing from the script's values for it.
-fn standing(
-    id: &ConcertId,
-    total: u64,
-    rank: Option<u64>,
-    score: Option<&str>,
-    capacity: Option<u64>,
-    previous: Option<u64>,
-    trending: bool,
-) -> Result<Standing, Error> {
+fn standing(id: &ConcertId, total: u64, row: &Row, trending: bool) -> Result<Standing, Error> {
+    let Row {
+        rank,
+        score,
+        capacity,
+        previous,
+    } = row.clone();
     let Some(rank) = rank else {
         return Ok(Standing {
             concert_id: id.to_string(),
@@ -177,7 +176,7 @@ fn standing(
         });
     };
     // A seat score is negated seats; a trending score a fraction, shown rounded down.
-    let score = match score {
+    let score = match score.as_deref() {
         Some(raw) => {
             let stored: f64 = raw
                 .parse()
@@ -233,17 +232,7 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(reply.total, 4);
-        let (rank, score, capacity, previous) = reply.rows[0].clone();
-        let on = standing(
-            &id("a"),
-            4,
-            rank,
-            score.as_deref(),
-            capacity,
-            previous,
-            false,
-        )
-        .unwrap();
+        let on = standing(&id("a"), 4, &reply.rows[0], false).unwrap();
         assert_eq!(
             (
                 on.rank,
@@ -262,17 +251,7 @@ mod tests {
                 Some(75.0)
             )
         );
-        let (rank, score, capacity, previous) = reply.rows[1].clone();
-        let off = standing(
-            &id("z"),
-            4,
-            rank,
-            score.as_deref(),
-            capacity,
-            previous,
-            false,
-        )
-        .unwrap();
+        let off = standing(&id("z"), 4, &reply.rows[1], false).unwrap();
         assert!(!off.on_board);
         assert_eq!((off.rank, off.movement, off.percentile), (None, None, None));
         assert!(
