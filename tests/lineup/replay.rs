@@ -3,7 +3,9 @@
 //! concerts' details, each delivered one to three times, shuffled within a window (a third
 //! of the refunds before their payment), partly concurrently, partly in SQS batches and
 //! partly one by one. The calendar, rate, rolling and trending boards and the details must
-//! equal an independent in-memory model of the stream. Prints a `RELIABILITY:` line.
+//! equal an independent in-memory model of the stream, and every calendar board read must
+//! show each row's movement since the model's board one bucket before. Prints a
+//! `RELIABILITY:` line.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -148,7 +150,7 @@ fn details_event(stream: &Stream, concert: usize, version: &Version) -> Value {
 
 /// concertId → `(updatedAt ms, capacity, details JSON)` the details hash must hold: the
 /// latest version of each concert not cancelled.
-fn details_model(stream: &Stream) -> BTreeMap<String, (i64, u64, Value)> {
+fn details_model(stream: &Stream) -> Details {
     let cancelled: BTreeSet<usize> = stream
         .events
         .iter()
@@ -418,18 +420,22 @@ fn day_in(period: &str, bucket: &str) -> String {
 /// window before their payment. Each window's calls run concurrently, by three paths: direct, SQS
 /// batches of up to 10, and single EventBridge invocations. Every board (daily, weekly, monthly,
 /// all-time; overall and per genre) must equal an independent in-memory model of the stream, in
-/// which every refund counts whatever its order of arrival. Redis must hold no other board. The
-/// `RELIABILITY:` line gives the counts of events, deliveries, calls and boards.
+/// which every refund counts whatever its order of arrival. Redis must hold no other board.
+/// Every calendar board, by seats and by rate, is then read through the ranking API as a whole
+/// page, a top 10 twice (rendered, then kept), its middle concert's own read with 3 rows either
+/// side, and a many-concerts read of all 40 concerts: each row's rank, `previousRank` and
+/// `movement` must follow the competition ranks (1, 2, 2, 4) the test computes on the model's
+/// board one bucket before (the day, ISO week or month before; `new` off it; null on
+/// all-time). The pages and many-concerts reads are repeated by the API redeployed with a
+/// shorter retention, under which the older buckets before are gone: null there. The
+/// `RELIABILITY:` line gives the counts of events, deliveries, calls, boards and rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
-    let app = TestApp::spawn(&[
-        ("RANKING_DAILY_RETENTION_DAYS", "3650"),
-        ("RANKING_WEEKLY_RETENTION_WEEKS", "520"),
-        ("RANKING_MONTHLY_RETENTION_MONTHS", "120"),
-        // The stream is dated: keep its events inside the dedupe window.
-        ("RANKING_DEDUPE_DAYS", "3660"),
-    ])
-    .await;
+    let retention = KEPT.vars();
+    let mut vars: Vec<(&str, &str)> = retention.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // The stream is dated: keep its events inside the dedupe window.
+    vars.push(("RANKING_DEDUPE_DAYS", "3660"));
+    let app = TestApp::spawn(&vars).await;
     let mut rng = StdRng::seed_from_u64(2026);
     let stream = generate(&mut rng, Utc::now());
 
@@ -579,18 +585,446 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
         calendar_rates, rate_boards,
         "rate boards in Redis vs the model"
     );
+
+    // Movement: every calendar board read, by seats and by rate, as a page, a kept page, a
+    // concert's own read and a many-concerts read, against the model's competition ranks one
+    // bucket before; then pages and many-concerts reads by a redeployed API whose shorter
+    // retention no longer keeps the older buckets before.
+    let kept = check_movement(&app.stack.ranking_api, &expected, &details, KEPT, true).await;
+    for (kind, count) in [
+        ("up", kept.up),
+        ("down", kept.down),
+        ("same", kept.same),
+        ("new", kept.new),
+        ("tied before", kept.tied_before),
+        ("all-time", kept.all_time),
+    ] {
+        assert!(count > 0, "no {kind} row: {kept:?}");
+    }
+    assert_eq!(kept.gone, 0, "{kept:?}");
+    // Each top 10 read twice was kept, so its second read came from the page cache.
+    let cached: usize = redis::cmd("HLEN")
+        .arg(app.stack.ranking_api.rankings.page_cache_key())
+        .query_async(&mut app.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(cached, kept.kept_pages, "pages kept");
+    let short = SHORT.vars();
+    let shorter: Vec<(&str, &str)> = short.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let redeployed = app.redeployed(&shorter).await;
+    let gone = check_movement(&redeployed.ranking_api, &expected, &details, SHORT, false).await;
+    assert!(
+        gone.gone > 0 && gone.up + gone.down + gone.same + gone.new > 0,
+        "{gone:?}"
+    );
     println!(
         "RELIABILITY: replay: {EVENTS} events ({} payments, {} refunds, {CANCELS} cancellations) \
          delivered {deliveries} times in {calls} calls (windows of {WINDOW}, each window's calls \
          concurrent; direct, SQS batches and single events), {early_refunds} refunds delivered \
          before their payment, {versions} versions of concert details; {} calendar boards, \
          {rate_boards} rate boards, {rolling} rolling and {trending} trending boards and the \
-         details of {} concerts equal to the model",
+         details of {} concerts equal to the model; movement: {} reads of the calendar boards \
+         by seats and by rate (whole pages, top-10 pages rendered then kept, a concert's own \
+         read with 3 rows either side, many-concerts reads of all {CONCERTS} concerts) agree \
+         with the model on the {} rows of those boards: rank, and previousRank and movement \
+         by the model's competition ranks on the board one bucket before ({} up, {} down, {} \
+         same, {} new, {} with a rank shared before, {} null on all-time); {} reads (pages, \
+         many-concerts) by the API redeployed with shorter retention ({}) agree on the same \
+         rows, {} of them null where the bucket before is no longer kept",
         stream.payments.len(),
         EVENTS - stream.payments.len() - CANCELS,
         expected.len(),
-        details.len()
+        details.len(),
+        kept.reads,
+        kept.rows,
+        kept.up,
+        kept.down,
+        kept.same,
+        kept.new,
+        kept.tied_before,
+        kept.all_time,
+        gone.reads,
+        SHORT.describe(),
+        gone.gone,
     );
+}
+
+/// A reader's retention: `RANKING_DAILY_RETENTION_DAYS`, `RANKING_WEEKLY_RETENTION_WEEKS`
+/// and `RANKING_MONTHLY_RETENTION_MONTHS`.
+#[derive(Clone, Copy, Debug)]
+struct Retention {
+    days: u32,
+    weeks: u32,
+    months: u32,
+}
+
+/// The replay's: every bucket of the stream, and the one before each, is kept.
+const KEPT: Retention = Retention {
+    days: 3650,
+    weeks: 520,
+    months: 120,
+};
+
+/// A redeployed API's: the buckets before the older days, weeks and the older month of the
+/// stream are gone by its reckoning (their keys are still there, with the replay's TTLs).
+const SHORT: Retention = Retention {
+    days: 20,
+    weeks: 3,
+    months: 2,
+};
+
+impl Retention {
+    fn vars(self) -> [(&'static str, String); 3] {
+        [
+            ("RANKING_DAILY_RETENTION_DAYS", self.days.to_string()),
+            ("RANKING_WEEKLY_RETENTION_WEEKS", self.weeks.to_string()),
+            ("RANKING_MONTHLY_RETENTION_MONTHS", self.months.to_string()),
+        ]
+    }
+
+    fn describe(self) -> String {
+        format!(
+            "{} days, {} weeks, {} months",
+            self.days, self.weeks, self.months
+        )
+    }
+
+    /// Whether the board of calendar `bucket` is still kept on `today` (UTC, the replay's
+    /// ranking zone): it ends at midnight of its first day plus the retention.
+    fn keeps(self, period: &str, bucket: &str, today: NaiveDate) -> bool {
+        let start = bucket_start(period, bucket);
+        let ends = match period {
+            "daily" => start + Duration::days(self.days.into()),
+            "weekly" => start + Duration::weeks(self.weeks.into()),
+            "monthly" => start
+                .checked_add_months(chrono::Months::new(self.months))
+                .unwrap(),
+            _ => return true,
+        };
+        ends > today
+    }
+}
+
+/// concertId → `(updatedAt ms, capacity, details JSON)`, as [`details_model`] gives it.
+type Details = BTreeMap<String, (i64, u64, Value)>;
+
+/// `(period, bucket, genre)` of a board of the model.
+type BoardKey = (String, String, Option<String>);
+
+/// A board's order: seats sold, or sell-through (the rate boards).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum By {
+    Seats,
+    Rate,
+}
+
+impl By {
+    fn as_str(self) -> &'static str {
+        match self {
+            By::Seats => "seats",
+            By::Rate => "rate",
+        }
+    }
+}
+
+/// The first day of a calendar bucket of the model (the all-time board: any day).
+fn bucket_start(period: &str, bucket: &str) -> NaiveDate {
+    NaiveDate::parse_from_str(&day_in(period, bucket), "%Y-%m-%d").unwrap()
+}
+
+/// The bucket before `bucket`: the day, ISO week or month before; none before all-time.
+fn previous_bucket(period: &str, bucket: &str) -> Option<String> {
+    let start = bucket_start(period, bucket);
+    match period {
+        "daily" => Some((start - Duration::days(1)).format("%Y-%m-%d").to_string()),
+        "weekly" => {
+            let week = (start - Duration::days(7)).iso_week();
+            Some(format!("{}-W{:02}", week.year(), week.week()))
+        }
+        // The last day of the month before is in it.
+        "monthly" => Some((start - Duration::days(1)).format("%Y-%m").to_string()),
+        _ => None,
+    }
+}
+
+/// The model's board `key` ordered `by`: concert → seats, or seats × 10⁶ ÷ the latest
+/// capacity, rounded down, for the concerts whose capacity is known. Empty where the model
+/// has no such board.
+fn scored(expected: &Boards, details: &Details, key: &BoardKey, by: By) -> BTreeMap<String, u64> {
+    let Some(seats) = expected.get(key) else {
+        return BTreeMap::new();
+    };
+    match by {
+        By::Seats => seats.clone(),
+        By::Rate => seats
+            .iter()
+            .filter_map(|(concert, seats)| {
+                let (_, capacity, _) = details.get(concert)?;
+                Some((concert.clone(), seats * 1_000_000 / capacity))
+            })
+            .collect(),
+    }
+}
+
+/// Competition ranks (1, 2, 2, 4): one more than the concerts scoring more.
+fn competition_ranks(board: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    board
+        .iter()
+        .map(|(concert, score)| {
+            let above = board.values().filter(|other| *other > score).count();
+            (concert.clone(), above as u64 + 1)
+        })
+        .collect()
+}
+
+/// Counts of the rows a movement check compared, by what the model expects of them.
+#[derive(Debug, Default)]
+struct MovementCounts {
+    reads: usize,
+    rows: usize,
+    up: usize,
+    down: usize,
+    same: usize,
+    new: usize,
+    /// Rows whose rank before is shared with another concert there.
+    tied_before: usize,
+    /// Null on the all-time board.
+    all_time: usize,
+    /// Null on a calendar board: the bucket before is no longer kept.
+    gone: usize,
+    /// Top-10 pages read twice, of boards not empty: each kept in the page cache.
+    kept_pages: usize,
+}
+
+/// A read's row as compared: `[concertId, seats, rank, previousRank, movement]`; a field
+/// the read leaves out shows as `"absent"`, so it never passes for null.
+fn shown_row(item: &Value) -> Value {
+    let field = |name: &str| item.get(name).cloned().unwrap_or(json!("absent"));
+    json!([
+        field("concertId"),
+        field("score"),
+        field("rank"),
+        field("previousRank"),
+        field("movement")
+    ])
+}
+
+fn shown_rows(items: &Value) -> Value {
+    Value::Array(
+        items
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(shown_row)
+            .collect(),
+    )
+}
+
+/// The model's rows of board `key` ordered `by`, best first (score descending, then
+/// concertId), each as [`shown_row`]: its competition rank, and its competition rank on the
+/// model's board one bucket before while `retention` keeps that bucket on `today` (`null`
+/// and `new` when the concert is not on it; both `null` without a bucket before).
+fn model_rows(
+    expected: &Boards,
+    details: &Details,
+    key: &BoardKey,
+    by: By,
+    retention: Retention,
+    today: NaiveDate,
+    counts: &mut MovementCounts,
+) -> Vec<Value> {
+    let (period, bucket, genre) = key;
+    let board = scored(expected, details, key, by);
+    let ranks = competition_ranks(&board);
+    let before = previous_bucket(period, bucket)
+        .filter(|previous| retention.keeps(period, previous, today))
+        .map(|previous| {
+            let key = (period.clone(), previous, genre.clone());
+            competition_ranks(&scored(expected, details, &key, by))
+        });
+    let mut order: Vec<(&String, &u64)> = board.iter().collect();
+    order.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    order
+        .into_iter()
+        .map(|(concert, _)| {
+            let rank = ranks[concert];
+            let (was, moved) = match &before {
+                None if period == "all-time" => {
+                    counts.all_time += 1;
+                    (Value::Null, Value::Null)
+                }
+                None => {
+                    counts.gone += 1;
+                    (Value::Null, Value::Null)
+                }
+                Some(before) => match before.get(concert) {
+                    None => {
+                        counts.new += 1;
+                        (Value::Null, json!({"kind": "new"}))
+                    }
+                    Some(&was) => {
+                        if before.values().filter(|r| **r == was).count() > 1 {
+                            counts.tied_before += 1;
+                        }
+                        let moved = if was > rank {
+                            counts.up += 1;
+                            json!({"kind": "up", "by": was - rank})
+                        } else if was < rank {
+                            counts.down += 1;
+                            json!({"kind": "down", "by": rank - was})
+                        } else {
+                            counts.same += 1;
+                            json!({"kind": "same"})
+                        };
+                        (json!(was), moved)
+                    }
+                },
+            };
+            counts.rows += 1;
+            json!([concert, expected[key][concert], rank, was, moved])
+        })
+        .collect()
+}
+
+/// `GET path` through the ranking API `api`.
+async fn read_through(api: &ranking_api::Deps, path: &str) -> lineup_tests::Reply {
+    let reply = lineup_tests::Reply::from(
+        ranking_api::handle(lineup_tests::api_request("GET", path, None), api)
+            .await
+            .expect("infallible"),
+    );
+    assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+    reply
+}
+
+/// One read's path, what it showed and what the model says.
+type Shown = Vec<(String, Value, Value)>;
+
+/// Reads every calendar board of the model through `api`, by seats and by rate: the whole
+/// board as one page and every concert as one many-concerts read (in another order, one id
+/// twice, the cancelled concerts and those with no sales in the bucket included); with
+/// `all_reads` also the top 10 twice (rendered, then kept) and the middle concert's own read
+/// with 3 rows either side. Returns what each read showed beside the model at `retention`
+/// on `today`, for the caller to compare.
+async fn movement_reads(
+    api: &ranking_api::Deps,
+    expected: &Boards,
+    details: &Details,
+    retention: Retention,
+    today: NaiveDate,
+    all_reads: bool,
+) -> (Shown, MovementCounts) {
+    let mut counts = MovementCounts::default();
+    let mut shown: Shown = Vec::new();
+    // Every concert, in an order of its own, and one of them twice.
+    let mut ids: Vec<String> = (0..CONCERTS)
+        .map(|k| concert_id(k * 17 % CONCERTS))
+        .collect();
+    ids.push(concert_id(3));
+    let ids = ids.join(",");
+    for key in expected.keys() {
+        let (period, bucket, genre) = key;
+        for by in [By::Seats, By::Rate] {
+            let rows = model_rows(expected, details, key, by, retention, today, &mut counts);
+            let mut query = format!("date={}&by={}", day_in(period, bucket), by.as_str());
+            if let Some(genre) = genre {
+                query.push_str(&format!("&genre={genre}"));
+            }
+            let path = format!("/rankings/{period}?{query}&limit=100");
+            let page = read_through(api, &path).await.body;
+            shown.push((
+                path.clone(),
+                json!([page["bucket"], page["total"], shown_rows(&page["items"])]),
+                json!([bucket, rows.len(), rows]),
+            ));
+            // The standings: each concert once, sorted by id; all null off the board.
+            let path = format!("/rankings/{period}/concerts?{query}&ids={ids}");
+            let many = read_through(api, &path).await.body;
+            let got: Vec<Value> = many["concerts"]
+                .as_array()
+                .expect("concerts")
+                .iter()
+                .map(|c| {
+                    let percentile = c["percentile"].as_f64().map(|p| (p * 100.0).round());
+                    json!([shown_row(c), c["onBoard"], percentile])
+                })
+                .collect();
+            let total = rows.len() as u64;
+            let want: Vec<Value> = (0..CONCERTS)
+                .map(|k| {
+                    let id = concert_id(k);
+                    match rows.iter().find(|r| r[0] == json!(id)) {
+                        Some(row) => {
+                            // 100 × (total − rank + 1) ÷ total in hundredths, half up.
+                            let rank = row[2].as_u64().unwrap();
+                            let hundredths = ((total - rank + 1) * 20_000 + total) / (2 * total);
+                            json!([row, true, hundredths as f64])
+                        }
+                        None => json!([[id, null, null, null, null], false, null]),
+                    }
+                })
+                .collect();
+            shown.push((path, json!([many["total"], got]), json!([total, want])));
+            counts.reads += 2;
+            if !all_reads {
+                continue;
+            }
+            // The top 10, rendered and then from the page cache.
+            let top = &rows[..rows.len().min(10)];
+            for _ in 0..2 {
+                let path = format!("/rankings/{period}?{query}&limit=10");
+                let page = read_through(api, &path).await.body;
+                shown.push((path, shown_rows(&page["items"]), json!(top)));
+                counts.reads += 1;
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            counts.kept_pages += 1;
+            // The middle concert's own read, with its neighbours.
+            let at = rows.len() / 2;
+            let concert = rows[at][0].as_str().unwrap();
+            let path = format!("/rankings/{period}/concerts/{concert}?{query}&around=3");
+            let own = read_through(api, &path).await.body;
+            shown.push((
+                path,
+                json!([
+                    shown_rows(&own["above"]),
+                    shown_row(&own),
+                    shown_rows(&own["below"])
+                ]),
+                json!([
+                    rows[at.saturating_sub(3)..at],
+                    rows[at],
+                    rows[at + 1..rows.len().min(at + 4)]
+                ]),
+            ));
+            counts.reads += 1;
+        }
+    }
+    (shown, counts)
+}
+
+/// [`movement_reads`] through `api` as of now, read again if the day changes meanwhile (a
+/// bucket before may leave retention at midnight); asserts each read equals the model.
+async fn check_movement(
+    api: &ranking_api::Deps,
+    expected: &Boards,
+    details: &Details,
+    retention: Retention,
+    all_reads: bool,
+) -> MovementCounts {
+    loop {
+        let today = Utc::now().date_naive();
+        let (shown, counts) =
+            movement_reads(api, expected, details, retention, today, all_reads).await;
+        if Utc::now().date_naive() == today {
+            for (path, got, want) in &shown {
+                assert_eq!(got, want, "{path} ({retention:?})");
+            }
+            return counts;
+        }
+    }
 }
 
 /// The server's clock (Redis `TIME`) in ms.
