@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { createServer } from 'node:http';
 import assert from 'node:assert/strict';
 
 const require = createRequire(import.meta.url);
@@ -51,16 +52,17 @@ export async function dropped(queue) {
 
 export const violations = [];
 // Every state is checked by axe-core, run inside the page (through DevTools, so the page's
-// CSP stays as served), and screenshotted.
-export async function check(page, name) {
+// CSP stays as served), and screenshotted. `every: true` counts a violation of any impact,
+// not only the serious and critical.
+export async function check(page, name, { every = false } = {}) {
   await page.evaluate(AXE);
   const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const serious = result.violations.filter((v) => every || v.impact === 'serious' || v.impact === 'critical');
   for (const v of serious) violations.push(`${name}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target).join(' ')}`);
   const shown = await page.evaluate(() => document.body.innerText);
   assert.doesNotMatch(shown, /null|undefined|NaN|\{[a-z]+\}|(wait|rank)\.[a-z]/, `${name} shows a raw value`);
   await page.screenshot({ path: `${SHOTS}/${name}.png` });
-  console.log(`checked ${name}: ${serious.length} serious or critical violations`);
+  console.log(`checked ${name}: ${serious.length} ${every ? '' : 'serious or critical '}violations`);
 }
 
 export const cspErrors = [];
@@ -141,6 +143,105 @@ export function opensIn(page, at, locale, timeZone) {
     weekday: 'short', year: 'numeric', month: 'short', day: 'numeric',
     hour: 'numeric', minute: '2-digit', timeZoneName: 'short', timeZone,
   }).format(at), [at.getTime(), locale, timeZone]);
+}
+
+// Boards with movement (docs/rankings.md, "Movement"), paid as the booking system reports
+// sales (POST /events), each board in a genre of its own so that no other sale of a script
+// lands on it. Returns what each board must show, best first: the concert, its rank, and its
+// movement since the bucket before.
+//   daily, genre moves: yesterday a 5, b 4, c 3, d 2, f 1; today c 9, b 8, d 7, a 6, e 5, f 4
+//   weekly, genre moves-week: last week x 2, y 1; this week y 5, x 3
+//   monthly, genre moves-month: last month p 3, q 1; this month p 4, q 2
+// The rankings' calendar is UTC here: in the last five minutes of a UTC day the sales wait
+// for the next, so that "today" is still today when the pages read it (within a few minutes).
+export async function sellWithMovement() {
+  const now = new Date();
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  if (midnight - now.getTime() < 300e3) await new Promise((r) => setTimeout(r, midnight - now.getTime() + 2000));
+  const today = new Date();
+  const day = 86400e3;
+  const yesterday = new Date(today.getTime() - day);
+  const lastWeek = new Date(today.getTime() - 7 * day);
+  const lastMonth = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1) - day / 2);
+  const sales = [
+    ['moves', yesterday, { a: 5, b: 4, c: 3, d: 2, f: 1 }],
+    ['moves', today, { c: 9, b: 8, d: 7, a: 6, e: 5, f: 4 }],
+    ['moves-week', lastWeek, { x: 2, y: 1 }],
+    ['moves-week', today, { y: 5, x: 3 }],
+    ['moves-month', lastMonth, { p: 3, q: 1 }],
+    ['moves-month', today, { p: 4, q: 2 }],
+  ];
+  const events = sales.flatMap(([genre, at, seats]) => Object.entries(seats).map(([concert, n]) => ({
+    version: '0', id: `move-${genre}-${concert}-${at.getTime()}`, 'detail-type': 'PaymentCompleted',
+    source: 'lineup.payments', account: '123456789012', time: new Date().toISOString(), region: 'us-east-1',
+    resources: [], detail: {
+      paymentId: `move-${genre}-${concert}-${at.getTime()}`, concertId: `mv-${concert}`, seats: n,
+      genres: [genre], completedAt: at.toISOString(),
+    },
+  })));
+  const sent = await api('POST', '/events', events);
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  assert.deepEqual(sent.body.results.map((r) => r.result), events.map(() => 'applied'), JSON.stringify(sent.body));
+  const up = (by) => ({ kind: 'up', by });
+  const down = (by) => ({ kind: 'down', by });
+  const same = { kind: 'same' };
+  const boards = {
+    daily: { genre: 'moves', rows: [['mv-c', 1, up(2)], ['mv-b', 2, same], ['mv-d', 3, up(1)], ['mv-a', 4, down(3)], ['mv-e', 5, { kind: 'new' }], ['mv-f', 6, down(1)]] },
+    weekly: { genre: 'moves-week', rows: [['mv-y', 1, up(1)], ['mv-x', 2, down(1)]] },
+    monthly: { genre: 'moves-month', rows: [['mv-p', 1, same], ['mv-q', 2, same]] },
+  };
+  // The tick folds what the apply calls left (every 5 s in the local stack).
+  for (const [period, { genre, rows }] of Object.entries(boards)) {
+    const want = JSON.stringify(rows);
+    let got;
+    await until(async () => {
+      const read = await api('GET', `/rankings/${period}?genre=${genre}`);
+      got = JSON.stringify(read.body.items?.map((i) => [i.concertId, i.rank, i.movement]));
+      return got === want;
+    }, `the ${period} board of ${genre} to read ${want}`, 60000)
+      .catch((e) => { throw new Error(`${e.message}; it reads ${got}`); });
+  }
+  return boards;
+}
+
+// Each row of the rankings page's board as a buyer and a screen reader meet it: the concert,
+// the rank cell's visible text, the movement's mark and whether screen readers skip it, the
+// words they read, and the cell as the accessibility tree has it (Chromium's own).
+export async function boardRows(page) {
+  const rows = await page.$$eval('#rows tr', (trs) => trs.map((tr) => {
+    const cell = tr.cells[0];
+    const mark = cell.querySelector('.move');
+    const words = cell.querySelector('.sr');
+    return {
+      concert: tr.cells[1]?.textContent,
+      rank: cell.firstChild?.textContent,
+      mark: mark ? mark.textContent : null,
+      markHidden: mark ? mark.getAttribute('aria-hidden') === 'true' : null,
+      markColor: mark ? getComputedStyle(mark).color : null,
+      words: words ? words.textContent : null,
+      wordsUnseen: words ? words.getBoundingClientRect().width <= 1 : null,
+    };
+  }));
+  for (const [i, row] of rows.entries()) {
+    row.spoken = await page.locator(`#rows tr:nth-child(${i + 1}) td:first-child`).ariaSnapshot();
+  }
+  return rows;
+}
+
+// A concert's page on the booking site: its own origin (a server of this script's, on
+// another port), under a CSP of its own that lets in lineup's script and reads and nothing
+// else, not even a style. `page(path)` gives each path's HTML. Returns its address and
+// close().
+export async function bookingSite(page) {
+  const server = createServer((req, res) => {
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': `default-src 'none'; script-src ${BASE}; connect-src ${BASE}; base-uri 'none'`,
+    });
+    res.end(page(req.url));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
 }
 
 // The harness's input closed, so that the script can end (in a finally).

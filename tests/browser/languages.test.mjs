@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import {
   BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, endHarness, done,
+  sellWithMovement, boardRows, bookingSite,
 } from './common.mjs';
 
 // Each language, as a buyer's browser that speaks it: its locale and a time zone of its market.
@@ -61,6 +62,25 @@ async function inLanguage(b, lang, title) {
   assert.equal(await b.page.title(), T[lang][title]);
   assert.ok(b.tables.length > 0 && b.tables.every((l) => l === lang), `${lang}: fetched ${b.tables}`);
 }
+
+// A row's movement as the page in `lang` must show it on the `period` board: the mark beside
+// the rank and the words screen readers read instead, from the table.
+function move(lang, period, m) {
+  const since = T[lang][`rank.since.${period}`];
+  if (m.kind === 'new') return [T[lang]['rank.move.new.mark'], T[lang]['rank.move.new']];
+  if (m.kind === 'same') return ['–', says(lang, 'rank.move.same', { since })];
+  const key = `rank.move.${m.kind}${m.by === 1 ? '.one' : ''}`;
+  return [(m.kind === 'up' ? '▲' : '▼') + m.by, says(lang, key, { n: m.by, since })];
+}
+// The words for the daily board's first row (up 2 places since yesterday), as written in each
+// language: the tables' own wording, held here.
+const UP_TWO_SINCE_YESTERDAY = {
+  en: 'up 2 places since yesterday',
+  ko: '어제 대비 2계단 상승',
+  ja: '前日から2ランクアップ',
+  'zh-Hans': '较昨日上升2位',
+  'zh-Hant': '較昨日上升2名',
+};
 
 const each = (fn) => Promise.all(LANGS.map(fn));
 const id = (name, lang) => `${name}-${lang.toLowerCase()}`;
@@ -340,6 +360,64 @@ try {
     await check(r.page, `rankings-${lang}`);
     await r.context.close();
   });
+
+  // Movement on the daily, weekly and monthly boards in each language (yesterday's sales
+  // against today's, and so on): beside each rank its mark, which screen readers skip, and
+  // the words they read instead, by the period. The daily board at 320 px in the dark scheme
+  // too. Then the rank badge on a concert's page of the booking site in that language.
+  const moving = await sellWithMovement();
+  const site = await bookingSite((path) => {
+    const lang = decodeURIComponent(path.split('/').pop());
+    return `<!doctype html>
+<html lang="${lang}"><head><meta charset="utf-8"><title>IU</title></head>
+<body><main><h1>IU</h1>
+<p id="c"><span data-lineup-rank="mv-c" hidden></span></p>
+<p id="a"><span data-lineup-rank="mv-a" hidden></span></p>
+<p id="e"><span data-lineup-rank="mv-e" hidden></span></p>
+<script src="${BASE}/rankings/assets/badge.js" data-genre="moves" defer></script>
+</main></body></html>`;
+  });
+  try {
+    await each(async (lang) => {
+      const views = [
+        ['daily', {}], ['weekly', {}], ['monthly', {}],
+        ['daily', { colorScheme: 'dark', viewport: { width: 320, height: 640 } }],
+      ];
+      for (const [period, options] of views) {
+        const { genre, rows } = moving[period];
+        const dark = options.colorScheme === 'dark';
+        const r = await buyer(browser, lang, options);
+        await r.page.goto(`${BASE}/rankings?period=${period}&genre=${genre}`);
+        await r.page.waitForFunction((n) => document.querySelectorAll('#rows tr .move').length === n, rows.length, { timeout: 20000 });
+        await inLanguage(r, lang, 'rank.title');
+        const shown = await boardRows(r.page);
+        assert.deepEqual(shown.map((row) => [row.concert, row.rank, row.mark, row.words]),
+          rows.map(([concert, rank, m]) => [concert, String(rank), ...move(lang, period, m)]), `${lang} ${period}`);
+        for (const row of shown) {
+          assert.ok(row.markHidden && row.wordsUnseen, `${lang} ${row.concert}: the mark is unseen by screen readers, the words by eyes`);
+          assert.equal(row.spoken, `- cell "${row.rank} ${row.words}"`, `${lang} ${row.concert}`);
+        }
+        if (period === 'daily') assert.equal(shown[0].words, UP_TWO_SINCE_YESTERDAY[lang], lang);
+        if (dark) assert.ok(await r.page.evaluate(() => document.documentElement.scrollWidth <= 320), `${lang}: no sideways scroll at 320 px`);
+        await check(r.page, `rankings-movement-${period}${dark ? '-dark-320' : ''}-${lang}`, { every: true });
+        await r.context.close();
+      }
+
+      const b = await buyer(browser, 'en');
+      await b.page.goto(`${site.url}/concerts/${lang}`);
+      await b.page.waitForFunction(() => document.querySelectorAll('[data-lineup-rank]:not([hidden])').length === 3, null, { timeout: 20000 });
+      const badges = await b.page.$$eval('[data-lineup-rank]', (slots) => slots.map((s) => [
+        s.lang, s.firstChild.textContent, s.querySelector('[aria-hidden="true"]').textContent, s.lastElementChild.textContent,
+      ]));
+      const badge = (rank, m) => [lang, says(lang, 'rank.badge', { period: T[lang]['rank.daily'], n: rank }), ...move(lang, 'daily', m)];
+      assert.deepEqual(badges, [badge(1, { kind: 'up', by: 2 }), badge(4, { kind: 'down', by: 3 }), badge(5, { kind: 'new' })], lang);
+      assert.ok(b.tables.length > 0 && b.tables.every((l) => l === lang), `${lang}: the badge fetched ${b.tables}`);
+      await check(b.page, `badge-${lang}`, { every: true });
+      await b.context.close();
+    });
+  } finally {
+    site.close();
+  }
 
   // The menu: an English browser picks each language in turn; each loads its own table only.
   // The choice holds on the other page, and ?lang= takes a browser tag.

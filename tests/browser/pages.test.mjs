@@ -8,6 +8,7 @@ import { createHash, createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import {
   BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, admission, seats, endHarness, done,
+  sellWithMovement, boardRows, bookingSite,
 } from './common.mjs';
 
 // A pre-queue countdown, then the draw: two buyers in two time zones join before the
@@ -95,6 +96,111 @@ async function prequeueThenDraw(browser) {
   assert.match(await text(y.page, '#draw-check'), /^Checked in this browser/);
   await check(y.page, 'drawn');
   await check(m.page, 'drawn-ko');
+}
+
+// Movement on the rankings page (yesterday's sales against today's): beside each rank its
+// mark, ▲ up, ▼ down, – the same, NEW, which screen readers skip, and the words they read
+// instead, by the period; nothing where a board has no movement. Then the rank badge on a
+// concert's page of the booking site, from one read of the many-concerts route.
+async function movement(browser) {
+  const boards = await sellWithMovement();
+  const d = await open(browser);
+  await d.page.goto(`${BASE}/rankings?period=daily&genre=moves`);
+  await d.page.waitForFunction(() => document.querySelectorAll('#rows tr .move').length === 6, null, { timeout: 20000 });
+  const rows = await boardRows(d.page);
+  assert.deepEqual(rows.map((r) => [r.concert, r.rank, r.mark, r.words]), [
+    ['mv-c', '1', '▲2', 'up 2 places since yesterday'],
+    ['mv-b', '2', '–', 'no change since yesterday'],
+    ['mv-d', '3', '▲1', 'up 1 place since yesterday'],
+    ['mv-a', '4', '▼3', 'down 3 places since yesterday'],
+    ['mv-e', '5', 'NEW', 'new on the board'],
+    ['mv-f', '6', '▼1', 'down 1 place since yesterday'],
+  ]);
+  for (const row of rows) {
+    assert.ok(row.markHidden, `${row.concert}: screen readers skip the mark`);
+    assert.ok(row.wordsUnseen, `${row.concert}: the words are for screen readers only`);
+    // What a screen reader meets in the cell: the rank and the words, never the arrow.
+    assert.equal(row.spoken, `- cell "${row.rank} ${row.words}"`, row.concert);
+  }
+  const colour = Object.fromEntries(rows.map((r) => [r.concert, r.markColor]));
+  assert.ok(new Set([colour['mv-c'], colour['mv-a'], colour['mv-b'], colour['mv-e']]).size === 4, `up, down, same and new differ: ${JSON.stringify(colour)}`);
+  await check(d.page, 'rankings-movement', { every: true });
+
+  // The weekly tab, by keyboard, on another genre: "since last week".
+  await d.page.fill('#genre', boards.weekly.genre);
+  await d.page.focus('#tab-daily');
+  await d.page.keyboard.press('ArrowRight');
+  await d.page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 2
+    && document.querySelector('#rows tr .sr')?.textContent.includes('week'), null, { timeout: 20000 });
+  assert.deepEqual((await boardRows(d.page)).map((r) => [r.concert, r.mark, r.words]), [
+    ['mv-y', '▲1', 'up 1 place since last week'],
+    ['mv-x', '▼1', 'down 1 place since last week'],
+  ]);
+  // The all-time board has no movement: no mark, no words.
+  await d.page.click('#tab-all-time');
+  await d.page.waitForFunction(() => document.querySelector('#rows tr')?.cells[1]?.textContent === 'mv-y', null, { timeout: 20000 });
+  assert.equal(await d.page.$$eval('#rows .move, #rows .sr', (n) => n.length), 0, 'no movement on the all-time board');
+  await d.context.close();
+
+  // In the dark scheme, colours that read; the monthly board: "since last month".
+  const m = await open(browser, { colorScheme: 'dark' });
+  await m.page.goto(`${BASE}/rankings?period=daily&genre=${boards.daily.genre}`);
+  await m.page.waitForFunction(() => document.querySelectorAll('#rows tr .move').length === 6, null, { timeout: 20000 });
+  await check(m.page, 'rankings-movement-dark', { every: true });
+  await m.page.goto(`${BASE}/rankings?period=monthly&genre=${boards.monthly.genre}`);
+  await m.page.waitForFunction(() => document.querySelectorAll('#rows tr .move').length === 2, null, { timeout: 20000 });
+  assert.deepEqual((await boardRows(m.page)).map((r) => [r.concert, r.mark, r.words]), [
+    ['mv-p', '–', 'no change since last month'],
+    ['mv-q', '–', 'no change since last month'],
+  ]);
+  await m.context.close();
+
+  // The badge: a concert's page on the booking site, another origin, under its own CSP.
+  const site = await bookingSite(() => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>IU in Seoul</title></head>
+<body><main><h1>IU in Seoul</h1>
+<p id="c">Rank: <span data-lineup-rank="mv-c" hidden></span></p>
+<p id="e">Rank: <span data-lineup-rank="mv-e" hidden></span></p>
+<p id="b">Rank: <span data-lineup-rank="mv-b" hidden></span></p>
+<p id="c-again"><span data-lineup-rank="mv-c" hidden></span></p>
+<p id="off">Rank: <span data-lineup-rank="mv-nowhere" hidden></span></p>
+<script src="${BASE}/rankings/assets/badge.js" data-period="daily" data-genre="moves" defer></script>
+</main></body></html>`);
+  try {
+    const b = await open(browser);
+    const reads = [];
+    b.page.on('request', (r) => { if (/\/concerts\?/.test(r.url())) reads.push(new URL(r.url())); });
+    await b.page.goto(`${site.url}/concerts/iu`);
+    await b.page.waitForSelector('#c [data-lineup-rank]:not([hidden])', { timeout: 20000 });
+    const badges = await b.page.$$eval('[data-lineup-rank]', (slots) => slots.map((s) => {
+      const mark = s.querySelector('[aria-hidden="true"]');
+      const words = mark && s.lastElementChild;
+      return {
+        id: s.parentElement.id,
+        hidden: s.hidden,
+        text: s.firstChild?.textContent ?? '',
+        mark: mark ? mark.textContent : null,
+        words: words ? words.textContent : null,
+        unseen: words ? words.getBoundingClientRect().width <= 1 : null,
+      };
+    }));
+    assert.deepEqual(badges, [
+      { id: 'c', hidden: false, text: 'Daily #1', mark: '▲2', words: 'up 2 places since yesterday', unseen: true },
+      { id: 'e', hidden: false, text: 'Daily #5', mark: 'NEW', words: 'new on the board', unseen: true },
+      { id: 'b', hidden: false, text: 'Daily #2', mark: '–', words: 'no change since yesterday', unseen: true },
+      { id: 'c-again', hidden: false, text: 'Daily #1', mark: '▲2', words: 'up 2 places since yesterday', unseen: true },
+      { id: 'off', hidden: true, text: '', mark: null, words: null, unseen: null },
+    ]);
+    assert.equal(await b.page.locator('#c').ariaSnapshot(), '- paragraph: "Rank: Daily #1 up 2 places since yesterday"');
+    // One read for the page, its ids sorted and once each, so every page that shows the same
+    // concerts asks the same URL.
+    assert.deepEqual(reads.map((u) => [u.origin, u.pathname, u.searchParams.get('ids'), u.searchParams.get('genre')]),
+      [[BASE, '/rankings/daily/concerts', 'mv-b,mv-c,mv-e,mv-nowhere', 'moves']]);
+    await check(b.page, 'badge', { every: true });
+    await b.context.close();
+  } finally {
+    site.close();
+  }
 }
 
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -424,6 +530,8 @@ try {
   assert.equal(await text(rk.page, 'h1'), '예매 순위');
   assert.equal(await text(rk.page, '#tab-all-time'), '전체');
   await check(rk.page, 'rankings-ko-320');
+
+  await movement(browser);
 } finally {
   await browser.close();
   endHarness();

@@ -740,6 +740,7 @@ async fn the_pages_are_served_under_their_csp_and_redirect_only_where_allowed() 
         ("/rankings", "text/html"),
         ("/rankings/assets/rankings.js", "text/javascript"),
         ("/rankings/assets/page.css", "text/css"),
+        ("/rankings/assets/badge.js", "text/javascript"),
         ("/queues/show/wait/i18n/zh-Hant", "application/json"),
         ("/rankings/assets/i18n/ja", "application/json"),
     ] {

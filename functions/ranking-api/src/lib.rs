@@ -6,7 +6,7 @@
 //! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side, and its percentile |
 //! | `GET /rankings/{period}/concerts?ids&date&genre&by` | up to 100 concerts' standing on a board, in one round trip |
 //! | `GET /rankings` | the rankings page (HTML), which reads the boards above |
-//! | `GET /rankings/assets/{asset}` | its script (`rankings.js`) and styles (`page.css`) |
+//! | `GET /rankings/assets/{asset}` | its script (`rankings.js`) and styles (`page.css`); the rank badge a concert's page embeds (`badge.js`) |
 //! | `GET /rankings/assets/i18n/{lang}` | its string table in one language (JSON) |
 //!
 //! The board reads answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
@@ -196,7 +196,7 @@ enum Read<'a> {
     Concerts,
 }
 
-/// The rankings page (`""`), its script or its styles.
+/// The rankings page (`""`), its script or its styles, or the badge's script.
 fn page_part(asset: &str) -> Result<Response<Body>, Error> {
     let csp = pages::csp(None);
     match asset {
@@ -213,6 +213,12 @@ fn page_part(asset: &str) -> Result<Response<Body>, Error> {
             &csp,
         ),
         "page.css" => http::page(pages::STYLES, pages::CSS, pages::ASSET_CACHE_CONTROL, &csp),
+        "badge.js" => http::page(
+            pages::badge_script(),
+            pages::JAVASCRIPT,
+            pages::ASSET_CACHE_CONTROL,
+            &csp,
+        ),
         _ => Err(Error::NotFound(format!("no asset {asset}"))),
     }
 }

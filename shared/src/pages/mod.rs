@@ -5,6 +5,9 @@
 //! from lineup's own origin, under the Content-Security-Policy of [`csp`]: no inline
 //! script, no third-party origin but a queue's logo.
 //!
+//! The rankings page's assets include the rank badge (`badge.js`, [`badge_script`]), which a
+//! concert's page on the booking site embeds.
+//!
 //! Every string a buyer reads lives in one table per language (`i18n/<lang>.json`), served
 //! as its own asset ([`strings`]): a page fetches only its buyer's. The scripts carry only
 //! each language's tag and name. Another language is one more file and one more line in
@@ -65,7 +68,11 @@ pub const WORKER_ALLOWED: &str = "../wait";
 
 static WAIT_JS: LazyLock<String> = LazyLock::new(|| with_languages(include_str!("wait.js")));
 static RANKINGS_JS: LazyLock<String> =
-    LazyLock::new(|| with_languages(include_str!("rankings.js")));
+    LazyLock::new(|| with_languages(&[MOVEMENT_JS, include_str!("rankings.js")].concat()));
+static BADGE_JS: LazyLock<String> =
+    LazyLock::new(|| with_languages(&[MOVEMENT_JS, include_str!("badge.js")].concat()));
+/// A row's movement as its mark and its words, which the rankings page and the badge share.
+const MOVEMENT_JS: &str = include_str!("movement.js");
 
 /// `body` after the languages' tags and names in [`LANGUAGES`]' order, as
 /// `window.LINEUP_LANGUAGES = {"en":"English",…}`, and the language helpers both pages share
@@ -138,6 +145,13 @@ pub fn wait_script() -> &'static str {
 /// The rankings page's script.
 pub fn rankings_script() -> &'static str {
     &RANKINGS_JS
+}
+
+/// The rank badge a concert's page on the booking site embeds (`/rankings/assets/badge.js`):
+/// each of its elements `data-lineup-rank="<concertId>"` shows the concert's rank and
+/// movement, from one read of the many-concerts route.
+pub fn badge_script() -> &'static str {
+    &BADGE_JS
 }
 
 /// The rankings page.
@@ -340,7 +354,7 @@ mod tests {
 
     #[test]
     fn the_scripts_carry_the_languages_names_and_no_table() {
-        for script in [wait_script(), rankings_script()] {
+        for script in [wait_script(), rankings_script(), badge_script()] {
             let head = script.lines().next().unwrap_or_default();
             assert_eq!(
                 head,
@@ -375,8 +389,8 @@ mod tests {
 
     /// What a page load fetches, a page, its script, its styles and one string table as served
     /// (the largest), stays within the budget, however many languages there are. The service
-    /// worker is fetched only once the buyer asks for notifications, and has a budget of its
-    /// own.
+    /// worker is fetched only once the buyer asks for notifications, and the badge by a
+    /// concert's page on the booking site: each has a budget of its own.
     #[test]
     fn the_pages_with_their_scripts_styles_and_one_string_table_are_at_most_40_kb() {
         let (lang, table) = SERVED_TABLES
@@ -385,12 +399,15 @@ mod tests {
             .expect("a language");
         let waiting = WAIT_HTML.len() + wait_script().len() + STYLES.len() + table.len();
         let rankings = RANKINGS_HTML.len() + rankings_script().len() + STYLES.len() + table.len();
+        // A concert's page on the booking site fetches the badge's script and one table.
+        let badge = badge_script().len() + table.len();
         println!(
-            "with the {lang} table ({} bytes): waiting room: {waiting} bytes; rankings: {rankings} bytes",
+            "with the {lang} table ({} bytes): waiting room: {waiting} bytes; rankings: {rankings} bytes; badge: {badge} bytes",
             table.len()
         );
         assert!(waiting <= 40 * 1024, "waiting room: {waiting} bytes");
         assert!(rankings <= 40 * 1024, "rankings: {rankings} bytes");
+        assert!(badge <= 16 * 1024, "badge: {badge} bytes");
         assert!(WORKER.len() <= 2 * 1024, "worker: {} bytes", WORKER.len());
     }
 

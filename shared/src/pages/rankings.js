@@ -15,6 +15,7 @@
   let period = PERIODS.includes(params.get('period')) ? params.get('period') : 'daily';
   let genre = params.get('genre') || '';
   let timer = null;
+  let reads = 0;
   let shown = '';
 
   function tabs() {
@@ -67,6 +68,23 @@
     return td;
   }
 
+  // The rank, and beside it how the row moved since the bucket before: the mark (▲3, ▼2, –,
+  // NEW) is hidden from screen readers, which read the words instead.
+  function rank(text, movement) {
+    const td = cell(text, 'rank');
+    const move = window.LINEUP_MOVE(movement, period, t, (n) => new Intl.NumberFormat(locale()).format(n));
+    if (!move) return td;
+    const mark = document.createElement('span');
+    mark.className = 'move ' + move.kind;
+    mark.setAttribute('aria-hidden', 'true');
+    mark.textContent = move.mark;
+    const words = document.createElement('span');
+    words.className = 'sr';
+    words.textContent = move.words;
+    td.append(' ', mark, ' ', words);
+    return td;
+  }
+
   // Rows are rebuilt only when the board changed, so a refresh does not flicker.
   function draw(board) {
     const key = JSON.stringify([lang, board.items]);
@@ -77,7 +95,7 @@
       const tr = document.createElement('tr');
       const tied = ranks.indexOf(item.rank) !== n || ranks.lastIndexOf(item.rank) !== n;
       tr.append(
-        cell(tied ? item.rank + ' (' + t('rank.tie') + ')' : String(item.rank)),
+        rank(tied ? item.rank + ' (' + t('rank.tie') + ')' : String(item.rank), item.movement),
         cell(item.title || item.concertId),
         cell(new Intl.NumberFormat(locale()).format(item.score), 'num'),
         cell(item.rate == null ? '–' : new Intl.NumberFormat(locale(), { style: 'percent', maximumFractionDigits: 1 }).format(item.rate), 'num'));
@@ -89,28 +107,38 @@
     $('panel').removeAttribute('aria-busy');
   }
 
+  // One read at a time: a read answered after a newer one began (another tab, genre or
+  // language) is dropped, so it neither draws the old board nor starts a second timer.
   async function refresh() {
     clearTimeout(timer);
+    const asked = ++reads;
     const query = new URLSearchParams({ limit: '10' });
     if (genre) query.set('genre', genre);
     let wait = REFRESH_MS;
+    let failed = false;
+    let board = null;
     try {
       const r = await fetch('rankings/' + period + '?' + query, { headers: { accept: 'application/json' } });
-      if (r.ok) {
-        draw(await r.json());
-        $('notice').hidden = true;
-        $('updated').textContent = t('rank.updated', {
-          t: new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(new Date()),
-        });
-      } else {
+      if (r.ok) board = await r.json();
+      else {
         const after = Number(r.headers.get('retry-after'));
         if (after > 0) wait = Math.min(60000, after * 1000);
-        if (r.status < 500 && r.status !== 429) draw({ items: [] });
-        else throw new Error(String(r.status));
+        if (r.status < 500 && r.status !== 429) board = { items: [] };
+        else failed = true;
       }
     } catch (e) {
+      failed = true;
+    }
+    if (asked !== reads) return;
+    if (failed) {
       $('notice').hidden = false;
       $('notice').textContent = t('rank.error');
+    } else {
+      draw(board);
+      $('notice').hidden = true;
+      $('updated').textContent = t('rank.updated', {
+        t: new Intl.DateTimeFormat(locale(), { timeStyle: 'medium' }).format(new Date()),
+      });
     }
     timer = setTimeout(refresh, wait);
   }
