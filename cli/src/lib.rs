@@ -13,11 +13,13 @@
 //! - [`args`]: the command line, with an example under every subcommand.
 //! - [`commands`]: one module per operator task.
 //! - [`watch`]: the live view of one or more queues.
+//! - [`dispatch`]: runs a parsed command: a task, or the view.
 
 pub mod api;
 pub mod args;
 pub mod commands;
 pub mod confirm;
+pub mod dispatch;
 pub mod error;
 pub mod output;
 pub mod routes;

@@ -19,7 +19,7 @@ async fn main() -> ExitCode {
     }
     let out = Out::new(cli.global.json);
     let result = match Target::resolve(cli.global.place(), cli.global.target.as_deref()).await {
-        Ok(target) => lineup_cli::commands::run(cli.command, &target, out, cli.global.yes).await,
+        Ok(target) => lineup_cli::dispatch::run(cli.command, &target, out, cli.global.yes).await,
         Err(err) => Err(err),
     };
     match result {
