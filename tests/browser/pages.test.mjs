@@ -136,9 +136,13 @@ async function movement(browser) {
     ['mv-y', '▲1', 'up 1 place since last week'],
     ['mv-x', '▼1', 'down 1 place since last week'],
   ]);
-  // The all-time board has no movement: no mark, no words.
+  // The all-time board has no movement: no mark, no words. Its first row is mv-y as on the
+  // weekly board, so wait for its all-time seats (1 last week + 5 this week), not its name.
   await d.page.click('#tab-all-time');
-  await d.page.waitForFunction(() => document.querySelector('#rows tr')?.cells[1]?.textContent === 'mv-y', null, { timeout: 20000 });
+  await d.page.waitForFunction(() => {
+    const first = document.querySelector('#rows tr');
+    return first?.cells[1]?.textContent === 'mv-y' && first?.cells[2]?.textContent === '6';
+  }, null, { timeout: 20000 });
   assert.equal(await d.page.$$eval('#rows .move, #rows .sr', (n) => n.length), 0, 'no movement on the all-time board');
   await d.context.close();
 
