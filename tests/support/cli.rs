@@ -1,38 +1,29 @@
-//! The `lineup` binary as an operator runs it: built once per test run with cargo (the
-//! test binary cannot depend on another crate's binary), then run as a process with its
+//! The `lineup` binary as an operator runs it: its main.rs built by `cargo test` as this
+//! package's `lineup-console` binary (tests/Cargo.toml), then run as a process with its
 //! arguments, environment and stdin, its output and exit code returned.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 
-/// The built `lineup` binary, beside the test binary in the target directory.
+/// The console binary, beside the test binary in the target directory: `cargo test` builds
+/// a package's binaries before its integration tests run.
 pub fn cli_binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/Cargo.toml");
         // The test binary lives in <target>/<profile>/deps.
         let exe = std::env::current_exe().expect("the test binary's path");
         let profile_dir = exe
             .parent()
             .and_then(Path::parent)
             .expect("the test binary sits in <target>/<profile>/deps");
-        let target_dir = profile_dir.parent().expect("the target directory");
-        let release = profile_dir
-            .file_name()
-            .is_some_and(|name| name == "release");
-        let mut build = std::process::Command::new(cargo);
-        build
-            .args(["build", "--quiet", "--bin", "lineup", "--manifest-path"])
-            .arg(&manifest)
-            .env("CARGO_TARGET_DIR", target_dir);
-        if release {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(status.success(), "cargo build of lineup-cli failed");
-        profile_dir.join("lineup")
+        let binary = profile_dir.join(format!("lineup-console{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            binary.exists(),
+            "{} is missing: run the tests through `cargo test`, which builds it",
+            binary.display()
+        );
+        binary
     })
 }
 
