@@ -54,7 +54,10 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     // A tick call with a full chunk: a bucket that left the last 24 hours, holding
     // TICK_FIELDS concerts of two genres each.
     let rankings = &bench.app.stack.ranking_updater.rankings;
-    rankings.tick().await.expect("tick");
+    rankings
+        .tick(&lineup::clock::SystemClock)
+        .await
+        .expect("tick");
     let templates = lineup::bench_support::window_templates(rankings);
     let day = &templates["windows"][0];
     let (hash, board) = (

@@ -145,9 +145,15 @@ impl Bench {
     /// Ticks until the fold queue is empty: every payment applied so far is on its boards.
     pub async fn settle(&self) -> lineup::ranking::Tick {
         let rankings = &self.app.stack.ranking_updater.rankings;
-        let mut total = rankings.tick().await.expect("tick");
+        let mut total = rankings
+            .tick(&lineup::clock::SystemClock)
+            .await
+            .expect("tick");
         while total.more {
-            let tick = rankings.tick().await.expect("tick");
+            let tick = rankings
+                .tick(&lineup::clock::SystemClock)
+                .await
+                .expect("tick");
             total.folded += tick.folded;
             total.fold_left = tick.fold_left;
             total.processed += tick.processed;

@@ -15,7 +15,7 @@
 //! - Each figure is 2 000 reads in 5 rounds; compare the ratios, taken within one run.
 
 use lineup::ids::ConcertId;
-use lineup::ranking::{Board, Order, Period, Rankings};
+use lineup::ranking::{Against, Board, Order, Period, Rankings};
 
 use crate::measure::Bench;
 use crate::probe::{paired, plain_connections, Cost};
@@ -36,16 +36,16 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     let yesterday = Board::on(Period::Daily, today.pred_opt().expect("a day before"), None);
     bench.seed_board(rankings, &board, CONCERTS).await;
     seed_reordered(bench, rankings, &yesterday).await;
-    let previous = rankings.previous_board(Period::Daily, today, None, chrono::Utc::now());
+    let previous = rankings.against(&board, Some(today), chrono::Utc::now());
     assert_eq!(
-        previous.as_ref(),
-        Some(&yesterday),
+        previous,
+        Some(Against::Bucket(yesterday.clone())),
         "yesterday's board is kept"
     );
     let previous = previous.as_ref();
     let pings = plain_connections(bench, LANES).await;
 
-    let read = |with: Option<&Board>, offset: u64| {
+    let read = |with: Option<&Against>, offset: u64| {
         let board = board.clone();
         let with = with.cloned();
         async move {

@@ -38,17 +38,17 @@ pub fn top_script_hash() -> &'static str {
     crate::ranking::page_script().get_hash()
 }
 
-/// The top-`limit` read of `board` ranked by `order`, compared with `previous` when given,
+/// The top-`limit` read of `board` ranked by `order`, compared with `against` when given,
 /// as `rankings` sends it.
 pub fn top_command(
     rankings: &Rankings,
     board: &Board,
-    previous: Option<&Board>,
+    against: Option<&crate::ranking::Against>,
     order: Order,
     limit: u64,
 ) -> Vec<Vec<u8>> {
     rankings
-        .page_call(board, previous, order, 0, limit)
+        .page_call(board, against, order, 0, limit)
         .command_line()
 }
 

@@ -45,6 +45,7 @@ mod queue;
 mod queue_events;
 mod ranking_movement;
 mod ranking_reads;
+mod ranking_snapshots;
 mod ranking_standings;
 mod rankings;
 mod records;

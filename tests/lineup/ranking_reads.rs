@@ -71,13 +71,13 @@ async fn a_page_carries_each_concerts_seats_and_details() {
         json!([
             {"rank": 1, "concertId": "big", "score": 5, "capacity": 10, "rate": 0.5,
              "title": "Big Show", "venue": "Olympic Hall", "startsAt": "2026-12-24T19:00:00+09:00",
-             "previousRank": null, "movement": {"kind": "new"}},
+             "previousRank": null, "movement": {"kind": "new"}, "previousAt": null},
             {"rank": 2, "concertId": "small", "score": 3, "capacity": 4, "rate": 0.75,
              "title": "Small Show", "venue": null, "startsAt": "2026-12-25T18:00:00Z",
-             "previousRank": null, "movement": {"kind": "new"}},
+             "previousRank": null, "movement": {"kind": "new"}, "previousAt": null},
             {"rank": 3, "concertId": "unknown", "score": 1, "capacity": null, "rate": null,
              "title": null, "venue": null, "startsAt": null,
-             "previousRank": null, "movement": {"kind": "new"}},
+             "previousRank": null, "movement": {"kind": "new"}, "previousAt": null},
         ])
     );
     // A page further down reads the same rows.

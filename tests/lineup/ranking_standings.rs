@@ -66,7 +66,7 @@ async fn each_concert_asked_gets_its_standing_or_not_on_the_board_in_any_order()
         concerts[1],
         json!({"concertId": "b", "onBoard": true, "rank": 1, "score": 6, "capacity": 12,
                "rate": 0.5, "previousRank": 2, "movement": {"kind": "up", "by": 1},
-               "percentile": 100.0})
+               "previousAt": null, "percentile": 100.0})
     );
     assert_eq!(
         (
@@ -88,7 +88,7 @@ async fn each_concert_asked_gets_its_standing_or_not_on_the_board_in_any_order()
         concerts[3],
         json!({"concertId": "zz", "onBoard": false, "rank": null, "score": null,
                "capacity": null, "rate": null, "previousRank": null, "movement": null,
-               "percentile": null})
+               "previousAt": null, "percentile": null})
     );
 
     // The same set in another order, with a repeat, is answered the same.
@@ -105,6 +105,7 @@ async fn each_concert_asked_gets_its_standing_or_not_on_the_board_in_any_order()
             "rate",
             "previousRank",
             "movement",
+            "previousAt",
             "percentile",
         ] {
             assert_eq!(one.body[field], standing[field], "{concert} {field}");

@@ -110,11 +110,9 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             (Board::on(period, day, genre), Some(day), fell_back)
         }
     };
-    // Movement compares with the bucket before the one served, while it is kept.
-    let previous = day.and_then(|day| {
-        deps.rankings
-            .previous_board(period, day, board.genre.clone(), Utc::now())
-    });
+    // Movement compares with the bucket before the one served while it is kept, or with a
+    // live board's last snapshot.
+    let against = deps.rankings.against(&board, day, Utc::now());
     if period == Period::Trending && order == Order::Rate {
         return Err(Error::invalid(
             "by",
@@ -134,7 +132,7 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             let offset = query.number("offset", 0, Bounds::new(0, 1_000_000))?;
             let page = deps
                 .rankings
-                .page(&board, previous.as_ref(), order, offset, limit)
+                .page(&board, against.as_ref(), order, offset, limit)
                 .await?;
             Ok(json_cached(
                 StatusCode::OK,
@@ -155,7 +153,7 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
                 .collect::<Result<Vec<_>, _>>()?;
             let standings = deps
                 .rankings
-                .concerts(&board, previous.as_ref(), order, &ids)
+                .concerts(&board, against.as_ref(), order, &ids)
                 .await?;
             Ok(json_cached(
                 StatusCode::OK,
@@ -168,7 +166,7 @@ async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> 
             let n = query.number("around", 0, Bounds::new(0, MAX_AROUND))?;
             let around = deps
                 .rankings
-                .around(&board, previous.as_ref(), order, &concert, n)
+                .around(&board, against.as_ref(), order, &concert, n)
                 .await?
                 .ok_or_else(|| {
                     Error::NotFound(format!("concert {concert} is not on this board"))

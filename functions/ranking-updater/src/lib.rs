@@ -19,6 +19,7 @@
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
+use lineup::clock::SystemClock;
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::metrics::{MetricsSink, Record};
@@ -69,7 +70,7 @@ pub async fn handle(
         return Ok(serde_json::to_value(handle_batch(batch, deps).await)?);
     }
     if is_scheduled(&payload) {
-        let tick = deps.rankings.tick().await?;
+        let tick = deps.rankings.tick(&SystemClock).await?;
         if tick.fold_rejected > 0 {
             tracing::error!(
                 fold_rejected = tick.fold_rejected,
@@ -88,7 +89,8 @@ pub async fn handle(
                 .count("tickFolded", tick.folded)
                 .count("tickFoldLeft", tick.fold_left)
                 .count("tickFoldRejected", tick.fold_rejected)
-                .count("tickBucketFields", tick.processed),
+                .count("tickBucketFields", tick.processed)
+                .count("tickSnapshots", tick.snapshots),
         );
         return Ok(tick.to_json());
     }

@@ -1,5 +1,5 @@
 //! The rankings' settings: the event source, the zone of the calendar boards, how long boards
-//! are kept, the dedupe window and the trending half-life.
+//! are kept, the dedupe window, the trending half-life and the live boards' snapshots.
 
 use std::time::Duration;
 
@@ -21,6 +21,8 @@ pub struct RankingSettings {
     pub dedupe: Duration,
     /// The trending board's half-life: a sale weighs half as much this much later.
     pub trending_half_life: Duration,
+    /// The rows an hourly snapshot of a live board keeps: movement is shown within them.
+    pub snapshot_top: u32,
     /// `RANKING_EARLY_CUTOFF`: before this local time, a daily read without a date serves
     /// yesterday's board, and a weekly one on a Monday last week's. `None`: never.
     pub early_cutoff: Option<chrono::NaiveTime>,
@@ -76,6 +78,7 @@ impl RankingSettings {
             trending_half_life: Duration::from_secs(
                 3_600 * vars.number("RANKING_TRENDING_HALF_LIFE_HOURS", 6, Bounds::new(1, 168))?,
             ),
+            snapshot_top: vars.count("RANKING_SNAPSHOT_TOP", 100, Bounds::new(1, 1_000))?,
             early_cutoff: vars
                 .string("RANKING_EARLY_CUTOFF")
                 .map(|raw| {

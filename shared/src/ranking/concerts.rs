@@ -1,6 +1,6 @@
 //! Many concerts' standing on one board in one call of `concerts.lua`: for each, its rank,
-//! seats, sell-through, movement since the bucket before and percentile, or that it is not
-//! on the board. For a catalogue or search page that shows a rank badge on each concert it
+//! seats, sell-through, movement (since the bucket before, or a live board's last snapshot)
+//! and percentile, or that it is not on the board. For a catalogue or search page that shows a rank badge on each concert it
 //! lists.
 
 use std::collections::BTreeSet;
@@ -9,17 +9,18 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
+use super::compare::{snapshot_time, Against, COMPARE_LUA};
 use super::keys::{Board, Order};
 use super::read::{percentile, Movement};
 use super::Rankings;
 use crate::error::Error;
 use crate::ids::ConcertId;
-use crate::store::{primary_read_script, NamedScript, ScriptCall};
+use crate::store::{assemble, primary_read_script, NamedScript, ScriptCall};
 
 pub(super) static CONCERTS: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(include_str!("concerts.lua"))),
+    LazyLock::new(|| primary_read_script(&assemble(&[COMPARE_LUA], include_str!("concerts.lua")))),
     &["ranked", "seat_board", "details", "previous?"],
-    &["ids…"],
+    &["against", "half", "ids…"],
 );
 
 /// Most concerts one read asks for.
@@ -40,6 +41,8 @@ pub struct Standing {
     pub rate: Option<f64>,
     pub previous_rank: Option<u64>,
     pub movement: Option<Movement>,
+    /// When the snapshot a live board's movement compares with was taken (RFC 3339).
+    pub previous_at: Option<String>,
     pub percentile: Option<f64>,
 }
 
@@ -51,11 +54,12 @@ pub struct Standings {
     pub concerts: Vec<Standing>,
 }
 
-/// `concerts.lua`'s reply: total, then per id its rank, seat score, capacity and previous
-/// rank.
+/// `concerts.lua`'s reply: total, the time of the snapshot compared with (RFC 3339), then per
+/// id its rank, seat score, capacity and previous rank.
 #[derive(Debug)]
 struct ConcertsReply {
     total: u64,
+    at: Option<String>,
     rows: Vec<Row>,
 }
 
@@ -73,11 +77,14 @@ struct Row {
 impl FromRedisValue for ConcertsReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
         let items = Vec::<Value>::from_redis_value(v)?;
-        if items.is_empty() || items.len() % 4 != 1 {
+        if items.len() < 2 || items.len() % 4 != 2 {
             return Err(format!("a standings reply of {} values", items.len()).into());
         }
         let mut items = items.into_iter();
         let total = u64::from_redis_value(items.next().unwrap_or(Value::Nil))?;
+        let at = snapshot_time(Option::<i64>::from_redis_value(
+            items.next().unwrap_or(Value::Nil),
+        )?)?;
         let mut rows = Vec::new();
         while let Some(rank) = items.next() {
             let mut next = || items.next().unwrap_or(Value::Nil);
@@ -89,7 +96,7 @@ impl FromRedisValue for ConcertsReply {
                 previous: Option::<u64>::from_redis_value(previous)?,
             });
         }
-        Ok(ConcertsReply { total, rows })
+        Ok(ConcertsReply { total, at, rows })
     }
 }
 
@@ -104,11 +111,11 @@ pub fn canonical(ids: &[ConcertId]) -> Vec<ConcertId> {
 
 impl Rankings {
     /// The standing of each of `ids` ([`MAX_CONCERTS`] at most, after duplicates) on `board`
-    /// ranked by `order`, with movement since `previous` when given.
+    /// ranked by `order`, with movement since `against` when given.
     pub async fn concerts(
         &self,
         board: &Board,
-        previous: Option<&Board>,
+        against: Option<&Against>,
         order: Order,
         ids: &[ConcertId],
     ) -> Result<Standings, Error> {
@@ -119,17 +126,18 @@ impl Rankings {
                 format!("must name 1 to {MAX_CONCERTS} concerts"),
             ));
         }
-        let ranked = |board: &Board| match order {
+        let ranked = match order {
             Order::Seats => self.board_key(board),
             Order::Rate => self.rate_key(board),
         };
         let mut call = ScriptCall::of(&CONCERTS);
-        call.named_key("ranked", ranked(board))
+        call.named_key("ranked", ranked)
             .named_key("seat_board", self.board_key(board))
             .named_key("details", self.details_key());
-        if let Some(previous) = previous {
-            call.named_key("previous", ranked(previous));
+        if let Some(previous) = self.previous_key(against, order) {
+            call.named_key("previous", previous);
         }
+        self.compare_args(&mut call, against);
         for id in &ids {
             call.named("ids", id.as_str());
         }
@@ -145,7 +153,7 @@ impl Rankings {
         let concerts = ids
             .iter()
             .zip(reply.rows)
-            .map(|(id, row)| standing(id, reply.total, &row, trending))
+            .map(|(id, row)| standing(id, reply.total, reply.at.as_ref(), &row, trending))
             .collect::<Result<_, _>>()?;
         Ok(Standings {
             total: reply.total,
@@ -155,7 +163,13 @@ impl Rankings {
 }
 
 /// One concert's standing from the script's values for it.
-fn standing(id: &ConcertId, total: u64, row: &Row, trending: bool) -> Result<Standing, Error> {
+fn standing(
+    id: &ConcertId,
+    total: u64,
+    at: Option<&String>,
+    row: &Row,
+    trending: bool,
+) -> Result<Standing, Error> {
     let Row {
         rank,
         score,
@@ -172,6 +186,7 @@ fn standing(id: &ConcertId, total: u64, row: &Row, trending: bool) -> Result<Sta
             rate: None,
             previous_rank: None,
             movement: None,
+            previous_at: None,
             percentile: None,
         });
     };
@@ -196,6 +211,7 @@ fn standing(id: &ConcertId, total: u64, row: &Row, trending: bool) -> Result<Sta
             .map(|capacity| (score as f64 / capacity as f64 * 1e6).round() / 1e6),
         previous_rank: previous.filter(|before| *before > 0),
         movement: previous.map(|before| Movement::between(rank, before)),
+        previous_at: previous.and(at.cloned()),
         percentile: Some(percentile(rank, total)),
     })
 }
@@ -221,6 +237,7 @@ mod tests {
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let reply = ConcertsReply::from_redis_value(Value::Array(vec![
             Value::Int(4),
+            Value::Nil,
             Value::Int(2),
             text("-3"),
             Value::Int(6),
@@ -232,7 +249,7 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(reply.total, 4);
-        let on = standing(&id("a"), 4, &reply.rows[0], false).unwrap();
+        let on = standing(&id("a"), 4, None, &reply.rows[0], false).unwrap();
         assert_eq!(
             (
                 on.rank,
@@ -251,11 +268,14 @@ mod tests {
                 Some(75.0)
             )
         );
-        let off = standing(&id("z"), 4, &reply.rows[1], false).unwrap();
+        let off = standing(&id("z"), 4, None, &reply.rows[1], false).unwrap();
         assert!(!off.on_board);
         assert_eq!((off.rank, off.movement, off.percentile), (None, None, None));
-        assert!(
-            ConcertsReply::from_redis_value(Value::Array(vec![Value::Int(1), Value::Nil])).is_err()
-        );
+        assert!(ConcertsReply::from_redis_value(Value::Array(vec![
+            Value::Int(1),
+            Value::Nil,
+            Value::Nil
+        ]))
+        .is_err());
     }
 }

@@ -335,6 +335,7 @@ local function fold(budget, win, ttl)
     if full or #entries < 8 then break end
   end
   flush()
+  write_live_genres(win)
   if done > 0 then redis.call('LTRIM', FOLD, done, -1) end
   return done
 end

@@ -154,6 +154,7 @@ impl Rankings {
             "calendar": self.key("board:"),
             "periods": Period::ALL.map(Period::as_str),
             "trending": self.key(&format!("board:{}:", Period::Trending)),
+            "live": self.live_genres_key(),
         })
     }
 

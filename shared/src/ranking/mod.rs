@@ -2,7 +2,7 @@
 //! genre, fed by payment events exactly once; beside each, a rate board of sell-through for
 //! the concerts whose capacity concert events gave (their details, latest `updatedAt` wins);
 //! rolling last-24h and last-7d boards that a tick keeps current, and trending boards (see
-//! `windows.rs`).
+//! `windows.rs`), each with an hourly snapshot of its top rows to show movement.
 //!
 //! An apply call records its payments and refunds (dedupe, the payment record) and queues
 //! them in the fold queue; the fold (`fold.lua`) writes their boards, within a budget of
@@ -26,30 +26,36 @@
 //! The module is split by concern: `keys.rs` names every key (boards, rates, the windows'
 //! watermarks, the fold queue, details, the page cache); `record.rs` says where a payment's
 //! dedupe record lives and what it keeps (`record.lua` writes and reads it); `apply.rs` turns
-//! commands into one apply call per batch; `tick.rs` is the tick (the windows' roll and the
-//! fold); `read.rs` reads pages of a board, with movement; `concerts.rs` reads many concerts'
-//! standing on one board. `events.rs` parses the events, `period.rs` the calendar and
-//! `windows.rs` the rolling and trending windows.
+//! commands into one apply call per batch; `tick.rs` is the tick (the fold, the windows'
+//! roll and the snapshots); `snapshot.rs` keeps the live boards' hourly snapshots;
+//! `compare.rs` says what a read's movement compares with; `read.rs` reads pages of a board,
+//! with movement; `concerts.rs` reads many concerts' standing on one board. `events.rs`
+//! parses the events, `period.rs` the calendar and `windows.rs` the rolling and trending
+//! windows.
 
 mod apply;
+mod compare;
 mod concerts;
 mod events;
 mod keys;
 mod period;
 mod read;
 mod record;
+mod snapshot;
 mod tick;
 pub mod windows;
 
 pub use apply::{
     Outcome, StagedApply, EVENTS_PER_CALL, FOLD_BUDGET_APPLY, FUTURE_SKEW, MAX_PENDING_REFUNDS,
 };
+pub use compare::Against;
 pub use concerts::{Standing, Standings, MAX_CONCERTS};
 pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX_TEXT_CHARS};
 pub use keys::{Board, Order};
 pub use period::{default_day, local_day, parse_date, Period};
 pub(crate) use read::page_script;
 pub use read::{percentile, Around, Movement, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
+pub use snapshot::{Snapshots, SNAPSHOT_BUDGET, SNAPSHOT_CALLS};
 pub use tick::{Fold, Tick, FOLD_BUDGET_TICK, FOLD_CALLS};
 
 use crate::config::RankingSettings;
@@ -95,6 +101,7 @@ mod tests {
     #[test]
     fn each_script_binds_its_keys_and_arguments_by_the_names_rust_sends_them_under() {
         use super::{apply::APPLY, concerts::CONCERTS, read::PAGE, tick::FOLD, tick::ROLL};
+        use super::{compare::COMPARE_LUA, snapshot::SNAPSHOT};
         use crate::store::bindings::assert_binds;
         let boards = include_str!("boards.lua");
         let fold = [
@@ -109,7 +116,11 @@ mod tests {
             &FOLD,
         );
         assert_binds(&[boards, include_str!("roll.lua")].concat(), &ROLL);
-        assert_binds(include_str!("page.lua"), &PAGE);
-        assert_binds(include_str!("concerts.lua"), &CONCERTS);
+        assert_binds(&[COMPARE_LUA, include_str!("page.lua")].concat(), &PAGE);
+        assert_binds(
+            &[COMPARE_LUA, include_str!("concerts.lua")].concat(),
+            &CONCERTS,
+        );
+        assert_binds(&[boards, include_str!("snapshot.lua")].concat(), &SNAPSHOT);
     }
 }

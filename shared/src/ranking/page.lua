@@ -1,45 +1,47 @@
--- A page of a board with each row's seats, details and previous rank, in one call.
+-- A page of a board with each row's seats, details and previous rank, in one call; after
+-- compare.lua (previous_ranks).
 -- Keys (read.rs PAGE names them too): ranked, the board ranked by (a seat or a rate board);
--- seat_board; details, the details hash; cache, the page cache; previous, the same kind of
--- board one bucket before (given where movement is shown and that bucket is kept). Arguments:
--- mode, 'page' or 'around'; target, a page's offset or the concertId to read around; count,
--- a page's limit or the rows either side of that concert; keep, '1' for the pages worth
--- keeping in the cache, else '0'.
--- The page cache is a hash of rendered pages, the field '<ranked> <offset> <limit>', with
--- ' p' where the page compares with a previous board. Every script call that writes boards
--- or details deletes it (boards.lua's forget_pages), so a page served from it is the page
--- the boards give now, the previous bucket's late payments included. A miss renders the page
--- and keeps it when the board is not empty. The hash ends CACHE_SECONDS after its first page,
--- and never after the board it keeps a page of. It holds at most one page per board, order,
--- limit and comparison up to read.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even
--- when Redis is full (the script runs under allow-oom, as reads must) adds little.
--- A row's previous rank: its competition rank on previous (ties share it), 0 when it is not
--- on previous (new), nil (false in a kept page: null) without previous.
--- Returns a page to keep as JSON, [total, focus, [row, ...]], a row being [concertId, rank,
--- score, capacity, [title, venue, startsAt], previous]: only what a row shows, as a kept page
--- is handed to Lua and out again on every read, and Redis hashes every byte of a string it
--- hands Lua. Any other read returns a flat array: total, focus, then per row concertId,
--- rank, score, details and previous rank, each value as Redis holds it (nothing is copied
--- into a new string). rank: competition style (1, 2, 2, 4) on ranked; score: the concert's
--- score on the seat board as stored (a string), null when absent; capacity and details from
--- the details hash's "<updatedAtMs> <capacity> <json>", null when unknown. focus: the
--- concert's row (1-based) around it; 0 on a page, and around a concert not on the board (no
--- rows then). A concertId needs no JSON escaping (letters, digits, '.', '_', ':', '-';
--- ids.rs).
+-- seat_board; details, the details hash; cache, the page cache; previous, what movement
+-- compares with (compare.lua; given where movement is shown). Arguments: mode, 'page' or
+-- 'around'; target, a page's offset or the concertId to read around; count, a page's limit or
+-- the rows either side of that concert; keep, '1' for the pages worth keeping in the cache,
+-- else '0'; against and half, what previous is and the trending half-life (compare.lua).
+-- The page cache is a hash of rendered pages, the field '<ranked> <offset> <limit> <against>
+-- <half>'. Every script call that writes boards, details or snapshots deletes it
+-- (boards.lua's forget_pages), so a page served from it is the page the boards give now, the
+-- previous bucket's late payments included. A miss renders the page and keeps it when the
+-- board is not empty. The hash ends CACHE_SECONDS after its first page, and never after the
+-- board it keeps a page of. It holds at most one page per board, order, limit and comparison
+-- up to read.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
+-- (the script runs under allow-oom, as reads must) adds little.
+-- A row's previous rank as compare.lua gives it: a rank, 0 (new), or nil (false in a kept
+-- page: null); `at`, the snapshot's time, or nil.
+-- Returns a page to keep as JSON, [total, focus, [row, ...], at], a row being [concertId,
+-- rank, score, capacity, [title, venue, startsAt], previous]: only what a row shows, as a
+-- kept page is handed to Lua and out again on every read, and Redis hashes every byte of a
+-- string it hands Lua. Any other read returns a flat array: total, focus, at, then per row
+-- concertId, rank, score, details and previous rank, each value as Redis holds it (nothing
+-- is copied into a new string). rank: competition style (1, 2, 2, 4) on ranked; score: the
+-- concert's score on the seat board as stored (a string), null when absent; capacity and
+-- details from the details hash's "<updatedAtMs> <capacity> <json>", null when unknown.
+-- focus: the concert's row (1-based) around it; 0 on a page, and around a concert not on the
+-- board (no rows then). A concertId needs no JSON escaping (letters, digits, '.', '_', ':',
+-- '-'; ids.rs).
 local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local previous = KEYS[5]
 local mode, target, count, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+local against, half = ARGV[5], ARGV[6]
 local CACHE_SECONDS = 300
 local field
 if keep then
-  field = ranked .. ' ' .. target .. ' ' .. count .. (previous and ' p' or '')
+  field = ranked .. ' ' .. target .. ' ' .. count .. ' ' .. against .. ' ' .. half
   local kept = redis.call('HGET', cache, field)
   if kept then return kept end
 end
 local first, last, focus
 if mode == 'around' then
   local at = redis.call('ZRANK', ranked, target)
-  if not at then return {redis.call('ZCARD', ranked), 0} end
+  if not at then return {redis.call('ZCARD', ranked), 0, false} end
   first = math.max(0, at - tonumber(count))
   last = at + tonumber(count)
   focus = at - first + 1
@@ -71,23 +73,9 @@ local shown = #ids > 0 and redis.call('HMGET', details, unpack(ids)) or {}
 if #ids > 0 and ranked ~= seat_board then
   scores = redis.call('ZMSCORE', seat_board, unpack(ids))
 end
--- Each row's competition rank on the board before (`previous`): one ZMSCORE, then one
--- ZCOUNT per score there.
-local before = {}
-if previous and #ids > 0 then
-  local old, counted = redis.call('ZMSCORE', previous, unpack(ids)), {}
-  for j = 1, #ids do
-    local score = old[j]
-    if score then
-      counted[score] = counted[score] or redis.call('ZCOUNT', previous, '-inf', '(' .. score) + 1
-      before[j] = counted[score]
-    else
-      before[j] = 0
-    end
-  end
-end
+local before, taken_at = previous_ranks(previous, against, half, ids, ranks)
 if not field then
-  local flat = {total, focus}
+  local flat = {total, focus, taken_at or false}
   for j, id in ipairs(ids) do
     local n = #flat
     flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4], flat[n + 5] = id, ranks[j],
@@ -131,7 +119,8 @@ for j, id in ipairs(ids) do
     (scores[j] and '"' .. scores[j] .. '"' or 'null') .. ',' .. capacity .. ',' .. kept .. ',' ..
     (before[j] or 'null') .. ']'
 end
-local page = '[' .. total .. ',' .. focus .. ',[' .. table.concat(out, ',') .. ']]'
+local page = '[' .. total .. ',' .. focus .. ',[' .. table.concat(out, ',') .. '],' ..
+  (taken_at or 'null') .. ']'
 if total > 0 then
   redis.call('HSET', cache, field, page)
   redis.call('EXPIRE', cache, CACHE_SECONDS, 'NX')

@@ -233,6 +233,7 @@ mod tests {
             monthly_retention_months: 1,
             dedupe: std::time::Duration::from_secs(60),
             trending_half_life: std::time::Duration::from_secs(6 * 3600),
+            snapshot_top: 100,
             early_cutoff: None,
         }
     }

@@ -1,6 +1,6 @@
 //! Reading a board: a page from its top, or the rows around one concert, with each row's
-//! seats, rate, details and movement since the bucket before, in one call of `page.lua`; the
-//! top pages kept rendered in the page cache.
+//! seats, rate, details and movement (since the bucket before, or a live board's last
+//! snapshot), in one call of `page.lua`; the top pages kept rendered in the page cache.
 
 use std::sync::LazyLock;
 
@@ -8,17 +8,18 @@ use chrono::{NaiveDate, Utc};
 use redis::{FromRedisValue, ParsingError, Script, Value};
 use serde::{Deserialize, Serialize};
 
+use super::compare::{snapshot_time, Against, COMPARE_LUA};
 use super::keys::{Board, Order};
 use super::period::{default_day, local_day, Period};
 use super::Rankings;
 use crate::error::Error;
 use crate::ids::ConcertId;
-use crate::store::{primary_read_script, NamedScript, ScriptCall};
+use crate::store::{assemble, primary_read_script, NamedScript, ScriptCall};
 
 pub(super) static PAGE: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(include_str!("page.lua"))),
+    LazyLock::new(|| primary_read_script(&assemble(&[COMPARE_LUA], include_str!("page.lua")))),
     &["ranked", "seat_board", "details", "cache", "previous?"],
-    &["mode", "target", "count", "keep"],
+    &["mode", "target", "count", "keep", "against", "half"],
 );
 
 /// The page script, for [`crate::bench_support`].
@@ -49,15 +50,20 @@ pub struct Ranked {
     pub title: Option<String>,
     pub venue: Option<String>,
     pub starts_at: Option<String>,
-    /// The concert's rank on the same board one bucket before; `None` when it was not on
-    /// it, or when the read compares with no bucket.
+    /// The concert's rank on the same board one bucket before, or in a live board's last
+    /// snapshot; `None` when it was not there, or when the row compares with nothing.
     pub previous_rank: Option<u64>,
-    /// How the concert moved since the bucket before; `None` when the read compares with no
-    /// bucket (the all-time board, or the bucket before is no longer kept).
+    /// How the concert moved since; `None` when the row compares with nothing: the all-time
+    /// board, a bucket before that is no longer kept; on a live board, no snapshot yet, a
+    /// snapshot of another half-life, or a row below the snapshot's top rows now or then.
     pub movement: Option<Movement>,
+    /// When the snapshot a live board's row compares with was taken (RFC 3339); `None` on a
+    /// calendar board, and where `movement` is.
+    pub previous_at: Option<String>,
 }
 
-/// How a row moved since the same board one bucket before, by competition ranks.
+/// How a row moved since the same board one bucket before, or since a live board's last
+/// snapshot, by competition ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Movement {
@@ -68,7 +74,8 @@ pub enum Movement {
         by: u64,
     },
     Same,
-    /// Not on the board before.
+    /// Not on the board before (on a live board: not in a snapshot of fewer rows than it
+    /// keeps).
     New,
 }
 
@@ -118,13 +125,15 @@ struct Shown {
 impl Ranked {
     /// A row from its concert, rank, score as stored, its capacity and shown details
     /// (title, venue, startsAt) if the rankings know them, and its previous rank as
-    /// `page.lua` gives it (0: not on the board before; `None`: no comparison).
+    /// `page.lua` gives it (0: not on the board before; `None`: no comparison), with the
+    /// snapshot's time when compared with one.
     fn new(
         concert_id: String,
         rank: u64,
         score: Option<&str>,
         details: Option<(u64, Shown)>,
         previous: Option<u64>,
+        at: Option<&String>,
     ) -> Result<Self, String> {
         // A seat score is negated seats; a trending score a fraction, shown rounded down.
         let score = match score {
@@ -151,11 +160,12 @@ impl Ranked {
             starts_at: shown.map(|shown| shown.starts_at),
             previous_rank: previous.filter(|before| *before > 0),
             movement: previous.map(|before| Movement::between(rank, before)),
+            previous_at: previous.and(at.cloned()),
         })
     }
 
     /// A row of a kept page.
-    fn kept(row: KeptRow) -> Result<Self, String> {
+    fn kept(row: KeptRow, at: Option<&String>) -> Result<Self, String> {
         let KeptRow(concert_id, rank, score, capacity, shown, previous) = row;
         let details = match (capacity, shown) {
             (Some(capacity), Some((title, venue, starts_at))) => Some((
@@ -169,7 +179,7 @@ impl Ranked {
             (None, None) => None,
             _ => return Err(format!("malformed concert details of {concert_id}")),
         };
-        Ranked::new(concert_id, rank, score.as_deref(), details, previous)
+        Ranked::new(concert_id, rank, score.as_deref(), details, previous, at)
     }
 
     /// A row of a page read from the boards: the details as the hash holds them,
@@ -180,6 +190,7 @@ impl Ranked {
         score: Option<&str>,
         details: Option<&str>,
         previous: Option<u64>,
+        at: Option<&String>,
     ) -> Result<Self, String> {
         let details = match details {
             Some(details) => {
@@ -196,7 +207,7 @@ impl Ranked {
             }
             None => None,
         };
-        Ranked::new(concert_id, rank, score, details, previous)
+        Ranked::new(concert_id, rank, score, details, previous, at)
     }
 }
 
@@ -217,9 +228,10 @@ pub struct Around {
     pub below: Vec<Ranked>,
 }
 
-/// The page script's reply (`page.lua`): a kept page as JSON, `[total, focus, [row, ...]]`;
-/// or a page read from the boards as a flat array, total, focus, then per row concertId,
-/// rank, score, details and previous rank.
+/// The page script's reply (`page.lua`): a kept page as JSON, `[total, focus, [row, ...],
+/// at]`; or a page read from the boards as a flat array, total, focus, at, then per row
+/// concertId, rank, score, details and previous rank; `at` the time (ms) of the snapshot
+/// compared with, or null.
 #[derive(Debug)]
 struct PageReply {
     total: u64,
@@ -239,25 +251,28 @@ impl FromRedisValue for PageReply {
 impl PageReply {
     /// A kept page.
     fn parse(json: &[u8]) -> Result<Self, String> {
-        let (total, focus, rows): (u64, usize, Vec<KeptRow>) =
+        let (total, focus, rows, at): (u64, usize, Vec<KeptRow>, Option<i64>) =
             serde_json::from_slice(json).map_err(|err| format!("malformed page: {err}"))?;
+        let at = snapshot_time(at)?;
         let rows = rows
             .into_iter()
-            .map(Ranked::kept)
+            .map(|row| Ranked::kept(row, at.as_ref()))
             .collect::<Result<_, _>>()?;
         Ok(PageReply { total, rows, focus })
     }
 
     /// A page read from the boards.
     fn flat(items: Vec<Value>) -> Result<Self, ParsingError> {
-        if items.len() < 2 || items.len() % 5 != 2 {
+        if items.len() < 3 || items.len() % 5 != 3 {
             return Err(format!("a page of {} values", items.len()).into());
         }
         let mut items = items.into_iter();
-        let (total, focus) = (
+        let (total, focus, at) = (
             u64::from_redis_value(items.next().unwrap_or(Value::Nil))?,
             usize::from_redis_value(items.next().unwrap_or(Value::Nil))?,
+            Option::<i64>::from_redis_value(items.next().unwrap_or(Value::Nil))?,
         );
+        let at = snapshot_time(at)?;
         let mut rows = Vec::new();
         while let Some(concert) = items.next() {
             let mut next = || items.next().unwrap_or(Value::Nil);
@@ -268,6 +283,7 @@ impl PageReply {
                 Option::<String>::from_redis_value(score)?.as_deref(),
                 Option::<String>::from_redis_value(details)?.as_deref(),
                 Option::<u64>::from_redis_value(previous)?,
+                at.as_ref(),
             )?);
         }
         Ok(PageReply { total, rows, focus })
@@ -310,27 +326,26 @@ impl Rankings {
         default_day(Utc::now(), &self.settings, period)
     }
 
-    /// The page script's keys for `board` ranked by `order`, compared with `previous` (the
-    /// same board one bucket before, [`Rankings::previous_board`]) when given; its arguments
-    /// still to come.
+    /// The page script's keys for `board` ranked by `order`, compared with `against`
+    /// ([`Rankings::against`]) when given; its arguments still to come.
     pub(super) fn read_call(
         &self,
         board: &Board,
-        previous: Option<&Board>,
+        against: Option<&Against>,
         order: Order,
     ) -> ScriptCall {
         let mut invocation = ScriptCall::of(&PAGE);
-        let ranked = |board: &Board| match order {
+        let ranked = match order {
             Order::Seats => self.board_key(board),
             Order::Rate => self.rate_key(board),
         };
         invocation
-            .named_key("ranked", ranked(board))
+            .named_key("ranked", ranked)
             .named_key("seat_board", self.board_key(board))
             .named_key("details", self.details_key())
             .named_key("cache", self.page_cache_key());
-        if let Some(previous) = previous {
-            invocation.named_key("previous", ranked(previous));
+        if let Some(previous) = self.previous_key(against, order) {
+            invocation.named_key("previous", previous);
         }
         invocation
     }
@@ -340,32 +355,33 @@ impl Rankings {
     pub(crate) fn page_call(
         &self,
         board: &Board,
-        previous: Option<&Board>,
+        against: Option<&Against>,
         order: Order,
         offset: u64,
         limit: u64,
     ) -> ScriptCall {
-        let mut invocation = self.read_call(board, previous, order);
+        let mut invocation = self.read_call(board, against, order);
         let keep = offset == 0 && limit <= CACHED_LIMIT;
         invocation
             .named("mode", "page")
             .named("target", offset)
             .named("count", limit)
             .named("keep", if keep { "1" } else { "0" });
+        self.compare_args(&mut invocation, against);
         invocation
     }
 
     /// A page of `board` ranked by `order`, and the number of concerts on it; each row with
-    /// its movement since `previous` when given.
+    /// its movement since `against` when given.
     pub async fn page(
         &self,
         board: &Board,
-        previous: Option<&Board>,
+        against: Option<&Against>,
         order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<Page, Error> {
-        let invocation = self.page_call(board, previous, order, offset, limit);
+        let invocation = self.page_call(board, against, order, offset, limit);
         let PageReply {
             total, mut rows, ..
         } = self.conn.invoke(invocation).await?;
@@ -375,21 +391,22 @@ impl Rankings {
 
     /// `concert`'s row on `board` ranked by `order`, with up to `n` rows either side
     /// ([`MAX_AROUND`] at most), if it is on the board; each row with its movement since
-    /// `previous` when given.
+    /// `against` when given.
     pub async fn around(
         &self,
         board: &Board,
-        previous: Option<&Board>,
+        against: Option<&Against>,
         order: Order,
         concert: &ConcertId,
         n: u64,
     ) -> Result<Option<Around>, Error> {
-        let mut invocation = self.read_call(board, previous, order);
+        let mut invocation = self.read_call(board, against, order);
         invocation
             .named("mode", "around")
             .named("target", concert.as_str())
             .named("count", n.min(MAX_AROUND))
             .named("keep", "0");
+        self.compare_args(&mut invocation, against);
         let mut reply: PageReply = self.conn.invoke(invocation).await?;
         without_rate_on_trending(board, &mut reply.rows);
         Ok(reply.around())
@@ -426,7 +443,7 @@ mod tests {
                 Value::Nil,
             ]
         };
-        let mut values = vec![Value::Int(9), Value::Int(0)];
+        let mut values = vec![Value::Int(9), Value::Int(0), Value::Nil];
         values.extend(row(
             "c1",
             3,
@@ -458,19 +475,19 @@ mod tests {
         // A capacity of 0 never divides: no rate.
         assert_eq!((page.rows[4].capacity, page.rows[4].rate), (Some(0), None));
         for bad in ["garbage", "1 x {}", "1 3 not json", "1 3 {}"] {
-            let mut values = vec![Value::Int(1), Value::Int(0)];
+            let mut values = vec![Value::Int(1), Value::Int(0), Value::Nil];
             values.extend(row("c1", 1, Some("-1"), Some(bad.to_owned())));
             assert!(
                 PageReply::from_redis_value(Value::Array(values)).is_err(),
                 "{bad}"
             );
         }
-        let mut short = vec![Value::Int(1), Value::Int(0)];
+        let mut short = vec![Value::Int(1), Value::Int(0), Value::Nil];
         short.extend(row("c1", 1, Some("-1"), None));
         short.pop();
         assert!(PageReply::from_redis_value(Value::Array(short)).is_err());
         // An empty board, and a concert not on it.
-        let empty = flat(vec![Value::Int(0), Value::Int(0)]);
+        let empty = flat(vec![Value::Int(0), Value::Int(0), Value::Nil]);
         assert_eq!((empty.total, empty.rows.len()), (0, 0));
         assert!(empty.around().is_none());
     }
@@ -479,7 +496,7 @@ mod tests {
     pub(super) fn kept_pages_decode_as_the_same_rows() {
         let page = parse(
             r#"[9,0,[["c1",3,"-2",3,["T",null,"2026-12-24T19:00:00Z"],1],["c2",4,"-2",null,null,4],
-                ["c3",5,null,null,null,0],["c5",7,"-2",0,["T","V","2027"],null]]]"#,
+                ["c3",5,null,null,null,0],["c5",7,"-2",0,["T","V","2027"],null]],null]"#,
         );
         assert_eq!((page.total, page.focus, page.rows.len()), (9, 0, 4));
         let full = &page.rows[0];
@@ -519,17 +536,30 @@ mod tests {
         for bad in [
             "",
             "[1,0]",
-            "[1,0,{}]",
-            r#"[1,0,[["c1",1,"x",null,null,null]]]"#,
-            r#"[1,0,[["c1",1,"-1","3",["T",null,"S"],null]]]"#,
-            r#"[1,0,[["c1",1,"-1",3,null,null]]]"#,
-            r#"[1,0,[["c1",1,"-1",null,["T",null,"S"],null]]]"#,
-            r#"[1,0,[["c1",1,"-1",3,[null,null,"S"],null]]]"#,
-            r#"[1,0,[["c1",1,"-1",null,null,"2"]]]"#,
+            "[1,0,{},null]",
+            "[1,0,[]]",
+            r#"[1,0,[["c1",1,"x",null,null,null]],null]"#,
+            r#"[1,0,[["c1",1,"-1","3",["T",null,"S"],null]],null]"#,
+            r#"[1,0,[["c1",1,"-1",3,null,null]],null]"#,
+            r#"[1,0,[["c1",1,"-1",null,["T",null,"S"],null]],null]"#,
+            r#"[1,0,[["c1",1,"-1",3,[null,null,"S"],null]],null]"#,
+            r#"[1,0,[["c1",1,"-1",null,null,"2"]],null]"#,
         ] {
             assert!(PageReply::parse(bad.as_bytes()).is_err(), "{bad}");
         }
-        assert_eq!(parse("[0,0,[]]").rows.len(), 0);
+        assert_eq!(parse("[0,0,[],null]").rows.len(), 0);
+        // Compared with a snapshot: each row that compares carries its time.
+        let live = parse(
+            r#"[2,0,[["c1",1,"-2",null,null,2],["c2",2,"-1",null,null,null]],1764514800000]"#,
+        );
+        assert_eq!(
+            live.rows[0].previous_at.as_deref(),
+            Some("2025-11-30T15:00:00.000Z")
+        );
+        assert_eq!(
+            (live.rows[1].movement, live.rows[1].previous_at.as_deref()),
+            (None, None)
+        );
     }
 
     #[test]
@@ -543,7 +573,7 @@ mod tests {
 
     #[test]
     pub(super) fn a_page_around_a_concert_splits_at_its_row() {
-        let mut values = vec![Value::Int(5), Value::Int(2)];
+        let mut values = vec![Value::Int(5), Value::Int(2), Value::Nil];
         for (id, previous) in [
             ("c1", Value::Int(0)),
             ("c2", Value::Int(4)),

@@ -1,6 +1,7 @@
-//! The rankings' tick: the roll of the rolling windows (`roll.lua`), taking the buckets that
-//! left a window off its boards, and the fold (`fold_tick.lua`) of what the apply calls left
-//! in the fold queue, each within its budget per call and per tick.
+//! The rankings' tick: the fold (`fold_tick.lua`) of what the apply calls left in the fold
+//! queue, the roll of the rolling windows (`roll.lua`), taking the buckets that left a window
+//! off its boards, then the live boards' hourly snapshots (`snapshot.rs`), each within its
+//! budget per call and per tick.
 
 use std::sync::LazyLock;
 
@@ -9,6 +10,7 @@ use serde_json::json;
 
 use super::windows::{TICK_CALLS, TICK_FIELDS, TICK_STEPS};
 use super::{Rankings, BOARDS_LUA, FOLD_PRELUDES};
+use crate::clock::Clock;
 use crate::error::Error;
 use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
 
@@ -82,25 +84,26 @@ pub struct Fold {
 }
 
 /// What a tick did: payments and refunds folded onto the boards and those left in the fold
-/// queue, bucket fields taken off the rolling boards, script calls, and whether work was
-/// left for the next tick.
+/// queue, bucket fields taken off the rolling boards, live boards snapshotted, script calls,
+/// and whether work was left for the next tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tick {
     pub folded: u64,
     pub fold_left: u64,
     pub fold_rejected: u64,
     pub processed: u64,
+    pub snapshots: u64,
     pub calls: u32,
     pub more: bool,
 }
 
 impl Tick {
-    /// The handler's answer: `{"folded", "foldLeft", "foldRejected", "processed", "calls",
-    /// "more"}`.
+    /// The handler's answer: `{"folded", "foldLeft", "foldRejected", "processed",
+    /// "snapshots", "calls", "more"}`.
     pub fn to_json(self) -> serde_json::Value {
         json!({"folded": self.folded, "foldLeft": self.fold_left,
                "foldRejected": self.fold_rejected, "processed": self.processed,
-               "calls": self.calls, "more": self.more})
+               "snapshots": self.snapshots, "calls": self.calls, "more": self.more})
     }
 }
 
@@ -108,13 +111,15 @@ impl Rankings {
     /// Folds what the apply calls left in the fold queue onto the boards (fold calls while
     /// entries are left, up to [`FOLD_CALLS`]), then takes the buckets that left each
     /// rolling window off its boards: one script call, and another while the last says
-    /// there is more, up to [`TICK_CALLS`]. Each call is one round trip.
-    pub async fn tick(&self) -> Result<Tick, Error> {
+    /// there is more, up to [`TICK_CALLS`]; then goes on with the hour's round of snapshots
+    /// ([`Rankings::snapshot`]) at `clock`'s time. Each call is one round trip.
+    pub async fn tick(&self, clock: &dyn Clock) -> Result<Tick, Error> {
         let mut tick = Tick {
             folded: 0,
             fold_left: 0,
             fold_rejected: 0,
             processed: 0,
+            snapshots: 0,
             calls: 0,
             more: false,
         };
@@ -135,7 +140,10 @@ impl Rankings {
             more = now_more;
         }
         tick.calls += roll_calls;
-        tick.more = fold.left > 0 || more;
+        let snapshots = self.snapshot(clock).await?;
+        tick.snapshots = snapshots.boards;
+        tick.calls += snapshots.calls;
+        tick.more = fold.left > 0 || more || snapshots.more;
         Ok(tick)
     }
 

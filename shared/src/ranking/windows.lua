@@ -6,7 +6,7 @@
 -- each window's watermark (the last bucket already taken off); genre, the infix of a genre
 -- board; windows, one {name, hash (bucket hash key without its index), board (overall
 -- board key), n (buckets in the window), keep (seconds a board or bucket hash outlives
--- its last write)} per window; calendar and trending, the key of a calendar board and of a
+-- its last write)} per window; live, the live genres (write_live_genres); calendar and trending, the key of a calendar board and of a
 -- trending generation without their period, bucket or index (record.lua names a refund's
 -- boards from them), and periods, the calendar periods in Period::ALL's order. A payment's
 -- op carries b, its bucket, and trend, one
@@ -29,6 +29,32 @@ end
 
 local function hincrby(hash, field, seats)
   redis.call('HINCRBY', hash, field, seats)
+end
+
+-- The genres this call's payments counted on live boards, and the latest expiry of those
+-- boards: write_live_genres, at the fold's end, adds them to the live genres (win.live, walked by the hourly
+-- snapshots, snapshot.lua), which ends with the last of its genres' live boards.
+local live_genres, live_seen, live_until = {}, {}, 0
+
+local function note_live(genres, expires_at)
+  for _, g in ipairs(genres) do
+    if not live_seen[g] then
+      live_seen[g] = true
+      live_genres[#live_genres + 1] = g
+    end
+  end
+  if expires_at > live_until then live_until = expires_at end
+end
+
+local function write_live_genres(win)
+  if #live_genres == 0 then return end
+  local args = {}
+  for _, g in ipairs(live_genres) do args[#args + 1], args[#args + 2] = 0, g end
+  redis.call('ZADD', win.live, unpack(args))
+  if redis.call('EXPIRETIME', win.live) < live_until then
+    redis.call('EXPIREAT', win.live, live_until)
+  end
+  live_genres, live_seen, live_until = {}, {}, 0
 end
 
 local function write_window_tallies()
@@ -90,6 +116,7 @@ local function windows_shape(op, win, now_ms)
       expiries[hash] = math.floor((op.b + 1) * win.g / 1000) + w.keep
       mask = mask .. '1'
       shape.windows[i] = true
+      note_live(op.genres, expires_at)
     else
       mask = mask .. '0'
     end
@@ -102,6 +129,7 @@ local function windows_shape(op, win, now_ms)
     if expires_at > now then
       shape.trend[#shape.trend + 1] = {at = at, key = key, expires_at = expires_at,
         boards = genre_boards(key, win.genre, op.genres)}
+      note_live(op.genres, expires_at)
     end
   end
   return shape
