@@ -1,6 +1,7 @@
 // What every browser script shares: Chromium, the harness that asks tests/lineup/browser.rs
 // to stop and start Redis ("lineup:redis stop" / "lineup:redis start" on stdout, answered by
-// a line on stdin), the stack's API, a browser context per buyer, and check(): axe-core, no
+// a line on stdin) and to take the live boards' snapshots ("lineup:snapshot", answered by the
+// snapshot's time in ms), the stack's API, a browser context per buyer, and check(): axe-core, no
 // raw value on screen, a screenshot. A script ends with endHarness() and done(), which
 // fails on any CSP violation, script error or serious axe violation seen.
 import { createRequire } from 'node:module';
@@ -145,6 +146,48 @@ export function opensIn(page, at, locale, timeZone) {
   }).format(at), [at.getTime(), locale, timeZone]);
 }
 
+// Sends each `[genre, at, {concert: seats}]` as payments of concerts mv-<concert>, all applied.
+async function sellMoves(sales) {
+  const events = sales.flatMap(([genre, at, seats]) => Object.entries(seats).map(([concert, n]) => ({
+    version: '0', id: `move-${genre}-${concert}-${at.getTime()}`, 'detail-type': 'PaymentCompleted',
+    source: 'lineup.payments', account: '123456789012', time: new Date().toISOString(), region: 'us-east-1',
+    resources: [], detail: {
+      paymentId: `move-${genre}-${concert}-${at.getTime()}`, concertId: `mv-${concert}`, seats: n,
+      genres: [genre], completedAt: at.toISOString(),
+    },
+  })));
+  const sent = await api('POST', '/events', events);
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  assert.deepEqual(sent.body.results.map((r) => r.result), events.map(() => 'applied'), JSON.stringify(sent.body));
+}
+
+// The board `path` reads `rows` ([concertId, rank, movement]) within a minute: the tick folds
+// what the apply calls left every 5 s in the local stack.
+async function boardReads(path, rows) {
+  const want = JSON.stringify(rows);
+  let got;
+  await until(async () => {
+    const read = await api('GET', path);
+    got = JSON.stringify(read.body.items?.map((i) => [i.concertId, i.rank, i.movement]));
+    return got === want;
+  }, `${path} to read ${want}`, 60000)
+    .catch((e) => { throw new Error(`${e.message}; it reads ${got}`); });
+}
+
+// After sellWithMovement: the harness takes the next hour's snapshot of the live boards
+// (answering with its time, ms), then mv-a sells 5 more and leads the last-24h board of
+// `moves`. Returns that board's genre, its rows against the snapshot, and the snapshot's time.
+export async function liveMovement() {
+  const at = Number(await harness('snapshot'));
+  assert.ok(at > Date.now(), `the snapshot's time: ${at}`);
+  await sellMoves([['moves', new Date(), { a: 5 }]]);
+  const down = { kind: 'down', by: 1 };
+  const same = { kind: 'same' };
+  const rows = [['mv-a', 1, { kind: 'up', by: 3 }], ['mv-c', 2, down], ['mv-b', 3, down], ['mv-d', 4, down], ['mv-e', 5, same], ['mv-f', 6, same]];
+  await boardReads('/rankings/last-24h?genre=moves', rows);
+  return { genre: 'moves', rows, at };
+}
+
 // Boards with movement (docs/rankings.md, "Movement"), paid as the booking system reports
 // sales (POST /events), each board in a genre of its own so that no other sale of a script
 // lands on it. Returns what each board must show, best first: the concert, its rank, and its
@@ -171,17 +214,7 @@ export async function sellWithMovement() {
     ['moves-month', lastMonth, { p: 3, q: 1 }],
     ['moves-month', today, { p: 4, q: 2 }],
   ];
-  const events = sales.flatMap(([genre, at, seats]) => Object.entries(seats).map(([concert, n]) => ({
-    version: '0', id: `move-${genre}-${concert}-${at.getTime()}`, 'detail-type': 'PaymentCompleted',
-    source: 'lineup.payments', account: '123456789012', time: new Date().toISOString(), region: 'us-east-1',
-    resources: [], detail: {
-      paymentId: `move-${genre}-${concert}-${at.getTime()}`, concertId: `mv-${concert}`, seats: n,
-      genres: [genre], completedAt: at.toISOString(),
-    },
-  })));
-  const sent = await api('POST', '/events', events);
-  assert.equal(sent.status, 200, JSON.stringify(sent.body));
-  assert.deepEqual(sent.body.results.map((r) => r.result), events.map(() => 'applied'), JSON.stringify(sent.body));
+  await sellMoves(sales);
   const up = (by) => ({ kind: 'up', by });
   const down = (by) => ({ kind: 'down', by });
   const same = { kind: 'same' };
@@ -190,16 +223,8 @@ export async function sellWithMovement() {
     weekly: { genre: 'moves-week', rows: [['mv-y', 1, up(1)], ['mv-x', 2, down(1)]] },
     monthly: { genre: 'moves-month', rows: [['mv-p', 1, same], ['mv-q', 2, same]] },
   };
-  // The tick folds what the apply calls left (every 5 s in the local stack).
   for (const [period, { genre, rows }] of Object.entries(boards)) {
-    const want = JSON.stringify(rows);
-    let got;
-    await until(async () => {
-      const read = await api('GET', `/rankings/${period}?genre=${genre}`);
-      got = JSON.stringify(read.body.items?.map((i) => [i.concertId, i.rank, i.movement]));
-      return got === want;
-    }, `the ${period} board of ${genre} to read ${want}`, 60000)
-      .catch((e) => { throw new Error(`${e.message}; it reads ${got}`); });
+    await boardReads(`/rankings/${period}?genre=${genre}`, rows);
   }
   return boards;
 }

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import {
   BASE, chromium, CHROMIUM, harness, api, check, dropped, open, join, state, text, opensIn, endHarness, done,
-  sellWithMovement, boardRows, bookingSite,
+  sellWithMovement, liveMovement, boardRows, bookingSite,
 } from './common.mjs';
 
 // Each language, as a buyer's browser that speaks it: its locale and a time zone of its market.
@@ -65,8 +65,7 @@ async function inLanguage(b, lang, title) {
 
 // A row's movement as the page in `lang` must show it on the `period` board: the mark beside
 // the rank and the words screen readers read instead, from the table.
-function move(lang, period, m) {
-  const since = T[lang][`rank.since.${period}`];
+function move(lang, period, m, since = T[lang][`rank.since.${period}`]) {
   if (m.kind === 'new') return [T[lang]['rank.move.new.mark'], T[lang]['rank.move.new']];
   if (m.kind === 'same') return ['–', says(lang, 'rank.move.same', { since })];
   const key = `rank.move.${m.kind}${m.by === 1 ? '.one' : ''}`;
@@ -418,6 +417,25 @@ try {
   } finally {
     site.close();
   }
+
+  // Movement on a live board, against the hour's snapshot: the words say since when, in the
+  // buyer's own zone and locale.
+  const live = await liveMovement();
+  await each(async (lang) => {
+    const r = await buyer(browser, lang);
+    await r.page.goto(`${BASE}/rankings?period=last-24h&genre=${live.genre}`);
+    await r.page.waitForFunction((n) => document.querySelectorAll('#rows tr .move').length === n, live.rows.length, { timeout: 20000 });
+    await inLanguage(r, lang, 'rank.title');
+    const time = await r.page.evaluate(([at, locale]) => new Intl.DateTimeFormat(locale, { hour: 'numeric', minute: '2-digit' })
+      .format(new Date(at)), [live.at, BUYERS[lang].locale]);
+    const since = says(lang, 'rank.since.snapshot', { time });
+    const shown = await boardRows(r.page);
+    assert.deepEqual(shown.map((row) => [row.concert, row.rank, row.mark, row.words]),
+      live.rows.map(([concert, rank, m]) => [concert, String(rank), ...move(lang, 'last-24h', m, since)]), `${lang} last-24h`);
+    for (const row of shown) assert.equal(row.spoken, `- cell "${row.rank} ${row.words}"`, `${lang} ${row.concert}`);
+    await check(r.page, `rankings-movement-last-24h-${lang}`, { every: true });
+    await r.context.close();
+  });
 
   // The menu: an English browser picks each language in turn; each loads its own table only.
   // The choice holds on the other page, and ?lang= takes a browser tag.

@@ -1,7 +1,7 @@
 //! The buyer's pages in a real browser: Debian's Chromium, driven from Node by the scripts in
 //! `tests/browser/` (playwright-core, axe-core), each against the local stack's own HTTP
-//! server on a free port, with the promoter and reaper ticking and a Redis this test stops
-//! and starts when the script asks. `pages.test.mjs` reaches every state of both pages;
+//! server on a free port, with the promoter and reaper ticking, a Redis this test stops and
+//! starts, and the live boards' snapshots it takes, when the script asks. `pages.test.mjs` reaches every state of both pages;
 //! `languages.test.mjs` reaches them again in every language; `turn.test.mjs` brings the turn
 //! to a page in the background.
 //!
@@ -90,16 +90,34 @@ async fn run_in_chromium(script: &str) {
         .expect("node starts");
     let mut stdin = node.stdin.take().unwrap();
     let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    // Each snapshot the script asks for is taken an hour after the last, so a round starts.
+    let mut snapshot_at = chrono::Utc::now().timestamp_millis();
     while let Some(line) = lines.next_line().await.unwrap() {
-        match line.as_str() {
-            "lineup:redis stop" => redis.stop().await,
-            "lineup:redis start" => redis.restart().await.expect("redis restarts"),
+        let answer = match line.as_str() {
+            "lineup:redis stop" => {
+                redis.stop().await;
+                "ok".to_owned()
+            }
+            "lineup:redis start" => {
+                redis.restart().await.expect("redis restarts");
+                "ok".to_owned()
+            }
+            "lineup:snapshot" => {
+                snapshot_at += 3_600_000;
+                let rankings = &app.stack.ranking_updater.rankings;
+                let round = rankings.snapshot(&snapshot_at).await.expect("a snapshot");
+                assert!(!round.more, "{round:?}");
+                snapshot_at.to_string()
+            }
             other => {
                 println!("{other}");
                 continue;
             }
-        }
-        stdin.write_all(b"ok\n").await.unwrap();
+        };
+        stdin
+            .write_all(format!("{answer}\n").as_bytes())
+            .await
+            .unwrap();
     }
     let status = node.wait().await.unwrap();
     schedules.abort();

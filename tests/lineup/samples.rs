@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 /// Each sample, in the order a buyer's and a payment's life would send them, with the
 /// status (HTTP) or result (events) it must produce.
-const EXPECTED: [(&str, &str); 38] = [
+const EXPECTED: [(&str, &str); 39] = [
     // A booking API (and API Gateway's JWT authorizer) reads the admission issuer's
     // discovery document and keys.
     ("queue-api.openid-configuration.json", "200"),
@@ -55,6 +55,7 @@ const EXPECTED: [(&str, &str); 38] = [
     ("ranking-api.concert.json", "200"),
     ("ranking-api.concerts.json", "200"),
     ("ranking-api.page.json", "200"),
+    ("ranking-api.live.json", "200"),
     ("ranking-updater.concert-cancelled.json", "applied"),
     // The booking system's health for the on-sale's queue. Sent now, it would halve the
     // queue's pace; the sample is dated, so its level lapsed long ago: ignored.

@@ -54,6 +54,7 @@ window.LINEUP_BADGES = (() => {
     const lang = await I18N.load(I18N.match(options.lang) || I18N.match(document.documentElement.lang) || I18N.pick());
     const t = (k, vars) => I18N.text(lang, k, vars);
     const number = (n) => new Intl.NumberFormat(I18N.locale(lang)).format(n);
+    const time = (at) => new Intl.DateTimeFormat(I18N.locale(lang), { hour: 'numeric', minute: '2-digit' }).format(at);
     const found = await standings(ids);
     for (const slot of slots) {
       const c = found[slot.dataset.lineupRank];
@@ -64,7 +65,7 @@ window.LINEUP_BADGES = (() => {
       }
       slot.lang = lang;
       slot.replaceChildren(t('rank.badge', { period: t('rank.' + period), n: number(c.rank) }));
-      const move = window.LINEUP_MOVE(c.movement, period, t, number);
+      const move = window.LINEUP_MOVE(c, period, t, number, time);
       if (move) {
         const mark = span(move.mark, 'lineup-move lineup-' + move.kind);
         mark.setAttribute('aria-hidden', 'true');

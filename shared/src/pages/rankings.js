@@ -70,9 +70,10 @@
 
   // The rank, and beside it how the row moved since the bucket before: the mark (▲3, ▼2, –,
   // NEW) is hidden from screen readers, which read the words instead.
-  function rank(text, movement) {
+  function rank(text, row) {
     const td = cell(text, 'rank');
-    const move = window.LINEUP_MOVE(movement, period, t, (n) => new Intl.NumberFormat(locale()).format(n));
+    const move = window.LINEUP_MOVE(row, period, t, (n) => new Intl.NumberFormat(locale()).format(n),
+      (at) => new Intl.DateTimeFormat(locale(), { hour: 'numeric', minute: '2-digit' }).format(at));
     if (!move) return td;
     const mark = document.createElement('span');
     mark.className = 'move ' + move.kind;
@@ -95,7 +96,7 @@
       const tr = document.createElement('tr');
       const tied = ranks.indexOf(item.rank) !== n || ranks.lastIndexOf(item.rank) !== n;
       tr.append(
-        rank(tied ? item.rank + ' (' + t('rank.tie') + ')' : String(item.rank), item.movement),
+        rank(tied ? item.rank + ' (' + t('rank.tie') + ')' : String(item.rank), item),
         cell(item.title || item.concertId),
         cell(new Intl.NumberFormat(locale()).format(item.score), 'num'),
         cell(item.rate == null ? '–' : new Intl.NumberFormat(locale(), { style: 'percent', maximumFractionDigits: 1 }).format(item.rate), 'num'));
