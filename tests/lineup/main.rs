@@ -15,6 +15,7 @@ mod cluster;
 mod contract;
 mod coupon;
 mod departures;
+mod docs;
 mod door;
 mod estimates;
 mod faults;

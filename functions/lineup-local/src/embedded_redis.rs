@@ -43,6 +43,22 @@ const DURABLE: &[&str] = &[
 ];
 
 impl EmbeddedRedis {
+    /// The Redis to use: `configured` when given; otherwise a private server started now,
+    /// returned beside its URL so the caller keeps it alive (dropping it stops the server).
+    pub async fn or_configured(
+        configured: Option<&String>,
+    ) -> Result<(String, Option<Self>), EmbeddedRedisError> {
+        if let Some(url) = configured {
+            return Ok((url.clone(), None));
+        }
+        let server = Self::start().await?;
+        tracing::info!(
+            port = server.port(),
+            "REDIS_URL unset: started a private redis-server"
+        );
+        Ok((server.url(), Some(server)))
+    }
+
     /// Starts a server that keeps nothing on disk, and waits until it answers.
     pub async fn start() -> Result<Self, EmbeddedRedisError> {
         Self::start_with(EPHEMERAL).await

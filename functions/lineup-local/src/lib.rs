@@ -8,12 +8,15 @@
 //! - `gateway`: HTTP to Lambda events and back, the authorizer event included.
 //! - `timers`: the promoter and reaper schedules.
 //! - [`embedded_redis`]: a private `redis-server` when `REDIS_URL` is unset, and for the tests.
+//! - `shutdown`: Ctrl-C or SIGTERM ends the stack.
 
 pub mod embedded_redis;
 mod gateway;
+mod shutdown;
 mod stack;
 mod timers;
 
 pub use gateway::{router, serve};
+pub use shutdown::shutdown_signal;
 pub use stack::{local_settings, Stack, LOCAL_DEFAULTS};
 pub use timers::spawn_schedules;

@@ -4,7 +4,7 @@ use lineup::cold_start::{Publishing, Started};
 use lineup::config::{Config, SecretPolicy};
 use lineup::metrics::MetricsSink;
 use lineup_local::embedded_redis::EmbeddedRedis;
-use lineup_local::{local_settings, serve, spawn_schedules, Stack};
+use lineup_local::{local_settings, serve, shutdown_signal, spawn_schedules, Stack};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,20 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let local = config.env.local()?;
 
     // Kept alive for the life of the process; dropping it stops the server.
-    let mut embedded = None;
-    let url = match &config.redis.url {
-        Some(url) => url.clone(),
-        None => {
-            let server = EmbeddedRedis::start().await?;
-            tracing::info!(
-                port = server.port(),
-                "REDIS_URL unset: started a private redis-server"
-            );
-            let url = server.url();
-            embedded = Some(server);
-            url
-        }
-    };
+    let (url, embedded) = EmbeddedRedis::or_configured(config.redis.url.as_ref()).await?;
     let started = Started::connect(config, &url, Publishing::QueueEvents).await?;
     let stack = Stack::new(&started, MetricsSink::Stdout)?;
 
@@ -47,23 +34,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         server.stop().await;
     }
     Ok(())
-}
-
-/// Ctrl-C or SIGTERM, so the private redis-server is stopped either way.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => return std::future::pending().await,
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }
