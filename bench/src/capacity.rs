@@ -64,7 +64,7 @@ use serde_json::json;
 
 use crate::measure::Bench;
 use crate::report::Report;
-use crate::util::{reset, told_interval, user};
+use crate::util::{told_interval, user};
 
 pub async fn run(bench: &Bench, report: &mut Report) {
     // At scale 10: 1 000 000 waiters, 2 000 arrivals and 10 admissions a second (a release
@@ -188,7 +188,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
     tokio::time::sleep(Duration::from_secs(5)).await;
     let quiet = (cpu().await - idle_cpu) / idle_start.elapsed().as_secs_f64();
 
-    reset(bench).await;
+    bench.reset_commandstats().await;
     let (cpu_start, start) = (cpu().await, Instant::now());
     let end = start + RUN;
     // Every waiter polls as told, its first poll at a random point of its interval.

@@ -36,6 +36,7 @@ mod redis_time;
 mod round_trips;
 mod scale;
 mod spike;
+mod spike_plan;
 mod throughput;
 
 // What they share, and the parts of the larger ones.

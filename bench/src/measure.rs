@@ -21,6 +21,15 @@ pub struct Bench {
 }
 
 impl Bench {
+    /// Empties `INFO commandstats` (`CONFIG RESETSTAT`).
+    pub async fn reset_commandstats(&self) {
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async::<()>(&mut self.app.inspect.clone())
+            .await
+            .unwrap();
+    }
+
     pub async fn start() -> Result<Bench, Box<dyn std::error::Error>> {
         let app = TestApp::spawn(&[
             ("RATE_LIMIT_USER_PER_MINUTE", "0"),

@@ -121,7 +121,6 @@ use serde_json::json;
 
 use crate::measure::{self, Bench};
 use crate::report::Report;
-use crate::util::reset;
 
 pub async fn run(bench: &Bench, report: &mut Report) {
     const WAITERS: usize = 20_000;
@@ -413,7 +412,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         .await;
     bench.fill(queue, 0, 1000).await;
     bench.configure(queue, json!({"paused": false})).await;
-    reset(bench).await;
+    bench.reset_commandstats().await;
     let tick = bench
         .room()
         .promote(&[QueueId::parse(queue).unwrap()])
@@ -433,7 +432,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         .await;
     bench.fill(queue, 0, WAITERS).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    reset(bench).await;
+    bench.reset_commandstats().await;
     let reaped = bench
         .room()
         .reap(&QueueId::parse(queue).unwrap())
@@ -540,7 +539,7 @@ async fn window(bench: &Bench, lines: &[Vec<Vec<u8>>]) -> HashMap<String, (u64, 
             cmd
         })
         .collect();
-    reset(bench).await;
+    bench.reset_commandstats().await;
     for cmd in &commands {
         let reply: redis::Value = cmd.query_async(&mut conn).await.unwrap();
         assert!(!matches!(reply, redis::Value::ServerError(_)), "{reply:?}");

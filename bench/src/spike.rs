@@ -18,7 +18,7 @@
 //!   as told too.
 //! - The promoter ticks every `PROMOTE_TICK_SECONDS`, as the queue-promoter Lambda does
 //!   (`queue_promoter::tick`, its own container); the reaper runs each minute.
-//! - An admitted buyer learns it at its next poll, passes [`CHECKS`] gatekeeper checks a
+//! - An admitted buyer learns it at its next poll, passes [`CHECKS`](crate::spike_plan::CHECKS) gatekeeper checks a
 //!   second apart and leaves (or pays) a second later.
 //!
 //! Every request goes as AWS sends it: [`CONTAINERS`] containers
@@ -90,6 +90,7 @@ use tokio::time::Instant;
 use crate::measure::Bench;
 use crate::probe::{idle_share, load_average, ping_us, plain_connections, Probe};
 use crate::report::{thousands, Report};
+use crate::spike_plan::{FULL_ARRIVALS_PER_SECOND, FULL_CAPACITY, SLOW_US, WINDOW};
 use crate::spike_replay::{
     container, scheduler, Buyer, Counts, Due, Kind, Run, Step, NOT_PREQUEUE, NOT_YET,
 };
@@ -97,10 +98,6 @@ use crate::spike_report::{by_kind, percent, report_scale, worst, Scale, Window};
 
 /// The goal's scale.
 const FULL_MEMBERS: f64 = 2_000_000.0;
-pub const FULL_ARRIVALS_PER_SECOND: f64 = 2_000.0;
-/// Active buyers at once at the whole scale. Buyers leave seconds after their admission, so
-/// each 10 s tick admits about this many: 500 a second.
-pub const FULL_CAPACITY: f64 = 5_000.0;
 /// The scales run by default: pre-queue members.
 const DEFAULT_MEMBERS: [usize; 2] = [50_000, 12_500];
 /// Containers sending at once, each one connection with one request in flight.
@@ -110,21 +107,6 @@ const JOIN_RATE: f64 = 5_000.0;
 /// The measured stretch: from 10 s before the opening to 180 s after, in 5 s windows.
 const BEFORE: Duration = Duration::from_secs(10);
 const AFTER: Duration = Duration::from_secs(180);
-pub const WINDOW: Duration = Duration::from_secs(5);
-/// Gatekeeper checks an admitted buyer passes, a second apart, before leaving.
-pub const CHECKS: u8 = 3;
-/// Buckets of told poll intervals: up to each bound, s.
-pub const TOLD: [u64; 6] = [1, 4, 9, 39, 40, u64::MAX];
-/// SLOWLOG keeps every call slower than this, µs: the goal's bound. (Keeping faster calls
-/// too would fill it with thousands of entries a second on a loaded machine, and reading
-/// them back would load Redis.)
-pub const SLOW_US: u64 = 1_000;
-/// The goals.
-pub const CPU_GOAL: f64 = 0.70;
-pub const FIRST_POLL_GOAL_S: f64 = 60.0;
-pub const BYTES_GOAL: f64 = 150.0;
-/// The bench keeps up when it sends 99 % of requests within this of when they fall due.
-pub const KEPT_UP_MS: f64 = 1_000.0;
 
 /// Scales to run: `LINEUP_BENCH_SPIKE_MEMBERS`, a comma list of pre-queue sizes.
 fn scales() -> Vec<usize> {

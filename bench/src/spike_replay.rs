@@ -15,7 +15,7 @@ use lineup::Error;
 use tokio::sync::{mpsc, Mutex as Mutex2};
 use tokio::time::Instant;
 
-use crate::spike::{CHECKS, TOLD, WINDOW};
+use crate::spike_plan::{CHECKS, TOLD, WINDOW};
 
 /// What the containers and the promoter did, counted as they do it.
 #[derive(Default)]

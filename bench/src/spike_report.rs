@@ -2,7 +2,7 @@
 
 use crate::probe::Slowest;
 use crate::report::{met, thousands, Report};
-use crate::spike::{
+use crate::spike_plan::{
     BYTES_GOAL, CPU_GOAL, FIRST_POLL_GOAL_S, FULL_ARRIVALS_PER_SECOND, FULL_CAPACITY, KEPT_UP_MS,
     SLOW_US, TOLD, WINDOW,
 };

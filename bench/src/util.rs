@@ -1,12 +1,10 @@
-//! Helpers several sections share: bench user ids, durations in milliseconds, emptying
-//! `INFO commandstats`, and the poll interval a waiter is told.
+//! Helpers several sections share: bench user ids, durations in milliseconds and the poll
+//! interval a waiter is told.
 
 use std::time::Duration;
 
 use lineup::ids::UserId;
 use lineup::queue::POLL_AFTER_WAIT_PART;
-
-use crate::measure::Bench;
 
 /// Ids used across sections.
 pub fn user(name: &str) -> UserId {
@@ -16,15 +14,6 @@ pub fn user(name: &str) -> UserId {
 /// A duration in milliseconds.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Empties `INFO commandstats` (`CONFIG RESETSTAT`).
-pub async fn reset(bench: &Bench) {
-    redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async::<()>(&mut bench.app.inspect.clone())
-        .await
-        .unwrap();
 }
 
 /// The `pollAfterSeconds` a waiter `wait_s` seconds from its turn is told, with the default

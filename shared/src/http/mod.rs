@@ -1,8 +1,10 @@
 //! The HTTP edge shared by the API functions, one concern a file: [`problem`] (RFC 9457
 //! problem responses, the one place an [`Error`](crate::error::Error) becomes a status
-//! code), `response` (JSON, pages, a handler's result), `body` (request bodies), `identity`
-//! (the caller), `route` (path matching) and `lambda` (the Lambda entry).
+//! code), `response` (JSON, pages, empty bodies), `answer` (a handler's result as a
+//! response), `body` (request bodies), `identity` (the caller), `route` (path matching) and
+//! `lambda` (the Lambda entry).
 
+mod answer;
 mod body;
 mod identity;
 mod lambda;
@@ -10,6 +12,7 @@ mod problem;
 mod response;
 mod route;
 
+pub use answer::{answer, respond, Answered};
 pub use body::{
     bulk_json_body, door_payload, json_body, json_document, ALTCHA_HEADER, MAX_BODY_BYTES,
     MAX_BULK_BODY_BYTES,
@@ -19,5 +22,5 @@ pub use identity::{
 };
 pub use lambda::answer_lambda_event;
 pub use problem::problem;
-pub use response::{answer, empty, json, json_cached, page, respond, Answered};
+pub use response::{empty, json, json_cached, page};
 pub use route::{allow, no_route, path_segments, segments};

@@ -7,10 +7,8 @@ use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use serde::Serialize;
 
-use super::response::{json_with_type, NO_STORE};
+use super::response::{json_with_type, NO_STORE, PROBLEM_JSON};
 use crate::error::{Error, Turned};
-
-pub(super) const PROBLEM_JSON: &str = "application/problem+json";
 
 /// RFC 9457 problem details.
 #[derive(Debug, Serialize)]

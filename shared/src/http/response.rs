@@ -1,17 +1,17 @@
-//! Responses: JSON (cached or not), a page, an empty body; and a handler's result or route
-//! turned into a response, whichever way it went.
-
-use std::future::Future;
+//! Responses: JSON (cached or not), a page, an empty body, and the content type and cache
+//! header every problem response carries.
 
 use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use serde::Serialize;
 
-use super::problem::{problem, PROBLEM_JSON};
 use crate::error::Error;
 
 /// `Cache-Control` of every error response.
 pub(super) const NO_STORE: &str = "no-store";
+
+/// The content type of a problem response (RFC 9457).
+pub(super) const PROBLEM_JSON: &str = "application/problem+json";
 
 /// A JSON response that shared caches (a CDN, a browser) may keep and serve for as long as
 /// `cache_control` says, such as `public, max-age=5`.
@@ -98,19 +98,4 @@ pub fn empty(status: StatusCode) -> Response<Body> {
     let mut response = Response::new(Body::Empty);
     *response.status_mut() = status;
     response
-}
-
-/// Turns a handler result into a response, whichever way it went.
-pub fn respond(result: Result<Response<Body>, Error>) -> Response<Body> {
-    result.unwrap_or_else(|err| problem(&err))
-}
-
-/// What an HTTP function's `handle` returns: always a response, an error having become a
-/// problem.
-pub type Answered = Result<Response<Body>, std::convert::Infallible>;
-
-/// Handles one request with `route`: its response, or its error as a problem. All its Redis
-/// calls share one budget of four response timeouts ([`crate::store::request`]).
-pub async fn answer(route: impl Future<Output = Result<Response<Body>, Error>>) -> Answered {
-    Ok(respond(crate::store::request(route).await))
 }
