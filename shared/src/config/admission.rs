@@ -3,9 +3,9 @@
 
 use chrono::Utc;
 
+use super::error::{bad, ConfigError};
 use super::jwt::{audience, issuer_url_is_usable};
 use super::vars::Vars;
-use super::{bad, ConfigError};
 use crate::admission::{Issuer, KeySet, ALGORITHMS};
 use crate::bounds::Bounds;
 

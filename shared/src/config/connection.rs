@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use super::error::{bad, ConfigError};
 use super::vars::Vars;
-use super::{bad, ConfigError};
 use crate::bounds::Bounds;
 use crate::tls::read_root_bundle;
 

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use super::error::ConfigError;
 use super::vars::Vars;
-use super::ConfigError;
 use crate::bounds::Bounds;
 
 /// How the local stack runs what AWS schedules.

@@ -9,10 +9,11 @@
 //! One file a slice: `queue.rs` (the waiting room's defaults and timing), `rate_limits.rs`
 //! (arrivals per buyer and per source), `ranking.rs` (the rankings), `connection.rs` (Redis),
 //! `jwt.rs` (the buyer's identity), `admission.rs` (the admission JWT), `local.rs` (what only the local stack reads). `vars.rs`
-//! reads and checks one variable.
+//! reads and checks one variable; `error.rs` says which variable could not be used.
 
 mod admission;
 mod connection;
+mod error;
 mod jwt;
 mod local;
 mod queue;
@@ -23,6 +24,8 @@ mod vars;
 use std::sync::Arc;
 
 pub use connection::{RedisMode, RedisSettings, MAX_IN_FLIGHT_DEFAULT};
+use error::bad;
+pub use error::ConfigError;
 pub use jwt::JwtSettings;
 pub use local::LocalSettings;
 pub use queue::{QueueConfig, QueueCreation};
@@ -31,21 +34,6 @@ pub use rate_limits::RateLimits;
 
 use crate::token::TokenKey;
 use vars::Vars;
-
-/// A setting that could not be used.
-#[derive(Debug, thiserror::Error)]
-#[error("configuration variable {variable}: {reason}")]
-pub struct ConfigError {
-    pub variable: &'static str,
-    pub reason: String,
-}
-
-fn bad(variable: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError {
-        variable,
-        reason: reason.into(),
-    }
-}
 
 /// Whether a missing `TOKEN_SECRET` is fatal. `queue-api` instances must share one secret, so
 /// they refuse to start without it; functions that never sign tokens, and the local stack

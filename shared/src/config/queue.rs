@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use super::error::ConfigError;
+use super::rate_limits::RateLimits;
 use super::vars::Vars;
-use super::ConfigError;
-use super::RateLimits;
 use crate::bounds::{self, Bounds};
 
 /// Who may create a queue (`QUEUE_CREATION`).

@@ -1,7 +1,7 @@
 //! The per-buyer and per-source limits on arrivals: token requests and coupon claims.
 
+use super::error::ConfigError;
 use super::vars::Vars;
-use super::ConfigError;
 use crate::bounds::Bounds;
 
 /// The most requests per minute per user and per source IP in one queue or one campaign

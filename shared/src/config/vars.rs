@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 use crate::bounds::Bounds;
 
 /// Reads variables through `lookup`, so tests can supply their own environment.

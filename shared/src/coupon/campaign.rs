@@ -6,7 +6,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
 
-use super::{MAX_QUANTITY, RETENTION};
+use super::limits::{MAX_QUANTITY, RETENTION};
 use crate::bounds::{Bounds, CHALLENGE_COST};
 use crate::door::{ChallengeMode, DEFAULT_COST_MIN};
 use crate::error::Error;

@@ -6,7 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
-use super::{instant, unknown_campaign};
+use super::decode::{instant, unknown_campaign};
 use crate::door::{Proof, Refused, Scope};
 use crate::error::{Error, Refusal, Turned};
 use crate::ids::{CouponId, QueueId, UserId};

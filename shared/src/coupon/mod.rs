@@ -19,11 +19,12 @@
 
 mod campaign;
 mod claim;
+mod decode;
 pub mod keys;
+mod limits;
 mod outbox;
 
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -39,15 +40,9 @@ use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
 pub use claim::{Claim, ClaimReply, ClaimView};
+use decode::unknown_campaign;
+pub use limits::{MAX_CAMPAIGNS, MAX_QUANTITY, RETENTION};
 pub use outbox::{CouponClaimed, Pending, DETAIL_TYPE, SOURCE};
-
-/// How long a campaign's claims and outbox are kept after `closesAt` (or, without one, after
-/// the campaign's last change): then every key of the campaign expires.
-pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
-/// Most campaigns live at once (in the registry the publisher reads).
-pub const MAX_CAMPAIGNS: u32 = 1000;
-/// Most coupons one campaign holds.
-pub const MAX_QUANTITY: u64 = 10_000_000;
 
 /// The prelude every coupon script that reads a campaign begins with (`common.lua`).
 const COMMON_LUA: &str = include_str!("common.lua");
@@ -429,15 +424,6 @@ enum Step {
 enum Write {
     Write,
     Check,
-}
-
-fn unknown_campaign(coupon: &CouponId) -> Error {
-    Error::NotFound(format!("no coupon campaign {coupon}"))
-}
-
-/// An instant from the scripts' milliseconds.
-fn instant(ms: i64) -> Result<DateTime<Utc>, redis::ParsingError> {
-    DateTime::from_timestamp_millis(ms).ok_or_else(|| format!("instant {ms} out of range").into())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::claim::{Claim, ClaimView};
-use super::instant;
+use super::decode::instant;
 use crate::ids::{CouponId, UserId};
 
 /// The `source` of coupon events.

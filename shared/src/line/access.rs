@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Line, Stripe, StripeKeys};
+use super::handle::Line;
+use super::keys::{Stripe, StripeKeys};
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{Batch, Staged};

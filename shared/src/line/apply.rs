@@ -7,9 +7,10 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
+use super::allowance::ALLOW_FOR;
+use super::fence::Fence;
 use super::halt::Halt;
-use super::lease::Fence;
-use super::{StripeKeys, ALLOW_FOR};
+use super::keys::StripeKeys;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 
 /// The tick's work on one stripe; its keys and arguments, named as `apply.lua` binds them.
@@ -151,7 +152,7 @@ impl Apply<'_> {
                 .named("walk_count", chunk.len())
                 .named("empty_count", if closing { self.empty.len() } else { 0 })
                 .named("allow", if closing { self.grant } else { 0 })
-                .named("allow_ms", super::ms(ALLOW_FOR));
+                .named("allow_ms", super::shape::ms(ALLOW_FOR));
             for user in chunk {
                 call.named("lists", user.as_str());
             }

@@ -6,7 +6,10 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line, Pass, Place, Published, Stripe, Turned};
+use super::door::{Pass, Turned};
+use super::handle::Line;
+use super::keys::Stripe;
+use super::shape::{ms, Place, Published};
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
@@ -250,8 +253,8 @@ const LANE_TICKETS: i64 = TICKET_OFFSET + (1 << 50);
 /// plus its instant, a session admitted on arrival's 2^52 + 2^51 plus its instant. Each fits
 /// 53 bits, which a JSON number holds exactly.
 pub fn ticket_of(score: i64) -> u64 {
-    if super::is_lane(score) {
-        return (score - super::LANE_BASE + LANE_TICKETS).max(0) as u64;
+    if super::shape::is_lane(score) {
+        return (score - super::shape::LANE_BASE + LANE_TICKETS).max(0) as u64;
     }
     score.saturating_add(TICKET_OFFSET).max(0) as u64
 }
@@ -260,7 +263,7 @@ pub fn ticket_of(score: i64) -> u64 {
 pub fn score_of(ticket: u64) -> i64 {
     let ticket = ticket.min(i64::MAX as u64) as i64;
     if (LANE_TICKETS..TICKET_OFFSET + ON_ARRIVAL).contains(&ticket) {
-        return ticket - LANE_TICKETS + super::LANE_BASE;
+        return ticket - LANE_TICKETS + super::shape::LANE_BASE;
     }
     ticket.saturating_sub(TICKET_OFFSET)
 }
@@ -378,7 +381,7 @@ impl Line {
             || held
                 .as_ref()
                 .and_then(|p| {
-                    if super::is_lane(score) {
+                    if super::shape::is_lane(score) {
                         p.lane_head.as_ref()
                     } else {
                         p.head.as_ref()
@@ -550,7 +553,10 @@ mod tests {
         );
         // The lane's places and the sessions admitted on arrival have tickets of their own,
         // each range apart from the others, and fit 53 bits.
-        let lane = [super::super::LANE_BASE, super::super::LANE_BASE + late];
+        let lane = [
+            super::super::shape::LANE_BASE,
+            super::super::shape::LANE_BASE + late,
+        ];
         let on_arrival = [super::ON_ARRIVAL, super::ON_ARRIVAL + late];
         for score in lane.into_iter().chain(on_arrival) {
             assert_eq!(super::score_of(super::ticket_of(score)), score);
@@ -559,7 +565,7 @@ mod tests {
             assert!(!super::in_draw(score));
         }
         assert!(super::ticket_of(lane[1]) < super::ticket_of(on_arrival[0]));
-        assert!(super::super::is_lane(lane[1]) && !super::super::is_lane(lowest));
+        assert!(super::super::shape::is_lane(lane[1]) && !super::super::shape::is_lane(lowest));
         assert!(super::in_draw(lowest) && super::in_draw(highest_draw) && !super::in_draw(0));
     }
 

@@ -2,7 +2,8 @@
 //! not, why, in one plain command on the buyer's stripe.
 
 use super::buyer::Mark;
-use super::{Line, Standing};
+use super::buyer::Standing;
+use super::handle::Line;
 use crate::error::Error;
 use crate::ids::UserId;
 

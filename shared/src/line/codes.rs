@@ -7,7 +7,9 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{Line, Stripe, ACCESS_CHUNK};
+use super::access::ACCESS_CHUNK;
+use super::handle::Line;
+use super::keys::Stripe;
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};

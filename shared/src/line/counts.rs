@@ -6,7 +6,9 @@
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
-use super::{ms, Line, StripeKeys};
+use super::handle::Line;
+use super::keys::StripeKeys;
+use super::shape::ms;
 use crate::error::Error;
 use crate::ids::QueueId;
 use crate::store::{Batch, Staged};

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use super::{ms, Line};
+use super::handle::Line;
+use super::shape::ms;
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{Batch, Staged};

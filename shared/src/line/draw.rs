@@ -10,7 +10,8 @@
 //! A draw place's score is below zero: the value's lowest score, then its order of arrival
 //! among equal values on its stripe ([`DrawLayout::score_of`]).
 
-use super::{LineShape, Stripe};
+use super::keys::Stripe;
+use super::shape::LineShape;
 
 /// A draw value's bits: values run from 0 to 2²⁸ − 1 (docs/draw.md).
 pub const DRAW_VALUE_BITS: u32 = 28;

@@ -6,7 +6,8 @@
 use std::fmt;
 use std::sync::LazyLock;
 
-use super::{ms, Line};
+use super::handle::Line;
+use super::shape::ms;
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall};

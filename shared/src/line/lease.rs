@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, Line};
+use super::fence::Fence;
+use super::handle::Line;
+use super::shape::ms;
 use crate::error::Error;
 use crate::store::{lua_script, NamedScript, ScriptCall};
 
@@ -19,10 +21,6 @@ pub(super) static LEASE: NamedScript = NamedScript::new(
     &["LEASE", "FENCE"],
     &["holder", "ttl_ms", "keep_ms"],
 );
-
-/// The fence a tick's writes carry: a lease's number, higher for each new holder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Fence(pub u64);
 
 /// What asking for the lease gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::RngCore;
 
-use super::{Line, LineShape, Opening};
+use super::handle::Line;
+use super::shape::{LineShape, Opening};
 use crate::ids::QueueId;
 use crate::store::Conn;
 

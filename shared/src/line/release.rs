@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::{ms, score_of, ticket_of, Line};
+use super::buyer::{score_of, ticket_of};
+use super::handle::Line;
+use super::shape::ms;
 use crate::ids::{PaymentId, UserId};
 use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
 

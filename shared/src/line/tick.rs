@@ -19,10 +19,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::apply::{Apply, ApplyReply};
+use super::fence::Fence;
 use super::halt::Halt;
-use super::lease::Fence;
-use super::ticked::{Heads, Room, Seen, TickRefused, Ticked};
-use super::{ms, Line, Place, Published, Stripe, StripeKeys};
+use super::handle::Line;
+use super::keys::{Stripe, StripeKeys};
+use super::seen::{Heads, Seen};
+use super::shape::{ms, Place, Published};
+use super::ticked::{Room, TickRefused, Ticked};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::store::{Batch, Staged};
@@ -187,12 +190,12 @@ impl Line {
             i64::MIN
         };
         let lane_sealed = if opened || lane_before_opening {
-            self.segment_of(super::LANE_BASE + sealed_at)
+            self.segment_of(super::shape::LANE_BASE + sealed_at)
         } else {
             i64::MIN
         };
         let admissible = |segment: i64| {
-            if super::is_lane_segment(segment) {
+            if super::shape::is_lane_segment(segment) {
                 segment < lane_sealed
             } else {
                 segment < sealed
@@ -201,9 +204,10 @@ impl Line {
         // The segments this tick counts: those it may admit from, and the lane's sealed ones
         // before the opening too, so a lane place sees its position while it waits for the
         // opening (it is admitted from then on).
-        let lane_counted = self.segment_of(super::LANE_BASE + sealed_at);
+        let lane_counted = self.segment_of(super::shape::LANE_BASE + sealed_at);
         let counted_segment = |segment: i64| {
-            admissible(segment) || (super::is_lane_segment(segment) && segment < lane_counted)
+            admissible(segment)
+                || (super::shape::is_lane_segment(segment) && segment < lane_counted)
         };
         // Each stripe's live sessions: a dark one's as this container's last tick left them
         // (sessions only end while nobody admits there). Without that, the room is unknown.
@@ -312,7 +316,7 @@ impl Line {
             .flat_map(|of_stripe| {
                 of_stripe
                     .range(..0)
-                    .filter(|(segment, _)| !super::is_lane_segment(**segment))
+                    .filter(|(segment, _)| !super::shape::is_lane_segment(**segment))
                     .map(|(_, count)| count)
             })
             .sum();
@@ -406,7 +410,7 @@ impl Line {
             walk[k].push(place.user.clone());
             walked.push((k, place.user.clone(), place.score));
             let heads = head[k].get_or_insert_with(Heads::default);
-            if super::is_lane(place.score) {
+            if super::shape::is_lane(place.score) {
                 heads.lane = Some(place);
             } else {
                 heads.main = Some(place);
@@ -569,7 +573,7 @@ impl Line {
         // The counts after the tick, for the queue's summary: one command more, to the line's
         // own tag. Its shard may be the one down: the admissions stand, and are reported.
         if ticked.refused.is_none() {
-            let counts = super::Counts {
+            let counts = super::counts::Counts {
                 tick: now,
                 waiting: ticked.placed,
                 active: ticked.live,

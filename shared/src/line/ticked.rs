@@ -1,12 +1,11 @@
 //! What a line's tick is given and what it leaves: the room it admits within ([`Room`]), what
-//! it did ([`Ticked`], or why it wrote nothing: [`TickRefused`]), and what this container
-//! remembers of it for the next tick under the same lease (`Seen`).
+//! it did ([`Ticked`], or why it wrote nothing: [`TickRefused`]).
 
 use std::collections::BTreeMap;
 
+use super::fence::Fence;
 use super::halt::Halt;
-use super::lease::Fence;
-use super::{Place, Stripe};
+use super::keys::Stripe;
 
 /// The room a tick admits within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,29 +47,6 @@ pub struct Ticked {
     /// The stripes whose shard did not answer: their places waited, and the others were
     /// walked without them.
     pub dark: Vec<Stripe>,
-}
-
-/// What this container's last tick of a line found, under the lease `fence`: each stripe's
-/// live sessions after it, to go on without a stripe whose shard does not answer, and each
-/// stripe's head, the last place walked on it (`None` where not known: read from the stripe's
-/// published state). A tick under another fence starts again from nothing: another holder
-/// may have written since.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Seen {
-    pub(super) fence: Option<Fence>,
-    pub(super) live: Vec<Option<u64>>,
-    /// Each stripe's admissions on arrival left (passthrough) after the tick.
-    pub(super) allowed: Vec<Option<u64>>,
-    pub(super) heads: Vec<Option<Heads>>,
-}
-
-/// The last places walked on one stripe: in the main line (the draw's and the arrivals'), and
-/// in the priority lane, which has its own since a new lane place sorts before the main
-/// line's walked places.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Heads {
-    pub(super) main: Option<Place>,
-    pub(super) lane: Option<Place>,
 }
 
 /// Why a tick wrote nothing.

@@ -5,7 +5,7 @@
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
 use super::keys::{Board, Order};
-use super::Rankings;
+use super::rankings::Rankings;
 use crate::store::ScriptCall;
 
 /// The Lua both board reads begin with.
@@ -57,7 +57,7 @@ impl Rankings {
             Some(Against::Bucket(_)) => ("bucket", String::new()),
             Some(Against::Snapshot(board)) => (
                 "snapshot",
-                if board.period == super::Period::Trending {
+                if board.period == super::period::Period::Trending {
                     self.trend().half_life_ms.to_string()
                 } else {
                     String::new()

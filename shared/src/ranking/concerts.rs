@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::compare::{snapshot_time, Against, COMPARE_LUA};
 use super::keys::{Board, Order};
+use super::rankings::Rankings;
 use super::read::{percentile, Movement};
-use super::Rankings;
 use crate::error::Error;
 use crate::ids::ConcertId;
 use crate::store::{assemble, primary_read_script, NamedScript, ScriptCall};
@@ -149,7 +149,7 @@ impl Rankings {
                 ids.len()
             )));
         }
-        let trending = board.period == super::Period::Trending;
+        let trending = board.period == super::period::Period::Trending;
         let concerts = ids
             .iter()
             .zip(reply.rows)

@@ -6,8 +6,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
 
 use super::period::{local_day, Period};
+use super::rankings::Rankings;
 use super::windows::{Trend, Window, BUCKET_MS, LAST_24H, LAST_7D, MARGIN_SECONDS};
-use super::Rankings;
 use crate::error::Error;
 use crate::ids::{Genre, PaymentId};
 

@@ -23,7 +23,8 @@
 //! Scores are stored negated (−seats), so that Redis's ascending order, which breaks ties
 //! by member name, gives most seats first and equal scores by `concertId` ascending.
 //!
-//! The module is split by concern: `keys.rs` names every key (boards, rates, the windows'
+//! The module is split by concern: `rankings.rs` holds [`Rankings`] and the writing scripts'
+//! preludes; `keys.rs` names every key (boards, rates, the windows'
 //! watermarks, the fold queue, details, the page cache); `record.rs` says where a payment's
 //! dedupe record lives and what it keeps (`record.lua` writes and reads it); `apply.rs` turns
 //! commands into one apply call per batch; `tick.rs` is the tick (the fold, the windows'
@@ -39,6 +40,7 @@ mod concerts;
 mod events;
 mod keys;
 mod period;
+mod rankings;
 mod read;
 mod record;
 mod snapshot;
@@ -53,47 +55,11 @@ pub use concerts::{Standing, Standings, MAX_CONCERTS};
 pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX_TEXT_CHARS};
 pub use keys::{Board, Order};
 pub use period::{default_day, local_day, parse_date, Period};
+pub use rankings::Rankings;
 pub(crate) use read::page_script;
 pub use read::{percentile, Around, Movement, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
 pub use snapshot::{Snapshots, SNAPSHOT_BUDGET, SNAPSHOT_CALLS};
 pub use tick::{Fold, Tick, FOLD_BUDGET_TICK, FOLD_CALLS};
-
-use crate::config::RankingSettings;
-use crate::store::Conn;
-
-/// The board write helpers, which the apply script and the tick both begin with.
-const BOARDS_LUA: &str = include_str!("boards.lua");
-
-/// The preludes of the scripts that fold: the board helpers, the window and trending
-/// writes, the payment records, then the fold.
-const FOLD_PRELUDES: [&str; 4] = [
-    BOARDS_LUA,
-    include_str!("windows.lua"),
-    include_str!("record.lua"),
-    include_str!("fold.lua"),
-];
-
-/// The rankings over one Redis. Cheap to clone.
-#[derive(Clone)]
-pub struct Rankings {
-    conn: Conn,
-    prefix: String,
-    settings: RankingSettings,
-}
-
-impl Rankings {
-    pub fn new(conn: Conn, prefix: impl Into<String>, settings: RankingSettings) -> Self {
-        Rankings {
-            conn,
-            prefix: prefix.into(),
-            settings,
-        }
-    }
-
-    pub fn settings(&self) -> &RankingSettings {
-        &self.settings
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::compare::{snapshot_time, Against, COMPARE_LUA};
 use super::keys::{Board, Order};
 use super::period::{default_day, local_day, Period};
-use super::Rankings;
+use super::rankings::Rankings;
 use crate::error::Error;
 use crate::ids::ConcertId;
 use crate::store::{assemble, primary_read_script, NamedScript, ScriptCall};

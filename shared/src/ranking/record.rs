@@ -23,7 +23,7 @@ use chrono::{Datelike, NaiveDate};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::Rankings;
+use super::rankings::Rankings;
 use crate::ids::{ConcertId, PaymentId};
 
 /// Slots per group. A site taking 1 000 000 payments a day puts about 34 000 records in each

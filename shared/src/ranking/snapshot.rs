@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::keys::{Board, Order};
 use super::period::Period;
-use super::{Rankings, BOARDS_LUA};
+use super::rankings::{Rankings, BOARDS_LUA};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::ids::Genre;
