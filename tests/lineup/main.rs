@@ -52,6 +52,7 @@ mod rankings;
 mod records;
 mod replan;
 mod replay;
+mod replay_snapshots;
 mod samples;
 mod secrets;
 mod settings;

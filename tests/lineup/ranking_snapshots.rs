@@ -429,3 +429,53 @@ async fn a_round_over_many_genres_goes_in_calls_of_a_bounded_budget_and_gone_gen
         .unwrap();
     assert!(ttl > 7 * 86_400, "{ttl}");
 }
+
+#[tokio::test]
+async fn a_tie_at_the_cut_off_keeps_its_rank_and_a_board_of_exactly_k_rows_knows_its_newcomers() {
+    let app = TestApp::spawn(&[("RANKING_SNAPSHOT_TOP", "3")]).await;
+    // x 5, then w, y and z 3: z ties with the 3rd row, so the snapshot keeps it at rank 2.
+    // On jazz, exactly 3 rows: the whole board.
+    sell(
+        &app,
+        &[
+            ("p-x", "x", 5, &[]),
+            ("p-w", "w", 3, &[]),
+            ("p-y", "y", 3, &[]),
+            ("p-z", "z", 3, &[]),
+            ("p-a", "a", 5, &["jazz"]),
+            ("p-b", "b", 3, &["jazz"]),
+            ("p-c", "c", 1, &["jazz"]),
+        ],
+    )
+    .await;
+    tick(&app).await;
+    let ties = read(&app, "/rankings/last-24h?limit=10").await;
+    let at = taken_at(&ties);
+    let overall: Vec<_> = page(&ties)
+        .into_iter()
+        .filter(|(concert, ..)| ["w", "x", "y", "z"].contains(&concert.as_str()))
+        .collect();
+    assert_eq!(
+        overall,
+        vec![
+            row("x", 1, json!(1), same(), &at),
+            row("w", 3, json!(3), same(), &at),
+            row("y", 3, json!(3), same(), &at),
+            row("z", 3, json!(3), same(), &at),
+        ],
+        "a, x 5; b, w, y, z 3: {}",
+        ties.body
+    );
+    // e arrives on jazz, whose snapshot held every row it had: e is new.
+    sell(&app, &[("p-e", "e", 4, &["jazz"])]).await;
+    let jazz = read(&app, "/rankings/last-24h?genre=jazz").await;
+    assert_eq!(
+        page(&jazz),
+        vec![
+            row("a", 1, json!(1), same(), &at),
+            row("e", 2, Value::Null, json!({"kind": "new"}), &at),
+            row("b", 3, json!(2), down(1), &at),
+            row("c", 4, Value::Null, Value::Null, &at),
+        ]
+    );
+}

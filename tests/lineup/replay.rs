@@ -23,12 +23,13 @@ use serde_json::{json, Value};
 
 const EVENTS: usize = 10_000;
 const CANCELS: usize = 5;
-const WINDOW: usize = 100;
-const CONCERTS: usize = 40;
-const GENRES: [&str; 4] = ["rock", "pop", "jazz", "k-pop"];
+pub(super) const WINDOW: usize = 100;
+pub(super) const CONCERTS: usize = 40;
+pub(super) const GENRES: [&str; 4] = ["rock", "pop", "jazz", "k-pop"];
 
 /// The stream as a test author would describe it, before any delivery.
-enum Logical {
+#[derive(Clone)]
+pub(super) enum Logical {
     Pay {
         id: String,
         concert: usize,
@@ -45,28 +46,30 @@ enum Logical {
     },
 }
 
-struct Stream {
-    events: Vec<Logical>,
+pub(super) struct Stream {
+    pub(super) events: Vec<Logical>,
     /// Index into `events` of each payment, in order.
-    payments: Vec<usize>,
-    genres: Vec<Vec<&'static str>>,
+    pub(super) payments: Vec<usize>,
+    pub(super) genres: Vec<Vec<&'static str>>,
     /// Each concert's versions of its details, oldest first; every fifth concert has none.
-    details: Vec<Vec<Version>>,
+    pub(super) details: Vec<Vec<Version>>,
 }
 
 /// One version of a concert's details.
-struct Version {
+#[derive(Clone)]
+pub(super) struct Version {
     title: String,
     venue: Option<String>,
     capacity: u64,
     updated_at: DateTime<Utc>,
 }
 
-fn concert_id(concert: usize) -> String {
+pub(super) fn concert_id(concert: usize) -> String {
     format!("concert-{concert:02}")
 }
 
-fn generate(rng: &mut StdRng, now: DateTime<Utc>) -> Stream {
+/// `n` events dated over the `days` before `now`, the last cancellations 900 before the end.
+pub(super) fn generate(rng: &mut StdRng, now: DateTime<Utc>, n: usize, days: i64) -> Stream {
     let genres: Vec<Vec<&str>> = (0..CONCERTS)
         .map(|_| {
             let count = rng.random_range(0..=2);
@@ -76,12 +79,12 @@ fn generate(rng: &mut StdRng, now: DateTime<Utc>) -> Stream {
         })
         .collect();
     // Dated up to the run, so the last week and day are in the rolling windows.
-    let first_day = now - Duration::days(41);
-    let mut events = Vec::with_capacity(EVENTS);
+    let first_day = now - Duration::days(days);
+    let mut events = Vec::with_capacity(n);
     let mut payments: Vec<usize> = Vec::new();
-    let cancel_at: BTreeSet<usize> = (0..CANCELS).map(|k| EVENTS - 900 + k * 150).collect();
+    let cancel_at: BTreeSet<usize> = (0..CANCELS).map(|k| n - 900 + k * 150).collect();
     let mut cancelled = 0;
-    for position in 0..EVENTS {
+    for position in 0..n {
         if cancel_at.contains(&position) {
             events.push(Logical::Cancel {
                 concert: cancelled * 7,
@@ -105,7 +108,7 @@ fn generate(rng: &mut StdRng, now: DateTime<Utc>) -> Stream {
                 id: format!("pay-{position}"),
                 concert: rng.random_range(0..CONCERTS),
                 seats: rng.random_range(1..=6),
-                at: first_day + Duration::seconds(rng.random_range(0..41 * 86_400)),
+                at: first_day + Duration::seconds(rng.random_range(0..days * 86_400)),
             });
         }
     }
@@ -150,7 +153,7 @@ fn details_event(stream: &Stream, concert: usize, version: &Version) -> Value {
 
 /// concertId → `(updatedAt ms, capacity, details JSON)` the details hash must hold: the
 /// latest version of each concert not cancelled.
-fn details_model(stream: &Stream) -> Details {
+pub(super) fn details_model(stream: &Stream) -> Details {
     let cancelled: BTreeSet<usize> = stream
         .events
         .iter()
@@ -257,7 +260,7 @@ fn with_genres(stream: &Stream, concert: usize) -> impl Iterator<Item = Option<S
 /// `(window, genre)` → concert → seats: the rolling boards when the server's clock is in
 /// 5-minute bucket `now_bucket`. A window of n buckets holds the current one and the n − 1
 /// before it.
-fn window_model(
+pub(super) fn window_model(
     stream: &Stream,
     now_bucket: i64,
 ) -> BTreeMap<(&'static str, Option<String>), BTreeMap<String, u64>> {
@@ -281,7 +284,7 @@ fn window_model(
 
 /// genre → concert → weighted seats on trending generation `generation` (length 12 half-lives):
 /// each sale in `[(k − 1)P, (k + 1)P)` at `seats · 2^((t − kP)/H)`.
-fn trending_model(
+pub(super) fn trending_model(
     stream: &Stream,
     generation: i64,
     half_life_ms: i64,
@@ -415,37 +418,19 @@ fn day_in(period: &str, bucket: &str) -> String {
     }
 }
 
-/// 10 000 events (payments, refunds, 5 cancellations) over 41 days, 7 ISO weeks, 2 months and 4
-/// genres. Each is delivered 1–3 times, shuffled within windows of 100, so some refunds come a
-/// window before their payment. Each window's calls run concurrently, by three paths: direct, SQS
-/// batches of up to 10, and single EventBridge invocations. Every board (daily, weekly, monthly,
-/// all-time; overall and per genre) must equal an independent in-memory model of the stream, in
-/// which every refund counts whatever its order of arrival. Redis must hold no other board.
-/// Every calendar board, by seats and by rate, is then read through the ranking API as a whole
-/// page, a top 10 twice (rendered, then kept), its middle concert's own read with 3 rows either
-/// side, and a many-concerts read of all 40 concerts: each row's rank, `previousRank` and
-/// `movement` must follow the competition ranks (1, 2, 2, 4) the test computes on the model's
-/// board one bucket before (the day, ISO week or month before; `new` off it; null on
-/// all-time). The pages and many-concerts reads are repeated by the API redeployed with a
-/// shorter retention, under which the older buckets before are gone: null there. The
-/// `RELIABILITY:` line gives the counts of events, deliveries, calls, boards and rows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
-    let retention = KEPT.vars();
-    let mut vars: Vec<(&str, &str)> = retention.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    // The stream is dated: keep its events inside the dedupe window.
-    vars.push(("RANKING_DEDUPE_DAYS", "3660"));
-    let app = TestApp::spawn(&vars).await;
-    let mut rng = StdRng::seed_from_u64(2026);
-    let stream = generate(&mut rng, Utc::now());
+/// [`schedule`]'s windows, deliveries, early refunds and versions.
+type Scheduled = (Vec<Vec<Value>>, usize, usize, usize);
 
-    // Each event 1–3 times; the first copy in its own window, others in it or the next.
-    let windows = EVENTS / WINDOW + 1;
+/// Each event 1–3 times, the first copy in its own window, others in it or the next; each
+/// version of the details 1–3 times within the first `details_in` windows. Returns the
+/// windows, the deliveries, the refunds delivered before their payment and the versions.
+pub(super) fn schedule(rng: &mut StdRng, stream: &Stream, details_in: usize) -> Scheduled {
+    let windows = stream.events.len() / WINDOW + 1;
     let mut by_window: Vec<Vec<Value>> = vec![Vec::new(); windows];
     let mut deliveries = 0;
     let mut early_refunds = 0;
     for (position, event) in stream.events.iter().enumerate() {
-        let json = to_event(&stream, event);
+        let json = to_event(stream, event);
         let mut window = position / WINDOW;
         // EventBridge does not order deliveries: a third of the refunds arrive in the
         // window before their payment's (their copies there or with the payment).
@@ -469,17 +454,23 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
     let mut versions = 0;
     for (concert, history) in stream.details.iter().enumerate() {
         for version in history {
-            let json = details_event(&stream, concert, version);
+            let json = details_event(stream, concert, version);
             versions += 1;
             for _ in 0..rng.random_range(1..=3) {
-                by_window[rng.random_range(0..windows)].push(json.clone());
+                by_window[rng.random_range(0..details_in)].push(json.clone());
                 deliveries += 1;
             }
         }
     }
+    (by_window, deliveries, early_refunds, versions)
+}
+
+/// Each window's events shuffled, in calls of 1–10 by the three paths, all of a window at
+/// once. Returns the calls.
+pub(super) async fn deliver_windows(app: &TestApp, rng: &mut StdRng, by: Vec<Vec<Value>>) -> usize {
     let mut calls = 0;
-    for mut window in by_window {
-        window.shuffle(&mut rng);
+    for mut window in by {
+        window.shuffle(rng);
         let mut batch = Vec::new();
         let mut rest = window.as_slice();
         while !rest.is_empty() {
@@ -499,11 +490,40 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
             }
         }
         // Every call of a window at once.
-        calls += join_all(batch.into_iter().map(|d| deliver(&app, d)))
+        calls += join_all(batch.into_iter().map(|d| deliver(app, d)))
             .await
             .into_iter()
             .sum::<usize>();
     }
+    calls
+}
+
+/// 10 000 events (payments, refunds, 5 cancellations) over 41 days, 7 ISO weeks, 2 months and 4
+/// genres. Each is delivered 1–3 times, shuffled within windows of 100, so some refunds come a
+/// window before their payment. Each window's calls run concurrently, by three paths: direct, SQS
+/// batches of up to 10, and single EventBridge invocations. Every board (daily, weekly, monthly,
+/// all-time; overall and per genre) must equal an independent in-memory model of the stream, in
+/// which every refund counts whatever its order of arrival. Redis must hold no other board.
+/// Every calendar board, by seats and by rate, is then read through the ranking API as a whole
+/// page, a top 10 twice (rendered, then kept), its middle concert's own read with 3 rows either
+/// side, and a many-concerts read of all 40 concerts: each row's rank, `previousRank` and
+/// `movement` must follow the competition ranks (1, 2, 2, 4) the test computes on the model's
+/// board one bucket before (the day, ISO week or month before; `new` off it; null on
+/// all-time). The pages and many-concerts reads are repeated by the API redeployed with a
+/// shorter retention, under which the older buckets before are gone: null there. The
+/// `RELIABILITY:` line gives the counts of events, deliveries, calls, boards and rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
+    let retention = KEPT.vars();
+    let mut vars: Vec<(&str, &str)> = retention.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // The stream is dated: keep its events inside the dedupe window.
+    vars.push(("RANKING_DEDUPE_DAYS", "3660"));
+    let app = TestApp::spawn(&vars).await;
+    let mut rng = StdRng::seed_from_u64(2026);
+    let stream = generate(&mut rng, Utc::now(), EVENTS, 41);
+    let (by_window, deliveries, early_refunds, versions) =
+        schedule(&mut rng, &stream, EVENTS / WINDOW + 1);
+    let calls = deliver_windows(&app, &mut rng, by_window).await;
 
     // What the apply calls left in the fold queue reaches the boards at the tick's fold.
     let fold = app
@@ -706,7 +726,7 @@ impl Retention {
 }
 
 /// concertId → `(updatedAt ms, capacity, details JSON)`, as [`details_model`] gives it.
-type Details = BTreeMap<String, (i64, u64, Value)>;
+pub(super) type Details = BTreeMap<String, (i64, u64, Value)>;
 
 /// `(period, bucket, genre)` of a board of the model.
 type BoardKey = (String, String, Option<String>);
@@ -887,7 +907,7 @@ fn model_rows(
 }
 
 /// `GET path` through the ranking API `api`.
-async fn read_through(api: &ranking_api::Deps, path: &str) -> lineup_tests::Reply {
+pub(super) async fn read_through(api: &ranking_api::Deps, path: &str) -> lineup_tests::Reply {
     let reply = lineup_tests::Reply::from(
         ranking_api::handle(lineup_tests::api_request("GET", path, None), api)
             .await
@@ -1028,7 +1048,7 @@ async fn check_movement(
 }
 
 /// The server's clock (Redis `TIME`) in ms.
-async fn server_ms(app: &TestApp) -> i64 {
+pub(super) async fn server_ms(app: &TestApp) -> i64 {
     lineup_tests::rankings::server_now(app)
         .await
         .timestamp_millis()

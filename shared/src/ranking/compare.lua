@@ -8,10 +8,11 @@
 -- competition rank ranks[j]), its rank before: a competition rank, 0 when it was not there
 -- (new), nil when unknown; and the snapshot's time (ms, as stored), or nil.
 -- On a bucket: one ZMSCORE, then one ZCOUNT per distinct score found. On a snapshot: one
--- HMGET. A snapshot knows its top '@k' rows: a row ranked below k now, or missing from a
--- full snapshot (it was below k then), is unknown; missing from a snapshot of fewer rows, it
--- is new. A trending snapshot ranked with another half-life than the read compares with
--- nothing.
+-- HMGET. A snapshot knows its top '@k' rows and those tied with the last of them: a row
+-- ranked below k now, or missing from a snapshot of a board that held more rows ('@full': it
+-- was below them then), is unknown; missing from a snapshot of the whole board, it is new. A
+-- snapshot without '@full' counts as full. A trending snapshot ranked with another
+-- half-life than the read compares with nothing.
 local function previous_ranks(previous, against, half, ids, ranks)
   local before = {}
   if not previous or #ids == 0 then return before, nil end
@@ -28,15 +29,15 @@ local function previous_ranks(previous, against, half, ids, ranks)
     end
     return before, nil
   end
-  local got = redis.call('HMGET', previous, '@at', '@k', '@n', '@half', unpack(ids))
-  local at, k, n = got[1], tonumber(got[2]), tonumber(got[3])
-  if not (at and k and n) or (half ~= '' and got[4] ~= half) then return before, nil end
+  local got = redis.call('HMGET', previous, '@at', '@k', '@full', '@half', unpack(ids))
+  local at, k, whole = got[1], tonumber(got[2]), got[3] == '0'
+  if not (at and k) or (half ~= '' and got[4] ~= half) then return before, nil end
   for j = 1, #ids do
     if ranks[j] <= k then
       local rank = got[4 + j]
       if rank then
         before[j] = tonumber(rank)
-      elseif n < k then
+      elseif whole then
         before[j] = 0
       end
     end

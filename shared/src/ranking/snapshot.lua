@@ -8,9 +8,10 @@
 -- trending half-life in ms; budget, the rows one call may copy; slots, JSON, one
 -- [board key, snapshot key, trending?] per live board and order, overall (a genre's keys
 -- are these with ':genre:<genre>' after them).
--- A snapshot is a hash: concertId -> its competition rank, for the top `top` rows, and
--- '@at' (when it was taken, ms), '@k' (top), '@n' (rows kept) and, on a trending board,
--- '@half' (the half-life it was ranked with). No concertId holds '@' (ids.rs). It replaces
+-- A snapshot is a hash: concertId -> its competition rank, for the top `top` rows and those
+-- tied with the last of them, and '@at' (when it was taken, ms), '@k' (top), '@full' (1 when
+-- the board held more rows than the snapshot) and, on a trending board, '@half' (the
+-- half-life it was ranked with). No concertId holds '@' (ids.rs). It replaces
 -- the one before in one command and ends SNAPSHOT_KEEP seconds later, so a tick that stops
 -- leaves no stale comparison behind.
 -- A round snapshots every board once: the overall boards, then each live genre's in name
@@ -52,10 +53,26 @@ local function any_board(genre)
   return redis.call('EXISTS', unpack(keys)) > 0
 end
 
--- Keeps the top rows of `board` in `snap`, with competition ranks. Returns the rows copied.
+-- Keeps the top rows of `board` in `snap`, with competition ranks, and the rows tied with
+-- the last of them (up to `top` more: a tie at the cut-off is the cut-off's rank, not below
+-- it). '@full' says whether the board held more rows than the snapshot: then a row missing
+-- from it was below them. Returns the rows copied.
 local function snapshot(board, snap, trending)
   local range = redis.call('ZRANGE', board, 0, top - 1, 'WITHSCORES')
-  local fields = {'@at', now, '@k', top, '@n', #range / 2}
+  local kept = #range / 2
+  if kept == top then
+    local last, tied = range[#range], 0
+    for i = #range, 2, -2 do
+      if range[i] ~= last then break end
+      tied = tied + 1
+    end
+    local more = redis.call('ZRANGE', board, last, last, 'BYSCORE', 'LIMIT', tied, top,
+      'WITHSCORES')
+    for i = 1, #more do range[#range + 1] = more[i] end
+    kept = #range / 2
+  end
+  local full = redis.call('ZCARD', board) > kept and 1 or 0
+  local fields = {'@at', now, '@k', top, '@full', full}
   if trending then fields[#fields + 1], fields[#fields + 2] = '@half', half end
   local last_score, rank = nil, 0
   for i = 1, #range, 2 do
@@ -68,7 +85,7 @@ local function snapshot(board, snap, trending)
   redis.call('DEL', snap)
   redis.call('HSET', snap, unpack(fields))
   redis.call('EXPIRE', snap, SNAPSHOT_KEEP)
-  return #range / 2
+  return kept
 end
 
 -- Each step costs its rows plus one from the budget, a genre found gone the boards it

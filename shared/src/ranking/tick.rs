@@ -8,8 +8,8 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, ParsingError, Value};
 use serde_json::json;
 
+use super::rankings::{Rankings, BOARDS_LUA, FOLD_PRELUDES};
 use super::windows::{TICK_CALLS, TICK_FIELDS, TICK_STEPS};
-use super::{Rankings, BOARDS_LUA, FOLD_PRELUDES};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
@@ -111,8 +111,9 @@ impl Rankings {
     /// Folds what the apply calls left in the fold queue onto the boards (fold calls while
     /// entries are left, up to [`FOLD_CALLS`]), then takes the buckets that left each
     /// rolling window off its boards: one script call, and another while the last says
-    /// there is more, up to [`TICK_CALLS`]; then goes on with the hour's round of snapshots
-    /// ([`Rankings::snapshot`]) at `clock`'s time. Each call is one round trip.
+    /// there is more, up to [`TICK_CALLS`]; then, once neither left work for the next tick,
+    /// goes on with the hour's round of snapshots ([`Rankings::snapshot`]) at `clock`'s time.
+    /// Each call is one round trip.
     pub async fn tick(&self, clock: &dyn Clock) -> Result<Tick, Error> {
         let mut tick = Tick {
             folded: 0,
@@ -140,10 +141,15 @@ impl Rankings {
             more = now_more;
         }
         tick.calls += roll_calls;
-        let snapshots = self.snapshot(clock).await?;
-        tick.snapshots = snapshots.boards;
-        tick.calls += snapshots.calls;
-        tick.more = fold.left > 0 || more || snapshots.more;
+        tick.more = fold.left > 0 || more;
+        // A snapshot copies the boards as they stand: only once they hold every payment
+        // recorded and no bucket that has left its window.
+        if !tick.more {
+            let snapshots = self.snapshot(clock).await?;
+            tick.snapshots = snapshots.boards;
+            tick.calls += snapshots.calls;
+            tick.more = snapshots.more;
+        }
         Ok(tick)
     }
 
