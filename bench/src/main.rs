@@ -47,6 +47,7 @@ mod line_replay;
 mod measure;
 mod probe;
 mod report;
+mod snapshots;
 mod spike_replay;
 mod spike_report;
 mod util;
