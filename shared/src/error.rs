@@ -30,7 +30,7 @@ pub enum Error {
     Conflict(String),
     /// The route exists but not with this method (405).
     #[error("method not allowed; allowed: {allow}")]
-    MethodNotAllowed { allow: &'static str },
+    MethodNotAllowed { allow: String },
     /// Too many requests from this user or source; retry after the given delay (429).
     #[error("too many requests; retry after {} s", retry_after.as_secs())]
     RateLimited { retry_after: Duration },

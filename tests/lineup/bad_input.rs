@@ -213,9 +213,9 @@ fn input() -> impl Strategy<Value = Input> {
 fn hostile_routes() -> Vec<(&'static str, &'static str)> {
     queue_api::ROUTES
         .iter()
-        .chain(coupon_api::ROUTES)
+        .map(|r| r.pair())
+        .chain(coupon_api::ROUTES.iter().map(|r| r.pair()))
         .filter(|(_, path)| path.contains('{'))
-        .copied()
         .collect()
 }
 

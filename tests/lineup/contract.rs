@@ -21,12 +21,36 @@ fn read_yaml(name: &str) -> Value {
 }
 
 fn implemented() -> BTreeSet<(String, String)> {
-    queue_api::ROUTES
+    let pairs = queue_api::ROUTES
         .iter()
-        .chain(ranking_api::ROUTES)
-        .chain(coupon_api::ROUTES)
+        .map(|r| r.pair())
+        .chain(ranking_api::ROUTES.iter().map(|r| r.pair()))
+        .chain(coupon_api::ROUTES.iter().map(|r| r.pair()));
+    pairs
         .map(|(method, path)| (method.to_string(), path.to_string()))
         .collect()
+}
+
+/// docs/http-api.md shows each function's route list as it is, table for table.
+#[test]
+fn the_docs_show_each_functions_route_list() {
+    let docs = read_repo_file("docs/http-api.md");
+    for (function, table) in [
+        ("queue-api", lineup::http::routes_table(queue_api::ROUTES)),
+        (
+            "ranking-api",
+            lineup::http::routes_table(ranking_api::ROUTES),
+        ),
+        ("coupon-api", lineup::http::routes_table(coupon_api::ROUTES)),
+    ] {
+        let heading = format!("### {function}\n\n");
+        let at = docs
+            .find(&heading)
+            .unwrap_or_else(|| panic!("docs/http-api.md has no {heading:?}"));
+        let shown = &docs[at + heading.len()..];
+        let shown = &shown[..shown.find("\n\n").map_or(shown.len(), |end| end + 1)];
+        assert_eq!(shown, table, "docs/http-api.md, {function}");
+    }
 }
 
 #[test]

@@ -387,9 +387,10 @@ async fn the_local_stack_matches_no_route_with_an_empty_segment_or_a_trailing_sl
         .to_owned();
     let routes = queue_api::ROUTES
         .iter()
-        .chain(ranking_api::ROUTES)
-        .chain(coupon_api::ROUTES)
-        .chain(&[("POST", "/events")]);
+        .map(|r| r.pair())
+        .chain(ranking_api::ROUTES.iter().map(|r| r.pair()))
+        .chain(coupon_api::ROUTES.iter().map(|r| r.pair()))
+        .chain([("POST", "/events")]);
     let (mut tried, mut wrong) = (0, Vec::new());
     for (method, template) in routes {
         for path in with_an_empty_segment(&filled(template, &token)) {

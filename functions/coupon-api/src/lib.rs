@@ -1,12 +1,8 @@
 //! `coupon-api`: first-come coupon campaigns over HTTP (API Gateway HTTP API, payload
 //! format 2.0).
 //!
-//! | route | does |
-//! |---|---|
-//! | `PUT /coupons/{couponId}` | create (201) or update (200) a campaign (IAM-protected in AWS) |
-//! | `GET /coupons/{couponId}` | the campaign and how many coupons remain; cacheable for a second |
-//! | `GET /coupons/{couponId}/challenge` | a door challenge (ALTCHA PoW v2) to solve before claiming from a campaign that asks for one |
-//! | `POST /coupons/{couponId}/claims` | claim a coupon (201), or get one's claim again (200) |
+//! [`ROUTES`] lists every route this function serves and what it does; it drives the
+//! dispatch, the contract tests and the table in docs/http-api.md.
 //!
 //! A claim's answers, in the order checked: 404 for an unknown campaign, 200 with the
 //! buyer's claim when it holds one (whatever its token), 409 before `opensAt` or from
@@ -22,26 +18,55 @@
 //! Claims reach EventBridge through the outbox and `coupon-publisher`, not from here.
 
 use chrono::Utc;
-use lambda_http::http::{Method, StatusCode};
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
 use lineup::door::{Counted, DoorKey, Proof, Scope};
-use lineup::http::{self, allow, json, json_body, json_cached, no_route, segments};
+use lineup::http::{self, json, json_body, json_cached, segments, Route};
 use lineup::ids::CouponId;
 use lineup::metrics::MetricsSink;
 use lineup::token::{TokenClaims, TokenKey};
 use lineup::Error;
 use serde::Deserialize;
 
-/// Every route this function serves, as `(method, path)`. `openapi.yaml` and the template
-/// must list exactly these.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/coupons/{couponId}"),
-    ("PUT", "/coupons/{couponId}"),
-    ("GET", "/coupons/{couponId}/challenge"),
-    ("POST", "/coupons/{couponId}/claims"),
+/// What a route does, as the dispatch matches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Configure,
+    Read,
+    Challenge,
+    Claim,
+}
+
+/// Every route this function serves. `openapi.yaml` and the template must list exactly
+/// these, and docs/http-api.md shows this table; tests check all three.
+pub const ROUTES: &[Route<Op>] = &[
+    Route {
+        method: "PUT",
+        path: "/coupons/{couponId}",
+        does: "create (201) or update (200) a campaign (IAM-protected in AWS)",
+        op: Op::Configure,
+    },
+    Route {
+        method: "GET",
+        path: "/coupons/{couponId}",
+        does: "the campaign and how many coupons remain; cacheable for a second",
+        op: Op::Read,
+    },
+    Route {
+        method: "GET",
+        path: "/coupons/{couponId}/challenge",
+        does: "a door challenge (ALTCHA PoW v2) to solve before claiming from a campaign that asks for one",
+        op: Op::Challenge,
+    },
+    Route {
+        method: "POST",
+        path: "/coupons/{couponId}/claims",
+        does: "claim a coupon (201), or get one's claim again (200)",
+        op: Op::Claim,
+    },
 ];
 
 /// How long a CDN or browser may reuse a campaign read.
@@ -77,27 +102,18 @@ impl Deps {
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
 pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
-    http::answer(route(&request, deps)).await
+    http::answer(dispatch(&request, deps)).await
 }
 
-async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
+async fn dispatch(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request)?;
-    let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
-    match parts.as_slice() {
-        ["coupons", coupon] => match *request.method() {
-            Method::GET => read(deps, &CouponId::parse(coupon)?).await,
-            Method::PUT => configure(request, deps, &CouponId::parse(coupon)?).await,
-            _ => Err(Error::MethodNotAllowed { allow: "GET, PUT" }),
-        },
-        ["coupons", coupon, "challenge"] => {
-            allow(request.method(), "GET")?;
-            challenge(request, deps, &CouponId::parse(coupon)?).await
-        }
-        ["coupons", coupon, "claims"] => {
-            allow(request.method(), "POST")?;
-            claim(request, deps, &CouponId::parse(coupon)?).await
-        }
-        _ => Err(no_route(request)),
+    let (op, values) = http::find(ROUTES, request, &segments)?;
+    let coupon = CouponId::parse(values.get(0)?)?;
+    match op {
+        Op::Configure => configure(request, deps, &coupon).await,
+        Op::Read => read(deps, &coupon).await,
+        Op::Challenge => challenge(request, deps, &coupon).await,
+        Op::Claim => claim(request, deps, &coupon).await,
     }
 }
 

@@ -218,7 +218,9 @@ fn redact_tokens(path: &str) -> String {
 /// them from being applied (503 with `Retry-After` when Redis is out of reach).
 async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_http::Response<Body> {
     if request.method() != Method::POST {
-        return lineup::http::problem(&Error::MethodNotAllowed { allow: "POST" });
+        return lineup::http::problem(&Error::MethodNotAllowed {
+            allow: "POST".into(),
+        });
     }
     let events = match lineup::http::json_document::<Value>(request) {
         Ok(Value::Array(events)) => events,

@@ -1,13 +1,7 @@
 //! `ranking-api`: reads the sales boards over HTTP.
 //!
-//! | route | does |
-//! |---|---|
-//! | `GET /rankings/{period}?date&genre&by&limit&offset` | a page of a board |
-//! | `GET /rankings/{period}/concerts/{concertId}?date&genre&by&around` | one concert's row, with `around` rows either side, and its percentile |
-//! | `GET /rankings/{period}/concerts?ids&date&genre&by` | up to 100 concerts' standing on a board, in one round trip |
-//! | `GET /rankings` | the rankings page (HTML), which reads the boards above |
-//! | `GET /rankings/assets/{asset}` | its script (`rankings.js`) and styles (`page.css`); the rank badge a concert's page embeds (`badge.js`) |
-//! | `GET /rankings/assets/i18n/{lang}` | its string table in one language (JSON) |
+//! [`ROUTES`] lists every route this function serves and what it does; it drives the
+//! dispatch, the contract tests and the table in docs/http-api.md.
 //!
 //! The board reads answer `Cache-Control: public, max-age=5` (errors `no-store`): a page every visitor
 //! refreshes every few seconds reaches the rankings shard once per five seconds per cache.
@@ -21,7 +15,7 @@ use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
 use lineup::cold_start::Started;
 use lineup::config::ConfigError;
-use lineup::http::{self, allow, json_cached, no_route, segments};
+use lineup::http::{self, json_cached, segments, Route};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
 use lineup::ranking::{
@@ -49,44 +43,84 @@ impl Deps {
     }
 }
 
-/// Every route this function serves, as `(method, path)`. `openapi.yaml` and the template
-/// must list exactly these; a test checks both, and that each is really served.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/rankings/{period}"),
-    ("GET", "/rankings/{period}/concerts/{concertId}"),
-    ("GET", "/rankings/{period}/concerts"),
-    ("GET", "/rankings"),
-    ("GET", "/rankings/assets/{asset}"),
-    ("GET", "/rankings/assets/i18n/{lang}"),
+/// What a route does, as the dispatch matches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Page,
+    Concert,
+    Concerts,
+    RankingsPage,
+    Asset,
+    Strings,
+}
+
+/// Every route this function serves, the page's assets before the boards (a path
+/// `/rankings/assets/…` is an asset's). `openapi.yaml` and the template must list exactly
+/// these, and docs/http-api.md shows this table; tests check all three, and that each is
+/// really served.
+pub const ROUTES: &[Route<Op>] = &[
+    Route {
+        method: "GET",
+        path: "/rankings",
+        does: "the rankings page (HTML), which reads the boards below",
+        op: Op::RankingsPage,
+    },
+    Route {
+        method: "GET",
+        path: "/rankings/assets/{asset}",
+        does: "its script (`rankings.js`) and styles (`page.css`); the rank badge a concert's page embeds (`badge.js`)",
+        op: Op::Asset,
+    },
+    Route {
+        method: "GET",
+        path: "/rankings/assets/i18n/{lang}",
+        does: "its string table in one language (JSON)",
+        op: Op::Strings,
+    },
+    Route {
+        method: "GET",
+        path: "/rankings/{period}",
+        does: "a page of a board, `?date&genre&by&limit&offset`",
+        op: Op::Page,
+    },
+    Route {
+        method: "GET",
+        path: "/rankings/{period}/concerts/{concertId}",
+        does: "one concert's row, with `around` rows either side, and its percentile, `?date&genre&by&around`",
+        op: Op::Concert,
+    },
+    Route {
+        method: "GET",
+        path: "/rankings/{period}/concerts",
+        does: "up to 100 concerts' standing on a board, in one round trip, `?ids&date&genre&by`",
+        op: Op::Concerts,
+    },
 ];
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
 pub async fn handle(request: Request, deps: &Deps) -> http::Answered {
-    http::answer(route(&request, deps)).await
+    http::answer(dispatch(&request, deps)).await
 }
 
-async fn route(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
+async fn dispatch(request: &Request, deps: &Deps) -> Result<Response<Body>, Error> {
     let segments = segments(request)?;
-    let (period, read) = match segments.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["rankings"] => return allow(request.method(), "GET").and_then(|()| page_part("")),
-        ["rankings", "assets", asset] => {
-            return allow(request.method(), "GET").and_then(|()| page_part(asset))
-        }
-        ["rankings", "assets", "i18n", lang] => {
-            allow(request.method(), "GET")?;
+    let (op, values) = http::find(ROUTES, request, &segments)?;
+    let read = match op {
+        Op::RankingsPage => return page_part(""),
+        Op::Asset => return page_part(values.get(0)?),
+        Op::Strings => {
             return http::page(
-                pages::strings(lang)?,
+                pages::strings(values.get(0)?)?,
                 pages::JSON,
                 pages::ASSET_CACHE_CONTROL,
                 &pages::csp(None),
-            );
+            )
         }
-        ["rankings", period] => (period, Read::Page),
-        ["rankings", period, "concerts"] => (period, Read::Concerts),
-        ["rankings", period, "concerts", concert] => (period, Read::Concert(concert)),
-        _ => return Err(no_route(request)),
+        Op::Page => Read::Page,
+        Op::Concerts => Read::Concerts,
+        Op::Concert => Read::Concert(values.get(1)?),
     };
-    allow(request.method(), "GET")?;
+    let period = values.get(0)?;
     let period = Period::parse(period)?;
     let query = Query::parse(request.uri().query().unwrap_or(""))?;
     let genre = query.get("genre").map(Genre::parse).transpose()?;

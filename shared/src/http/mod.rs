@@ -23,4 +23,4 @@ pub use identity::{
 pub use lambda::answer_lambda_event;
 pub use problem::problem;
 pub use response::{empty, json, json_cached, page};
-pub use route::{allow, no_route, path_segments, segments};
+pub use route::{allow, find, no_route, path_segments, routes_table, segments, PathValues, Route};

@@ -117,7 +117,9 @@ pub fn problem(err: &Error) -> Response<Body> {
     }
     match err {
         Error::MethodNotAllowed { allow } => {
-            headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+            if let Ok(value) = HeaderValue::from_str(allow) {
+                headers.insert(header::ALLOW, value);
+            }
         }
         Error::Unauthorized(_) => {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
