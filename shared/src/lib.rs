@@ -51,13 +51,15 @@
 //!    - [`publish`]: queue state events to EventBridge.
 //!    - [`http`]: JSON and `application/problem+json` responses, request bodies and caller
 //!      identity.
-//!    - [`bench_support`]: the benchmark's one door to the handlers' raw script calls.
+//!    - `bench_support` (feature `bench`, which only lineup-bench turns on): the benchmark's
+//!      one door to the handlers' raw script calls.
 //! 7. Start-up:
 //!    - [`cold_start`]: what every Lambda binary does before serving, and the domains built
 //!      with the settings the function reads.
 
 pub mod admission;
 pub mod aws;
+#[cfg(feature = "bench")]
 pub mod bench_support;
 pub mod bounds;
 pub mod clock;

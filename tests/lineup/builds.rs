@@ -146,3 +146,31 @@ fn no_crate_of_the_console_reaches_a_lambda_build() {
     let reached: Vec<&String> = own.iter().filter(|p| built.contains(*p)).collect();
     assert!(reached.is_empty(), "the Lambda build carries {reached:?}");
 }
+
+/// The bench's door to the handlers' raw script calls is the shared crate's `bench` feature,
+/// which only the bench turns on: no function's build, nor the build that deploys, carries it.
+#[test]
+fn no_lambda_build_carries_the_bench_support() {
+    let metadata = metadata();
+    let bench = |selection: &[&str]| {
+        let mut args = vec!["tree", "-e", "features", "--prefix", "none"];
+        args.extend_from_slice(selection);
+        cargo(&args)
+            .lines()
+            .any(|line| line.starts_with("lineup feature \"bench\""))
+    };
+    assert!(
+        bench(&["-p", "lineup-bench"]),
+        "the bench turns the feature on"
+    );
+    assert!(
+        !bench(&[]),
+        "the default members' build carries bench support"
+    );
+    for function in lambdas(&metadata) {
+        assert!(
+            !bench(&["-p", &function]),
+            "{function} carries bench support"
+        );
+    }
+}

@@ -75,6 +75,7 @@ pub use events::{QueueEvent, QueueEventKind};
 pub use health::{AlarmNotice, HealthApplied, HealthNotice, HealthTarget};
 pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
+#[cfg(feature = "bench")]
 pub(crate) use reaping::REAP_CHUNK;
 pub use reaping::{QueueReap, ReapReport};
 use refusals::Absence;
@@ -117,6 +118,7 @@ pub(crate) struct QueueScript {
 }
 
 impl QueueScript {
+    #[cfg(feature = "bench")]
     /// The names the script binds its own arguments to, in order.
     pub(crate) fn arg_names(&self) -> &'static [&'static str] {
         self.args
@@ -232,21 +234,25 @@ static REGISTER: NamedScript = NamedScript::new(
     &["queue", "most"],
 );
 
+#[cfg(feature = "bench")]
 /// The issue script, for [`crate::bench_support`].
 pub(crate) fn issue_script() -> &'static QueueScript {
     &ISSUE
 }
 
+#[cfg(feature = "bench")]
 /// The status script, for [`crate::bench_support`].
 pub(crate) fn status_script() -> &'static QueueScript {
     &STATUS
 }
 
+#[cfg(feature = "bench")]
 /// The leave script, for [`crate::bench_support`].
 pub(crate) fn leave_script() -> &'static QueueScript {
     &LEAVE
 }
 
+#[cfg(feature = "bench")]
 /// The summary script, for [`crate::bench_support`].
 pub(crate) fn summary_script() -> &'static QueueScript {
     &SUMMARY

@@ -56,6 +56,7 @@ pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX
 pub use keys::{Board, Order};
 pub use period::{default_day, local_day, parse_date, Period};
 pub use rankings::Rankings;
+#[cfg(feature = "bench")]
 pub(crate) use read::page_script;
 pub use read::{percentile, Around, Movement, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
 pub use snapshot::{Snapshots, SNAPSHOT_BUDGET, SNAPSHOT_CALLS};

@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use chrono::{NaiveDate, Utc};
-use redis::{FromRedisValue, ParsingError, Script, Value};
+use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
 use super::compare::{snapshot_time, Against, COMPARE_LUA};
@@ -22,8 +22,9 @@ pub(super) static PAGE: NamedScript = NamedScript::new(
     &["mode", "target", "count", "keep", "against", "half"],
 );
 
+#[cfg(feature = "bench")]
 /// The page script, for [`crate::bench_support`].
-pub(crate) fn page_script() -> &'static Script {
+pub(crate) fn page_script() -> &'static redis::Script {
     PAGE.script()
 }
 

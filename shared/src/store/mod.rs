@@ -62,6 +62,7 @@ pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
 #[cfg(test)]
 pub(crate) use script::bindings;
+#[cfg(feature = "bench")]
 pub(crate) use script::script_source;
 pub use script::{
     lua_script, primary_guard, primary_read_script, Batch, NamedScript, ScriptCall, Staged,

@@ -233,6 +233,7 @@ impl ScriptCall {
         cmd
     }
 
+    #[cfg(feature = "bench")]
     /// The call as one command line (`EVALSHA`, hash, key count, keys, arguments), for a tool
     /// that sends it itself: the benchmark's `redis-benchmark` runs ([`crate::bench_support`]).
     pub(crate) fn command_line(&self) -> Vec<Vec<u8>> {
