@@ -1,10 +1,12 @@
-//! `ranking-updater`: applies payment and concert events to the boards, and ends the waiting-room
-//! session of a buyer whose `PaymentCompleted` names `queueId` and `userId`, so the next
-//! waiter is admitted on the next tick, and marks a queue sold out on `InventorySoldOut`
-//! (`queueId`, optional `message`), publishing `QueueSoldOut`. It paces admission by the
-//! booking system's health: a `BookingHealth` event (`queueIds`, `level`) sets the level of
-//! each queue named, and a CloudWatch alarm's state change is kept for the promoter to hand
-//! the queues that name the alarm (`healthAlarms`). All happen in the same round trip.
+//! `ranking-updater`: applies two kinds of events, in one round trip per batch.
+//!
+//! - **The rankings'**: payment, refund and concert events, onto the boards (`lineup::ranking`).
+//! - **The waiting room's** (`queue_events`): a `PaymentCompleted` that names `queueId` and
+//!   `userId` ends that buyer's session, so the next waiter is admitted on the next tick;
+//!   `InventorySoldOut` (`queueId`, optional `message`) marks a queue sold out, publishing
+//!   `QueueSoldOut`; `BookingHealth` (`queueIds`, `level`) sets each queue's health level;
+//!   a CloudWatch alarm's state change is kept for the promoter to hand the queues that name
+//!   the alarm (`healthAlarms`).
 //!
 //! Invoked by an EventBridge rule with one event, or by SQS with a batch whose bodies are
 //! EventBridge events. A batch is applied in one round trip and answers with
@@ -24,12 +26,14 @@ use lineup::cold_start::Started;
 use lineup::config::ConfigError;
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Outlet;
-use lineup::queue::{
-    AlarmNotice, HealthApplied, HealthNotice, Paid, QueueEvent, SellOut, SoldOutNotice, WaitingRoom,
-};
-use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings, FUTURE_SKEW};
+use lineup::queue::{Paid, WaitingRoom};
+use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings};
 use lineup::store::Batch;
 use serde_json::Value;
+
+mod queue_events;
+
+use queue_events::{Kind, QueueApplied, QueueAsk, QueueAsks};
 
 /// What the handler needs, created once per container.
 #[derive(Clone)]
@@ -160,29 +164,15 @@ pub async fn apply_events_reporting(
     let source = &deps.rankings.settings().event_source;
     let mut verdicts: Vec<Slot> = Vec::with_capacity(events.len());
     let mut commands: Vec<Command> = Vec::new();
-    let mut releases: Vec<Paid> = Vec::new();
-    let mut notices: Vec<SoldOutNotice> = Vec::new();
-    let mut health: Vec<HealthNotice> = Vec::new();
-    let mut alarms: Vec<AlarmNotice> = Vec::new();
+    let mut queue = QueueAsks::default();
     for event in events {
         match read_event(event, source) {
             Ok(Read::Command(command, release)) => {
                 commands.push(command);
-                releases.extend(release);
+                queue.releases.extend(release);
                 verdicts.push(Slot::Command);
             }
-            Ok(Read::SoldOut(notice)) => {
-                notices.push(notice);
-                verdicts.push(Slot::SoldOut);
-            }
-            Ok(Read::Health(notice)) => {
-                health.push(notice);
-                verdicts.push(Slot::Health);
-            }
-            Ok(Read::Alarm(notice)) => {
-                alarms.push(notice);
-                verdicts.push(Slot::Alarm);
-            }
+            Ok(Read::Queue(ask)) => verdicts.push(Slot::Queue(queue.push(ask))),
             Ok(Read::Ignored(reason)) => {
                 tracing::info!(%reason, "event ignored");
                 verdicts.push(Slot::Done(Outcome::Ignored(reason)));
@@ -194,14 +184,7 @@ pub async fn apply_events_reporting(
         }
     }
 
-    let asked = Asked {
-        commands: &commands,
-        releases: &releases,
-        sold_out: &notices,
-        health: &health,
-        alarms: &alarms,
-    };
-    let (applied, error) = match apply_commands(&asked, deps).await {
+    let (applied, error) = match apply_commands(&commands, &queue, deps).await {
         Ok(applied) => (applied, None),
         Err(err) => {
             tracing::warn!(error = %err, "events not applied");
@@ -209,36 +192,25 @@ pub async fn apply_events_reporting(
             (
                 Applied {
                     outcomes: vec![failed.clone(); commands.len()],
-                    sold_out: vec![failed.clone(); notices.len()],
-                    health: vec![failed.clone(); health.len()],
-                    alarms: vec![failed; alarms.len()],
-                    events: Vec::new(),
+                    queue: queue.all(failed),
                 },
                 Some(err),
             )
         }
     };
     let late = late_payments(&commands, &applied.outcomes, deps);
-    deps.outlet.publisher.publish(&applied.events).await;
-    let released = applied
-        .events
-        .iter()
-        .filter(|e| e.kind == lineup::queue::QueueEventKind::Released)
-        .count();
+    deps.outlet.publisher.publish(&applied.queue.events).await;
+    let released = applied.queue.released();
 
     let mut outcomes = applied.outcomes.into_iter();
-    let mut sold_out = applied.sold_out.into_iter();
-    let mut health = applied.health.into_iter();
-    let mut alarms = applied.alarms.into_iter();
+    let mut queue_outcomes = applied.queue.outcomes();
     let verdicts: Vec<Outcome> = verdicts
         .into_iter()
         .map(|slot| {
             match slot {
                 Slot::Done(verdict) => Some(verdict),
                 Slot::Command => outcomes.next(),
-                Slot::SoldOut => sold_out.next(),
-                Slot::Health => health.next(),
-                Slot::Alarm => alarms.next(),
+                Slot::Queue(kind) => queue_outcomes.next(kind),
             }
             .unwrap_or_else(|| Outcome::Failed("no outcome".into()))
         })
@@ -258,39 +230,29 @@ pub async fn apply_events_reporting(
     (verdicts, error)
 }
 
-/// Where one event's verdict comes from: known already, or the outcome of its command,
-/// sell-out, health level or alarm state, in the order they were staged.
+/// Where one event's verdict comes from: known already, or the outcome of its ranking
+/// command, or of its waiting-room event of `kind`, in the order they were staged.
 enum Slot {
     Done(Outcome),
     Command,
-    SoldOut,
-    Health,
-    Alarm,
+    Queue(Kind),
 }
 
 /// What one event asks for: a ranking command and, for a payment that names its buyer, the
-/// release of the buyer's waiting-room session; a queue sold out; the booking system's
-/// health; an alarm's state; or why it asks for nothing.
+/// release of the buyer's waiting-room session; one of the waiting room's own events; or
+/// why it asks for nothing.
 enum Read {
     Command(Command, Option<Paid>),
-    SoldOut(SoldOutNotice),
-    Health(HealthNotice),
-    Alarm(AlarmNotice),
+    Queue(QueueAsk),
     Ignored(String),
 }
 
-/// Reads one EventBridge event (as JSON) from `source`: `InventorySoldOut`, `BookingHealth`
-/// and CloudWatch's alarm state changes are the waiting room's; of the others, the rankings
-/// read their part, the waiting room its own (`queueId`, `userId`, `ticket`).
+/// Reads one EventBridge event (as JSON) from `source`: the waiting room's own events
+/// (`queue_events`) first; of the others, the rankings read their part, the waiting room its
+/// own (`queueId`, `userId`, `ticket`).
 fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
-    if let Some(notice) = SoldOutNotice::from_event(event, source)? {
-        return Ok(Read::SoldOut(notice));
-    }
-    if let Some(notice) = HealthNotice::from_event(event, source)? {
-        return Ok(Read::Health(notice));
-    }
-    if let Some(notice) = AlarmNotice::from_event(event)? {
-        return Ok(Read::Alarm(notice));
+    if let Some(ask) = QueueAsk::read(event, source)? {
+        return Ok(Read::Queue(ask));
     }
     let command = match parse_event(event, source)? {
         Parsed::Command(command) => command,
@@ -307,107 +269,28 @@ fn read_event(event: &Value, source: &str) -> Result<Read, lineup::Error> {
     Ok(Read::Command(command, release))
 }
 
-/// What a batch of events asks for, by kind.
-struct Asked<'a> {
-    commands: &'a [Command],
-    releases: &'a [Paid],
-    sold_out: &'a [SoldOutNotice],
-    health: &'a [HealthNotice],
-    alarms: &'a [AlarmNotice],
-}
-
-/// What one round trip did: the commands' verdicts, the sell-outs', the health levels', the
-/// alarm states', and the queue events to publish.
+/// What one round trip did: the ranking commands' verdicts, and the waiting room's.
 struct Applied {
     outcomes: Vec<Outcome>,
-    sold_out: Vec<Outcome>,
-    health: Vec<Outcome>,
-    alarms: Vec<Outcome>,
-    events: Vec<QueueEvent>,
+    queue: QueueApplied,
 }
 
-/// Applies the commands, releases the paying buyers' sessions, marks sold-out queues, sets
-/// health levels and keeps alarm states, in one round trip (on the striped line, after a read
-/// of a paid queue's settings where this container holds none fresh).
-async fn apply_commands(asked: &Asked<'_>, deps: &Deps) -> Result<Applied, lineup::Error> {
+/// Applies the ranking commands and the waiting room's events (`queue_events`) in one round
+/// trip (on the striped line, after a read of a paid queue's settings where this container
+/// holds none fresh).
+async fn apply_commands(
+    commands: &[Command],
+    queue: &QueueAsks,
+    deps: &Deps,
+) -> Result<Applied, lineup::Error> {
     let mut batch = Batch::new();
-    let sell_outs: Vec<_> = asked
-        .sold_out
-        .iter()
-        .map(|notice| deps.room.stage_sell_out(&mut batch, notice))
-        .collect();
-    let mut levels = Vec::with_capacity(asked.health.len());
-    for notice in asked.health {
-        levels.push(deps.room.stage_health(&mut batch, notice).await?);
-    }
-    let alarms: Vec<_> = asked
-        .alarms
-        .iter()
-        .map(|notice| deps.room.stage_alarm(&mut batch, notice))
-        .collect();
-    let remember = deps.rankings.settings().dedupe;
-    let mut releases = Vec::with_capacity(asked.releases.len());
-    for paid in asked.releases {
-        releases.push(
-            deps.room
-                .stage_release(&mut batch, paid, remember, FUTURE_SKEW)
-                .await?,
-        );
-    }
-    let outcomes = deps.rankings.stage_apply(&mut batch, asked.commands);
+    let staged = queue.stage(&mut batch, deps).await?;
+    let outcomes = deps.rankings.stage_apply(&mut batch, commands);
     let replies = deps.rankings.send(&batch).await?;
-    let outcomes = outcomes.read(&replies)?;
-    let mut events = Vec::new();
-    for release in &releases {
-        events.extend(release.read(&replies)?);
-    }
-    let mut sold_out = Vec::with_capacity(sell_outs.len());
-    for staged in &sell_outs {
-        sold_out.push(match staged.read(&replies)? {
-            SellOut::SoldOut(event) => {
-                events.push(*event);
-                Outcome::Applied
-            }
-            SellOut::Already => Outcome::Duplicate,
-            SellOut::NoQueue => Outcome::Ignored("no such queue".into()),
-        });
-    }
-    let mut health = Vec::with_capacity(asked.health.len());
-    for staged in &levels {
-        health.push(health_outcome(&staged.read(&replies)?));
-    }
-    let mut alarm_outcomes = Vec::with_capacity(alarms.len());
-    for staged in &alarms {
-        alarm_outcomes.push(if staged.read(&replies)? {
-            Outcome::Applied
-        } else {
-            Outcome::Duplicate
-        });
-    }
     Ok(Applied {
-        outcomes,
-        sold_out,
-        health,
-        alarms: alarm_outcomes,
-        events,
+        outcomes: outcomes.read(&replies)?,
+        queue: staged.read(&replies)?,
     })
-}
-
-/// One `BookingHealth` event's verdict from its queues' outcomes: applied where any queue
-/// took it; else a duplicate where one held a later signal; else ignored.
-fn health_outcome(queues: &[HealthApplied]) -> Outcome {
-    if queues
-        .iter()
-        .any(|q| matches!(q, HealthApplied::Applied { .. } | HealthApplied::Pooled))
-    {
-        Outcome::Applied
-    } else if queues.contains(&HealthApplied::Stale) {
-        Outcome::Duplicate
-    } else if queues.contains(&HealthApplied::Lapsed) {
-        Outcome::Ignored("the level lapsed before it arrived".into())
-    } else {
-        Outcome::Ignored("no such queue or pool".into())
-    }
 }
 
 /// Applied payments whose day had already ended in the ranking zone when they arrived.

@@ -72,7 +72,9 @@ pub use availability::{
 pub use buyer::{Issued, Left, Paid, QueueSummary, StagedRelease};
 pub use check::{Gate, Refusal, PRIMARY_GUARD_EVERY};
 pub use events::{QueueEvent, QueueEventKind};
-pub use health::{AlarmNotice, HealthApplied, HealthNotice, HealthTarget};
+pub use health::{
+    AlarmNotice, HealthApplied, HealthNotice, HealthTarget, StagedAlarm, StagedHealth,
+};
 pub use priority::PRIORITY_MAX;
 pub use promotion::{PromotionReport, QueuePromotion};
 #[cfg(feature = "bench")]
