@@ -13,7 +13,7 @@
 //!   offset 1, which the cache never keeps: the work of a miss but the cache's own write).
 //! - The read of 100 concerts with movement is compared with one concert's own read
 //!   (`around` 0) with movement.
-//! - Each figure is 2 000 reads in 5 rounds; compare the ratios, taken within one run.
+//! - Each figure is 10 000 reads in 5 rounds; compare the ratios, taken within one run.
 
 use lineup::ids::ConcertId;
 use lineup::ranking::{Against, Board, Order, Period, Rankings};
@@ -23,7 +23,7 @@ use crate::probe::{paired, plain_connections, Cost};
 use crate::report::{met, Report};
 
 pub const CONCERTS: u64 = 10_000;
-const READS: usize = 2_000;
+const READS: usize = 10_000;
 const ROUNDS: usize = 5;
 const LANES: usize = 16;
 

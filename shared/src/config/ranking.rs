@@ -78,7 +78,7 @@ impl RankingSettings {
             trending_half_life: Duration::from_secs(
                 3_600 * vars.number("RANKING_TRENDING_HALF_LIFE_HOURS", 6, Bounds::new(1, 168))?,
             ),
-            snapshot_top: vars.count("RANKING_SNAPSHOT_TOP", 100, Bounds::new(1, 1_000))?,
+            snapshot_top: vars.count("RANKING_SNAPSHOT_TOP", 100, Bounds::new(1, 100))?,
             early_cutoff: vars
                 .string("RANKING_EARLY_CUTOFF")
                 .map(|raw| {

@@ -7,8 +7,8 @@
 -- previous_ranks(previous, against, half, ids, ranks) gives, for the j-th of `ids` (now at
 -- competition rank ranks[j]), its rank before: a competition rank, 0 when it was not there
 -- (new), nil when unknown; and the snapshot's time (ms, as stored), or nil.
--- On a bucket: one ZMSCORE, then one ZCOUNT per distinct score found. On a snapshot: one
--- HMGET. A snapshot knows its top '@k' rows and those tied with the last of them: a row
+-- On a bucket: one ZMSCORE, then one ZCOUNT per distinct score found. On a snapshot: an
+-- HMGET of its facts, then one of the rows ranked within its k now. A snapshot knows its top '@k' rows and those tied with the last of them: a row
 -- ranked below k now, or missing from a snapshot of a board that held more rows ('@full': it
 -- was below them then), is unknown; missing from a snapshot of the whole board, it is new. A
 -- snapshot without '@full' counts as full. A trending snapshot ranked with another
@@ -29,17 +29,25 @@ local function previous_ranks(previous, against, half, ids, ranks)
     end
     return before, nil
   end
-  local got = redis.call('HMGET', previous, '@at', '@k', '@full', '@half', unpack(ids))
-  local at, k, whole = got[1], tonumber(got[2]), got[3] == '0'
-  if not (at and k) or (half ~= '' and got[4] ~= half) then return before, nil end
+  local meta = redis.call('HMGET', previous, '@at', '@k', '@full', '@half')
+  local at, k, whole = meta[1], tonumber(meta[2]), meta[3] == '0'
+  if not (at and k) or (half ~= '' and meta[4] ~= half) then return before, nil end
+  -- Only the rows ranked within k now are looked up: a snapshot of k rows is a listpack,
+  -- which HMGET scans for each field asked.
+  local asked, at_row = {}, {}
   for j = 1, #ids do
     if ranks[j] <= k then
-      local rank = got[4 + j]
-      if rank then
-        before[j] = tonumber(rank)
-      elseif whole then
-        before[j] = 0
-      end
+      asked[#asked + 1] = ids[j]
+      at_row[#asked] = j
+    end
+  end
+  if #asked == 0 then return before, at end
+  local got = redis.call('HMGET', previous, unpack(asked))
+  for i, j in ipairs(at_row) do
+    if got[i] then
+      before[j] = tonumber(got[i])
+    elseif whole then
+      before[j] = 0
     end
   end
   return before, at
