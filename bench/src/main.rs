@@ -127,7 +127,12 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "movement",
         full: true,
-        run: |bench, report| Box::pin(movement::run(bench, report)),
+        run: |bench, report| {
+            Box::pin(async move {
+                let pings = movement::run(bench, report).await;
+                snapshots::run(bench, report, &pings).await;
+            })
+        },
     },
     Section {
         name: "ranking-writes",

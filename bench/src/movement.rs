@@ -2,7 +2,8 @@
 //! through the handler's calls (`Rankings::page`, `Rankings::around`, `Rankings::concerts`),
 //! sent over 16 connections one request in flight each, in paired rounds each right after a
 //! round of PINGs sent the same way. The live boards' snapshots, and the same reads of a live
-//! board compared with its snapshot, are `snapshots.rs`, in the same run.
+//! board compared with its snapshot, are `snapshots.rs`, run right after on the same
+//! connections.
 //!
 //! # Method
 //!
@@ -27,7 +28,9 @@ const READS: usize = 10_000;
 const ROUNDS: usize = 5;
 const LANES: usize = 16;
 
-pub async fn run(bench: &Bench, report: &mut Report) {
+/// Runs the calendar board's reads; returns the connections the PINGs went on, for
+/// `snapshots.rs`.
+pub async fn run(bench: &Bench, report: &mut Report) -> Vec<redis::aio::MultiplexedConnection> {
     report.section(
         "Movement and many concerts: Redis main-thread CPU per read at 10 000 concerts, beside a PING sent the same way",
     );
@@ -51,7 +54,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         "",
         "once after each write; then the kept page serves",
     );
-    crate::snapshots::run(bench, report, &pings).await;
+    pings
 }
 
 /// The reads of one board, each Redis's main-thread CPU per read: a top-10 read without and

@@ -5,9 +5,9 @@
 -- round's state hash, and GENRES, the live genres (a sorted set, every score 0, so that it
 -- is walked in name order; windows.lua adds a genre when a payment counts on its live
 -- boards). Arguments: now, the time in ms; top, the rows a snapshot keeps (K); half, the
--- trending half-life in ms; budget, the rows one call may copy; slots, JSON, one
--- [board key, snapshot key, trending?] per live board and order, overall (a genre's keys
--- are these with ':genre:<genre>' after them).
+-- trending half-life in ms; budget, the rows one call may copy (a board counting
+-- BOARD_COST rows more); slots, JSON, one [board key, snapshot key, trending?] per live
+-- board and order, overall (a genre's keys are these with ':genre:<genre>' after them).
 -- A snapshot is a hash: concertId -> its competition rank, for the top `top` rows and those
 -- tied with the last of them, and '@at' (when it was taken, ms), '@k' (top), '@full' (1 when
 -- the board held more rows than the snapshot) and, on a trending board, '@half' (the
@@ -24,6 +24,8 @@ local STATE, GENRES = KEYS[3], KEYS[4]
 local now, top, half = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local budget, slots = tonumber(ARGV[4]), cjson.decode(ARGV[5])
 local SNAPSHOT_KEEP, HOUR_MS = 3 * 3600, 3600000
+-- What a board costs beyond its rows, in rows: its five commands and the Lua between.
+local BOARD_COST = 10
 local hour = math.floor(tonumber(now) / HOUR_MS)
 
 local state = redis.call('HMGET', STATE, 'round', 'done', 'genre', 'slot')
@@ -88,8 +90,8 @@ local function snapshot(board, snap, trending)
   return kept
 end
 
--- Each step costs its rows plus one from the budget, a genre found gone the boards it
--- looked at: so a call ends near its budget (one board past it at most), however many
+-- Each step costs its rows plus BOARD_COST from the budget, a genre found gone the boards
+-- it looked at: so a call ends near its budget (one board past it at most), however many
 -- genres have gone.
 local taken = 0
 while not done and budget > 0 do
@@ -105,7 +107,7 @@ while not done and budget > 0 do
     slot = #slots + 1
   else
     local board, snap, trending = keys_of(genre, slot)
-    budget = budget - snapshot(board, snap, trending) - 1
+    budget = budget - snapshot(board, snap, trending) - BOARD_COST
     taken = taken + 1
     slot = slot + 1
   end

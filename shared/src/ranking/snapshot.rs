@@ -23,10 +23,10 @@ pub(super) static SNAPSHOT: NamedScript = NamedScript::new(
     &["now", "top", "half", "budget", "slots"],
 );
 
-/// Rows one snapshot call may copy: about half a millisecond at some 3.7 µs a row (copying a
-/// row costs its `ZRANGE`, its `HSET` and the Lua between). A call copies at least one board:
-/// at the most K, 100 rows and as many tied with the 100th, about 0.75 ms.
-pub const SNAPSHOT_BUDGET: u32 = 150;
+/// Rows one snapshot call may copy, a board counting 10 more for its own commands: about half
+/// a millisecond (the bench measures some 4 µs a row and 30 µs a board). A call copies at
+/// least one board: at the most K, 100 rows and as many tied with the 100th, under 1 ms.
+pub const SNAPSHOT_BUDGET: u32 = 100;
 
 /// Most snapshot calls per tick (a round of about 1 000 genres an hour at the default K); a
 /// round that needs more goes on in the next tick.
