@@ -51,8 +51,8 @@
 //!    - [`publish`]: queue state events to EventBridge.
 //!    - [`http`]: JSON and `application/problem+json` responses, request bodies and caller
 //!      identity.
-//!    - `bench_support` (feature `bench`, which only lineup-bench turns on): the benchmark's
-//!      one door to the handlers' raw script calls.
+//!    - [`bench_support`]: the benchmark's one door to the handlers' raw script calls, behind
+//!      the `bench` feature, which only lineup-bench turns on.
 //! 7. Start-up:
 //!    - [`cold_start`]: what every Lambda binary does before serving, and the domains built
 //!      with the settings the function reads.

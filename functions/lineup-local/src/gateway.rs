@@ -25,7 +25,7 @@ use lineup::Error;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::Stack;
+use crate::stack::Stack;
 
 /// The HTTP router: every path goes to the function that owns its first segment. CORS is
 /// answered as the template's `CorsConfiguration` has API Gateway answer it with its default

@@ -4,7 +4,7 @@
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::config::LocalSettings;
 
-use crate::Stack;
+use crate::stack::Stack;
 
 /// How often the local stack runs the rankings' tick (AWS: once a minute).
 pub const ROLL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);

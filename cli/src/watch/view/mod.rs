@@ -32,8 +32,6 @@ pub use text::number;
 pub const MIN_COLUMN_WIDTH: u16 = 24;
 /// The shortest a row of queues gets: its numbers, a failure, and one chart.
 pub const MIN_ROW_HEIGHT: u16 = 11;
-/// The width of a number's label.
-const LABEL: usize = 9;
 
 /// Rows and columns for `queues` in `area`: one row while they fit across at
 /// [`MIN_COLUMN_WIDTH`], then as many rows as fit at [`MIN_ROW_HEIGHT`].

@@ -6,8 +6,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use super::LABEL;
 use crate::output::colour_allowed;
+
+/// The width of a number's label.
+const LABEL: usize = 9;
 
 /// A number's line: its label, its value (cut if it must be), then details that fit whole.
 pub(super) fn row(
