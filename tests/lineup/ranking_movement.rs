@@ -2,26 +2,9 @@
 //! the bucket the rankings already keep, as it stands now; a concert's percentile on its board.
 
 use chrono::{Duration as Days, Timelike, Utc};
-use lineup::ranking::Outcome;
-use lineup_tests::rankings::{paid, pay, read};
+use lineup_tests::rankings::{read, sell_at};
 use lineup_tests::{Reply, TestApp};
 use serde_json::{json, Value};
-
-/// Pays each `(payment, concert, seats, genres)` at `at`.
-async fn sell_at(app: &TestApp, at: chrono::DateTime<Utc>, sales: &[(&str, &str, u32, &[&str])]) {
-    let at = at.to_rfc3339();
-    let events: Vec<Value> = sales
-        .iter()
-        .map(|(payment, concert, seats, genres)| paid(payment, concert, *seats, genres, &at))
-        .collect();
-    assert!(
-        pay(app, &events)
-            .await
-            .iter()
-            .all(|v| *v == Outcome::Applied),
-        "{sales:?}"
-    );
-}
 
 /// `(concertId, rank, previousRank, movement)` of each row of a board page.
 fn moves(reply: &Reply) -> Vec<(String, u64, Value, Value)> {

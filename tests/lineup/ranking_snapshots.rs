@@ -4,27 +4,11 @@
 
 use chrono::{DateTime, Utc};
 use lineup::ranking::{Outcome, Period};
-use lineup_tests::rankings::{paid, pay, read, schedule, tick};
+use lineup_tests::rankings::{paid, pay, read, schedule, sell_at, tick};
 use lineup_tests::{Reply, TestApp};
 use serde_json::{json, Value};
 
 const HOUR_MS: i64 = 3_600_000;
-
-/// Pays each `(payment, concert, seats, genres)` now.
-async fn sell(app: &TestApp, sales: &[(&str, &str, u32, &[&str])]) {
-    let at = Utc::now().to_rfc3339();
-    let events: Vec<Value> = sales
-        .iter()
-        .map(|(payment, concert, seats, genres)| paid(payment, concert, *seats, genres, &at))
-        .collect();
-    assert!(
-        pay(app, &events)
-            .await
-            .iter()
-            .all(|v| *v == Outcome::Applied),
-        "{sales:?}"
-    );
-}
 
 /// `GET path` through the ranking API `api`.
 async fn read_via(api: &ranking_api::Deps, path: &str) -> Reply {
@@ -102,8 +86,9 @@ async fn live_rows_move_against_the_hourly_snapshot_of_the_top_k_and_say_when_it
     let app = TestApp::spawn(&[("RANKING_SNAPSHOT_TOP", "3")]).await;
     let rankings = app.stack.ranking_updater.rankings.clone();
     // a 5, b and c 3 (both 2nd), d 1; a and b are rock.
-    sell(
+    sell_at(
         &app,
+        Utc::now(),
         &[
             ("p-a", "a", 5, &["rock"]),
             ("p-b", "b", 3, &["rock"]),
@@ -153,7 +138,12 @@ async fn live_rows_move_against_the_hourly_snapshot_of_the_top_k_and_say_when_it
     // d sells 10 and leads, and e arrives: neither was in the top 3 of a full snapshot, so
     // both are unknown; b and c fell below the top 3. On rock, whose snapshot held fewer
     // rows than 3, e is new.
-    sell(&app, &[("p-d2", "d", 10, &[]), ("p-e", "e", 4, &["rock"])]).await;
+    sell_at(
+        &app,
+        Utc::now(),
+        &[("p-d2", "d", 10, &[]), ("p-e", "e", 4, &["rock"])],
+    )
+    .await;
     let moved = read(&app, "/rankings/last-24h").await;
     assert_eq!(
         page(&moved),
@@ -248,7 +238,7 @@ async fn live_rows_move_against_the_hourly_snapshot_of_the_top_k_and_say_when_it
         ]
     );
     // b sells 3 more (1.0): up... it was first already, tied; a and e fall to a shared 2nd.
-    sell(&app, &[("p-b2", "b", 3, &["rock"])]).await;
+    sell_at(&app, Utc::now(), &[("p-b2", "b", 3, &["rock"])]).await;
     let rate = read(&app, "/rankings/last-24h?by=rate").await;
     assert_eq!(
         page(&rate)[..3],
@@ -263,7 +253,12 @@ async fn live_rows_move_against_the_hourly_snapshot_of_the_top_k_and_say_when_it
 #[tokio::test]
 async fn a_change_of_half_life_leaves_trending_movement_unknown_until_the_next_snapshot() {
     let app = TestApp::spawn(&[("RANKING_TRENDING_HALF_LIFE_HOURS", "6")]).await;
-    sell(&app, &[("p-a", "a", 5, &[]), ("p-b", "b", 3, &[])]).await;
+    sell_at(
+        &app,
+        Utc::now(),
+        &[("p-a", "a", 5, &[]), ("p-b", "b", 3, &[])],
+    )
+    .await;
     tick(&app).await;
     let kept = read(&app, "/rankings/trending").await;
     assert!(!taken_at(&kept).is_null());
@@ -453,8 +448,9 @@ async fn a_tie_at_the_cut_off_keeps_its_rank_and_a_board_of_exactly_k_rows_knows
     let app = TestApp::spawn(&[("RANKING_SNAPSHOT_TOP", "3")]).await;
     // x 5, then w, y and z 3: z ties with the 3rd row, so the snapshot keeps it at rank 2.
     // On jazz, exactly 3 rows: the whole board.
-    sell(
+    sell_at(
         &app,
+        Utc::now(),
         &[
             ("p-x", "x", 5, &[]),
             ("p-w", "w", 3, &[]),
@@ -485,7 +481,7 @@ async fn a_tie_at_the_cut_off_keeps_its_rank_and_a_board_of_exactly_k_rows_knows
         ties.body
     );
     // e arrives on jazz, whose snapshot held every row it had: e is new.
-    sell(&app, &[("p-e", "e", 4, &["jazz"])]).await;
+    sell_at(&app, Utc::now(), &[("p-e", "e", 4, &["jazz"])]).await;
     let jazz = read(&app, "/rankings/last-24h?genre=jazz").await;
     assert_eq!(
         page(&jazz),

@@ -3,22 +3,9 @@
 //! not on it; the same answer for the same set of ids in any order.
 
 use chrono::{Duration as Days, Timelike, Utc};
-use lineup::ranking::Outcome;
-use lineup_tests::rankings::{paid, pay, read, schedule};
+use lineup_tests::rankings::{read, schedule, sell_at};
 use lineup_tests::TestApp;
 use serde_json::{json, Value};
-
-async fn sell_at(app: &TestApp, at: chrono::DateTime<Utc>, sales: &[(&str, &str, u32)]) {
-    let at = at.to_rfc3339();
-    let events: Vec<Value> = sales
-        .iter()
-        .map(|(payment, concert, seats)| paid(payment, concert, *seats, &[], &at))
-        .collect();
-    assert!(pay(app, &events)
-        .await
-        .iter()
-        .all(|v| *v == Outcome::Applied));
-}
 
 /// A zone where today has at least an hour on either side, so "yesterday" is a day back.
 fn zone() -> &'static str {
@@ -37,13 +24,17 @@ async fn each_concert_asked_gets_its_standing_or_not_on_the_board_in_any_order()
     sell_at(
         &app,
         now - Days::days(1),
-        &[("y-a", "a", 5), ("y-b", "b", 1)],
+        &[("y-a", "a", 5, &[]), ("y-b", "b", 1, &[])],
     )
     .await;
     sell_at(
         &app,
         now,
-        &[("t-a", "a", 2), ("t-b", "b", 6), ("t-c", "c", 2)],
+        &[
+            ("t-a", "a", 2, &[]),
+            ("t-b", "b", 6, &[]),
+            ("t-c", "c", 2, &[]),
+        ],
     )
     .await;
     schedule(&app, "b", 12, "B Live", None, "2026-12-24T19:00:00Z").await;
@@ -126,7 +117,7 @@ async fn each_concert_asked_gets_its_standing_or_not_on_the_board_in_any_order()
 #[tokio::test]
 async fn a_read_of_many_takes_one_to_a_hundred_good_ids() {
     let app = TestApp::spawn(&[]).await;
-    sell_at(&app, Utc::now(), &[("t-a", "a", 1)]).await;
+    sell_at(&app, Utc::now(), &[("t-a", "a", 1, &[])]).await;
     let hundred: Vec<String> = (0..100).map(|n| format!("c{n}")).collect();
     let ok = read(
         &app,

@@ -65,6 +65,23 @@ pub async fn pay(app: &TestApp, events: &[Value]) -> Vec<lineup::ranking::Outcom
     verdicts
 }
 
+/// Pays each `(payment, concert, seats, genres)` at `at` through [`pay`], and asserts each
+/// is applied.
+pub async fn sell_at(app: &TestApp, at: DateTime<Utc>, sales: &[(&str, &str, u32, &[&str])]) {
+    let at = at.to_rfc3339();
+    let events: Vec<Value> = sales
+        .iter()
+        .map(|(payment, concert, seats, genres)| paid(payment, concert, *seats, genres, &at))
+        .collect();
+    assert!(
+        pay(app, &events)
+            .await
+            .iter()
+            .all(|v| *v == lineup::ranking::Outcome::Applied),
+        "{sales:?}"
+    );
+}
+
 /// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
 pub async fn tick(app: &TestApp) -> Value {
     use lambda_runtime::{Context, LambdaEvent};

@@ -40,10 +40,7 @@ impl Rankings {
     /// The key a read ranked by `order` compares with, if any.
     pub(super) fn previous_key(&self, against: Option<&Against>, order: Order) -> Option<String> {
         Some(match against? {
-            Against::Bucket(board) => match order {
-                Order::Seats => self.board_key(board),
-                Order::Rate => self.rate_key(board),
-            },
+            Against::Bucket(board) => self.ranked_key(board, order),
             Against::Snapshot(board) => {
                 self.snapshot_key(board.period, order, board.genre.as_ref())
             }

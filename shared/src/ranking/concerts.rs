@@ -126,10 +126,7 @@ impl Rankings {
                 format!("must name 1 to {MAX_CONCERTS} concerts"),
             ));
         }
-        let ranked = match order {
-            Order::Seats => self.board_key(board),
-            Order::Rate => self.rate_key(board),
-        };
+        let ranked = self.ranked_key(board, order);
         let mut call = ScriptCall::of(&CONCERTS);
         call.named_key("ranked", ranked)
             .named_key("seat_board", self.board_key(board))

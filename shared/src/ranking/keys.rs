@@ -73,6 +73,14 @@ impl Rankings {
         self.key(&format!("rate:{}", Self::board_name(board)))
     }
 
+    /// The board a read ranked by `order` reads: the seat board or its rate board.
+    pub fn ranked_key(&self, board: &Board, order: Order) -> String {
+        match order {
+            Order::Seats => self.board_key(board),
+            Order::Rate => self.rate_key(board),
+        }
+    }
+
     pub(super) fn board_name(board: &Board) -> String {
         match &board.genre {
             None => format!("{}:{}", board.period, board.bucket),

@@ -336,10 +336,7 @@ impl Rankings {
         order: Order,
     ) -> ScriptCall {
         let mut invocation = ScriptCall::of(&PAGE);
-        let ranked = match order {
-            Order::Seats => self.board_key(board),
-            Order::Rate => self.rate_key(board),
-        };
+        let ranked = self.ranked_key(board, order);
         invocation
             .named_key("ranked", ranked)
             .named_key("seat_board", self.board_key(board))

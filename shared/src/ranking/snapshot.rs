@@ -94,10 +94,7 @@ impl Rankings {
             .iter()
             .map(|&(period, order)| {
                 let board: Board = self.board_at(period, now, None);
-                let key = match order {
-                    Order::Seats => self.board_key(&board),
-                    Order::Rate => self.rate_key(&board),
-                };
+                let key = self.ranked_key(&board, order);
                 json!([
                     key,
                     self.snapshot_key(period, order, None),
