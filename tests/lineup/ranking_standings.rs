@@ -155,3 +155,96 @@ async fn a_read_of_many_takes_one_to_a_hundred_good_ids() {
         );
     }
 }
+
+/// The answer for a set of ids is kept until the next write, yet a read after any write shows
+/// it at once: a payment today, a late payment on the day before (movement), a concert's new
+/// capacity.
+#[tokio::test]
+async fn a_read_of_many_after_any_write_shows_it_though_the_answer_is_kept() {
+    let app = TestApp::spawn(&[("RANKING_TIME_ZONE", zone())]).await;
+    let now = Utc::now();
+    sell_at(&app, now - Days::days(1), &[("y-a", "a", 3, &[])]).await;
+    sell_at(&app, now, &[("t-a", "a", 2, &[]), ("t-b", "b", 1, &[])]).await;
+    let standing = |body: &Value, n: usize, field: &str| body["concerts"][n][field].clone();
+    let many = || async { read(&app, "/rankings/daily/concerts?ids=a,b").await.body };
+    let first = many().await;
+    assert_eq!(standing(&first, 1, "movement"), json!({"kind": "new"}));
+    // Kept: the same set in another order is the same answer, from the page cache.
+    assert_eq!(
+        read(&app, "/rankings/daily/concerts?ids=b,a").await.body,
+        first
+    );
+    let mut inspect = app.inspect.clone();
+    let kept: usize = redis::cmd("HLEN")
+        .arg(app.stack.ranking_api.rankings.page_cache_key())
+        .query_async(&mut inspect)
+        .await
+        .unwrap();
+    assert!(kept >= 1, "the answer is kept");
+
+    sell_at(&app, now, &[("t-b2", "b", 4, &[])]).await;
+    let after_sale = many().await;
+    assert_eq!(
+        (
+            standing(&after_sale, 1, "rank"),
+            standing(&after_sale, 1, "score")
+        ),
+        (json!(1), json!(5))
+    );
+    assert_eq!(
+        standing(&after_sale, 0, "movement"),
+        json!({"kind": "down", "by": 1})
+    );
+    // A late payment on the day before puts b there above a: a was 2nd then too, b 1st.
+    sell_at(&app, now - Days::days(1), &[("y-b", "b", 9, &[])]).await;
+    let after_late = many().await;
+    assert_eq!(
+        (
+            standing(&after_late, 1, "previousRank"),
+            standing(&after_late, 1, "movement")
+        ),
+        (json!(1), json!({"kind": "same"}))
+    );
+    assert_eq!(
+        standing(&after_late, 0, "movement"),
+        json!({"kind": "same"})
+    );
+    schedule(&app, "a", 4, "A Live", None, "2026-12-24T19:00:00Z").await;
+    let after_details = many().await;
+    assert_eq!(
+        (
+            standing(&after_details, 0, "capacity"),
+            standing(&after_details, 0, "rate")
+        ),
+        (json!(4), json!(0.5))
+    );
+}
+
+/// Ids made up by the million fill the page cache only up to its room: past it, each set is
+/// answered from the boards and kept no more.
+#[tokio::test]
+async fn made_up_sets_of_ids_keep_no_more_than_the_room() {
+    use lineup::ids::ConcertId;
+    use lineup::ranking::{Order, Period, KEPT_SETS};
+    let app = TestApp::spawn(&[]).await;
+    sell_at(&app, Utc::now(), &[("t-a", "a", 1, &[])]).await;
+    let rankings = &app.stack.ranking_api.rankings;
+    let board = rankings.board_now(Period::Daily, None);
+    let a = ConcertId::parse("a").unwrap();
+    for n in 0..KEPT_SETS + 20 {
+        let made_up = ConcertId::parse(&format!("made-up-{n}")).unwrap();
+        let standings = rankings
+            .concerts(&board, None, Order::Seats, &[a.clone(), made_up])
+            .await
+            .unwrap();
+        assert_eq!(standings.concerts[0].rank, Some(1));
+        assert!(!standings.concerts[1].on_board);
+    }
+    let mut inspect = app.inspect.clone();
+    let kept: usize = redis::cmd("HLEN")
+        .arg(rankings.page_cache_key())
+        .query_async(&mut inspect)
+        .await
+        .unwrap();
+    assert_eq!(kept, KEPT_SETS);
+}

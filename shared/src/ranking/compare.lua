@@ -7,21 +7,25 @@
 -- previous_ranks(previous, against, half, ids, ranks) gives, for the j-th of `ids` (now at
 -- competition rank ranks[j]), its rank before: a competition rank, 0 when it was not there
 -- (new), nil when unknown; and the snapshot's time (ms, as stored), or nil.
--- On a bucket: one ZMSCORE, then one ZCOUNT per distinct score found. On a snapshot: an
--- HMGET of its facts, then one of the rows ranked within its k now. A snapshot knows its top '@k' rows and those tied with the last of them: a row
--- ranked below k now, or missing from a snapshot of a board that held more rows ('@full': it
--- was below them then), is unknown; missing from a snapshot of the whole board, it is new. A
--- snapshot without '@full' counts as full. A trending snapshot ranked with another
+-- On a bucket: one ZMSCORE, then a ZCARD and one ZCOUNT per distinct score found. On a
+-- snapshot: an HMGET of its facts, then one of the rows ranked within its k now. A snapshot
+-- knows its top '@k' rows and those tied with the last of them: a row ranked below k now,
+-- or missing from a snapshot of a board that held more rows ('@full': it was below them
+-- then), is unknown; missing from a snapshot of the whole board, it is new. A snapshot
+-- without '@full' counts as full. A trending snapshot ranked with another
 -- half-life than the read compares with nothing.
 local function previous_ranks(previous, against, half, ids, ranks)
   local before = {}
   if not previous or #ids == 0 then return before, nil end
   if against == 'bucket' then
     local old, counted = redis.call('ZMSCORE', previous, unpack(ids)), {}
+    local total
     for j = 1, #ids do
       local score = old[j]
       if score then
-        counted[score] = counted[score] or redis.call('ZCOUNT', previous, '-inf', '(' .. score) + 1
+        -- The rows at or past the score, as Redis gave it: no string built.
+        total = total or redis.call('ZCARD', previous)
+        counted[score] = counted[score] or total - redis.call('ZCOUNT', previous, score, '+inf') + 1
         before[j] = counted[score]
       else
         before[j] = 0

@@ -1,30 +1,42 @@
 //! Many concerts' standing on one board in one call of `concerts.lua`: for each, its rank,
 //! seats, sell-through, movement (since the bucket before, or a live board's last snapshot)
-//! and percentile, or that it is not on the board. For a catalogue or search page that shows a rank badge on each concert it
-//! lists.
+//! and percentile, or that it is not on the board. For a catalogue or search page that shows
+//! a rank badge on each concert it lists. The answer for a set of ids is kept in the page
+//! cache until the next write, as the top pages are.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use super::compare::{snapshot_time, Against, COMPARE_LUA};
 use super::keys::{Board, Order};
 use super::rankings::Rankings;
-use super::read::{percentile, Movement};
+use super::read::{percentile, Movement, CACHE_LUA};
 use crate::error::Error;
 use crate::ids::ConcertId;
 use crate::store::{assemble, primary_read_script, NamedScript, ScriptCall};
 
 pub(super) static CONCERTS: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(&assemble(&[COMPARE_LUA], include_str!("concerts.lua")))),
-    &["ranked", "seat_board", "details", "previous?"],
-    &["against", "half", "ids…"],
+    LazyLock::new(|| {
+        primary_read_script(&assemble(
+            &[COMPARE_LUA, CACHE_LUA],
+            include_str!("concerts.lua"),
+        ))
+    }),
+    &["ranked", "seat_board", "details", "cache", "previous?"],
+    &["against", "half", "set", "room", "ids…"],
 );
 
 /// Most concerts one read asks for.
 pub const MAX_CONCERTS: usize = 100;
+
+/// A many-concerts read keeps its answer in the page cache only while the cache holds fewer
+/// fields than this: the answers for 1 000 sets of ids, at most about 4 KB each, whatever
+/// sets are asked between two writes.
+pub const KEPT_SETS: usize = 1_000;
 
 /// One concert's standing on a board. A concert not on the board has `on_board` false and
 /// every other field `None`.
@@ -54,8 +66,8 @@ pub struct Standings {
     pub concerts: Vec<Standing>,
 }
 
-/// `concerts.lua`'s reply: total, the time of the snapshot compared with (RFC 3339), then per
-/// id its rank, seat score, capacity and previous rank.
+/// `concerts.lua`'s reply, JSON `[total, at, [row, ...]]`: the concerts on the board, the
+/// time of the snapshot compared with (RFC 3339), then a row per id.
 #[derive(Debug)]
 struct ConcertsReply {
     total: u64,
@@ -63,10 +75,10 @@ struct ConcertsReply {
     rows: Vec<Row>,
 }
 
-/// One concert's values in the reply: its rank (none when not on the board), its seat score
-/// as stored, its capacity and its previous rank (0: not on the board before; none: no
-/// comparison).
-#[derive(Debug, Clone)]
+/// One concert's values in the reply, `[rank, score, capacity, previous]`: its rank (none
+/// when not on the board), its seat score as stored, its capacity and its previous rank (0:
+/// not on the board before; none: no comparison).
+#[derive(Debug, Clone, serde::Deserialize)]
 struct Row {
     rank: Option<u64>,
     score: Option<String>,
@@ -76,27 +88,14 @@ struct Row {
 
 impl FromRedisValue for ConcertsReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let items = Vec::<Value>::from_redis_value(v)?;
-        if items.len() < 2 || items.len() % 4 != 2 {
-            return Err(format!("a standings reply of {} values", items.len()).into());
-        }
-        let mut items = items.into_iter();
-        let total = u64::from_redis_value(items.next().unwrap_or(Value::Nil))?;
-        let at = snapshot_time(Option::<i64>::from_redis_value(
-            items.next().unwrap_or(Value::Nil),
-        )?)?;
-        let mut rows = Vec::new();
-        while let Some(rank) = items.next() {
-            let mut next = || items.next().unwrap_or(Value::Nil);
-            let (score, capacity, previous) = (next(), next(), next());
-            rows.push(Row {
-                rank: Option::<u64>::from_redis_value(rank)?,
-                score: Option::<String>::from_redis_value(score)?,
-                capacity: Option::<u64>::from_redis_value(capacity)?,
-                previous: Option::<u64>::from_redis_value(previous)?,
-            });
-        }
-        Ok(ConcertsReply { total, at, rows })
+        let json = Vec::<u8>::from_redis_value(v)?;
+        let (total, at, rows): (u64, Option<i64>, Vec<Row>) =
+            serde_json::from_slice(&json).map_err(|err| format!("malformed standings: {err}"))?;
+        Ok(ConcertsReply {
+            total,
+            at: snapshot_time(at)?,
+            rows,
+        })
     }
 }
 
@@ -107,6 +106,17 @@ pub fn canonical(ids: &[ConcertId]) -> Vec<ConcertId> {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect()
+}
+
+/// A name of a set of ids, sorted and each once, under which the page cache keeps its answer:
+/// the SHA-256 of the ids, each followed by a space (an id holds none).
+fn set_name(ids: &[ConcertId]) -> String {
+    let mut digest = Sha256::new();
+    for id in ids {
+        digest.update(id.as_str().as_bytes());
+        digest.update(b" ");
+    }
+    hex::encode(digest.finalize())
 }
 
 impl Rankings {
@@ -130,11 +140,14 @@ impl Rankings {
         let mut call = ScriptCall::of(&CONCERTS);
         call.named_key("ranked", ranked)
             .named_key("seat_board", self.board_key(board))
-            .named_key("details", self.details_key());
+            .named_key("details", self.details_key())
+            .named_key("cache", self.page_cache_key());
         if let Some(previous) = self.previous_key(against, order) {
             call.named_key("previous", previous);
         }
         self.compare_args(&mut call, against);
+        call.named("set", set_name(&ids))
+            .named("room", KEPT_SETS.to_string());
         for id in &ids {
             call.named("ids", id.as_str());
         }
@@ -232,18 +245,9 @@ mod tests {
     #[test]
     fn a_reply_decodes_each_concerts_standing() {
         let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        let reply = ConcertsReply::from_redis_value(Value::Array(vec![
-            Value::Int(4),
-            Value::Nil,
-            Value::Int(2),
-            text("-3"),
-            Value::Int(6),
-            Value::Int(1),
-            Value::Nil,
-            Value::Nil,
-            Value::Nil,
-            Value::Nil,
-        ]))
+        let reply = ConcertsReply::from_redis_value(text(
+            r#"[4,null,[[2,"-3",6,1],[null,null,null,null]]]"#,
+        ))
         .unwrap();
         assert_eq!(reply.total, 4);
         let on = standing(&id("a"), 4, None, &reply.rows[0], false).unwrap();
@@ -268,11 +272,14 @@ mod tests {
         let off = standing(&id("z"), 4, None, &reply.rows[1], false).unwrap();
         assert!(!off.on_board);
         assert_eq!((off.rank, off.movement, off.percentile), (None, None, None));
-        assert!(ConcertsReply::from_redis_value(Value::Array(vec![
-            Value::Int(1),
-            Value::Nil,
-            Value::Nil
-        ]))
-        .is_err());
+        assert!(ConcertsReply::from_redis_value(text("[1,null,[[1]]]")).is_err());
+        assert!(ConcertsReply::from_redis_value(Value::Array(vec![Value::Int(1)])).is_err());
+    }
+
+    #[test]
+    fn a_set_is_named_by_its_ids() {
+        assert_eq!(set_name(&[id("a"), id("b")]), set_name(&[id("a"), id("b")]));
+        assert_ne!(set_name(&[id("a"), id("b")]), set_name(&[id("ab")]));
+        assert_eq!(set_name(&[id("a")]).len(), 64);
     }
 }

@@ -10,9 +10,10 @@
 //! time does not grow with the boards a payment counts on, and a burst of sales of one
 //! concert writes each board once per fold call.
 //!
-//! The top of a board, once read, is kept rendered in the page cache (`page.lua`): a read
-//! that finds its page is one `HGET`. Every script call that writes boards or details
-//! deletes the cache, so a read after a write shows it.
+//! The top of a board, once read, is kept rendered in the page cache (`cache.lua`,
+//! `page.lua`), and so is the answer for a set of concerts (`concerts.lua`): a read that
+//! finds its answer is one `HGET`. Every script call that writes boards, details or
+//! snapshots deletes the cache, so a read after a write shows it.
 //!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
@@ -30,7 +31,7 @@
 //! commands into one apply call per batch; `tick.rs` is the tick (the fold, the windows'
 //! roll and the snapshots); `snapshot.rs` keeps the live boards' hourly snapshots;
 //! `compare.rs` says what a read's movement compares with; `read.rs` reads pages of a board,
-//! with movement; `concerts.rs` reads many concerts' standing on one board. `events.rs`
+//! with movement, and owns the page cache; `concerts.rs` reads many concerts' standing on one board. `events.rs`
 //! parses the events, `period.rs` the calendar and `windows.rs` the rolling and trending
 //! windows.
 
@@ -51,7 +52,7 @@ pub use apply::{
     Outcome, StagedApply, EVENTS_PER_CALL, FOLD_BUDGET_APPLY, FUTURE_SKEW, MAX_PENDING_REFUNDS,
 };
 pub use compare::Against;
-pub use concerts::{Standing, Standings, MAX_CONCERTS};
+pub use concerts::{Standing, Standings, KEPT_SETS, MAX_CONCERTS};
 pub use events::{parse_event, Command, ConcertDetails, Parsed, MAX_CAPACITY, MAX_TEXT_CHARS};
 pub use keys::{Board, Order};
 pub use period::{default_day, local_day, parse_date, Period};
@@ -68,7 +69,7 @@ mod tests {
     #[test]
     fn each_script_binds_its_keys_and_arguments_by_the_names_rust_sends_them_under() {
         use super::{apply::APPLY, concerts::CONCERTS, read::PAGE, tick::FOLD, tick::ROLL};
-        use super::{compare::COMPARE_LUA, snapshot::SNAPSHOT};
+        use super::{compare::COMPARE_LUA, read::CACHE_LUA, snapshot::SNAPSHOT};
         use crate::store::bindings::assert_binds;
         let boards = include_str!("boards.lua");
         let fold = [
@@ -83,9 +84,12 @@ mod tests {
             &FOLD,
         );
         assert_binds(&[boards, include_str!("roll.lua")].concat(), &ROLL);
-        assert_binds(&[COMPARE_LUA, include_str!("page.lua")].concat(), &PAGE);
         assert_binds(
-            &[COMPARE_LUA, include_str!("concerts.lua")].concat(),
+            &[COMPARE_LUA, CACHE_LUA, include_str!("page.lua")].concat(),
+            &PAGE,
+        );
+        assert_binds(
+            &[COMPARE_LUA, CACHE_LUA, include_str!("concerts.lua")].concat(),
             &CONCERTS,
         );
         assert_binds(&[boards, include_str!("snapshot.lua")].concat(), &SNAPSHOT);

@@ -1,17 +1,15 @@
 -- A page of a board with each row's seats, details and previous rank, in one call; after
--- compare.lua (previous_ranks).
+-- compare.lua (previous_ranks) and cache.lua (keep_read).
 -- Keys (read.rs PAGE names them too): ranked, the board ranked by (a seat or a rate board);
 -- seat_board; details, the details hash; cache, the page cache; previous, what movement
 -- compares with (compare.lua; given where movement is shown). Arguments: mode, 'page' or
 -- 'around'; target, a page's offset or the concertId to read around; count, a page's limit or
 -- the rows either side of that concert; keep, '1' for the pages worth keeping in the cache,
 -- else '0'; against and half, what previous is and the trending half-life (compare.lua).
--- The page cache is a hash of rendered pages, the field '<ranked> <offset> <limit> <against>
--- <half>'. Every script call that writes boards, details or snapshots deletes it
--- (boards.lua's forget_pages), so a page served from it is the page the boards give now, the
--- previous bucket's late payments included. A miss renders the page and keeps it when the
--- board is not empty. The hash ends CACHE_SECONDS after its first page, and never after the
--- board it keeps a page of. It holds at most one page per board, order, limit and comparison
+-- A page is kept in the page cache (cache.lua) under the field '<ranked> <offset> <limit>
+-- <against> <half>', so a page served from it is the page the boards give now, the previous
+-- bucket's late payments included. A miss renders the page and keeps it when the board is
+-- not empty. The cache holds at most one page per board, order, limit and comparison
 -- up to read.rs's CACHED_LIMIT (about 1 KB each), so keeping a page even when Redis is full
 -- (the script runs under allow-oom, as reads must) adds little.
 -- A row's previous rank as compare.lua gives it: a rank, 0 (new), or nil (false in a kept
@@ -31,7 +29,6 @@ local ranked, seat_board, details, cache = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local previous = KEYS[5]
 local mode, target, count, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local against, half = ARGV[5], ARGV[6]
-local CACHE_SECONDS = 300
 local field
 if keep then
   field = ranked .. ' ' .. target .. ' ' .. count .. ' ' .. against .. ' ' .. half
@@ -121,11 +118,5 @@ for j, id in ipairs(ids) do
 end
 local page = '[' .. total .. ',' .. focus .. ',[' .. table.concat(out, ',') .. '],' ..
   (taken_at or 'null') .. ']'
-if total > 0 then
-  redis.call('HSET', cache, field, page)
-  redis.call('EXPIRE', cache, CACHE_SECONDS, 'NX')
-  -- A rate board ends with its seat board.
-  local ends = redis.call('PEXPIRETIME', seat_board)
-  if ends > 0 then redis.call('PEXPIREAT', cache, ends, 'LT') end
-end
+if total > 0 then keep_read(cache, field, page, seat_board) end
 return page

@@ -16,8 +16,17 @@ use crate::error::Error;
 use crate::ids::ConcertId;
 use crate::store::{assemble, primary_read_script, NamedScript, ScriptCall};
 
+/// The page cache's Lua, the prelude of the page and many-concerts scripts, which keep what
+/// they render there.
+pub(super) const CACHE_LUA: &str = include_str!("cache.lua");
+
 pub(super) static PAGE: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(&assemble(&[COMPARE_LUA], include_str!("page.lua")))),
+    LazyLock::new(|| {
+        primary_read_script(&assemble(
+            &[COMPARE_LUA, CACHE_LUA],
+            include_str!("page.lua"),
+        ))
+    }),
     &["ranked", "seat_board", "details", "cache", "previous?"],
     &["mode", "target", "count", "keep", "against", "half"],
 );
