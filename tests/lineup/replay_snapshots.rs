@@ -1,5 +1,5 @@
 //! Replay with the live boards' snapshots: the replay's shuffled, duplicated payment, refund
-//! and cancellation stream (`replay.rs`), dated over the last ten days, delivered in three
+//! and cancellation stream (`replay/`), dated over the last ten days, delivered in three
 //! waves, with an hourly snapshot round after the first and the second. After the second and
 //! the third wave every live board read must show each row's rank by the model of the events
 //! delivered so far, and its previous rank, movement and the snapshot's time by the model of
