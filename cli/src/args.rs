@@ -264,19 +264,19 @@ pub enum PriorityCommand {
     /// Put buyers on the priority list
     #[command(after_help = "Examples:
   lineup priority add onsale-1 auth0:u-1 auth0:u-2")]
-    Add {
-        queue: String,
-        #[arg(required = true)]
-        users: Vec<String>,
-    },
+    Add(Users),
     /// Take buyers off the priority list
     #[command(after_help = "Examples:
   lineup priority remove onsale-1 auth0:u-1")]
-    Remove {
-        queue: String,
-        #[arg(required = true)]
-        users: Vec<String>,
-    },
+    Remove(Users),
+}
+
+/// A queue and the buyers a list command adds or removes.
+#[derive(Debug, Args)]
+pub struct Users {
+    pub queue: String,
+    #[arg(required = true)]
+    pub users: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -284,19 +284,11 @@ pub enum AccessCommand {
     /// Put buyers on the presale access list
     #[command(after_help = "Examples:
   lineup access add onsale-1 auth0:u-1 auth0:u-2")]
-    Add {
-        queue: String,
-        #[arg(required = true)]
-        users: Vec<String>,
-    },
+    Add(Users),
     /// Take buyers off the presale access list
     #[command(after_help = "Examples:
   lineup access remove onsale-1 auth0:u-1")]
-    Remove {
-        queue: String,
-        #[arg(required = true)]
-        users: Vec<String>,
-    },
+    Remove(Users),
     /// Upload a file of user ids: one per line, or a CSV with a user id column
     #[command(after_help = "Examples:
   lineup access import onsale-1 fans.txt

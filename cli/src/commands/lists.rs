@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{queue_id, user_id};
-use crate::args::{AccessCommand, PriorityCommand};
+use crate::args::{AccessCommand, PriorityCommand, Users};
 use crate::error::CliError;
 use crate::output::Out;
 use crate::routes::Route;
@@ -12,19 +12,9 @@ use crate::target::Target;
 
 pub async fn priority(command: PriorityCommand, target: &Target, out: Out) -> Result<(), CliError> {
     match command {
-        PriorityCommand::Add { queue, users } => {
-            each(target, out, Route::PutPriority, &queue, &users, "added").await
-        }
-        PriorityCommand::Remove { queue, users } => {
-            each(
-                target,
-                out,
-                Route::DeletePriority,
-                &queue,
-                &users,
-                "removed",
-            )
-            .await
+        PriorityCommand::Add(users) => each(target, out, Route::PutPriority, users, "added").await,
+        PriorityCommand::Remove(users) => {
+            each(target, out, Route::DeletePriority, users, "removed").await
         }
     }
 }
@@ -32,19 +22,9 @@ pub async fn priority(command: PriorityCommand, target: &Target, out: Out) -> Re
 /// `access add|remove`; `access import` is [`super::access::import`].
 pub async fn access(command: AccessCommand, target: &Target, out: Out) -> Result<(), CliError> {
     match command {
-        AccessCommand::Add { queue, users } => {
-            each(target, out, Route::PutAccessUser, &queue, &users, "added").await
-        }
-        AccessCommand::Remove { queue, users } => {
-            each(
-                target,
-                out,
-                Route::DeleteAccessUser,
-                &queue,
-                &users,
-                "removed",
-            )
-            .await
+        AccessCommand::Add(users) => each(target, out, Route::PutAccessUser, users, "added").await,
+        AccessCommand::Remove(users) => {
+            each(target, out, Route::DeleteAccessUser, users, "removed").await
         }
         AccessCommand::Import {
             queue,
@@ -61,11 +41,10 @@ async fn each(
     target: &Target,
     out: Out,
     route: Route,
-    queue: &str,
-    users: &[String],
+    Users { queue, users }: Users,
     done: &str,
 ) -> Result<(), CliError> {
-    let queue = queue_id(queue)?;
+    let queue = queue_id(&queue)?;
     let users = users
         .iter()
         .map(|user| user_id(user))
