@@ -81,14 +81,7 @@ async fn a_bad_setting_stops_only_the_functions_that_read_it() {
         (
             "RATE_LIMIT_USER_PER_MINUTE",
             "many",
-            &[
-                "queue-api",
-                "queue-authorizer",
-                "queue-promoter",
-                "queue-reaper",
-                "ranking-updater",
-                "coupon-api",
-            ],
+            &["queue-api", "coupon-api"],
         ),
         ("ALLOW_BODY_USER_ID", "yes", &["queue-api", "coupon-api"]),
         ("JWT_AUDIENCE", "lineup", &["queue-authorizer"]),
