@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lineup::cold_start::{Publishing, Started};
-use lineup::config::RateLimits;
+use lineup::config::{QueueConfig, RateLimits};
 use lineup::ids::QueueId;
 use lineup::queue::WaitingRoom;
 use serde_json::json;
@@ -64,18 +64,18 @@ async fn container(bench: &Bench, limits: bool) -> WaitingRoom {
     let started = Started::connect(config, &url, Publishing::Nothing)
         .await
         .expect("connect");
-    let mut settings = started
-        .config
-        .env
-        .queue()
-        .expect("the bench's queue settings");
+    let env = &started.config.env;
+    let read = "the bench's queue settings";
+    let mut settings = QueueConfig {
+        creation: env.queue_creation().expect(read),
+        max_queues: env.max_queues().expect(read),
+        rate_limits: env.rate_limits().expect(read),
+        ..QueueConfig::new(env.waiting_room().expect(read))
+    };
     if limits {
-        settings.rate_limits = RateLimits {
-            user_per_minute: 60,
-            ip_per_minute: 600,
-        };
+        settings.rate_limits = RateLimits::DEFAULT;
     }
-    WaitingRoom::new(started.conn.clone(), &started.config.key_prefix, settings)
+    started.room_with(settings)
 }
 
 /// One 10 s burst of new buyers.

@@ -285,7 +285,7 @@ async fn run_scale(bench: &Bench, members: usize, containers: usize, exact: bool
     // minute.
     let promoter = {
         let (run, deps) = (run.clone(), functions.promoter.clone());
-        let every = deps.room.config().promote_tick;
+        let every = deps.room.config().room.promote_tick;
         tokio::spawn(async move {
             let mut admitted = 0;
             let mut next = run.start + Duration::from_secs(3);

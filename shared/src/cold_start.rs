@@ -1,15 +1,15 @@
 //! What every Lambda binary does once per container before serving: logging, the settings
 //! every function reads (with secrets from Secrets Manager), the Redis connection and, for
-//! the functions that publish queue events, the EventBridge client. The others never build
-//! an AWS client for it. The client is built while the connection waits for the server's
-//! first answer. Each function's `Deps::new` then reads its own settings ([`Started::room`]
-//! and the like).
+//! the functions that publish, `EVENT_BUS_NAME` and the EventBridge client. The others never
+//! read the bus or build an AWS client for it. The client is built while the connection
+//! waits for the server's first answer. Each function's `Deps::new` then reads its own
+//! settings and builds what it holds from them ([`Started::room`] and the like).
 //!
 //! The functions run on tokio's current-thread runtime: a Lambda sandbox serves one
 //! invocation at a time, and starting worker threads, then handing every I/O event from them
 //! to the main thread, cost about a fifth of a cold start (BENCHMARKS.md).
 
-use crate::config::{Config, ConfigError, RateLimits, SecretPolicy};
+use crate::config::{Config, ConfigError, QueueConfig, RankingSettings, RateLimits, SecretPolicy};
 use crate::coupon::Coupons;
 use crate::metrics::MetricsSink;
 use crate::publish::{Outlet, Publisher};
@@ -17,7 +17,8 @@ use crate::queue::WaitingRoom;
 use crate::ranking::Rankings;
 use crate::store::Conn;
 
-/// Whether a function publishes queue state events (to `EVENT_BUS_NAME`, when set).
+/// Whether a function publishes (to `EVENT_BUS_NAME`, when set): queue state events, or the
+/// coupon publisher's claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Publishing {
     QueueEvents,
@@ -53,12 +54,12 @@ impl Started {
     ) -> Result<Started, StartError> {
         let conn = crate::store::connect(&config.redis, url)?;
         let bus = match publishing {
-            Publishing::QueueEvents => config.event_bus.as_deref(),
+            Publishing::QueueEvents => config.env.event_bus(),
             Publishing::Nothing => None,
         };
         let ((), publisher) = tokio::join!(
             conn.open(config.redis.connect_timeout),
-            Publisher::for_bus(bus)
+            Publisher::for_bus(bus.as_deref())
         );
         let publisher = publisher?;
         Ok(Started {
@@ -76,13 +77,15 @@ impl Started {
         }
     }
 
-    /// The waiting room, with its settings read from the environment.
+    /// The waiting room, with what every call of its scripts carries read from the
+    /// environment, and the slices only some functions use at their defaults.
     pub fn room(&self) -> Result<WaitingRoom, ConfigError> {
-        Ok(WaitingRoom::new(
-            self.conn.clone(),
-            &self.config.key_prefix,
-            self.config.env.queue()?,
-        ))
+        Ok(self.room_with(QueueConfig::new(self.config.env.waiting_room()?)))
+    }
+
+    /// The waiting room, running with `config`.
+    pub fn room_with(&self, config: QueueConfig) -> WaitingRoom {
+        WaitingRoom::new(self.conn.clone(), &self.config.key_prefix, config)
     }
 
     /// The coupon campaigns, taking claims within `limits`.
@@ -90,13 +93,9 @@ impl Started {
         Coupons::new(self.conn.clone(), &self.config.key_prefix, limits)
     }
 
-    /// The rankings, with their settings read from the environment.
-    pub fn rankings(&self) -> Result<Rankings, ConfigError> {
-        Ok(Rankings::new(
-            self.conn.clone(),
-            &self.config.key_prefix,
-            self.config.env.ranking()?,
-        ))
+    /// The rankings, running with `settings`.
+    pub fn rankings(&self, settings: RankingSettings) -> Rankings {
+        Rankings::new(self.conn.clone(), &self.config.key_prefix, settings)
     }
 }
 

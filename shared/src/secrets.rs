@@ -1,8 +1,9 @@
-//! Secrets from AWS Secrets Manager, read once at cold start. When `TOKEN_SECRET_ARN`,
-//! `REDIS_SECRET_ARN` or `ADMISSION_KEYS_ARN` is set, the secret's value stands in for
-//! `TOKEN_SECRET`, for `REDIS_USERNAME` and `REDIS_PASSWORD`, or for `ADMISSION_KEYS` (the
-//! admission JWT's private JWK set), before the configuration is checked. Without any of
-//! them no AWS client is created, so nothing is added to cold start.
+//! Secrets from AWS Secrets Manager, read once at cold start. When `TOKEN_SECRET_ARN` (in a
+//! function that reads the token key), `REDIS_SECRET_ARN` or `ADMISSION_KEYS_ARN` is set,
+//! the secret's value stands in for `TOKEN_SECRET`, for `REDIS_USERNAME` and
+//! `REDIS_PASSWORD`, or for `ADMISSION_KEYS` (the admission JWT's private JWK set), before
+//! the configuration is checked. Without any of them no AWS client is created, so nothing is
+//! added to cold start.
 
 use std::collections::HashMap;
 
@@ -28,6 +29,10 @@ pub async fn load_config(policy: SecretPolicy) -> Result<Config, ConfigError> {
     let mut vars: HashMap<String, String> = std::env::vars()
         .filter(|(_, value)| !value.is_empty())
         .collect();
+    if policy == SecretPolicy::Unused {
+        // The function signs and checks no token: its secret is neither fetched nor read.
+        vars.remove("TOKEN_SECRET_ARN");
+    }
     if ARNS.iter().any(|arn| vars.contains_key(*arn)) {
         fill(&mut vars, &Client::new(crate::aws::sdk_config().await?)).await?;
     }

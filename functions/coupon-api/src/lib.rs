@@ -20,8 +20,8 @@
 use chrono::Utc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, SecretPolicy};
 use lineup::coupon::{CampaignChange, CampaignSettings, ClaimView, Coupons};
 use lineup::door::{Counted, DoorKey, Proof, Scope};
 use lineup::http::{self, json, json_body, json_cached, segments, Route};
@@ -85,6 +85,12 @@ pub struct Deps {
     /// Where the door's counts go.
     pub metrics: MetricsSink,
 }
+
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Required;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::Nothing;
 
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this

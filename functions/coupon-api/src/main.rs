@@ -1,12 +1,11 @@
 use coupon_api::{handle, Deps};
 use lambda_runtime::{run, service_fn, Error};
-use lineup::cold_start::{cold_start, Publishing};
-use lineup::config::SecretPolicy;
+use lineup::cold_start::cold_start;
 use lineup::metrics::MetricsSink;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let started = cold_start(SecretPolicy::Required, Publishing::Nothing).await?;
+    let started = cold_start(coupon_api::SECRETS, coupon_api::PUBLISHING).await?;
     let deps = Deps::new(&started, MetricsSink::Stdout)?;
     run(service_fn(|event| {
         lineup::http::answer_lambda_event(event, |request| handle(request, &deps))

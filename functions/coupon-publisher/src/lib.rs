@@ -19,8 +19,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures::future::join_all;
 use lambda_runtime::LambdaEvent;
-use lineup::cold_start::Started;
-use lineup::config::{ConfigError, RateLimits};
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, RateLimits, SecretPolicy};
 use lineup::coupon::{CouponClaimed, Coupons, Pending, Registered, DETAIL_TYPE, SOURCE};
 use lineup::ids::UserId;
 use lineup::publish::{Outgoing, Publisher, ENTRIES_PER_CALL};
@@ -44,6 +44,12 @@ pub struct Deps {
     pub coupons: Coupons,
     pub publisher: Publisher,
 }
+
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Unused;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::QueueEvents;
 
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this

@@ -35,8 +35,8 @@ mod samples;
 
 use lambda_http::{Body, Request, Response};
 use lineup::admission::Issuer;
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, QueueConfig, SecretPolicy};
 use lineup::door::DoorKey;
 use lineup::http::{self, segments, Route};
 use lineup::ids::{PoolId, QueueId, UserId};
@@ -131,18 +131,30 @@ pub struct Deps {
     pub admission: Option<Issuer>,
 }
 
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Required;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::QueueEvents;
+
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this
     /// function reads, writing metrics to `metrics`: the one place they are wired.
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
+        let env = &started.config.env;
         Ok(Deps {
-            room: started.room()?,
+            room: started.room_with(QueueConfig {
+                creation: env.queue_creation()?,
+                max_queues: env.max_queues()?,
+                rate_limits: env.rate_limits()?,
+                ..QueueConfig::new(env.waiting_room()?)
+            }),
             token_key: started.config.token_key.clone(),
             door_key: DoorKey::derive(&started.config.token_key),
             publisher: started.publisher.clone(),
-            allow_body_user_id: started.config.env.body_user_id()?,
+            allow_body_user_id: env.body_user_id()?,
             metrics,
-            admission: started.config.env.admission()?,
+            admission: env.admission()?,
         })
     }
 }

@@ -34,8 +34,8 @@ use aws_lambda_events::event::apigw::{
 };
 use chrono::SecondsFormat;
 use lambda_runtime::LambdaEvent;
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, SecretPolicy};
 use lineup::ids::QueueId;
 use lineup::queue::{Refusal, WaitingRoom};
 use lineup::token::{TokenClaims, TokenKey};
@@ -60,6 +60,12 @@ pub struct Deps {
     /// The buyers' JWT verifier, where an issuer is configured.
     pub identity: Option<Arc<Identity>>,
 }
+
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Required;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::Nothing;
 
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_runtime::LambdaEvent;
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, PromoterSettings, SecretPolicy};
 use lineup::ids::QueueId;
 use lineup::metrics::MetricsSink;
 use lineup::publish::Outlet;
@@ -23,10 +23,18 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Deps {
     pub room: WaitingRoom,
+    /// How long one invocation keeps ticking.
+    pub promoter: PromoterSettings,
     pub outlet: Outlet,
     /// The registry as read by the last tick, kept while the container lives.
     pub known_queues: KnownQueues,
 }
+
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Unused;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::QueueEvents;
 
 impl Deps {
     /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
@@ -34,6 +42,7 @@ impl Deps {
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Deps {
             room: started.room()?,
+            promoter: started.config.env.promoter()?,
             outlet: started.outlet(metrics),
             known_queues: KnownQueues::default(),
         })
@@ -65,7 +74,6 @@ pub async fn handle(
     event: LambdaEvent<Value>,
     deps: &Deps,
 ) -> Result<Output, lambda_runtime::Error> {
-    let config = deps.room.config();
     let started = Instant::now();
     let deadline = remaining_time(&event).map(|left| started + left);
     let mut output = Output::default();
@@ -84,7 +92,7 @@ pub async fn handle(
         }
         output.ticks += 1;
         let next = started + deps.room.tick_every() * output.ticks as u32;
-        let budget_left = next.duration_since(started) <= config.promote_budget;
+        let budget_left = next.duration_since(started) <= deps.promoter.budget;
         // Leave two seconds for the last tick to finish before Lambda's deadline.
         let deadline_left = deadline.is_none_or(|d| next + Duration::from_secs(2) < d);
         if !(budget_left && deadline_left) {

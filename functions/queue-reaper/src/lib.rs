@@ -11,8 +11,8 @@
 //! The input is ignored: a scheduled event, `{}` or anything else all mean "reap now".
 
 use lambda_runtime::LambdaEvent;
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, QueueConfig, SecretPolicy};
 use lineup::metrics::MetricsSink;
 use lineup::publish::Outlet;
 use lineup::queue::{ReapReport, WaitingRoom};
@@ -25,12 +25,22 @@ pub struct Deps {
     pub outlet: Outlet,
 }
 
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Unused;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::QueueEvents;
+
 impl Deps {
     /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
     /// the one place they are wired.
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
+        let env = &started.config.env;
         Ok(Deps {
-            room: started.room()?,
+            room: started.room_with(QueueConfig {
+                creation: env.queue_creation()?,
+                ..QueueConfig::new(env.waiting_room()?)
+            }),
             outlet: started.outlet(metrics),
         })
     }

@@ -13,8 +13,8 @@ use chrono::Utc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use lineup::bounds::Bounds;
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, RankingSettings, SecretPolicy};
 use lineup::http::{self, json_cached, segments, Route};
 use lineup::ids::{ConcertId, Genre};
 use lineup::pages;
@@ -33,12 +33,21 @@ pub struct Deps {
     pub rankings: Rankings,
 }
 
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Unused;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::Nothing;
+
 impl Deps {
     /// The handler's dependencies from what cold start built, with the settings this
     /// function reads: the one place they are wired.
     pub fn new(started: &Started) -> Result<Self, ConfigError> {
         Ok(Deps {
-            rankings: started.rankings()?,
+            rankings: started.rankings(RankingSettings {
+                early_cutoff: started.config.env.early_cutoff()?,
+                ..started.config.env.ranking()?
+            }),
         })
     }
 }

@@ -22,8 +22,8 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use lineup::clock::SystemClock;
-use lineup::cold_start::Started;
-use lineup::config::ConfigError;
+use lineup::cold_start::{Publishing, Started};
+use lineup::config::{ConfigError, RankingSettings, SecretPolicy};
 use lineup::metrics::{MetricsSink, Record};
 use lineup::publish::Outlet;
 use lineup::queue::{Paid, WaitingRoom};
@@ -43,12 +43,21 @@ pub struct Deps {
     pub outlet: Outlet,
 }
 
+/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
+/// so does the test of what each function reads.
+pub const SECRETS: SecretPolicy = SecretPolicy::Unused;
+/// Whether the function publishes (`EVENT_BUS_NAME`).
+pub const PUBLISHING: Publishing = Publishing::QueueEvents;
+
 impl Deps {
     /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
     /// the one place they are wired.
     pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
         Ok(Deps {
-            rankings: started.rankings()?,
+            rankings: started.rankings(RankingSettings {
+                snapshot_top: started.config.env.snapshot_top()?,
+                ..started.config.env.ranking()?
+            }),
             room: started.room()?,
             outlet: started.outlet(metrics),
         })

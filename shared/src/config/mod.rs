@@ -1,14 +1,16 @@
 //! Settings, read from the environment once at start-up. A bad value stops the process with
 //! a message that names the variable, instead of surfacing later as a wrong answer.
 //!
-//! Cold start reads what every function needs ([`Config`]: Redis, the key prefix, the token
-//! key, the event bus). Each function's `Deps::new` reads the slices it uses from the
-//! [`Environment`], so a function never parses, or fails on, another's settings. README's
-//! configuration table says which functions read each variable.
+//! Cold start reads what every function needs ([`Config`]: Redis and the key prefix), and the
+//! token key where the function signs or checks tokens. Each function's `Deps::new` reads the
+//! slices it uses from the [`Environment`], so a function never parses, or fails on, another's
+//! settings. README's configuration table says which functions read each variable, and a test
+//! holds it to what each function reads.
 //!
-//! One file a slice: `queue.rs` (the waiting room's defaults and timing), `rate_limits.rs`
-//! (arrivals per buyer and per source), `ranking.rs` (the rankings), `connection.rs` (Redis),
-//! `jwt.rs` (the buyer's identity), `admission.rs` (the admission JWT), `local.rs` (what only the local stack reads). `vars.rs`
+//! One file a slice: `queue.rs` (the waiting room's settings, who creates a queue, how many
+//! may be live, the promoter's budget), `rate_limits.rs` (arrivals per buyer and per source),
+//! `ranking.rs` (the rankings), `connection.rs` (Redis), `jwt.rs` (the buyer's identity),
+//! `admission.rs` (the admission JWT), `local.rs` (what only the local stack reads). `vars.rs`
 //! reads and checks one variable; `error.rs` says which variable could not be used.
 
 mod admission;
@@ -28,20 +30,24 @@ use error::bad;
 pub use error::ConfigError;
 pub use jwt::JwtSettings;
 pub use local::LocalSettings;
-pub use queue::{QueueConfig, QueueCreation};
+pub use queue::{PromoterSettings, QueueConfig, QueueCreation, RoomSettings};
 pub use ranking::RankingSettings;
 pub use rate_limits::RateLimits;
 
 use crate::token::TokenKey;
 use vars::Vars;
 
-/// Whether a missing `TOKEN_SECRET` is fatal. `queue-api` instances must share one secret, so
-/// they refuse to start without it; functions that never sign tokens, and the local stack
-/// (which checks only its own tokens), make one up for their lifetime.
+/// Whether cold start reads `TOKEN_SECRET`, and whether a missing one is fatal. The functions
+/// that sign or check tokens (queue-api, queue-authorizer, coupon-api) must share one secret,
+/// so they refuse to start without it; the local stack (which checks only its own tokens)
+/// makes one up for its lifetime; the other functions never read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretPolicy {
     Required,
     GenerateIfMissing,
+    /// The function signs and checks no token: `TOKEN_SECRET` is not read, and the token
+    /// key is made up for the process's lifetime.
+    Unused,
 }
 
 /// The variables a function started with, its secrets filled in. Cheap to clone.
@@ -60,21 +66,52 @@ impl Environment {
         Vars(&*self.0)
     }
 
-    /// The waiting room's settings: queue-api, queue-authorizer, the promoter, the reaper and
-    /// ranking-updater (which marks queues sold out).
-    pub fn queue(&self) -> Result<QueueConfig, ConfigError> {
-        QueueConfig::read(&self.vars())
+    /// What every call of the waiting room's scripts carries: queue-api, queue-authorizer,
+    /// queue-promoter, queue-reaper and ranking-updater (which marks queues sold out).
+    pub fn waiting_room(&self) -> Result<RoomSettings, ConfigError> {
+        RoomSettings::read(&self.vars())
     }
 
-    /// The rankings' settings: ranking-api and ranking-updater.
+    /// Who may create a queue: queue-api and queue-reaper.
+    pub fn queue_creation(&self) -> Result<QueueCreation, ConfigError> {
+        QueueCreation::read(&self.vars())
+    }
+
+    /// Most queues live at once: queue-api.
+    pub fn max_queues(&self) -> Result<u32, ConfigError> {
+        queue::max_queues(&self.vars())
+    }
+
+    /// How long one invocation keeps ticking: queue-promoter.
+    pub fn promoter(&self) -> Result<PromoterSettings, ConfigError> {
+        PromoterSettings::read(&self.vars())
+    }
+
+    /// What both ranking functions read, the snapshots' rows and the morning fallback at
+    /// their defaults: ranking-api and ranking-updater.
     pub fn ranking(&self) -> Result<RankingSettings, ConfigError> {
         RankingSettings::read(&self.vars())
     }
 
-    /// The limits on arrivals per buyer and per source: coupon-api, and every function that
-    /// reads [`QueueConfig`], which holds them for queue-api's token requests.
+    /// The rows an hourly snapshot of a live board keeps: ranking-updater.
+    pub fn snapshot_top(&self) -> Result<u32, ConfigError> {
+        RankingSettings::snapshot_top(&self.vars())
+    }
+
+    /// The local time before which a read without a date falls back: ranking-api.
+    pub fn early_cutoff(&self) -> Result<Option<chrono::NaiveTime>, ConfigError> {
+        RankingSettings::early_cutoff(&self.vars())
+    }
+
+    /// The limits on arrivals per buyer and per source: queue-api and coupon-api.
     pub fn rate_limits(&self) -> Result<RateLimits, ConfigError> {
         RateLimits::read(&self.vars())
+    }
+
+    /// Where queue state events and coupon claims go (`EVENT_BUS_NAME`); `None` turns
+    /// publishing off. Read at cold start by the functions that publish.
+    pub fn event_bus(&self) -> Option<String> {
+        self.vars().string("EVENT_BUS_NAME")
     }
 
     /// The buyers' JWT issuer, for queue-authorizer; `None` (the local stack): the gatekeeper
@@ -117,9 +154,8 @@ pub struct Config {
     pub redis: RedisSettings,
     /// Every key lineup writes starts with this.
     pub key_prefix: String,
+    /// `TOKEN_SECRET`'s key, or one made up for the process ([`SecretPolicy`]).
     pub token_key: TokenKey,
-    /// Where queue state events go; `None` turns publishing off.
-    pub event_bus: Option<String>,
     /// Where each function reads its own slices.
     pub env: Environment,
 }
@@ -150,12 +186,10 @@ impl Config {
         let key_prefix = key_prefix(&vars)?;
         let redis = RedisSettings::read(&vars)?;
         let token_key = token_key(&vars, secrets)?;
-        let event_bus = vars.string("EVENT_BUS_NAME");
         Ok(Config {
             key_prefix,
             redis,
             token_key,
-            event_bus,
             env,
         })
     }
@@ -185,8 +219,12 @@ fn key_prefix(vars: &Vars) -> Result<String, ConfigError> {
     Ok(key_prefix)
 }
 
-/// `TOKEN_SECRET`, or a key made up for this process where `secrets` allows it.
+/// `TOKEN_SECRET`, or a key made up for this process where `secrets` allows it; not read
+/// under [`SecretPolicy::Unused`].
 fn token_key(vars: &Vars, secrets: SecretPolicy) -> Result<TokenKey, ConfigError> {
+    if secrets == SecretPolicy::Unused {
+        return Ok(TokenKey::random());
+    }
     match vars.string("TOKEN_SECRET") {
         Some(secret) => {
             TokenKey::new(secret.as_bytes()).map_err(|reason| bad("TOKEN_SECRET", reason))
@@ -208,8 +246,14 @@ mod tests {
     #[derive(Debug)]
     struct Read {
         config: Config,
-        queue: QueueConfig,
+        room: RoomSettings,
+        creation: QueueCreation,
+        max_queues: u32,
+        promoter: PromoterSettings,
+        rate_limits: RateLimits,
         ranking: RankingSettings,
+        early_cutoff: Option<chrono::NaiveTime>,
+        snapshot_top: u32,
         jwt: Option<JwtSettings>,
         allow_body_user_id: bool,
     }
@@ -237,8 +281,14 @@ mod tests {
         )?;
         let env = &config.env;
         Ok(Read {
-            queue: env.queue()?,
+            room: env.waiting_room()?,
+            creation: env.queue_creation()?,
+            max_queues: env.max_queues()?,
+            promoter: env.promoter()?,
+            rate_limits: env.rate_limits()?,
             ranking: env.ranking()?,
+            early_cutoff: env.early_cutoff()?,
+            snapshot_top: env.snapshot_top()?,
             jwt: env.jwt()?,
             allow_body_user_id: env.body_user_id()?,
             config,
@@ -251,20 +301,36 @@ mod tests {
     fn defaults_match_the_documentation() {
         let c = config(&[SECRET]).unwrap();
         assert_eq!(c.key_prefix, "lineup");
-        assert_eq!(c.queue.capacity, 100);
-        assert_eq!(c.queue.admit_per_tick, 100);
-        assert_eq!(c.queue.session, Duration::from_secs(600));
-        assert_eq!(c.queue.waiting_idle, Duration::from_secs(120));
-        assert_eq!(c.queue.promote_tick, Duration::from_secs(10));
-        assert_eq!(c.queue.promote_budget, Duration::from_secs(50));
-        assert_eq!(c.queue.creation, QueueCreation::Operator);
-        assert_eq!(c.queue.max_queues, 1_000);
+        assert_eq!(c.room.capacity, 100);
+        assert_eq!(c.room.admit_per_tick, 100);
+        assert_eq!(c.room.session, Duration::from_secs(600));
+        assert_eq!(c.room.waiting_idle, Duration::from_secs(120));
+        assert_eq!(c.room.promote_tick, Duration::from_secs(10));
+        assert_eq!(c.room.retire_after, Duration::from_secs(86_400));
+        assert_eq!(c.room.line_stripes, None);
+        assert_eq!(c.promoter.budget, Duration::from_secs(50));
+        assert_eq!(c.creation, QueueCreation::Operator);
+        assert_eq!(c.max_queues, 1_000);
+        assert_eq!(c.rate_limits, RateLimits::DEFAULT);
+        assert_eq!(c.snapshot_top, 100);
+        assert_eq!(c.ranking.snapshot_top, c.snapshot_top);
+        assert_eq!(c.early_cutoff, None);
+        assert_eq!(c.ranking.early_cutoff, c.early_cutoff);
+    }
+
+    #[test]
+    fn a_slice_a_function_does_not_read_holds_the_default_it_would_read() {
+        let c = config(&[SECRET]).unwrap();
+        let held = QueueConfig::new(c.room.clone());
+        assert_eq!(held.creation, c.creation);
+        assert_eq!(held.max_queues, c.max_queues);
+        assert_eq!(held.rate_limits, c.rate_limits);
     }
 
     #[test]
     fn queue_creation_is_operator_or_open() {
         let open = config(&[SECRET, ("QUEUE_CREATION", "open")]).unwrap();
-        assert_eq!(open.queue.creation, QueueCreation::Open);
+        assert_eq!(open.creation, QueueCreation::Open);
         let err = config(&[SECRET, ("QUEUE_CREATION", "anyone")]).unwrap_err();
         assert_eq!(err.variable, "QUEUE_CREATION");
         let err = config(&[SECRET, ("MAX_QUEUES", "0")]).unwrap_err();
@@ -292,12 +358,9 @@ mod tests {
 
     #[test]
     fn the_early_cutoff_is_a_local_time_or_off() {
-        assert_eq!(config(&[SECRET]).unwrap().ranking.early_cutoff, None);
+        assert_eq!(config(&[SECRET]).unwrap().early_cutoff, None);
         let c = config(&[SECRET, ("RANKING_EARLY_CUTOFF", "10:30")]).unwrap();
-        assert_eq!(
-            c.ranking.early_cutoff,
-            chrono::NaiveTime::from_hms_opt(10, 30, 0)
-        );
+        assert_eq!(c.early_cutoff, chrono::NaiveTime::from_hms_opt(10, 30, 0));
         for bad in ["24:00", "10:60", "9:30", "10:30:00", "noon", "10h30"] {
             let err = config(&[SECRET, ("RANKING_EARLY_CUTOFF", bad)]).unwrap_err();
             assert_eq!(err.variable, "RANKING_EARLY_CUTOFF", "{bad}");
@@ -307,7 +370,7 @@ mod tests {
     #[test]
     fn admit_per_tick_defaults_to_capacity() {
         let c = config(&[SECRET, ("QUEUE_CAPACITY", "7")]).unwrap();
-        assert_eq!(c.queue.admit_per_tick, 7);
+        assert_eq!(c.room.admit_per_tick, 7);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The waiting room's settings: the defaults of every queue's own settings, the timing of the
-//! scheduled work, the rate limits and who may create a queue.
+//! The waiting room's settings: what every call of its scripts carries ([`RoomSettings`]),
+//! and the slices only some functions use: who may create a queue, how many queues may be
+//! live, and how long one promoter invocation keeps ticking.
 
 use std::time::Duration;
 
@@ -26,12 +27,35 @@ impl QueueCreation {
             QueueCreation::Open => "open",
         }
     }
+
+    /// `QUEUE_CREATION`: `operator` (the default) or `open`. Read by queue-api, which takes
+    /// arrivals, and queue-reaper, which makes an open queue's settings again on the striped
+    /// line.
+    pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
+        vars.one_of(
+            "QUEUE_CREATION",
+            &[
+                ("operator", QueueCreation::Operator),
+                ("open", QueueCreation::Open),
+            ],
+        )
+    }
 }
 
-/// How the waiting room behaves: the defaults of every queue's own settings, and the
-/// timing of the scheduled work.
+/// The default of `MAX_QUEUES`.
+const MAX_QUEUES_DEFAULT: u32 = 1_000;
+
+/// `MAX_QUEUES`: most queues live (in the registry) at once, 1 to 100 000. Read by
+/// queue-api, whose arrivals and settings changes register a queue.
+pub(super) fn max_queues(vars: &Vars) -> Result<u32, ConfigError> {
+    vars.count("MAX_QUEUES", MAX_QUEUES_DEFAULT, Bounds::new(1, 100_000))
+}
+
+/// What every call of the waiting room's scripts carries: the defaults of every queue's own
+/// settings, how long an idle queue stays registered, the promotion tick (the estimates
+/// count it) and the line's stripes. Every function that holds a waiting room reads them.
 #[derive(Debug, Clone)]
-pub struct QueueConfig {
+pub struct RoomSettings {
     /// Most buyers active at once per queue.
     pub capacity: u32,
     /// How long an admitted buyer stays active.
@@ -42,17 +66,8 @@ pub struct QueueConfig {
     pub waiting_idle: Duration,
     /// Pause between promotion ticks.
     pub promote_tick: Duration,
-    /// How long one promoter invocation keeps ticking.
-    pub promote_budget: Duration,
     /// An empty queue without arrivals this long leaves the registry.
     pub retire_after: Duration,
-    /// Most token requests per user and per source IP per queue per minute.
-    pub rate_limits: RateLimits,
-    /// Who may create a queue.
-    pub creation: QueueCreation,
-    /// Most queues live (in the registry) at once: the promoter and the reaper visit each
-    /// of them every run.
-    pub max_queues: u32,
     /// `LINE_STRIPES`: every queue's line is spread over this many stripes (`crate::line`);
     /// unset, each queue lives under one hash tag.
     pub line_stripes: Option<u16>,
@@ -67,10 +82,10 @@ fn line_stripes(vars: &Vars) -> Result<Option<u16>, ConfigError> {
     Ok(u16::try_from(stripes).ok())
 }
 
-impl QueueConfig {
+impl RoomSettings {
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let capacity = vars.count("QUEUE_CAPACITY", 100, bounds::CAPACITY)?;
-        Ok(QueueConfig {
+        Ok(RoomSettings {
             capacity,
             session: vars.seconds("SESSION_SECONDS", 600, bounds::SESSION_SECONDS)?,
             admit_per_tick: vars.count("ADMIT_PER_TICK", capacity, bounds::ADMIT_PER_TICK)?,
@@ -80,22 +95,53 @@ impl QueueConfig {
                 bounds::WAITING_IDLE_SECONDS,
             )?,
             promote_tick: vars.seconds("PROMOTE_TICK_SECONDS", 10, Bounds::new(1, 3_600))?,
-            promote_budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, Bounds::new(0, 890))?,
             retire_after: vars.seconds(
                 "QUEUE_RETIRE_AFTER_SECONDS",
                 86_400,
                 Bounds::new(1, 31_536_000),
             )?,
-            rate_limits: RateLimits::read(vars)?,
-            creation: vars.one_of(
-                "QUEUE_CREATION",
-                &[
-                    ("operator", QueueCreation::Operator),
-                    ("open", QueueCreation::Open),
-                ],
-            )?,
-            max_queues: vars.count("MAX_QUEUES", 1_000, Bounds::new(1, 100_000))?,
             line_stripes: line_stripes(vars)?,
+        })
+    }
+}
+
+/// What a waiting room runs with: its [`RoomSettings`], and the slices only some functions
+/// use. A function that does not read a slice holds its default, and never uses it.
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    pub room: RoomSettings,
+    /// Who may create a queue.
+    pub creation: QueueCreation,
+    /// Most queues live (in the registry) at once: the promoter and the reaper visit each
+    /// of them every run.
+    pub max_queues: u32,
+    /// Most token requests per user and per source IP per queue per minute.
+    pub rate_limits: RateLimits,
+}
+
+impl QueueConfig {
+    /// `room`, with every other slice at its default.
+    pub fn new(room: RoomSettings) -> Self {
+        QueueConfig {
+            room,
+            creation: QueueCreation::Operator,
+            max_queues: MAX_QUEUES_DEFAULT,
+            rate_limits: RateLimits::DEFAULT,
+        }
+    }
+}
+
+/// The promoter's own setting.
+#[derive(Debug, Clone)]
+pub struct PromoterSettings {
+    /// `PROMOTE_BUDGET_SECONDS`: how long one promoter invocation keeps ticking.
+    pub budget: Duration,
+}
+
+impl PromoterSettings {
+    pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
+        Ok(PromoterSettings {
+            budget: vars.seconds("PROMOTE_BUDGET_SECONDS", 50, Bounds::new(0, 890))?,
         })
     }
 }

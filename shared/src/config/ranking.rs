@@ -1,5 +1,7 @@
 //! The rankings' settings: the event source, the zone of the calendar boards, how long boards
-//! are kept, the dedupe window, the trending half-life and the live boards' snapshots.
+//! are kept, the dedupe window and the trending half-life, which ranking-api and
+//! ranking-updater both read; the morning fallback, which only ranking-api reads; and the
+//! live boards' snapshots, which only ranking-updater reads.
 
 use std::time::Duration;
 
@@ -22,11 +24,16 @@ pub struct RankingSettings {
     /// The trending board's half-life: a sale weighs half as much this much later.
     pub trending_half_life: Duration,
     /// The rows an hourly snapshot of a live board keeps: movement is shown within them.
+    /// Read by ranking-updater (`Environment::snapshot_top`); the default elsewhere.
     pub snapshot_top: u32,
     /// `RANKING_EARLY_CUTOFF`: before this local time, a daily read without a date serves
-    /// yesterday's board, and a weekly one on a Monday last week's. `None`: never.
+    /// yesterday's board, and a weekly one on a Monday last week's. `None`: never. Read by
+    /// ranking-api (`Environment::early_cutoff`); `None` elsewhere.
     pub early_cutoff: Option<chrono::NaiveTime>,
 }
+
+/// The default of `RANKING_SNAPSHOT_TOP`.
+const SNAPSHOT_TOP_DEFAULT: u32 = 100;
 
 /// A local time `HH:MM`. Read by hand rather than with chrono's format parser, which would
 /// cost every function about 10 KB of code for one setting.
@@ -40,6 +47,8 @@ fn local_time(raw: &str) -> Option<chrono::NaiveTime> {
 }
 
 impl RankingSettings {
+    /// What ranking-api and ranking-updater both read; the snapshots' rows and the morning
+    /// fallback at their defaults.
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let time_zone_name = vars
             .string("RANKING_TIME_ZONE")
@@ -78,19 +87,32 @@ impl RankingSettings {
             trending_half_life: Duration::from_secs(
                 3_600 * vars.number("RANKING_TRENDING_HALF_LIFE_HOURS", 6, Bounds::new(1, 168))?,
             ),
-            snapshot_top: vars.count("RANKING_SNAPSHOT_TOP", 100, Bounds::new(1, 100))?,
-            early_cutoff: vars
-                .string("RANKING_EARLY_CUTOFF")
-                .map(|raw| {
-                    let raw = raw.trim();
-                    local_time(raw).ok_or_else(|| {
-                        bad(
-                            "RANKING_EARLY_CUTOFF",
-                            format!("must be a local time HH:MM (00:00 to 23:59), not {raw:?}"),
-                        )
-                    })
-                })
-                .transpose()?,
+            snapshot_top: SNAPSHOT_TOP_DEFAULT,
+            early_cutoff: None,
         })
+    }
+
+    /// `RANKING_SNAPSHOT_TOP`: 1 to 100.
+    pub(super) fn snapshot_top(vars: &Vars) -> Result<u32, ConfigError> {
+        vars.count(
+            "RANKING_SNAPSHOT_TOP",
+            SNAPSHOT_TOP_DEFAULT,
+            Bounds::new(1, 100),
+        )
+    }
+
+    /// `RANKING_EARLY_CUTOFF`: a local time `HH:MM`, or `None` when unset.
+    pub(super) fn early_cutoff(vars: &Vars) -> Result<Option<chrono::NaiveTime>, ConfigError> {
+        vars.string("RANKING_EARLY_CUTOFF")
+            .map(|raw| {
+                let raw = raw.trim();
+                local_time(raw).ok_or_else(|| {
+                    bad(
+                        "RANKING_EARLY_CUTOFF",
+                        format!("must be a local time HH:MM (00:00 to 23:59), not {raw:?}"),
+                    )
+                })
+            })
+            .transpose()
     }
 }

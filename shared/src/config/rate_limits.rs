@@ -19,16 +19,23 @@ impl RateLimits {
         ip_per_minute: 0,
     };
 
+    /// The defaults: 60 a user and 600 a source IP.
+    pub const DEFAULT: RateLimits = RateLimits {
+        user_per_minute: 60,
+        ip_per_minute: 600,
+    };
+
+    /// Read by queue-api (token requests) and coupon-api (claims).
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         Ok(RateLimits {
             user_per_minute: vars.count(
                 "RATE_LIMIT_USER_PER_MINUTE",
-                60,
+                Self::DEFAULT.user_per_minute,
                 Bounds::new(0, 1_000_000),
             )?,
             ip_per_minute: vars.count(
                 "RATE_LIMIT_IP_PER_MINUTE",
-                600,
+                Self::DEFAULT.ip_per_minute,
                 Bounds::new(0, 1_000_000),
             )?,
         })

@@ -222,7 +222,8 @@ impl WaitingRoom {
         let guard = self.conn.primary_guard_due(PRIMARY_GUARD_EVERY);
         let reads = CheckReads::stage(&mut batch, &keys, claims, guard);
         let replies = self.conn.send(&batch).await?;
-        let default_session_ms = i64::try_from(self.config.session.as_millis()).unwrap_or(i64::MAX);
+        let default_session_ms =
+            i64::try_from(self.config.room.session.as_millis()).unwrap_or(i64::MAX);
         Ok(reads
             .read(
                 &replies,

@@ -283,14 +283,14 @@ pub struct WaitingRoom {
 impl WaitingRoom {
     pub fn new(conn: Conn, prefix: impl Into<String>, config: QueueConfig) -> Self {
         let prefix = prefix.into();
-        let lines = config.line_stripes.map(|stripes| {
+        let lines = config.room.line_stripes.map(|stripes| {
             std::sync::Arc::new(crate::line::Lines::new(
                 conn.clone(),
                 &prefix,
                 crate::line::LineShape {
                     stripes,
-                    presence: config.waiting_idle,
-                    session: config.session,
+                    presence: config.room.waiting_idle,
+                    session: config.room.session,
                     ..crate::line::LineShape::default()
                 },
             ))
@@ -334,12 +334,12 @@ impl WaitingRoom {
         }
         invocation
             .declare(PRELUDE_ARGS)
-            .named("DEFAULT_CAPACITY", self.config.capacity)
-            .named("DEFAULT_SESSION_MS", millis(self.config.session))
-            .named("DEFAULT_IDLE_MS", millis(self.config.waiting_idle))
-            .named("DEFAULT_ADMIT_PER_TICK", self.config.admit_per_tick)
-            .named("RETIRE_AFTER_MS", millis(self.config.retire_after))
-            .named("TICK_MS_ARG", millis(self.config.promote_tick))
+            .named("DEFAULT_CAPACITY", self.config.room.capacity)
+            .named("DEFAULT_SESSION_MS", millis(self.config.room.session))
+            .named("DEFAULT_IDLE_MS", millis(self.config.room.waiting_idle))
+            .named("DEFAULT_ADMIT_PER_TICK", self.config.room.admit_per_tick)
+            .named("RETIRE_AFTER_MS", millis(self.config.room.retire_after))
+            .named("TICK_MS_ARG", millis(self.config.room.promote_tick))
             .declare(script.args);
         invocation
     }

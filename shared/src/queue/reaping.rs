@@ -134,7 +134,7 @@ impl WaitingRoom {
             invocation
                 .named("cursor", cursor)
                 .named("chunk", REAP_CHUNK)
-                .named("idle_after", super::millis(self.config.retire_after));
+                .named("idle_after", super::millis(self.config.room.retire_after));
             let reply: ReapReply = self.conn.invoke(invocation).await?;
             report.script_calls += 1;
             report.expired += reply.expired.len() as u64;

@@ -81,7 +81,7 @@ impl WaitingRoom {
     pub async fn retire(&self, queue: &QueueId) -> Result<bool, Error> {
         self.write_registry("SREM", queue).await?;
         let mut invocation = self.invocation(&RETIRE, queue);
-        invocation.named("idle_after", super::millis(self.config.retire_after));
+        invocation.named("idle_after", super::millis(self.config.room.retire_after));
         let retired: bool = self.conn.invoke(invocation).await?;
         if !retired {
             self.write_registry("SADD", queue).await?;

@@ -57,7 +57,7 @@ impl WaitingRoom {
     pub fn tick_every(&self) -> Duration {
         match self.lines {
             Some(_) => TICK_EVERY,
-            None => self.config.promote_tick,
+            None => self.config.room.promote_tick,
         }
     }
 
@@ -330,7 +330,7 @@ impl WaitingRoom {
             Standing::Waiting { position } if halted.is_none() => {
                 let estimate = line::Estimate::of(
                     position,
-                    terms.capacity(self.config.capacity, now),
+                    terms.capacity(self.config.room.capacity, now),
                     line.session(),
                     speed,
                 );

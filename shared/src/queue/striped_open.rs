@@ -50,7 +50,7 @@ impl WaitingRoom {
         let mut call = ScriptCall::of(&OPEN_LINE);
         call.named_key("SETTINGS", QueueKeys::new(&self.prefix, queue).settings)
             .named("now", self.clock.now_ms())
-            .named("keep_ms", super::millis(self.config.retire_after));
+            .named("keep_ms", super::millis(self.config.room.retire_after));
         let opened = self.conn.invoke(call).await?;
         self.forget_terms(queue);
         Ok(opened)
@@ -63,7 +63,7 @@ impl WaitingRoom {
         let key = QueueKeys::new(&self.prefix, queue).settings;
         let renew = redis::cmd("PEXPIRE")
             .arg(&key)
-            .arg(super::millis(self.config.retire_after))
+            .arg(super::millis(self.config.room.retire_after))
             .arg("XX")
             .clone();
         batch.stage_command::<bool>(&key, renew);

@@ -178,7 +178,7 @@ impl WaitingRoom {
             self.stage_keep_open(&mut batch, queue);
         }
         let health = terms.health(now);
-        let stepped = terms.stepped_capacity(self.config.capacity, now);
+        let stepped = terms.stepped_capacity(self.config.room.capacity, now);
         let mark = pace_mark(stepped, terms.ramp.is_some(), health);
         if mark != terms.pace_announced {
             let write = match &mark {
@@ -190,8 +190,10 @@ impl WaitingRoom {
                 None => redis::cmd("HDEL").arg(&key).arg("pace-announced").clone(),
             };
             batch.stage_command::<u64>(&key, write);
-            let configured = terms.capacity.unwrap_or(self.config.capacity);
-            let admit = terms.admit_per_tick.unwrap_or(self.config.admit_per_tick);
+            let configured = terms.capacity.unwrap_or(self.config.room.capacity);
+            let admit = terms
+                .admit_per_tick
+                .unwrap_or(self.config.room.admit_per_tick);
             events.push(QueueEvent::pace_changed(
                 queue,
                 TickPace {
@@ -248,8 +250,8 @@ impl WaitingRoom {
         // empty), or a failover lost them, and the environment's defaults are nobody's.
         let room = match terms.created {
             true => Room {
-                capacity: terms.capacity(self.config.capacity, now),
-                most: terms.admissions(self.config.admit_per_tick, now),
+                capacity: terms.capacity(self.config.room.capacity, now),
+                most: terms.admissions(self.config.room.admit_per_tick, now),
                 passthrough: terms.mode == Mode::Passthrough,
                 lane_before_opening: terms.lane_before_opening,
             },
@@ -268,7 +270,7 @@ impl WaitingRoom {
                 terms.pool_allot,
                 ticked.live,
                 ticked.placed,
-                u32::try_from(terms.stepped_capacity(self.config.capacity, now))
+                u32::try_from(terms.stepped_capacity(self.config.room.capacity, now))
                     .unwrap_or(u32::MAX),
             )
         });
