@@ -2,10 +2,15 @@
 //! modules layer by layer, bottom to top (`//! 1. …`, then `//!    - [`module`]: …`). This
 //! test reads that list and every module's `crate::…` and `super::…` paths, and fails if a
 //! module is missing from the list (or listed but absent), uses a module in a layer above
-//! its own, or closes a circle with modules of its own layer.
+//! its own, or closes a circle with modules of its own layer. `files` checks the files of
+//! every crate of the workspace for circles.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// Circles between files, in every crate of the workspace.
+#[path = "layers/files.rs"]
+mod files;
 
 #[test]
 fn every_module_uses_only_its_own_layer_and_those_below_without_a_circle() {
