@@ -53,7 +53,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
 
     // A tick call with a full chunk: a bucket that left the last 24 hours, holding
     // TICK_FIELDS concerts of two genres each.
-    let rankings = &bench.app.stack.ranking_updater.rankings;
+    let rankings = &bench.app.stack.event_applier.rankings;
     rankings
         .tick(&lineup::clock::SystemClock)
         .await

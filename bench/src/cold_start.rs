@@ -79,7 +79,7 @@
 //! - chrono-tz keeps each zone's transitions up to 2099, 32 bytes each. A zone with daylight
 //!   saving costs about 10 KB; one without, under 1 KB.
 //! - Every IANA zone is 1.17 MB of distinct tables, and puts the ranking functions at 5.0 MB.
-//! - ranking-updater is 9 KB under 4 MB: not room for another zone with daylight saving.
+//! - event-applier is 9 KB under 4 MB: not room for another zone with daylight saving.
 //! - Zones that keep a listed zone's clock are left out (America/Toronto, Europe/Madrid,
 //!   Europe/Rome: 30 KB).
 //! - The tables cost no measurable cold start, since the non-PIE link leaves them nothing to
@@ -99,7 +99,7 @@
 //!   from it, keep their tables;
 //! - cargo-lambda's zig linker refuses `--icf=all`;
 //! - `regex-lite` and `aws-smithy-json` (the SDK's endpoint partitions) at `opt-level = 3`:
-//!   13 KB more in ranking-updater. At `"z"` the publishing functions start within 1.34 ×
+//!   13 KB more in event-applier. At `"z"` the publishing functions start within 1.34 ×
 //!   hello.
 
 use std::net::SocketAddr;
@@ -121,7 +121,7 @@ const FUNCTIONS: [&str; 8] = [
     "queue-promoter",
     "queue-reaper",
     "ranking-api",
-    "ranking-updater",
+    "event-applier",
 ];
 const CURRENT_THREAD_HELLO: &str = "hello-lambda-current-thread";
 const RUNS: usize = 31;

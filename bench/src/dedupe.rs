@@ -140,7 +140,7 @@ async fn batch_time(bench: &Bench, report: &mut Report) {
                     bench.payment(&payment_id(20 + n, i), &concerts[i % 100], &["rock", "pop"])
                 })
                 .collect();
-            ranking_updater::apply_events(&batch, &stack.ranking_updater).await;
+            event_applier::apply_events(&batch, &stack.event_applier).await;
         }
     }
     bench.settle().await;

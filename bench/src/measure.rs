@@ -148,12 +148,12 @@ impl Bench {
     }
 
     pub async fn apply(&self, events: &[Value]) {
-        ranking_updater::apply_events(events, &self.app.stack.ranking_updater).await;
+        event_applier::apply_events(events, &self.app.stack.event_applier).await;
     }
 
     /// Ticks until the fold queue is empty: every payment applied so far is on its boards.
     pub async fn settle(&self) -> lineup::ranking::Tick {
-        let rankings = &self.app.stack.ranking_updater.rankings;
+        let rankings = &self.app.stack.event_applier.rankings;
         let mut total = rankings
             .tick(&lineup::clock::SystemClock)
             .await
@@ -178,9 +178,9 @@ impl Bench {
             .enumerate()
             .map(|(i, e)| json!({"messageId": format!("m{i}"), "receiptHandle": "h", "body": e.to_string(), "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"}))
             .collect();
-        ranking_updater::handle(
+        event_applier::handle(
             LambdaEvent::new(json!({"Records": records}), Context::default()),
-            &self.app.stack.ranking_updater,
+            &self.app.stack.event_applier,
         )
         .await
         .expect("batch");

@@ -5,7 +5,7 @@
 //! # Method
 //!
 //! - 16 queues (the most a pool serves) in one capacity pool of 1 000 places, each with 200 waiters and a booking
-//!   health level of 0.5 (a `BookingHealth` event through ranking-updater's handler), so each
+//!   health level of 0.5 (a `BookingHealth` event through event-applier's handler), so each
 //!   tick paces, applies the ledger's word and reports back. Ticks go through the promoter's
 //!   handler, one after another, 30 of them after 5 that fill the pool.
 //! - Each call's execution time comes from SLOWLOG (threshold 0): the promote calls (keys under

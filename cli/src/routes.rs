@@ -22,7 +22,7 @@ pub enum Route {
     GetCoupon,
     PutCoupon,
     GetBoard,
-    /// lineup-local only: EventBridge events handed to the ranking updater's code.
+    /// lineup-local only: EventBridge events handed to the event applier's code.
     PostEvents,
 }
 

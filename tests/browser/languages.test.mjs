@@ -308,7 +308,7 @@ try {
     await check(f.page, `full-${lang}`);
     await f.context.close();
 
-    const soldOut = JSON.parse(readFileSync(new URL('../../events/ranking-updater.inventory-sold-out.json', import.meta.url)));
+    const soldOut = JSON.parse(readFileSync(new URL('../../events/event-applier.inventory-sold-out.json', import.meta.url)));
     soldOut.detail = { queueId: queue, message: 'Every ticket is sold.' };
     assert.equal((await api('POST', '/events', soldOut)).status, 200);
     await poke(p.page);
@@ -332,9 +332,9 @@ try {
   });
 
   // The rankings page with a sale: numbers and the time of the update in the buyer's locale.
-  const concert = JSON.parse(readFileSync(new URL('../../events/ranking-updater.concert-scheduled.json', import.meta.url)));
+  const concert = JSON.parse(readFileSync(new URL('../../events/event-applier.concert-scheduled.json', import.meta.url)));
   assert.equal((await api('POST', '/events', concert)).status, 200);
-  const sale = JSON.parse(readFileSync(new URL('../../events/ranking-updater.payment-completed.json', import.meta.url)));
+  const sale = JSON.parse(readFileSync(new URL('../../events/event-applier.payment-completed.json', import.meta.url)));
   sale.detail = { ...sale.detail, paymentId: 'pay-languages', seats: 12345, completedAt: new Date().toISOString() };
   assert.equal((await api('POST', '/events', sale)).status, 200);
   const top = (await api('GET', '/rankings/all-time?limit=10')).body.items[0];

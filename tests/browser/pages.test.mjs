@@ -503,7 +503,7 @@ try {
 
   // Sold out, as the booking system says on the bus: the waiting buyer's next poll shows it,
   // with the operator's message.
-  const soldOut = JSON.parse(readFileSync(new URL('../../events/ranking-updater.inventory-sold-out.json', import.meta.url)));
+  const soldOut = JSON.parse(readFileSync(new URL('../../events/event-applier.inventory-sold-out.json', import.meta.url)));
   soldOut.detail = { queueId: 'duo', message: 'Every ticket is sold. Thank you for waiting.' };
   assert.equal((await api('POST', '/events', soldOut)).status, 200);
   await c.page.waitForFunction(() => document.getElementById('headline')?.textContent === 'Sold out', null, { timeout: 60000 });
@@ -511,7 +511,7 @@ try {
   await check(c.page, 'sold-out');
 
   // The rankings page: a sale on the all-time board, in both languages.
-  const sale = JSON.parse(readFileSync(new URL('../../events/ranking-updater.payment-completed.json', import.meta.url)));
+  const sale = JSON.parse(readFileSync(new URL('../../events/event-applier.payment-completed.json', import.meta.url)));
   assert.equal((await api('POST', '/events', sale)).status, 200);
   const r = await open(browser, { viewport: { width: 480, height: 640 } });
   await r.page.goto(`${BASE}/rankings?period=all-time`);

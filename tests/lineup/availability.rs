@@ -296,8 +296,7 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
         json!({"queueId": "show", "message": "All tickets are sold."}),
     );
     let verdicts =
-        ranking_updater::apply_events(std::slice::from_ref(&event), &app.stack.ranking_updater)
-            .await;
+        event_applier::apply_events(std::slice::from_ref(&event), &app.stack.event_applier).await;
     assert_eq!(verdicts, [lineup::ranking::Outcome::Applied]);
     let active_at_event = summary(&app, "show").await.body["active"].as_u64().unwrap();
     // More ticks after the event, still racing, then some of our own.
@@ -337,10 +336,10 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
     assert_eq!((active, active + sold_out), (active_at_event, WAITERS));
 
     // A redelivery changes nothing; an event for a queue that does not exist writes nothing.
-    let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&[event], &app.stack.event_applier).await;
     assert_eq!(verdicts, [lineup::ranking::Outcome::Duplicate]);
     let nowhere = envelope("InventorySoldOut", json!({"queueId": "nowhere"}));
-    let verdicts = ranking_updater::apply_events(&[nowhere], &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&[nowhere], &app.stack.event_applier).await;
     assert!(
         matches!(verdicts[0], lineup::ranking::Outcome::Ignored(_)),
         "{verdicts:?}"
@@ -353,7 +352,7 @@ async fn sold_out_by_event_stops_admissions_even_with_promoter_ticks_racing_it()
         "no key for an unknown queue"
     );
     let bad = envelope("InventorySoldOut", json!({"queueId": "a b"}));
-    let verdicts = ranking_updater::apply_events(&[bad], &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&[bad], &app.stack.event_applier).await;
     assert!(
         matches!(verdicts[0], lineup::ranking::Outcome::Rejected(_)),
         "{verdicts:?}"
@@ -378,8 +377,8 @@ async fn selling_out_and_closing_are_announced_on_the_bus() {
         "InventorySoldOut",
         json!({"queueId": "show", "message": "Gone!"}),
     );
-    ranking_updater::apply_events(std::slice::from_ref(&event), &app.stack.ranking_updater).await;
-    ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
+    event_applier::apply_events(std::slice::from_ref(&event), &app.stack.event_applier).await;
+    event_applier::apply_events(&[event], &app.stack.event_applier).await;
     // Already sold out: setting it again announces nothing more.
     put_settings(&app, "show", &json!({"soldOut": true})).await;
 
@@ -458,7 +457,7 @@ async fn a_sold_out_mark_on_a_queue_no_operator_configured_ends() {
     let app = TestApp::spawn(&[]).await;
     join(&app, "walk-in", "ann").await;
     let event = envelope("InventorySoldOut", json!({"queueId": "walk-in"}));
-    let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&[event], &app.stack.event_applier).await;
     assert_eq!(verdicts, [lineup::ranking::Outcome::Applied]);
     let settings = format!("{}:{{q:walk-in}}:settings", app.config.key_prefix);
     let ttl_of = |key: String| {

@@ -268,19 +268,17 @@ async fn check(app: &TestApp, input: Input) {
             client_error(&reply, &path);
         }
         Input::Event(event) => {
-            let verdicts = ranking_updater::apply_events(
-                std::slice::from_ref(&event),
-                &app.stack.ranking_updater,
-            )
-            .await;
+            let verdicts =
+                event_applier::apply_events(std::slice::from_ref(&event), &app.stack.event_applier)
+                    .await;
             assert!(
                 matches!(verdicts[0], Outcome::Rejected(_) | Outcome::Ignored(_)),
                 "{event}: {verdicts:?}"
             );
             // The same event straight from EventBridge: an error or an ignore, never a panic.
-            let _ = ranking_updater::handle(
+            let _ = event_applier::handle(
                 LambdaEvent::new(event, Context::default()),
-                &app.stack.ranking_updater,
+                &app.stack.event_applier,
             )
             .await;
         }

@@ -104,7 +104,7 @@ async fn run_in_chromium(script: &str) {
             }
             "lineup:snapshot" => {
                 snapshot_at += 3_600_000;
-                let rankings = &app.stack.ranking_updater.rankings;
+                let rankings = &app.stack.event_applier.rankings;
                 let round = rankings.snapshot(&snapshot_at).await.expect("a snapshot");
                 assert!(!round.more, "{round:?}");
                 snapshot_at.to_string()

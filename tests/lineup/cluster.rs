@@ -56,12 +56,12 @@ async fn the_whole_flow_runs_on_three_shards_and_queues_spread_over_them() {
         json!({"paymentId": "p1", "concertId": "c1", "seats": 2, "genres": ["rock"],
                "queueId": "onsale-3", "userId": "waiter", "completedAt": Utc::now().to_rfc3339()}),
     );
-    let verdicts = ranking_updater::apply_events(
+    let verdicts = event_applier::apply_events(
         &[
             release,
             paid("p2", "c2", 1, &["jazz"], &Utc::now().to_rfc3339()),
         ],
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await;
     assert_eq!(

@@ -335,8 +335,8 @@ fn get_att(value: &Value) -> String {
 fn every_payment_event_that_cannot_be_applied_ends_in_the_dead_letter_queue() {
     let template = read_yaml("template.yaml");
     let resources = &template["Resources"];
-    let dead_letters = "!GetAtt RankingUpdaterDeadLetterQueue.Arn";
-    let updater = &resources["RankingUpdaterFunction"]["Properties"];
+    let dead_letters = "!GetAtt EventApplierDeadLetterQueue.Arn";
+    let updater = &resources["EventApplierFunction"]["Properties"];
     // EventBridge could not invoke the function.
     let rule = &updater["Events"]["PaymentEvents"]["Properties"];
     assert_eq!(get_att(&rule["DeadLetterConfig"]["Arn"]), dead_letters);
@@ -352,7 +352,7 @@ fn every_payment_event_that_cannot_be_applied_ends_in_the_dead_letter_queue() {
     // And the function may read the dead letters back, to replay them.
     let policies = format!("{:?}", updater["Policies"]);
     assert!(
-        policies.contains("RankingUpdaterDeadLetterQueue.QueueName"),
+        policies.contains("EventApplierDeadLetterQueue.QueueName"),
         "{policies}"
     );
 }
@@ -361,10 +361,10 @@ fn every_payment_event_that_cannot_be_applied_ends_in_the_dead_letter_queue() {
 fn the_queues_the_updater_reads_hide_a_message_for_six_of_its_timeouts() {
     let template = read_yaml("template.yaml");
     let resources = &template["Resources"];
-    let timeout = resources["RankingUpdaterFunction"]["Properties"]["Timeout"]
+    let timeout = resources["EventApplierFunction"]["Properties"]["Timeout"]
         .as_u64()
         .unwrap();
-    for queue in ["PaymentEventsQueue", "RankingUpdaterDeadLetterQueue"] {
+    for queue in ["PaymentEventsQueue", "EventApplierDeadLetterQueue"] {
         let visibility = resources[queue]["Properties"]["VisibilityTimeout"]
             .as_u64()
             .unwrap_or(30);

@@ -188,12 +188,10 @@ async fn buyer(app: &TestApp, i: usize, shape: Shape) -> Buyer {
         if i.is_multiple_of(3) {
             // The payment event, redelivered while Redis sheds load, as EventBridge would.
             let event = payment(&format!("pay-{name}"), "sale", &name);
-            while let [lineup::ranking::Outcome::Failed(_)] = ranking_updater::apply_events(
-                std::slice::from_ref(&event),
-                &app.stack.ranking_updater,
-            )
-            .await
-            .as_slice()
+            while let [lineup::ranking::Outcome::Failed(_)] =
+                event_applier::apply_events(std::slice::from_ref(&event), &app.stack.event_applier)
+                    .await
+                    .as_slice()
             {
                 sleep(Duration::from_secs(1)).await;
             }

@@ -115,9 +115,9 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
                 let id = format!("pay-{n}");
                 let event = paid(&id, "crash-show", 1, &[], &Utc::now().to_rfc3339());
                 let started = Instant::now();
-                let verdicts = ranking_updater::apply_events(
+                let verdicts = event_applier::apply_events(
                     std::slice::from_ref(&event),
-                    &app.stack.ranking_updater,
+                    &app.stack.event_applier,
                 )
                 .await;
                 assert!(started.elapsed() < OUTAGE_BOUND);
@@ -238,7 +238,7 @@ async fn a_redis_crash_under_load_loses_nothing_and_the_same_processes_recover()
     );
     for event in &failed {
         let verdict =
-            ranking_updater::apply_events(std::slice::from_ref(event), &app.stack.ranking_updater)
+            event_applier::apply_events(std::slice::from_ref(event), &app.stack.event_applier)
                 .await;
         assert!(
             matches!(verdict[0], Outcome::Applied | Outcome::Duplicate),
@@ -297,9 +297,9 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     let first = join(&app, "show", "a").await.token();
     let second = join(&app, "show", "b").await.token();
-    ranking_updater::apply_events(
+    event_applier::apply_events(
         &[paid("p0", "c", 1, &[], &Utc::now().to_rfc3339())],
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await;
     let flush = || async {
@@ -319,9 +319,9 @@ async fn a_flushed_script_cache_is_reloaded_transparently() {
     flush().await;
     assert_eq!(promote(&app).await.failed_ticks, 0);
     flush().await;
-    let verdicts = ranking_updater::apply_events(
+    let verdicts = event_applier::apply_events(
         &[paid("p1", "c", 1, &[], &Utc::now().to_rfc3339())],
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await;
     assert_eq!(verdicts, [Outcome::Applied]);
@@ -381,12 +381,12 @@ async fn after_a_partial_noscript_only_the_missing_scripts_run_again() {
         .await
         .unwrap();
     let warm = [paid("warm", "c", 1, &[], &Utc::now().to_rfc3339())];
-    let verdicts = ranking_updater::apply_events(&warm, &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&warm, &app.stack.event_applier).await;
     assert_eq!(verdicts, [Outcome::Applied]);
 
-    let verdicts = ranking_updater::apply_events(
+    let verdicts = event_applier::apply_events(
         &[lineup_tests::rankings::payment("pay-1", "show", "buyer")],
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await;
     assert_eq!(verdicts, [Outcome::Applied], "counted once, not run twice");
@@ -420,7 +420,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
         &Utc::now().to_rfc3339(),
     );
     assert_eq!(
-        ranking_updater::apply_events(&[warm_up], &app.stack.ranking_updater).await,
+        event_applier::apply_events(&[warm_up], &app.stack.event_applier).await,
         [Outcome::Applied]
     );
 
@@ -451,8 +451,7 @@ async fn a_stalled_redis_answers_503_in_time_and_what_timed_out_is_never_doubled
         "active"
     );
     let again =
-        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
-            .await;
+        event_applier::apply_events(std::slice::from_ref(&payment), &app.stack.event_applier).await;
     assert!(
         matches!(again[0], Outcome::Applied | Outcome::Duplicate),
         "{again:?}"
@@ -507,8 +506,7 @@ async fn a_partition_answers_503_in_time_and_the_same_processes_reconnect_once_i
         "active"
     );
     assert_eq!(
-        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
-            .await,
+        event_applier::apply_events(std::slice::from_ref(&payment), &app.stack.event_applier).await,
         [Outcome::Applied]
     );
     assert_eq!(concert_score(&app.stack, "split-show").await["score"], 1);
@@ -580,8 +578,7 @@ async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_w
     }
     let payment = paid("pay-moved", "moved-show", 2, &[], &Utc::now().to_rfc3339());
     assert_eq!(
-        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
-            .await,
+        event_applier::apply_events(std::slice::from_ref(&payment), &app.stack.event_applier).await,
         [Outcome::Applied]
     );
     // Replication is asynchronous, so a failover can lose the last writes before it; that is
@@ -613,8 +610,7 @@ async fn a_replication_group_failover_costs_one_503_and_keeps_every_replicated_w
         "the admitted buyer still passes the gate"
     );
     assert_eq!(
-        ranking_updater::apply_events(std::slice::from_ref(&payment), &app.stack.ranking_updater)
-            .await,
+        event_applier::apply_events(std::slice::from_ref(&payment), &app.stack.event_applier).await,
         [Outcome::Duplicate],
         "the payment's record moved with the data"
     );
@@ -719,7 +715,7 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
         &Utc::now().to_rfc3339(),
     );
     assert_eq!(
-        ranking_updater::apply_events(&[first], &app.stack.ranking_updater).await,
+        event_applier::apply_events(&[first], &app.stack.event_applier).await,
         [Outcome::Applied]
     );
     assert!(gate(&gatekeeper, &ana, "watched").await);
@@ -733,7 +729,7 @@ async fn after_a_failover_a_container_that_only_reads_follows_the_primary_endpoi
     assert_eq!(served.status, 201, "{}", served.body);
     assert_eq!(leave(&app, "watched", &ana).await.status, 204);
     assert_eq!(
-        ranking_updater::apply_events(&[second], &app.stack.ranking_updater).await,
+        event_applier::apply_events(&[second], &app.stack.event_applier).await,
         [Outcome::Applied]
     );
 
@@ -819,9 +815,9 @@ async fn outage_is_answered_in_time(app: &TestApp, queue: &str, token: &str, pay
     let ((issue, issue_took), (poll, poll_took), (verdicts, payment_took)) = tokio::join!(
         timed(join(app, queue, "ana")),
         timed(status(app, queue, token)),
-        timed(ranking_updater::apply_events(
+        timed(event_applier::apply_events(
             std::slice::from_ref(payment),
-            &app.stack.ranking_updater,
+            &app.stack.event_applier,
         )),
     );
     assert_unavailable_in_time(&issue, issue_took);
@@ -870,8 +866,8 @@ async fn a_slow_redis_serves_every_concurrent_caller_within_the_timeouts() {
             &[],
             &Utc::now().to_rfc3339(),
         );
-        let deps = &app.stack.ranking_updater;
-        async move { ranking_updater::apply_events(&[event], deps).await }
+        let deps = &app.stack.event_applier;
+        async move { event_applier::apply_events(&[event], deps).await }
     }));
     let (replies, verdicts) = tokio::join!(buyers, payments);
     let took = started.elapsed();

@@ -68,9 +68,9 @@ async fn event_functions_handle_any_sample_without_failing() {
             .unwrap_or_else(|e| panic!("coupon-publisher on {name}: {e}"));
         // None of the samples is a lineup payment event: each is ignored, or (SQS bodies
         // that are not EventBridge events) reported as batch item failures.
-        let out = ranking_updater::handle(event(), &app.stack.ranking_updater)
+        let out = event_applier::handle(event(), &app.stack.event_applier)
             .await
-            .unwrap_or_else(|e| panic!("ranking-updater on {name}: {e}"));
+            .unwrap_or_else(|e| panic!("event-applier on {name}: {e}"));
         if let Some(records) = payload.get("Records").and_then(Value::as_array) {
             let failures = out["batchItemFailures"].as_array().expect("batch response");
             assert_eq!(failures.len(), records.len(), "{name}");

@@ -252,9 +252,9 @@ async fn a_payment_with_a_buyer_costs_two_scripts_in_one_pipeline() {
     pay(&app, &[payment("warm", "show", "warm")]).await; // loads both scripts
     join(&app, "show", "buyer").await;
     let (verdicts, calls) = app
-        .client_commands_during(ranking_updater::apply_events(
+        .client_commands_during(event_applier::apply_events(
             &[payment("pay-1", "show", "buyer")],
-            &app.stack.ranking_updater,
+            &app.stack.event_applier,
         ))
         .await;
     assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);

@@ -1,7 +1,7 @@
 //! Health pacing: the booking system's `BookingHealth` level and the CloudWatch alarms a queue
 //! names slow admission on every path (the tick, an arrival admitted at once, a leave's
 //! hand-over) and stop it at level 0; a rise climbs back over `healthRecoverySeconds`; a level
-//! not renewed lapses. Events go through ranking-updater's handler and the local stack's
+//! not renewed lapses. Events go through event-applier's handler and the local stack's
 //! `POST /events`; ticks through the promoter's handler.
 
 use chrono::{DateTime, Duration, Utc};
@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::local_stack::{post_events, serve};
 
 async fn apply(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
-    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
+    event_applier::apply_events(events, &app.stack.event_applier).await
 }
 
 /// One tick of the promoter's handler.

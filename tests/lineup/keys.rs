@@ -234,7 +234,7 @@ async fn after_a_long_life_only_the_documented_keys_have_no_ttl() {
         ),
         envelope("ConcertCancelled", json!({"concertId": "doomed"})),
     ];
-    let verdicts = ranking_updater::apply_events(&events, &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&events, &app.stack.event_applier).await;
     assert!(
         verdicts.iter().all(|v| matches!(
             v,

@@ -92,13 +92,10 @@ impl Served {
             .expect("tick")
     }
 
-    /// `event` through `ranking-updater`, as EventBridge delivers it.
+    /// `event` through `event-applier`, as EventBridge delivers it.
     pub(crate) async fn deliver(&self, event: Value) -> Vec<Outcome> {
-        ranking_updater::apply_events(
-            std::slice::from_ref(&event),
-            &self.app.stack.ranking_updater,
-        )
-        .await
+        event_applier::apply_events(std::slice::from_ref(&event), &self.app.stack.event_applier)
+            .await
     }
 }
 

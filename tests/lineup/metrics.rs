@@ -73,14 +73,14 @@ async fn scheduled_functions_and_the_updater_write_valid_emf() {
     .unwrap();
     let now = Utc::now().to_rfc3339();
     let yesterday = (Utc::now() - chrono::Duration::days(1)).to_rfc3339();
-    ranking_updater::apply_events(
+    event_applier::apply_events(
         &[
             paid("p1", "c1", 1, &[], &now),
             paid("p1", "c1", 1, &[], &now),
             paid("p2", "c1", 1, &[], &yesterday),
             envelope("PaymentCompleted", json!({"paymentId": "p3"})),
         ],
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await;
 

@@ -287,9 +287,9 @@ async fn a_booking_health_level_for_a_pool_reaches_each_of_its_queues() {
             "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
             "detail": {"pool": pool, "level": level}})
     };
-    let verdicts = ranking_updater::apply_events(
+    let verdicts = event_applier::apply_events(
         &[event("paced", 0.0), event("nowhere", 0.0)],
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await;
     assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);
@@ -329,7 +329,7 @@ async fn a_queue_that_names_a_pool_is_promoted_before_its_first_buyer() {
         "source": "lineup.payments", "account": "123456789012",
         "time": chrono::Utc::now().to_rfc3339(), "region": "us-east-1", "resources": [],
         "detail": {"pool": "paced", "level": 0.0}});
-    let verdicts = ranking_updater::apply_events(&[event], &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&[event], &app.stack.event_applier).await;
     assert_eq!(verdicts[0], lineup::ranking::Outcome::Applied);
     for _ in 0..2 {
         tick(&app.stack).await;

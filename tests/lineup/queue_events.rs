@@ -130,7 +130,7 @@ async fn admissions_expiries_abandonments_and_releases_arrive_on_the_bus() {
         json!({"paymentId": "p1", "concertId": "c1", "queueId": "show", "userId": "u4",
                "completedAt": Utc::now().to_rfc3339()}),
     );
-    ranking_updater::apply_events(&[paid], &app.stack.ranking_updater).await;
+    event_applier::apply_events(&[paid], &app.stack.event_applier).await;
     served_for(&app, "show", Duration::from_millis(5800)).await;
     assert_eq!(
         queue_reaper::reap_all(&app.stack.reaper).await.abandoned(),

@@ -1,6 +1,6 @@
 //! Board reads (issue 23): seats and details in one call, rate boards, around-me, the
 //! morning fallback and caching. Boards and details come from payment and concert events
-//! through `ranking-updater`.
+//! through `event-applier`.
 
 use chrono::{Datelike, Duration as Days, Timelike, Utc, Weekday};
 use lineup::ranking::Outcome;

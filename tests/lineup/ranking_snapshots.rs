@@ -84,7 +84,7 @@ fn taken_at(reply: &Reply) -> Value {
 #[tokio::test]
 async fn live_rows_move_against_the_hourly_snapshot_of_the_top_k_and_say_when_it_was_taken() {
     let app = TestApp::spawn(&[("RANKING_SNAPSHOT_TOP", "3")]).await;
-    let rankings = app.stack.ranking_updater.rankings.clone();
+    let rankings = app.stack.event_applier.rankings.clone();
     // a 5, b and c 3 (both 2nd), d 1; a and b are rock.
     sell_at(
         &app,
@@ -274,9 +274,9 @@ async fn a_change_of_half_life_leaves_trending_movement_unknown_until_the_next_s
         paid("p-a2", "a", 5, &[], &at),
         paid("p-b2", "b", 3, &[], &at),
     ];
-    ranking_updater::apply_events(&events, &redeployed.ranking_updater).await;
+    event_applier::apply_events(&events, &redeployed.event_applier).await;
     redeployed
-        .ranking_updater
+        .event_applier
         .rankings
         .fold()
         .await
@@ -298,7 +298,7 @@ async fn a_change_of_half_life_leaves_trending_movement_unknown_until_the_next_s
     // The next hour's snapshot, ranked with 12 hours, compares again.
     let next_hour = Utc::now().timestamp_millis() + HOUR_MS;
     let round = redeployed
-        .ranking_updater
+        .event_applier
         .rankings
         .snapshot(&next_hour)
         .await
@@ -331,7 +331,7 @@ async fn a_change_of_half_life_leaves_trending_movement_unknown_until_the_next_s
 #[tokio::test]
 async fn a_round_over_many_genres_goes_in_calls_of_a_bounded_budget_and_gone_genres_leave() {
     let app = TestApp::spawn(&[]).await;
-    let rankings = app.stack.ranking_updater.rankings.clone();
+    let rankings = app.stack.event_applier.rankings.clone();
     // 400 genres, 16 to a payment (the most one carries).
     let genres: Vec<String> = (0..400).map(|g| format!("g{g:03}")).collect();
     let at = Utc::now().to_rfc3339();

@@ -37,7 +37,7 @@ async fn send(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
 
 /// Applies `events` alone, as the updater does: one round trip, the fold's leftovers left.
 async fn apply(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
-    ranking_updater::apply_events(events, &app.stack.ranking_updater).await
+    event_applier::apply_events(events, &app.stack.event_applier).await
 }
 
 #[tokio::test]
@@ -382,9 +382,9 @@ async fn ignored_invocations_answer_in_one_shape_on_every_path() {
         json!({"hello": "world"}),
         other_source,
     ] {
-        let answer = ranking_updater::handle(
+        let answer = event_applier::handle(
             LambdaEvent::new(payload.clone(), Context::default()),
-            &app.stack.ranking_updater,
+            &app.stack.event_applier,
         )
         .await
         .unwrap();
@@ -414,9 +414,9 @@ async fn an_sqs_batch_reports_only_the_bad_message() {
         record("m4", "not json".into()),
         record("m5", paid("p5", "c2", 1, &[], &now()).to_string()),
     ]});
-    let response = ranking_updater::handle(
+    let response = event_applier::handle(
         LambdaEvent::new(batch, Context::default()),
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await
     .expect("a batch never fails as a whole");
@@ -431,7 +431,7 @@ async fn an_sqs_batch_reports_only_the_bad_message() {
     assert_eq!(board, [("c1".into(), 2, 1), ("c2".into(), 1, 2)]);
     // A malformed direct event names the field, as an invocation error so EventBridge retries
     // it into the dead-letter queue.
-    let err = ranking_updater::handle(
+    let err = event_applier::handle(
         LambdaEvent::new(
             envelope(
                 "PaymentCompleted",
@@ -439,7 +439,7 @@ async fn an_sqs_batch_reports_only_the_bad_message() {
             ),
             Context::default(),
         ),
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await
     .unwrap_err();
@@ -621,9 +621,9 @@ async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
         record("m2", &others[0]),
         record("m3", &paid("p2", "c2", 1, &[], &at)),
     ]});
-    let response = ranking_updater::handle(
+    let response = event_applier::handle(
         LambdaEvent::new(batch, Context::default()),
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await
     .unwrap();
@@ -632,9 +632,9 @@ async fn a_redelivery_with_other_contents_is_a_conflict_not_a_duplicate() {
         json!([{"itemIdentifier": "m2"}])
     );
     // A direct EventBridge invocation fails, so EventBridge retries it into its DLQ.
-    let err = ranking_updater::handle(
+    let err = event_applier::handle(
         LambdaEvent::new(others[1].clone(), Context::default()),
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await
     .unwrap_err();
@@ -790,7 +790,7 @@ fn hours_ago(hours: i64) -> String {
 
 /// Every board a payment made now counts on, overall and for rock.
 fn todays_boards(app: &TestApp) -> Vec<Board> {
-    let today = app.stack.ranking_updater.rankings.today();
+    let today = app.stack.event_applier.rankings.today();
     let mut boards = Vec::new();
     for genre in [None, Some(Genre::parse("rock").unwrap())] {
         for period in Period::ALL {
@@ -939,7 +939,7 @@ async fn rate_boards_follow_details_before_and_after_payments() {
             ("unknown".into(), 5, 3)
         ]
     );
-    let rankings = &app.stack.ranking_updater.rankings;
+    let rankings = &app.stack.event_applier.rankings;
     let mut inspect = app.inspect.clone();
     for board in todays_boards(&app) {
         let expiry = |key: String| {

@@ -128,7 +128,7 @@ async fn a_record_of_the_old_layout_is_still_read_by_redeliveries_and_refunds() 
     let app = TestApp::spawn(&[]).await;
     let now = Utc::now().to_rfc3339();
     let genres = ["rock", "pop"];
-    let rankings = &app.stack.ranking_updater.rankings;
+    let rankings = &app.stack.event_applier.rankings;
     let prefix = &app.config.key_prefix;
     let fold_key = format!("{prefix}:{{rk}}:fold");
     // Twenty payments in one call: the call folds the first within its budget and leaves the
@@ -136,7 +136,7 @@ async fn a_record_of_the_old_layout_is_still_read_by_redeliveries_and_refunds() 
     let payments: Vec<Value> = (0..20)
         .map(|i| paid(&format!("old-{i}"), &format!("c-{i}"), 3, &genres, &now))
         .collect();
-    let verdicts = ranking_updater::apply_events(&payments, &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(&payments, &app.stack.event_applier).await;
     assert!(
         verdicts.iter().all(|v| *v == Outcome::Applied),
         "{verdicts:?}"
@@ -261,7 +261,7 @@ async fn a_record_of_the_old_layout_is_still_read_by_redeliveries_and_refunds() 
 
 /// `concert`'s weight on the current trending generation's overall board, 0 when absent.
 async fn trending_of(app: &TestApp, concert: &str) -> f64 {
-    let rankings = &app.stack.ranking_updater.rankings;
+    let rankings = &app.stack.event_applier.rankings;
     let board = rankings.board_now(lineup::ranking::Period::Trending, None);
     lineup_tests::rankings::trending_scores(app, &board)
         .await
@@ -358,11 +358,11 @@ async fn records_live_in_groups_that_end_and_are_found_whatever_the_window_was()
 
     // The operator shortens the window to 10 days.
     let redeployed = app.redeployed(&[("RANKING_DEDUPE_DAYS", "10")]).await;
-    let updater = &redeployed.ranking_updater;
-    let redelivered = ranking_updater::apply_events(&[first], updater).await;
+    let updater = &redeployed.event_applier;
+    let redelivered = event_applier::apply_events(&[first], updater).await;
     assert_eq!(redelivered, [Outcome::Duplicate]);
     let applied =
-        ranking_updater::apply_events(&[paid("g-3", "grouped", 2, &["rock"], &at)], updater).await;
+        event_applier::apply_events(&[paid("g-3", "grouped", 2, &["rock"], &at)], updater).await;
     assert_eq!(applied, [Outcome::Applied]);
     let ends_now = group_ends(&app).await;
     assert_eq!(ends_now.len(), 2, "{ends_now:?}");
@@ -376,7 +376,7 @@ async fn records_live_in_groups_that_end_and_are_found_whatever_the_window_was()
         "{lives}"
     );
     let refunded =
-        ranking_updater::apply_events(&[refund("g-1", "g-r1", "grouped", 4)], updater).await;
+        event_applier::apply_events(&[refund("g-1", "g-r1", "grouped", 4)], updater).await;
     assert_eq!(refunded, [Outcome::Applied]);
     updater.rankings.fold().await.expect("the fold");
     assert_eq!(

@@ -234,7 +234,7 @@ async fn tick_until_done(app: &TestApp) {
 /// hour's clock again if a 5-minute bucket starts meanwhile; returns the round as the model
 /// of `stream`, the events folded before it, gives it.
 async fn take_round(app: &TestApp, stream: &Stream, mut clock: i64) -> Round {
-    let rankings = &app.stack.ranking_updater.rankings;
+    let rankings = &app.stack.event_applier.rankings;
     let half = rankings.settings().trending_half_life.as_millis() as i64;
     loop {
         let before = server_ms(app).await;
@@ -424,7 +424,7 @@ async fn live_movement_follows_the_snapshot_of_the_events_folded_before_it() {
         ("RANKING_TRENDING_HALF_LIFE_HOURS", "168"),
     ])
     .await;
-    let rankings = &app.stack.ranking_updater.rankings;
+    let rankings = &app.stack.event_applier.rankings;
     let mut rng = StdRng::seed_from_u64(58);
     let stream = with_newcomers(generate(&mut rng, Utc::now(), EVENTS, DAYS));
     let (mut by_window, deliveries, _, versions) = schedule(&mut rng, &stream, WAVES[0]);

@@ -38,35 +38,35 @@ const EXPECTED: [(&str, &str); 39] = [
     ("queue-api.access-upload.json", "200"),
     ("queue-promoter.schedule.json", "ticked"),
     ("queue-reaper.schedule.json", "reaped"),
-    ("ranking-updater.payment-completed.json", "applied"),
+    ("event-applier.payment-completed.json", "applied"),
     // The concert's details and capacity, dated before its first payment, arriving after it:
     // its rates are written then.
-    ("ranking-updater.concert-scheduled.json", "applied"),
+    ("event-applier.concert-scheduled.json", "applied"),
     // A payment naming the session (ticket) it was made in.
-    ("ranking-updater.payment-completed-ticket.json", "applied"),
-    ("ranking-updater.payment-refunded.json", "applied"),
-    ("ranking-updater.sqs-batch.json", "no failures"),
+    ("event-applier.payment-completed-ticket.json", "applied"),
+    ("event-applier.payment-refunded.json", "applied"),
+    ("event-applier.sqs-batch.json", "no failures"),
     // Dead letters read back from the dead-letter queue, one of them pay-1001 again: the
     // concert sample below still finds it counted once.
-    ("ranking-updater.dlq-replay.json", "no failures"),
+    ("event-applier.dlq-replay.json", "no failures"),
     // The schedule's tick slides the rolling windows.
-    ("ranking-updater.schedule.json", "ticked"),
+    ("event-applier.schedule.json", "ticked"),
     ("ranking-api.top.json", "200"),
     ("ranking-api.concert.json", "200"),
     ("ranking-api.concerts.json", "200"),
     ("ranking-api.page.json", "200"),
     ("ranking-api.live.json", "200"),
-    ("ranking-updater.concert-cancelled.json", "applied"),
+    ("event-applier.concert-cancelled.json", "applied"),
     // The booking system's health for the on-sale's queue. Sent now, it would halve the
     // queue's pace; the sample is dated, so its level lapsed long ago: ignored.
-    ("ranking-updater.booking-health.json", "ignored"),
+    ("event-applier.booking-health.json", "ignored"),
     // A CloudWatch alarm's state change, kept for the queues that name it (healthAlarms).
     (
-        "ranking-updater.cloudwatch-alarm-state-change.json",
+        "event-applier.cloudwatch-alarm-state-change.json",
         "applied",
     ),
     // The booking system has sold every ticket of the on-sale: its queue admits nobody more.
-    ("ranking-updater.inventory-sold-out.json", "applied"),
+    ("event-applier.inventory-sold-out.json", "applied"),
     // An operator's coupon campaign, a buyer's claim (the JWT's sub), its read, and the
     // publisher's schedule (no bus in the samples: it sends nothing).
     ("coupon-api.put.json", "201"),
@@ -181,8 +181,8 @@ async fn every_sample_event_runs_through_its_handler() {
                 assert_eq!(out.failed_passes, 0);
                 "drained".into()
             }
-            "ranking-updater" => {
-                let out = ranking_updater::handle(event(), &app.stack.ranking_updater)
+            "event-applier" => {
+                let out = event_applier::handle(event(), &app.stack.event_applier)
                     .await
                     .unwrap();
                 match out.get("batchItemFailures").and_then(Value::as_array) {

@@ -23,7 +23,7 @@ async fn scripts_run(app: &TestApp) -> u64 {
 
 async fn pay(app: &TestApp, payment: &str) -> Outcome {
     let event = paid(payment, "tls-show", 2, &["rock"], &Utc::now().to_rfc3339());
-    ranking_updater::apply_events(&[event], &app.stack.ranking_updater)
+    event_applier::apply_events(&[event], &app.stack.event_applier)
         .await
         .remove(0)
 }

@@ -1056,6 +1056,6 @@ impl TestApp {
         stack.queue_api.room = stack.queue_api.room.clone().with_clock(clock.clone());
         stack.promoter.room = stack.promoter.room.clone().with_clock(clock.clone());
         stack.authorizer.room = stack.authorizer.room.clone().with_clock(clock.clone());
-        stack.ranking_updater.room = stack.ranking_updater.room.clone().with_clock(clock);
+        stack.event_applier.room = stack.event_applier.room.clone().with_clock(clock);
     }
 }

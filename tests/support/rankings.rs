@@ -1,4 +1,4 @@
-//! Payment events as EventBridge delivers them, applied through `ranking-updater`, and the
+//! Payment events as EventBridge delivers them, applied through `event-applier`, and the
 //! boards read through `ranking-api`.
 
 use chrono::{DateTime, Utc};
@@ -50,13 +50,13 @@ pub fn payment(payment: &str, queue: &str, user: &str) -> Value {
     )
 }
 
-/// Applies `events` through `ranking-updater`'s own code, then runs the tick's fold until
+/// Applies `events` through `event-applier`'s own code, then runs the tick's fold until
 /// the fold queue is empty: every payment is on its boards, as within a minute in AWS.
 pub async fn pay(app: &TestApp, events: &[Value]) -> Vec<lineup::ranking::Outcome> {
-    let verdicts = ranking_updater::apply_events(events, &app.stack.ranking_updater).await;
+    let verdicts = event_applier::apply_events(events, &app.stack.event_applier).await;
     let fold = app
         .stack
-        .ranking_updater
+        .event_applier
         .rankings
         .fold()
         .await
@@ -85,7 +85,7 @@ pub async fn sell_at(app: &TestApp, at: DateTime<Utc>, sales: &[(&str, &str, u32
 /// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
 pub async fn tick(app: &TestApp) -> Value {
     use lambda_runtime::{Context, LambdaEvent};
-    ranking_updater::handle(
+    event_applier::handle(
         LambdaEvent::new(
             json!({"version": "0", "id": "tick", "detail-type": "Scheduled Event",
                    "source": "aws.events", "account": "123456789012",
@@ -93,7 +93,7 @@ pub async fn tick(app: &TestApp) -> Value {
                    "resources": [], "detail": {}}),
             Context::default(),
         ),
-        &app.stack.ranking_updater,
+        &app.stack.event_applier,
     )
     .await
     .expect("the tick")
@@ -159,7 +159,7 @@ pub async fn server_now(app: &TestApp) -> chrono::DateTime<Utc> {
     chrono::DateTime::from_timestamp_micros(secs * 1_000_000 + micros).expect("a time")
 }
 
-/// Schedules `concert` through `ranking-updater`: a `ConcertScheduled` event with these
+/// Schedules `concert` through `event-applier`: a `ConcertScheduled` event with these
 /// details, which the updater stores and from which it rates the concert on every board it
 /// is already on.
 pub async fn schedule(
@@ -194,7 +194,7 @@ pub fn scheduled(concert: &str, title: &str, capacity: i64, updated_at: &str) ->
 
 /// The stored details of `concert`: `(updatedAt ms, capacity, JSON)`.
 pub async fn details(app: &TestApp, concert: &str) -> Option<(i64, u32, Value)> {
-    let rankings = &app.stack.ranking_updater.rankings;
+    let rankings = &app.stack.event_applier.rankings;
     let stored: Option<String> = redis::cmd("HGET")
         .arg(rankings.details_key())
         .arg(concert)
@@ -215,7 +215,7 @@ pub async fn details(app: &TestApp, concert: &str) -> Option<(i64, u32, Value)> 
 /// `(concertId, score)` of the rate board of `board`, best first (score: millionths of
 /// capacity sold, as stored negated).
 pub async fn rate_board(app: &TestApp, board: &lineup::ranking::Board) -> Vec<(String, i64)> {
-    let key = app.stack.ranking_updater.rankings.rate_key(board);
+    let key = app.stack.event_applier.rankings.rate_key(board);
     let rows = sorted_set(app, &key).await;
     rows.into_iter().map(|(c, s)| (c, -s as i64)).collect()
 }

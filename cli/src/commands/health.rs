@@ -1,5 +1,5 @@
 //! `lineup health send`: the booking system's health level for queues, as the
-//! `BookingHealth` event the ranking updater applies. Deployed, it goes to EventBridge on the
+//! `BookingHealth` event the event applier applies. Deployed, it goes to EventBridge on the
 //! stack's bus with its payment source; locally, to lineup-local's `POST /events`.
 
 use serde_json::{json, Value};
@@ -14,7 +14,7 @@ use crate::target::{aws_failure, EventSink, Target};
 /// The event's `detail-type` (shared/src/queue/health.rs).
 pub const DETAIL_TYPE: &str = lineup::queue::health::BOOKING_HEALTH;
 
-/// The event's `detail`, as events/ranking-updater.booking-health.json has it.
+/// The event's `detail`, as events/event-applier.booking-health.json has it.
 pub fn detail(queues: &[String], level: f64) -> Value {
     json!({ "queueIds": queues, "level": level })
 }

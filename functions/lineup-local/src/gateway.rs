@@ -5,7 +5,7 @@
 //! `queue-authorizer` on it. The sample browse route it puts behind the JWT authorizer on
 //! lineup's own issuer, as the template's `AdmissionJwt` does: the admission JWT is verified
 //! against the JWKS and its claims reach the function as API Gateway hands them on.
-//! `POST /events` hands EventBridge events to `ranking-updater`.
+//! `POST /events` hands EventBridge events to `event-applier`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -228,7 +228,7 @@ async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_ht
         Err(err) => return lineup::http::problem(&err),
     };
     let (verdicts, error) =
-        ranking_updater::apply_events_reporting(&events, &stack.ranking_updater).await;
+        event_applier::apply_events_reporting(&events, &stack.event_applier).await;
     // Redis out of reach: 503 with Retry-After, like every other route. A retry is safe:
     // whatever ran is deduplicated.
     if let Some(err) = error {

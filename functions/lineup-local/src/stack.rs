@@ -86,7 +86,7 @@ pub struct Stack {
     pub promoter: queue_promoter::Deps,
     pub reaper: queue_reaper::Deps,
     pub ranking_api: ranking_api::Deps,
-    pub ranking_updater: ranking_updater::Deps,
+    pub event_applier: event_applier::Deps,
 }
 
 impl Stack {
@@ -101,7 +101,7 @@ impl Stack {
             promoter: queue_promoter::Deps::new(started, metrics.clone())?,
             reaper: queue_reaper::Deps::new(started, metrics.clone())?,
             ranking_api: ranking_api::Deps::new(started)?,
-            ranking_updater: ranking_updater::Deps::new(started, metrics)?,
+            event_applier: event_applier::Deps::new(started, metrics)?,
         })
     }
 }

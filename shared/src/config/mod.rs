@@ -67,7 +67,7 @@ impl Environment {
     }
 
     /// What every call of the waiting room's scripts carries: queue-api, queue-authorizer,
-    /// queue-promoter, queue-reaper and ranking-updater (which marks queues sold out).
+    /// queue-promoter, queue-reaper and event-applier (which marks queues sold out).
     pub fn waiting_room(&self) -> Result<RoomSettings, ConfigError> {
         RoomSettings::read(&self.vars())
     }
@@ -88,12 +88,12 @@ impl Environment {
     }
 
     /// What both ranking functions read, the snapshots' rows and the morning fallback at
-    /// their defaults: ranking-api and ranking-updater.
+    /// their defaults: ranking-api and event-applier.
     pub fn ranking(&self) -> Result<RankingSettings, ConfigError> {
         RankingSettings::read(&self.vars())
     }
 
-    /// The rows an hourly snapshot of a live board keeps: ranking-updater.
+    /// The rows an hourly snapshot of a live board keeps: event-applier.
     pub fn snapshot_top(&self) -> Result<u32, ConfigError> {
         RankingSettings::snapshot_top(&self.vars())
     }

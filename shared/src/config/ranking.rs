@@ -1,7 +1,7 @@
 //! The rankings' settings: the event source, the zone of the calendar boards, how long boards
 //! are kept, the dedupe window and the trending half-life, which ranking-api and
-//! ranking-updater both read; the morning fallback, which only ranking-api reads; and the
-//! live boards' snapshots, which only ranking-updater reads.
+//! event-applier both read; the morning fallback, which only ranking-api reads; and the
+//! live boards' snapshots, which only event-applier reads.
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub struct RankingSettings {
     /// The trending board's half-life: a sale weighs half as much this much later.
     pub trending_half_life: Duration,
     /// The rows an hourly snapshot of a live board keeps: movement is shown within them.
-    /// Read by ranking-updater (`Environment::snapshot_top`); the default elsewhere.
+    /// Read by event-applier (`Environment::snapshot_top`); the default elsewhere.
     pub snapshot_top: u32,
     /// `RANKING_EARLY_CUTOFF`: before this local time, a daily read without a date serves
     /// yesterday's board, and a weekly one on a Monday last week's. `None`: never. Read by
@@ -47,7 +47,7 @@ fn local_time(raw: &str) -> Option<chrono::NaiveTime> {
 }
 
 impl RankingSettings {
-    /// What ranking-api and ranking-updater both read; the snapshots' rows and the morning
+    /// What ranking-api and event-applier both read; the snapshots' rows and the morning
     /// fallback at their defaults.
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let time_zone_name = vars

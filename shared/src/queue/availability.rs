@@ -2,7 +2,7 @@
 //! out, the most waiters (`maxWaiting`) and the operator's message. Kept in the queue's
 //! settings hash and read by the prelude's one settings read (`common.lua`), so they cost the
 //! hot path no Redis call of its own. Set with `PUT /queues/{queueId}/settings`; sold out is
-//! also set by the booking system's `InventorySoldOut` event, which ranking-updater applies
+//! also set by the booking system's `InventorySoldOut` event, which event-applier applies
 //! here ([`SoldOutNotice`]). Changes that matter to others are reported as queue events:
 //! `QueueSoldOut`, `QueueClosed`, `QueueOpened`.
 

@@ -1,9 +1,9 @@
 //! Health pacing: admission that follows the booking system's health. Two signals give a
 //! level from 0 (down) to 1 (healthy):
 //! - the booking system's own `BookingHealth` event (`{queueIds, level}`), which
-//!   ranking-updater applies to each queue named ([`HealthNotice`], `health.lua`); a level
+//!   event-applier applies to each queue named ([`HealthNotice`], `health.lua`); a level
 //!   lapses `healthTtlSeconds` after it was sent unless another renews it;
-//! - CloudWatch alarms a queue names in `healthAlarms`: ranking-updater keeps each alarm's
+//! - CloudWatch alarms a queue names in `healthAlarms`: event-applier keeps each alarm's
 //!   last state change ([`AlarmNotice`], `alarm.lua`), and the promoter's tick reads the
 //!   states of the alarms its queues name and hands each queue its own (`alarm_watch`,
 //!   `promote.lua`). ALARM is level 0, OK level 1.

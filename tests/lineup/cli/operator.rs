@@ -291,14 +291,7 @@ async fn rankings_top_lists_the_board_in_order() {
     .await;
     assert_eq!(status, 200, "{body}");
     // The tick's fold, as the local stack's schedule runs it.
-    let fold = local
-        .app
-        .stack
-        .ranking_updater
-        .rankings
-        .fold()
-        .await
-        .unwrap();
+    let fold = local.app.stack.event_applier.rankings.fold().await.unwrap();
     assert_eq!(fold.left, 0, "{fold:?}");
 
     let ran = local

@@ -63,12 +63,12 @@ pub(crate) async fn read_live_boards(
     let rankings = &app.stack.ranking_api.rankings;
     let half_life_ms = rankings.settings().trending_half_life.as_millis() as i64;
     loop {
-        let tick = ranking_updater::handle(
+        let tick = event_applier::handle(
             LambdaEvent::new(
                 json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
                 Context::default(),
             ),
-            &app.stack.ranking_updater,
+            &app.stack.event_applier,
         )
         .await
         .expect("the tick");

@@ -53,13 +53,7 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
     let calls = deliver_windows(&app, &mut rng, by_window).await;
 
     // What the apply calls left in the fold queue reaches the boards at the tick's fold.
-    let fold = app
-        .stack
-        .ranking_updater
-        .rankings
-        .fold()
-        .await
-        .expect("fold");
+    let fold = app.stack.event_applier.rankings.fold().await.expect("fold");
     assert_eq!(fold.left, 0, "{fold:?}");
     let expected = model(&stream);
     for ((period, bucket, genre), concerts) in &expected {
@@ -82,7 +76,7 @@ async fn replayed_shuffled_duplicated_events_match_an_independent_model() {
     // The details hash holds the latest version of each concert not cancelled.
     let details = details_model(&stream);
     let stored: BTreeMap<String, String> = redis::cmd("HGETALL")
-        .arg(app.stack.ranking_updater.rankings.details_key())
+        .arg(app.stack.event_applier.rankings.details_key())
         .query_async(&mut app.inspect.clone())
         .await
         .unwrap();

@@ -342,7 +342,7 @@ pub(crate) enum Delivery {
 pub(crate) async fn deliver(app: &TestApp, delivery: Delivery) -> usize {
     match delivery {
         Delivery::Direct(events) => {
-            let verdicts = ranking_updater::apply_events(&events, &app.stack.ranking_updater).await;
+            let verdicts = event_applier::apply_events(&events, &app.stack.event_applier).await;
             assert!(
                 verdicts.iter().all(|v| !matches!(
                     v,
@@ -358,9 +358,9 @@ pub(crate) async fn deliver(app: &TestApp, delivery: Delivery) -> usize {
                 .enumerate()
                 .map(|(i, e)| json!({"messageId": format!("m{i}"), "receiptHandle": "h", "body": e.to_string(), "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"}))
                 .collect();
-            let out = ranking_updater::handle(
+            let out = event_applier::handle(
                 LambdaEvent::new(json!({"Records": records}), Context::default()),
-                &app.stack.ranking_updater,
+                &app.stack.event_applier,
             )
             .await
             .expect("batch");
@@ -368,9 +368,9 @@ pub(crate) async fn deliver(app: &TestApp, delivery: Delivery) -> usize {
             1
         }
         Delivery::EventBridge(event) => {
-            ranking_updater::handle(
+            event_applier::handle(
                 LambdaEvent::new(event, Context::default()),
-                &app.stack.ranking_updater,
+                &app.stack.event_applier,
             )
             .await
             .expect("event");

@@ -1,4 +1,4 @@
-//! `ranking-updater`: applies two kinds of events, in one round trip per batch.
+//! `event-applier`: applies two kinds of events, in one round trip per batch.
 //!
 //! - **The rankings'**: payment, refund and concert events, onto the boards (`lineup::ranking`).
 //! - **The waiting room's** (`queue_events`): a `PaymentCompleted` that names `queueId` and
