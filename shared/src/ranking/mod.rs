@@ -65,6 +65,8 @@ pub use rankings::Rankings;
 pub(crate) use read::page_script;
 pub use read::{percentile, Around, Movement, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
 pub use snapshot::{Snapshots, SNAPSHOT_BUDGET, SNAPSHOT_CALLS};
+#[cfg(feature = "bench")]
+pub(crate) use tick::roll_fields;
 pub use tick::{Fold, Tick, FOLD_BUDGET_TICK, FOLD_CALLS};
 
 #[cfg(test)]

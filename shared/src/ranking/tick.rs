@@ -60,6 +60,15 @@ impl FromRedisValue for RollReply {
     }
 }
 
+/// The bucket fields a roll call's `reply` says it took off, for the bench, which sends the
+/// call itself ([`crate::bench_support`]).
+#[cfg(feature = "bench")]
+pub(crate) fn roll_fields(reply: Value) -> Result<u64, ParsingError> {
+    match RollReply::from_redis_value(reply)? {
+        RollReply::Done { fields } | RollReply::More { fields } => Ok(fields),
+    }
+}
+
 /// What `fold_tick.lua` answers: the entries folded and set aside, and, while the fold queue
 /// is not empty, the entries left in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
