@@ -387,6 +387,7 @@ impl ConfigureReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::test_reply as reply;
 
     fn settings(body: serde_json::Value) -> Result<CampaignSettings, Error> {
         let change: CampaignChange = serde_json::from_value(body).expect("a change");
@@ -454,15 +455,6 @@ mod tests {
         let far = settings(serde_json::json!({"quantity": 1, "closesAt": "9999-12-31T00:00:00Z"}))
             .unwrap();
         assert!(far.expires_at(now).is_err());
-    }
-
-    fn reply(items: &[&str]) -> Value {
-        Value::Array(
-            items
-                .iter()
-                .map(|item| Value::BulkString(item.as_bytes().to_vec()))
-                .collect(),
-        )
     }
 
     const CAMPAIGN: [&str; 14] = [

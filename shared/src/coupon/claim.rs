@@ -225,21 +225,10 @@ impl Refusal for AllClaimed {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn reply(items: &[&str]) -> Value {
-        Value::Array(
-            items
-                .iter()
-                .map(|item| match item.parse::<i64>() {
-                    Ok(n) => Value::Int(n),
-                    Err(_) => Value::BulkString(item.as_bytes().to_vec()),
-                })
-                .collect(),
-        )
-    }
+    use crate::store::test_reply;
 
     fn decode(items: &[&str]) -> Result<ClaimReply, ParsingError> {
-        ClaimReply::from_redis_value(reply(items))
+        ClaimReply::from_redis_value(test_reply(items))
     }
 
     #[test]

@@ -249,19 +249,8 @@ impl Rankings {
 #[cfg(test)]
 mod tests {
     use super::{FoldReply, RollReply};
+    use crate::store::test_reply as reply;
     use redis::{FromRedisValue, Value};
-
-    fn reply(items: &[&str]) -> Value {
-        Value::Array(
-            items
-                .iter()
-                .map(|item| match item.parse::<i64>() {
-                    Ok(n) => Value::Int(n),
-                    Err(_) => Value::BulkString(item.as_bytes().to_vec()),
-                })
-                .collect(),
-        )
-    }
 
     #[test]
     fn each_fold_and_roll_answer_decodes_into_its_variant() {

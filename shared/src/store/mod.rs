@@ -62,6 +62,8 @@ pub const FIELDS_LUA: &str = include_str!("fields.lua");
 pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
 #[cfg(test)]
+pub(crate) use reply::test_reply;
+#[cfg(test)]
 pub(crate) use script::bindings;
 #[cfg(feature = "bench")]
 pub(crate) use script::script_source;

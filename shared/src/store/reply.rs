@@ -178,6 +178,21 @@ impl<'a> Tagged<'a> {
     }
 }
 
+/// A reply for a unit test, from its items: a whole number as a Redis integer, any other
+/// item as text.
+#[cfg(test)]
+pub(crate) fn test_reply(items: &[&str]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|item| match item.parse::<i64>() {
+                Ok(n) => Value::Int(n),
+                Err(_) => Value::BulkString(item.as_bytes().to_vec()),
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::Tagged;
