@@ -92,7 +92,8 @@ pub async fn run(bench: &Bench, report: &mut Report) {
         call.arg(arg.as_slice());
     }
     let before = bench.commandstats().await;
-    let (processed, _more): (u64, u64) = call.query_async(&mut inspect).await.unwrap();
+    let reply: redis::Value = call.query_async(&mut inspect).await.unwrap();
+    let processed = lineup::bench_support::roll_fields(reply).expect("a roll reply");
     let after = bench.commandstats().await;
     let usec = measure::usec_per_call(&before, &after, "evalsha");
     report.row(

@@ -157,7 +157,7 @@ pub async fn run(bench: &Bench, report: &mut Report) {
                 .claim(coupon, &user, None, None, &Proof::Absent)
                 .await
                 .unwrap();
-            assert!(matches!(reply, lineup::coupon::ClaimReply::Claimed(_)));
+            assert!(matches!(reply, lineup::coupon::ClaimReply::Claimed { .. }));
         }
     })
     .await;

@@ -60,6 +60,11 @@ pub fn roll_command(rankings: &crate::ranking::Rankings) -> Vec<Vec<u8>> {
     rankings.roll_call().command_line()
 }
 
+/// The bucket fields taken off, from the reply of a call [`roll_command`] built.
+pub fn roll_fields(reply: redis::Value) -> Result<u64, redis::ParsingError> {
+    crate::ranking::roll_fields(reply)
+}
+
 /// The key templates the rankings' window scripts get: watermark hash, per window its
 /// bucket hash prefix and overall board.
 pub fn window_templates(rankings: &crate::ranking::Rankings) -> serde_json::Value {

@@ -137,7 +137,7 @@ pub async fn drain(deps: &Deps) -> Result<Output, lineup::Error> {
         let mut entries = Vec::new();
         let mut full = Vec::new();
         for (campaign, staged) in campaigns.iter().zip(&staged) {
-            let Pending(pending) = staged.read(&replies)?;
+            let Pending::Entries { entries: pending } = staged.read(&replies)?;
             if pending.len() == ENTRIES_PER_CALL {
                 full.push(campaign.clone());
             }

@@ -1,17 +1,22 @@
 //! A campaign's settings as an operator sends them (`PUT /coupons/{couponId}`), checked into
-//! [`CampaignSettings`], and the campaign as the scripts report it.
+//! [`CampaignSettings`]; the configure and read scripts' calls (`configure.lua`, `read.lua`)
+//! and their answers, the campaign as the scripts report it.
+
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
 
+use super::keys::Home;
 use super::limits::{MAX_QUANTITY, RETENTION};
+use super::{coupon_lua, Coupons, STORED_KEYS};
 use crate::bounds::{Bounds, CHALLENGE_COST};
 use crate::door::{ChallengeMode, DEFAULT_COST_MIN};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId};
-use crate::store::Fields;
+use crate::store::{lua_script, primary_read_script, NamedScript, ScriptCall, Tagged};
 
 /// The body of `PUT /coupons/{couponId}`: the whole campaign, each time.
 #[derive(Debug, Clone, Deserialize)]
@@ -157,31 +162,120 @@ fn rfc3339<S: Serializer>(at: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::
     }
 }
 
-/// `campaign_reply()` of `common.lua`, from its fields after the leading `'campaign'`.
-fn campaign_from(fields: &[Value]) -> Result<Campaign, ParsingError> {
-    let fields = Fields::new("campaign", fields);
-    let quantity: u64 = fields.number(0)?;
-    let claimed: u64 = fields.number(1)?;
-    let queue = fields.text(4)?;
-    let cost = fields.text(6)?;
-    let challenge_cost = if cost.is_empty() {
-        None
-    } else {
-        Some(fields.number::<u32>(6)?)
+/// The configure script: the campaign's prelude, then the change.
+pub(super) static CONFIGURE: NamedScript = NamedScript::new(
+    LazyLock::new(|| lua_script(&coupon_lua(include_str!("configure.lua")))),
+    STORED_KEYS,
+    &[
+        "mode",
+        "queue",
+        "quantity",
+        "opens_at",
+        "closes_at",
+        "expires",
+        "write",
+        "challenge_cost",
+    ],
+);
+
+/// The read script: the campaign's prelude, then `campaign_reply()`.
+pub(super) static READ: NamedScript = NamedScript::new(
+    LazyLock::new(|| primary_read_script(&coupon_lua(include_str!("read.lua")))),
+    &["CAMPAIGN"],
+    &[],
+);
+
+/// What a configure call changes: a campaign with a queue's locator under the campaign's
+/// own tag, or the campaign itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    Locator,
+    Campaign,
+}
+
+/// Whether a configure call writes, or only answers as its write would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Write {
+    Write,
+    Check,
+}
+
+impl Coupons {
+    /// A configure call of `coupon` under `home`'s tag: `step`, written or checked.
+    pub(super) fn configure_call(
+        &self,
+        coupon: &CouponId,
+        home: &Home,
+        step: Step,
+        write: Write,
+        settings: &CampaignSettings,
+        expires: DateTime<Utc>,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::of(&CONFIGURE);
+        for (name, key) in self.keys(coupon, home).stored() {
+            call.named_key(name, key);
+        }
+        let ms = |at: Option<DateTime<Utc>>| {
+            at.map(|at| at.timestamp_millis().to_string())
+                .unwrap_or_default()
+        };
+        call.named(
+            "mode",
+            match step {
+                Step::Locator => "locator",
+                Step::Campaign => "campaign",
+            },
+        )
+        .named(
+            "queue",
+            settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""),
+        )
+        .named("quantity", settings.quantity)
+        .named("opens_at", ms(settings.opens_at))
+        .named("closes_at", ms(settings.closes_at))
+        .named("expires", expires.timestamp_millis())
+        .named(
+            "write",
+            match write {
+                Write::Write => "write",
+                Write::Check => "check",
+            },
+        )
+        .named(
+            "challenge_cost",
+            settings
+                .challenge_cost
+                .map(|cost| cost.to_string())
+                .unwrap_or_default(),
+        );
+        call
+    }
+
+    /// A read of `coupon` under `home`'s tag.
+    pub(super) fn read_call(&self, coupon: &CouponId, home: &Home) -> ScriptCall {
+        let mut call = ScriptCall::of(&READ);
+        call.named_key("CAMPAIGN", self.keys(coupon, home).campaign);
+        call
+    }
+}
+
+/// The fields of `campaign_reply()` (`common.lua`).
+fn campaign_from(r: &Tagged) -> Result<Campaign, ParsingError> {
+    let quantity: u64 = r.number("quantity")?;
+    let claimed: u64 = r.number("claimed")?;
+    let challenge_cost = match r.optional_text("challenge-cost")? {
+        Some(_) => Some(r.number::<u32>("challenge-cost")?),
+        None => None,
     };
     Ok(Campaign {
         coupon_id: None,
         quantity,
         claimed,
         remaining: quantity.saturating_sub(claimed),
-        opens_at: fields.instant(2)?,
-        closes_at: fields.instant(3)?,
-        queue_id: if queue.is_empty() {
-            None
-        } else {
-            Some(QueueId::parse(&queue).map_err(|err| ParsingError::from(err.to_string()))?)
-        },
-        expires_at: fields.instant(5)?,
+        opens_at: r.optional_instant("opens-at")?,
+        closes_at: r.optional_instant("closes-at")?,
+        queue_id: r.optional_text("queue")?.map(queue_id).transpose()?,
+        expires_at: r.optional_instant("expires-at")?,
         challenge: if challenge_cost.is_some() {
             ChallengeMode::On
         } else {
@@ -191,76 +285,78 @@ fn campaign_from(fields: &[Value]) -> Result<Campaign, ParsingError> {
     })
 }
 
+/// A queue id a script answered.
+fn queue_id(raw: String) -> Result<QueueId, ParsingError> {
+    QueueId::parse(&raw).map_err(|err| ParsingError::from(err.to_string()))
+}
+
 /// What the read script answers: `campaign_reply()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ReadReply {
-    Campaign(Campaign),
+    Campaign {
+        campaign: Campaign,
+    },
     /// Only a locator here: the campaign is under this queue's tag.
-    Elsewhere(QueueId),
+    Elsewhere {
+        queue: QueueId,
+    },
     Unknown,
 }
 
 impl FromRedisValue for ReadReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        let kind = fields
-            .first()
-            .map(String::from_redis_value_ref)
-            .transpose()?
-            .unwrap_or_default();
-        match kind.as_str() {
-            "campaign" => Ok(ReadReply::Campaign(campaign_from(&fields[1..])?)),
-            "elsewhere" => {
-                let queue: String = fields
-                    .get(1)
-                    .map(String::from_redis_value_ref)
-                    .transpose()?
-                    .unwrap_or_default();
-                QueueId::parse(&queue)
-                    .map(ReadReply::Elsewhere)
-                    .map_err(|err| err.to_string().into())
-            }
-            "unknown" => Ok(ReadReply::Unknown),
-            other => Err(format!("unexpected read reply {other:?}").into()),
-        }
+        Tagged::decode("read", &v, |r| {
+            Ok(match r.tag() {
+                "campaign" => ReadReply::Campaign {
+                    campaign: campaign_from(r)?,
+                },
+                "elsewhere" => ReadReply::Elsewhere {
+                    queue: queue_id(r.text("queue")?)?,
+                },
+                "unknown" => ReadReply::Unknown,
+                _ => return Err(r.unknown()),
+            })
+        })
     }
 }
 
 /// What the configure script answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ConfigureReply {
-    /// Done (or, for a check, would be); whether this call created it (or would), and the
-    /// campaign (absent for a locator or a check).
-    Done {
-        created: bool,
-        campaign: Option<Campaign>,
-    },
-    /// The campaign lives elsewhere: under this queue (`None`: under its own tag).
-    HomeDiffers(Option<String>),
+    /// A check or a locator: done (or, for a check, would be); whether this call created it
+    /// (or would).
+    Done { created: bool },
+    /// The campaign written, and whether this call created it.
+    Written { created: bool, campaign: Campaign },
+    /// The campaign is kept under its own tag: it was created without a queue.
+    WithoutQueue,
+    /// The campaign belongs to this queue.
+    HomeDiffers { queue: QueueId },
     /// The quantity would fall below the claims already made.
-    BelowClaimed(u64),
+    BelowClaimed { claimed: u64 },
 }
 
 impl FromRedisValue for ConfigureReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let values: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        let fields = Fields::new("configure", &values);
-        let text = |i: usize| fields.text(i);
-        match text(0)?.as_str() {
-            "ok" => Ok(ConfigureReply::Done {
-                created: text(1)? == "1",
-                campaign: match values.get(2) {
-                    Some(_) => Some(campaign_from(&values[3..])?),
-                    None => None,
+        Tagged::decode("configure", &v, |r| {
+            Ok(match r.tag() {
+                "done" => ConfigureReply::Done {
+                    created: r.flag("created")?,
                 },
-            }),
-            "home-differs" => {
-                let queue = text(1)?;
-                Ok(ConfigureReply::HomeDiffers(
-                    (!queue.is_empty()).then_some(queue),
-                ))
-            }
-            "below-claimed" => Ok(ConfigureReply::BelowClaimed(fields.number(1)?)),
-            other => Err(format!("unexpected configure reply {other:?}").into()),
-        }
+                "written" => ConfigureReply::Written {
+                    created: r.flag("created")?,
+                    campaign: campaign_from(r)?,
+                },
+                "without-queue" => ConfigureReply::WithoutQueue,
+                "home-differs" => ConfigureReply::HomeDiffers {
+                    queue: queue_id(r.text("queue")?)?,
+                },
+                "below-claimed" => ConfigureReply::BelowClaimed {
+                    claimed: r.number("claimed")?,
+                },
+                _ => return Err(r.unknown()),
+            })
+        })
     }
 }
 
@@ -269,19 +365,18 @@ impl ConfigureReply {
     /// the conflict that refused the change.
     pub(super) fn into_result(self, coupon: &CouponId) -> Result<(Option<Campaign>, bool), Error> {
         match self {
-            ConfigureReply::Done { created, campaign } => {
-                Ok((campaign.map(|campaign| campaign.named(coupon)), created))
+            ConfigureReply::Done { created } => Ok((None, created)),
+            ConfigureReply::Written { created, campaign } => {
+                Ok((Some(campaign.named(coupon)), created))
             }
-            ConfigureReply::HomeDiffers(held) => Err(Error::Conflict(match held {
-                Some(queue) => format!(
-                    "campaign {coupon} belongs to queue {queue}; a campaign's queue cannot change"
-                ),
-                None => format!(
-                    "campaign {coupon} was created without a queue; a campaign's queue cannot \
-                     change"
-                ),
-            })),
-            ConfigureReply::BelowClaimed(claimed) => Err(Error::Conflict(format!(
+            ConfigureReply::HomeDiffers { queue } => Err(Error::Conflict(format!(
+                "campaign {coupon} belongs to queue {queue}; a campaign's queue cannot change"
+            ))),
+            ConfigureReply::WithoutQueue => Err(Error::Conflict(format!(
+                "campaign {coupon} was created without a queue; a campaign's queue cannot \
+                 change"
+            ))),
+            ConfigureReply::BelowClaimed { claimed } => Err(Error::Conflict(format!(
                 "{claimed} coupons of campaign {coupon} are already claimed; the quantity \
                  cannot go below that"
             ))),
@@ -292,6 +387,7 @@ impl ConfigureReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::test_reply as reply;
 
     fn settings(body: serde_json::Value) -> Result<CampaignSettings, Error> {
         let change: CampaignChange = serde_json::from_value(body).expect("a change");
@@ -359,5 +455,111 @@ mod tests {
         let far = settings(serde_json::json!({"quantity": 1, "closesAt": "9999-12-31T00:00:00Z"}))
             .unwrap();
         assert!(far.expires_at(now).is_err());
+    }
+
+    const CAMPAIGN: [&str; 14] = [
+        "quantity",
+        "500",
+        "claimed",
+        "20",
+        "opens-at",
+        "1700000000000",
+        "closes-at",
+        "",
+        "queue",
+        "onsale-1",
+        "expires-at",
+        "1700604800000",
+        "challenge-cost",
+        "",
+    ];
+
+    fn campaign() -> Campaign {
+        Campaign {
+            coupon_id: None,
+            quantity: 500,
+            claimed: 20,
+            remaining: 480,
+            opens_at: DateTime::from_timestamp_millis(1_700_000_000_000),
+            closes_at: None,
+            queue_id: Some(QueueId::parse("onsale-1").unwrap()),
+            challenge: ChallengeMode::Off,
+            challenge_cost: None,
+            expires_at: DateTime::from_timestamp_millis(1_700_604_800_000),
+        }
+    }
+
+    #[test]
+    fn each_read_answer_decodes_into_its_variant() {
+        let read = |items: &[&str]| ReadReply::from_redis_value(reply(items));
+        assert_eq!(
+            read(&[&["campaign"][..], &CAMPAIGN].concat()).unwrap(),
+            ReadReply::Campaign {
+                campaign: campaign()
+            }
+        );
+        assert_eq!(
+            read(&["elsewhere", "queue", "onsale-1"]).unwrap(),
+            ReadReply::Elsewhere {
+                queue: QueueId::parse("onsale-1").unwrap()
+            }
+        );
+        assert_eq!(read(&["unknown"]).unwrap(), ReadReply::Unknown);
+        let mut costly = [&["campaign"][..], &CAMPAIGN].concat();
+        costly[14] = "2000";
+        let ReadReply::Campaign { campaign } = read(&costly).unwrap() else {
+            panic!("a campaign");
+        };
+        assert_eq!(
+            (campaign.challenge, campaign.challenge_cost),
+            (ChallengeMode::On, Some(2000))
+        );
+        for bad in [
+            &["campaign", "quantity", "500"][..],
+            &[&["campaign"][..], &CAMPAIGN[2..]].concat(),
+            &["elsewhere"],
+            &["gone"],
+        ] {
+            assert!(read(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn each_configure_answer_decodes_into_its_variant() {
+        let configure = |items: &[&str]| ConfigureReply::from_redis_value(reply(items));
+        assert_eq!(
+            configure(&["done", "created", "1"]).unwrap(),
+            ConfigureReply::Done { created: true }
+        );
+        assert_eq!(
+            configure(&[&["written"][..], &CAMPAIGN, &["created", "0"]].concat()).unwrap(),
+            ConfigureReply::Written {
+                created: false,
+                campaign: campaign()
+            }
+        );
+        assert_eq!(
+            configure(&["without-queue"]).unwrap(),
+            ConfigureReply::WithoutQueue
+        );
+        assert_eq!(
+            configure(&["home-differs", "queue", "onsale-2"]).unwrap(),
+            ConfigureReply::HomeDiffers {
+                queue: QueueId::parse("onsale-2").unwrap()
+            }
+        );
+        assert_eq!(
+            configure(&["below-claimed", "claimed", "20"]).unwrap(),
+            ConfigureReply::BelowClaimed { claimed: 20 }
+        );
+        for bad in [
+            &["ok", "created", "1"][..],
+            &["done", "created", "yes"],
+            &["written", "created", "1"],
+            &["home-differs", "queue", ""],
+            &["below-claimed"],
+        ] {
+            assert!(configure(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -16,6 +16,11 @@
 //!
 //! Every key of a campaign expires at its `expires-at`: [`RETENTION`] after `closesAt`, or
 //! after the last change of a campaign without `closesAt`. The key layout is in [`keys`].
+//!
+//! Each script's call sits beside the enum its answer decodes into, one variant per tag
+//! (`store/reply.rs` reads a tag and named fields): the claim in `claim.rs`, the configure
+//! and read scripts in `campaign.rs`, the outbox read in `outbox.rs`, the registry's two in
+//! `registry.rs`.
 
 mod campaign;
 mod claim;
@@ -23,8 +28,7 @@ mod decode;
 pub mod keys;
 mod limits;
 mod outbox;
-
-use std::sync::LazyLock;
+mod registry;
 
 use chrono::{DateTime, Utc};
 
@@ -32,11 +36,9 @@ use crate::config::RateLimits;
 use crate::door::{Challenge, DoorKey, Proof, Scope, CHALLENGE_TTL, DEFAULT_COST_MIN};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
-use crate::store::{
-    assemble, lua_script, primary_read_script, Batch, Conn, NamedScript, ScriptCall, Staged,
-    FIELDS_LUA, RATE_LIMIT_LUA,
-};
-use keys::{coupon_registry_key, registry_member, CouponKeys, Home};
+use crate::store::{assemble, Batch, Conn, Staged, FIELDS_LUA, RATE_LIMIT_LUA};
+use campaign::{ConfigureReply, ReadReply, Step, Write};
+use keys::{CouponKeys, Home};
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
 pub use claim::{Claim, ClaimReply, ClaimView};
@@ -54,54 +56,6 @@ fn coupon_lua(body: &str) -> String {
 
 /// The keys the configure and pending scripts take ([`CouponKeys::stored`]).
 const STORED_KEYS: &[&str] = &["CAMPAIGN", "CLAIMS", "OUTBOX"];
-
-static CLAIM: NamedScript = NamedScript::new(
-    LazyLock::new(|| lua_script(&coupon_lua(include_str!("claim.lua")))),
-    &[
-        "CAMPAIGN",
-        "CLAIMS",
-        "OUTBOX",
-        "RATE_0",
-        "RATE_1",
-        "QUEUE_ACTIVE?",
-        "QUEUE_TICKETS?",
-    ],
-    &["user", "ip", "user_limit", "ip_limit", "ticket", "door"],
-);
-static CONFIGURE: NamedScript = NamedScript::new(
-    LazyLock::new(|| lua_script(&coupon_lua(include_str!("configure.lua")))),
-    STORED_KEYS,
-    &[
-        "mode",
-        "queue",
-        "quantity",
-        "opens_at",
-        "closes_at",
-        "expires",
-        "write",
-        "challenge_cost",
-    ],
-);
-static READ: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(&coupon_lua(include_str!("read.lua")))),
-    &["CAMPAIGN"],
-    &[],
-);
-static PENDING: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(&coupon_lua(include_str!("pending.lua")))),
-    STORED_KEYS,
-    &["most"],
-);
-static REGISTER: NamedScript = NamedScript::new(
-    LazyLock::new(|| lua_script(include_str!("register.lua"))),
-    &["REGISTRY"],
-    &["member", "expires_at", "most"],
-);
-static CAMPAIGNS: NamedScript = NamedScript::new(
-    LazyLock::new(|| primary_read_script(include_str!("campaigns.lua"))),
-    &["REGISTRY"],
-    &[],
-);
 
 /// The coupon campaigns over one Redis. Cheap to clone.
 #[derive(Clone)]
@@ -158,7 +112,7 @@ impl Coupons {
             Home::Own => vec![(Home::Own, Step::Campaign)],
         };
         let mut checks = Batch::new();
-        let checked: Vec<Staged<campaign::ConfigureReply>> = steps
+        let checked: Vec<Staged<ConfigureReply>> = steps
             .iter()
             .map(|(at, step)| {
                 checks.stage(self.configure_call(
@@ -176,23 +130,11 @@ impl Coupons {
             check.read(&replies)?.into_result(coupon)?;
         }
 
-        let mut register = ScriptCall::of(&REGISTER);
-        register
-            .named_key("REGISTRY", coupon_registry_key(&self.prefix))
-            .named("member", registry_member(coupon, &home))
-            .named("expires_at", expires.timestamp_millis())
-            .named("most", MAX_CAMPAIGNS);
-        let registered: bool = self.conn.invoke(register).await?;
-        if !registered {
-            return Err(Error::Conflict(format!(
-                "this deployment holds its most live coupon campaigns ({MAX_CAMPAIGNS}); a \
-                 campaign leaves when its keys expire"
-            )));
-        }
+        self.register(coupon, &home, expires).await?;
         let mut written = (None, false);
         for (at, step) in &steps {
             let call = self.configure_call(coupon, at, *step, Write::Write, settings, expires);
-            let reply: campaign::ConfigureReply = self.conn.invoke(call).await?;
+            let reply: ConfigureReply = self.conn.invoke(call).await?;
             written = reply.into_result(coupon)?;
         }
         match written {
@@ -201,67 +143,14 @@ impl Coupons {
         }
     }
 
-    fn configure_call(
-        &self,
-        coupon: &CouponId,
-        home: &Home,
-        step: Step,
-        write: Write,
-        settings: &CampaignSettings,
-        expires: DateTime<Utc>,
-    ) -> ScriptCall {
-        let mut call = ScriptCall::of(&CONFIGURE);
-        for (name, key) in self.keys(coupon, home).stored() {
-            call.named_key(name, key);
-        }
-        let ms = |at: Option<DateTime<Utc>>| {
-            at.map(|at| at.timestamp_millis().to_string())
-                .unwrap_or_default()
-        };
-        call.named(
-            "mode",
-            match step {
-                Step::Locator => "locator",
-                Step::Campaign => "campaign",
-            },
-        )
-        .named(
-            "queue",
-            settings.queue.as_ref().map(QueueId::as_str).unwrap_or(""),
-        )
-        .named("quantity", settings.quantity)
-        .named("opens_at", ms(settings.opens_at))
-        .named("closes_at", ms(settings.closes_at))
-        .named("expires", expires.timestamp_millis())
-        .named(
-            "write",
-            match write {
-                Write::Write => "write",
-                Write::Check => "check",
-            },
-        )
-        .named(
-            "challenge_cost",
-            settings
-                .challenge_cost
-                .map(|cost| cost.to_string())
-                .unwrap_or_default(),
-        );
-        call
-    }
-
     /// The campaign and how many coupons remain. A campaign with a queue is read under its
     /// queue's tag, found through its locator: two round trips for those.
     pub async fn campaign(&self, coupon: &CouponId) -> Result<Campaign, Error> {
         let mut home = Home::Own;
         loop {
-            let mut call = ScriptCall::of(&READ);
-            call.named_key("CAMPAIGN", self.keys(coupon, &home).campaign);
-            match self.conn.invoke(call).await? {
-                campaign::ReadReply::Campaign(campaign) => return Ok(campaign.named(coupon)),
-                campaign::ReadReply::Elsewhere(queue) if home == Home::Own => {
-                    home = Home::Queue(queue)
-                }
+            match self.conn.invoke(self.read_call(coupon, &home)).await? {
+                ReadReply::Campaign { campaign } => return Ok(campaign.named(coupon)),
+                ReadReply::Elsewhere { queue } if home == Home::Own => home = Home::Queue(queue),
                 _ => return Err(unknown_campaign(coupon)),
             }
         }
@@ -312,35 +201,12 @@ impl Coupons {
             None => own.read(&replies)?,
         };
         match reply {
-            ClaimReply::Elsewhere(queue) if session.is_none_or(|(shown, _)| *shown != queue) => {
+            ClaimReply::Elsewhere { queue } if session.is_none_or(|(shown, _)| *shown != queue) => {
                 let call = claim_call(&Home::Queue(queue), None);
                 Ok(self.conn.invoke(call).await?)
             }
             reply => Ok(reply),
         }
-    }
-
-    fn claim_call(
-        &self,
-        coupon: &CouponId,
-        user: &UserId,
-        ip: &str,
-        home: &Home,
-        ticket: Option<u64>,
-    ) -> ScriptCall {
-        let mut call = ScriptCall::of(&CLAIM);
-        for (name, key) in self.keys(coupon, home).claim() {
-            call.named_key(name, key);
-        }
-        call.named("user", user.as_str())
-            .named("ip", ip)
-            .named("user_limit", self.limits.user_per_minute)
-            .named("ip_limit", self.limits.ip_per_minute)
-            .named(
-                "ticket",
-                ticket.map(|ticket| ticket.to_string()).unwrap_or_default(),
-            );
-        call
     }
 
     /// A door challenge for `user` to claim from `coupon`, signed with `key`, at the
@@ -357,40 +223,6 @@ impl Coupons {
         let cost = campaign.challenge_cost.unwrap_or(DEFAULT_COST_MIN);
         let expires_at = (now + CHALLENGE_TTL).timestamp();
         key.challenge(Scope::Coupon(coupon), user, None, cost, expires_at)
-    }
-
-    /// The campaigns whose keys have not expired, from the registry.
-    pub async fn registered(&self) -> Result<Vec<Registered>, Error> {
-        let mut call = ScriptCall::of(&CAMPAIGNS);
-        call.named_key("REGISTRY", coupon_registry_key(&self.prefix));
-        let members: Vec<String> = self.conn.invoke(call).await?;
-        Ok(members
-            .iter()
-            .filter_map(|member| {
-                let mut parts = member.splitn(2, ' ');
-                let coupon = CouponId::parse(parts.next()?).ok()?;
-                let home = match parts.next() {
-                    Some(queue) => Home::Queue(QueueId::parse(queue).ok()?),
-                    None => Home::Own,
-                };
-                Some(Registered { coupon, home })
-            })
-            .collect())
-    }
-
-    /// Stages a read of up to `limit` of the oldest outbox entries of `campaign`.
-    pub fn stage_pending(
-        &self,
-        batch: &mut Batch,
-        campaign: &Registered,
-        limit: usize,
-    ) -> Staged<Pending> {
-        let mut call = ScriptCall::of(&PENDING);
-        for (name, key) in self.keys(&campaign.coupon, &campaign.home).stored() {
-            call.named_key(name, key);
-        }
-        call.named("most", limit);
-        batch.stage(call)
     }
 
     /// Stages the removal from `campaign`'s outbox of the claims of `users`, which
@@ -411,27 +243,15 @@ impl Coupons {
     }
 }
 
-/// What a configure call changes: a campaign with a queue's locator under the campaign's
-/// own tag, or the campaign itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    Locator,
-    Campaign,
-}
-
-/// Whether a configure call writes, or only answers as its write would.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Write {
-    Write,
-    Check,
-}
-
 #[cfg(test)]
 mod tests {
     /// Each coupon script binds its keys and arguments by the names Rust sends them under.
     #[test]
     fn each_script_binds_its_keys_and_arguments_by_the_names_rust_sends_them_under() {
-        use super::{CAMPAIGNS, CLAIM, CONFIGURE, PENDING, READ, REGISTER};
+        use super::campaign::{CONFIGURE, READ};
+        use super::claim::CLAIM;
+        use super::outbox::PENDING;
+        use super::registry::{CAMPAIGNS, REGISTER};
         use crate::store::bindings::assert_binds;
         let common = include_str!("common.lua");
         for (source, script) in [

@@ -1,2 +1,3 @@
--- Read: the campaign (see campaign_reply). Writes nothing.
+-- Read: the campaign, {'campaign', ...}, or where it is not ({'elsewhere', ...},
+-- {'unknown'}): campaign_reply in common.lua. Writes nothing.
 return campaign_reply()

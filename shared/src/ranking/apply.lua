@@ -7,8 +7,10 @@
 -- so that a cluster routes the call (the script reaches those through the commands). Every
 -- key named carries the {rk} hash tag. The fold reaches the boards an entry, the payment
 -- record or the concert index names, and the record groups, which carry the same tag.
--- Scores are negated seats (rate boards: negated millionths). Returns one outcome per
--- command: a word, then ': ' and a reason for those that have one.
+-- Scores are negated seats (rate boards: negated millionths). Answers {'done', 'outcomes',
+-- {outcome...}}, one outcome per command in order, each a tag and named fields: the word
+-- ({'applied'}), then 'reason' and the reason for those that have one ({'ignored', 'reason',
+-- 'concert cancelled'}). Each command's handler returns the word and the reason.
 -- Arguments: the dedupe window in seconds; how far ahead of the server clock a payment's or
 -- an update's time may be, in ms; most refunds that may wait for one payment; the window
 -- templates (windows.lua); where records live (REC: record.lua, record.rs); the fold's
@@ -47,7 +49,7 @@ local function pay(op, fold_text)
         first.genres == table.concat(op.genres, ',') then
       return 'duplicate'
     end
-    return 'conflict: paymentId was first delivered with ' ..
+    return 'conflict', 'paymentId was first delivered with ' ..
       (first.concert == op.fpc and 'concertId=' .. op.concert or 'another concertId') ..
       ' seats=' .. first.seats .. ' genres=' .. first.genres .. ', now with ' .. contents
   end
@@ -56,20 +58,21 @@ local function pay(op, fold_text)
   if seen[1] then
     -- A record without contents (written before records kept them) has none to compare.
     if not seen[2] or seen[2] == contents then return 'duplicate' end
-    return 'conflict: paymentId was first delivered with ' .. seen[2] .. ', now with ' .. contents
+    return 'conflict',
+      'paymentId was first delivered with ' .. seen[2] .. ', now with ' .. contents
   end
   if op.at > NOW_MS + SKEW_MS then
-    return 'implausible: completedAt is more than ' .. SKEW_MS / 1000 ..
+    return 'implausible', 'completedAt is more than ' .. SKEW_MS / 1000 ..
       ' s ahead of the server clock'
   end
   if op.at < (NOW - TTL) * 1000 then
-    return 'implausible: completedAt is older than the dedupe window (' .. TTL / 86400 ..
+    return 'implausible', 'completedAt is older than the dedupe window (' .. TTL / 86400 ..
       ' days)'
   end
   -- Neither cancelled nor awaited by refunds, as is usual: one call tells.
   local refunded = 0
   if redis.call('EXISTS', op.cancelled, op.pending) > 0 then
-    if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
+    if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored', 'concert cancelled' end
     refunded = take_pending(op)
   end
   local seats = op.seats - math.min(op.seats, refunded)
@@ -90,7 +93,7 @@ local function refund(op)
     -- '1' marks a refund recorded before refunds kept their contents. Marks end after the
     -- dedupe window, so this test can go one window after every deployment writes contents.
     if seen == '1' or seen == contents then return 'duplicate' end
-    return 'conflict: refund was first delivered with ' .. seen .. ', now with ' .. contents
+    return 'conflict', 'refund was first delivered with ' .. seen .. ', now with ' .. contents
   end
   op.field = record_field(op.record)
   local group, record = find_record(REC, op, NOW)
@@ -98,7 +101,7 @@ local function refund(op)
   if legacy and not legacy[1] then
     -- The payment has not landed yet: the refund waits for it.
     if redis.call('HLEN', op.pending) >= MAX_PENDING then
-      return 'refused: ' .. MAX_PENDING .. ' refunds already wait for this payment'
+      return 'refused', MAX_PENDING .. ' refunds already wait for this payment'
     end
     redis.call('HSET', op.pending, op.dedupe, op.concert .. ' ' .. op.seats)
     redis.call('EXPIRE', op.pending, TTL)
@@ -106,11 +109,11 @@ local function refund(op)
     return 'pending'
   end
   if (group and record.concert ~= op.fpc) or (legacy and legacy[1] ~= op.concert) then
-    return 'ignored: concertId differs from the payment'
+    return 'ignored', 'concertId differs from the payment'
   end
   redis.call('SET', op.dedupe, contents, 'EX', TTL)
   local seats = math.min(op.seats, group and record.left or tonumber(legacy[2]))
-  if seats <= 0 then return 'ignored: payment already fully refunded' end
+  if seats <= 0 then return 'ignored', 'payment already fully refunded' end
   if group then
     update_record(group, op.field, function(r) r.left = r.left - seats end)
     queued[#queued + 1] = table.concat({'r', seats, op.concert, group, op.record, op.cancelled}, ' ')
@@ -162,12 +165,12 @@ end
 
 -- Stores a concert's details; the latest updatedAt wins, whatever the order of arrival.
 local function details(op)
-  if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored: concert cancelled' end
+  if redis.call('EXISTS', op.cancelled) == 1 then return 'ignored', 'concert cancelled' end
   local at_text, capacity = string.match(op.value, '^(%d+) (%d+) ')
   local at = tonumber(at_text)
   capacity = tonumber(capacity)
   if at > NOW_MS + SKEW_MS then
-    return 'implausible: updatedAt is more than ' .. SKEW_MS / 1000 ..
+    return 'implausible', 'updatedAt is more than ' .. SKEW_MS / 1000 ..
       ' s ahead of the server clock'
   end
   local stored = redis.call('HGET', DETAILS, op.concert)
@@ -176,11 +179,11 @@ local function details(op)
     local stored_at, stored_capacity = string.match(stored, '^(%d+) (%d+) ')
     stored_at = tonumber(stored_at)
     if stored_at > at then
-      return 'ignored: an update with a later updatedAt is already applied'
+      return 'ignored', 'an update with a later updatedAt is already applied'
     end
     if stored_at == at then
       if stored == op.value then return 'duplicate' end
-      return 'conflict: updatedAt ' .. at_text .. ' ms was first delivered with ' ..
+      return 'conflict', 'updatedAt ' .. at_text .. ' ms was first delivered with ' ..
         string.match(stored, '^%d+ %d+ (.*)$') .. ', now with ' ..
         string.match(op.value, '^%d+ %d+ (.*)$')
     end
@@ -192,6 +195,12 @@ local function details(op)
   return 'applied'
 end
 
+-- A handler's word and reason as an outcome.
+local function outcome(word, reason)
+  if reason then return {word, 'reason', reason} end
+  return {word}
+end
+
 local handlers = {pay = pay, refund = refund, cancel = cancel, details = details}
 local outcomes = {}
 local i = commands_from
@@ -199,10 +208,10 @@ while i <= #ARGV do
   local op = cjson.decode(ARGV[i])
   if op.op == 'pay' then
     -- A payment's fold entry follows it, as its own argument: decoded only by the fold.
-    outcomes[#outcomes + 1] = pay(op, ARGV[i + 1])
+    outcomes[#outcomes + 1] = outcome(pay(op, ARGV[i + 1]))
     i = i + 2
   else
-    outcomes[#outcomes + 1] = handlers[op.op](op)
+    outcomes[#outcomes + 1] = outcome(handlers[op.op](op))
     i = i + 1
   end
 end
@@ -211,4 +220,4 @@ fold(BUDGET, WIN, TTL)
 prune_indexes()
 flush_expiries()
 forget_pages()
-return outcomes
+return {'done', 'outcomes', outcomes}

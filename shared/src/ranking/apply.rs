@@ -1,6 +1,7 @@
 //! Applying ranking commands: each batch of up to [`EVENTS_PER_CALL`] commands is one call of
 //! `apply.lua`, which records payments and refunds, queues them for the fold and folds within
-//! a budget, and answers one [`Outcome`] per command.
+//! a budget, and answers one [`Outcome`] per command, each a tag and named fields
+//! (`ApplyReply`).
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use super::record::{calendar_day, concert_fingerprint, RecordRef};
 use super::windows::{bucket_of, LAST_24H, LAST_7D};
 use crate::error::Error;
 use crate::ids::{ConcertId, Genre};
-use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
+use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged, Tagged};
 
 /// The apply script: the board helpers, the fold, then the commands. Its keys after the
 /// first three are the ones the commands name, given for a cluster's routing.
@@ -88,40 +89,63 @@ impl Outcome {
         )
     }
 
-    /// Decodes one outcome of the apply script: a word, then `: ` and the reason.
-    fn from_reply(reply: &str) -> Result<Self, ParsingError> {
-        let (word, reason) = reply.split_once(": ").unwrap_or((reply, ""));
-        let reason = reason.to_owned();
-        Ok(match word {
-            "applied" => Outcome::Applied,
-            "duplicate" => Outcome::Duplicate,
-            "pending" => Outcome::Pending,
-            "ignored" => Outcome::Ignored(reason),
-            "conflict" => Outcome::Conflict(reason),
-            "implausible" => Outcome::Implausible(reason),
-            "refused" => Outcome::Rejected(reason),
-            other => return Err(format!("ranking script returned {other:?}").into()),
+    /// Decodes one outcome of the apply script: its word as the tag, with a `reason` for
+    /// those that have one.
+    fn from_reply(reply: &Value) -> Result<Self, ParsingError> {
+        Tagged::decode("apply outcome", reply, |r| {
+            let reason = || r.text("reason");
+            Ok(match r.tag() {
+                "applied" => Outcome::Applied,
+                "duplicate" => Outcome::Duplicate,
+                "pending" => Outcome::Pending,
+                "ignored" => Outcome::Ignored(reason()?),
+                "conflict" => Outcome::Conflict(reason()?),
+                "implausible" => Outcome::Implausible(reason()?),
+                "refused" => Outcome::Rejected(reason()?),
+                _ => return Err(r.unknown()),
+            })
         })
     }
 }
 
-/// The apply script's reply holds one outcome per command, in order.
-impl FromRedisValue for Outcome {
+/// What `apply.lua` answers: one outcome per command, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ApplyReply {
+    Done { outcomes: Vec<Outcome> },
+}
+
+impl FromRedisValue for ApplyReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        Outcome::from_reply(&String::from_redis_value(v)?)
+        Tagged::decode("apply", &v, |r| match r.tag() {
+            "done" => Ok(ApplyReply::Done {
+                outcomes: r
+                    .list("outcomes")?
+                    .iter()
+                    .map(Outcome::from_reply)
+                    .collect::<Result<_, _>>()?,
+            }),
+            _ => Err(r.unknown()),
+        })
     }
 }
 
 /// Commands staged with [`Rankings::stage_apply`], one script call per
-/// [`EVENTS_PER_CALL`].
-pub struct StagedApply(Vec<Staged<Vec<Outcome>>>);
+/// [`EVENTS_PER_CALL`], each with the number of commands it carries.
+pub struct StagedApply(Vec<(Staged<ApplyReply>, usize)>);
 
 impl StagedApply {
     /// One outcome per staged command, in order, from the batch's replies.
     pub fn read(&self, replies: &[Value]) -> Result<Vec<Outcome>, Error> {
         let mut outcomes = Vec::new();
-        for call in &self.0 {
-            outcomes.extend(call.read(replies)?);
+        for (call, commands) in &self.0 {
+            let ApplyReply::Done { outcomes: answered } = call.read(replies)?;
+            if answered.len() != *commands {
+                return Err(Error::Internal(format!(
+                    "the apply script answered {} outcomes for {commands} commands",
+                    answered.len()
+                )));
+            }
+            outcomes.extend(answered);
         }
         Ok(outcomes)
     }
@@ -167,7 +191,7 @@ impl Rankings {
                 {
                     invocation.named_key("named", key);
                 }
-                batch.stage(invocation)
+                (batch.stage(invocation), chunk.len())
             })
             .collect();
         StagedApply(calls)
@@ -364,25 +388,66 @@ impl Noted<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::Outcome;
+    use super::{ApplyReply, Outcome};
+    use redis::{FromRedisValue, Value};
+
+    fn text(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    /// An outcome as the script answers it: the word, then the reason if any.
+    fn outcome(word: &str, reason: Option<&str>) -> Value {
+        let mut items = vec![text(word)];
+        if let Some(reason) = reason {
+            items.extend([text("reason"), text(reason)]);
+        }
+        Value::Array(items)
+    }
 
     #[test]
     pub(super) fn script_outcomes_decode_with_their_reasons() {
         let cases = [
-            ("applied", Outcome::Applied),
-            ("duplicate", Outcome::Duplicate),
-            ("pending", Outcome::Pending),
+            (("applied", None), Outcome::Applied),
+            (("duplicate", None), Outcome::Duplicate),
+            (("pending", None), Outcome::Pending),
             (
-                "ignored: concert cancelled",
+                ("ignored", Some("concert cancelled")),
                 Outcome::Ignored("concert cancelled".into()),
             ),
-            ("conflict: a: b", Outcome::Conflict("a: b".into())),
-            ("implausible: ahead", Outcome::Implausible("ahead".into())),
-            ("refused: full", Outcome::Rejected("full".into())),
+            (("conflict", Some("a: b")), Outcome::Conflict("a: b".into())),
+            (
+                ("implausible", Some("ahead")),
+                Outcome::Implausible("ahead".into()),
+            ),
+            (("refused", Some("full")), Outcome::Rejected("full".into())),
         ];
-        for (reply, outcome) in cases {
-            assert_eq!(Outcome::from_reply(reply).unwrap(), outcome, "{reply}");
+        let reply = Value::Array(vec![
+            text("done"),
+            text("outcomes"),
+            Value::Array(
+                cases
+                    .iter()
+                    .map(|((word, reason), _)| outcome(word, *reason))
+                    .collect(),
+            ),
+        ]);
+        assert_eq!(
+            ApplyReply::from_redis_value(reply).unwrap(),
+            ApplyReply::Done {
+                outcomes: cases.into_iter().map(|(_, outcome)| outcome).collect()
+            }
+        );
+        for bad in [
+            outcome("exploded", None),
+            outcome("ignored", None),
+            outcome("applied", Some("twice")),
+            text("applied"),
+        ] {
+            assert!(Outcome::from_reply(&bad).is_err(), "{bad:?}");
         }
-        assert!(Outcome::from_reply("exploded").is_err());
+        let not_done = Value::Array(vec![text("outcomes"), Value::Array(vec![])]);
+        assert!(ApplyReply::from_redis_value(not_done).is_err());
+        let not_a_list = Value::Array(vec![text("done"), text("outcomes"), text("applied")]);
+        assert!(ApplyReply::from_redis_value(not_a_list).is_err());
     }
 }

@@ -5,7 +5,9 @@
 -- which the call reaches through the window templates and REC. Arguments: the dedupe window
 -- in seconds, the window templates (windows.lua), where records live (REC: record.lua) and
 -- the fold's budget of board writes.
--- Returns {entries folded, entries left, entries set aside in REJECTED}.
+-- Answers a tag and named fields: {'done', 'folded', n, 'rejected', n} when the queue is
+-- empty, else {'more', 'folded', n, 'left', n, 'rejected', n}: the entries folded, those
+-- left, and those set aside in REJECTED.
 local TTL, WIN, REC = tonumber(ARGV[1]), cjson.decode(ARGV[2]), cjson.decode(ARGV[3])
 local BUDGET = tonumber(ARGV[4])
 local done = fold(BUDGET, WIN, TTL)
@@ -13,4 +15,6 @@ sweep_group(REC, NOW)
 prune_indexes()
 flush_expiries()
 if done > 0 then forget_pages() end
-return {done, redis.call('LLEN', FOLD), redis.call('LLEN', REJECTED)}
+local left, rejected = redis.call('LLEN', FOLD), redis.call('LLEN', REJECTED)
+if left == 0 then return {'done', 'folded', done, 'rejected', rejected} end
+return {'more', 'folded', done, 'left', left, 'rejected', rejected}

@@ -15,6 +15,10 @@
 //! finds its answer is one `HGET`. Every script call that writes boards, details or
 //! snapshots deletes the cache, so a read after a write shows it.
 //!
+//! The writing scripts (apply, the tick's fold and roll, the snapshots) answer a tag and named
+//! fields, which each call decodes beside itself into its own enum (`store/reply.rs` reads
+//! them); the reads (`page.lua`, `concerts.lua`) answer rendered JSON and flat rows.
+//!
 //! Every ranking key carries the one hash tag `{rk}`, so a batch of events is one atomic
 //! script on one shard. The trade-off: one shard carries all ranking writes. A shard takes
 //! tens of thousands of small scripts a second, far above a ticketing site's payment rate;
@@ -61,6 +65,8 @@ pub use rankings::Rankings;
 pub(crate) use read::page_script;
 pub use read::{percentile, Around, Movement, Page, Ranked, CACHED_LIMIT, MAX_AROUND};
 pub use snapshot::{Snapshots, SNAPSHOT_BUDGET, SNAPSHOT_CALLS};
+#[cfg(feature = "bench")]
+pub(crate) use tick::roll_fields;
 pub use tick::{Fold, Tick, FOLD_BUDGET_TICK, FOLD_CALLS};
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 -- watermark is the last bucket taken off; the next is taken off field by field (each
 -- field '<concertId> <genre,genre>' holds the seats counted from that bucket), deleting
 -- the fields done, and the watermark moves once it is empty.
--- Returns {fields taken off, 1 if there is more to do now else 0}.
+-- Answers {'more', 'fields', n} when there is more to do now, else {'done', 'fields', n}: the
+-- bucket fields taken off.
 local WATERMARKS = KEYS[3]
 local cfg = cjson.decode(ARGV[1])
 local budget, steps = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -56,4 +57,4 @@ for _, w in ipairs(cfg.windows) do
 end
 redis.call('EXPIREAT', WATERMARKS, now + cfg.state_keep)
 if processed > 0 then forget_pages() end
-return {processed, more}
+return {more == 1 and 'more' or 'done', 'fields', processed}

@@ -19,7 +19,8 @@
 -- ('@' for the overall boards) and 'slot'. A new round starts in the first call of an hour
 -- after the last round ended; a round that takes longer than an hour goes on, so every genre
 -- gets its turn. A genre none of whose boards exists any longer leaves GENRES.
--- Returns {boards snapshotted, 1 if the round is not done else 0}.
+-- Answers {'more', 'boards', n} while the round is not done, else {'done', 'boards', n}: the
+-- boards snapshotted.
 local STATE, GENRES = KEYS[3], KEYS[4]
 local now, top, half = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local budget, slots = tonumber(ARGV[4]), cjson.decode(ARGV[5])
@@ -33,7 +34,7 @@ local round, done, genre, slot = tonumber(state[1]), state[2] == '1', state[3], 
 if not round or not genre or not slot or (done and round < hour) then
   round, done, genre, slot = hour, false, '@', 1
 end
-if done then return {0, 0} end
+if done then return {'done', 'boards', 0} end
 
 -- The next live genre after `after` ('@': the first), or nil.
 local function next_genre(after)
@@ -115,4 +116,4 @@ end
 redis.call('HSET', STATE, 'round', round, 'done', done and '1' or '0', 'genre', genre, 'slot', slot)
 redis.call('EXPIRE', STATE, SNAPSHOT_KEEP)
 if taken > 0 then forget_pages() end
-return {taken, done and 0 or 1}
+return {done and 'done' or 'more', 'boards', taken}

@@ -15,7 +15,7 @@ use super::rankings::{Rankings, BOARDS_LUA};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::ids::Genre;
-use crate::store::{assemble, lua_script, NamedScript, ScriptCall};
+use crate::store::{assemble, lua_script, NamedScript, ScriptCall, Tagged};
 
 pub(super) static SNAPSHOT: NamedScript = NamedScript::new(
     LazyLock::new(|| lua_script(&assemble(&[BOARDS_LUA], include_str!("snapshot.lua")))),
@@ -42,18 +42,23 @@ const SLOTS: [(Period, Order); 5] = [
     (Period::Trending, Order::Seats),
 ];
 
-/// `snapshot.lua`'s `{boards snapshotted, more}`.
-struct SnapshotReply {
-    boards: u64,
-    more: bool,
+/// What `snapshot.lua` answers: the boards snapshotted, and whether the round is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SnapshotReply {
+    Done { boards: u64 },
+    More { boards: u64 },
 }
 
 impl FromRedisValue for SnapshotReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (boards, more): (u64, u8) = FromRedisValue::from_redis_value(v)?;
-        Ok(SnapshotReply {
-            boards,
-            more: more == 1,
+        Tagged::decode("snapshot", &v, |r| match r.tag() {
+            "done" => Ok(SnapshotReply::Done {
+                boards: r.number("boards")?,
+            }),
+            "more" => Ok(SnapshotReply::More {
+                boards: r.number("boards")?,
+            }),
+            _ => Err(r.unknown()),
         })
     }
 }
@@ -131,12 +136,46 @@ impl Rankings {
             more: true,
         };
         while done.more && done.calls < SNAPSHOT_CALLS {
-            let SnapshotReply { boards, more } =
-                self.call(self.snapshot_call(clock.now_ms())?).await?;
+            let (boards, more) = match self.call(self.snapshot_call(clock.now_ms())?).await? {
+                SnapshotReply::Done { boards } => (boards, false),
+                SnapshotReply::More { boards } => (boards, true),
+            };
             done.boards += boards;
             done.calls += 1;
             done.more = more;
         }
         Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SnapshotReply;
+    use redis::{FromRedisValue, Value};
+
+    fn reply(tag: &str, fields: &[(&str, Value)]) -> Value {
+        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let mut items = vec![text(tag)];
+        for (name, value) in fields {
+            items.extend([text(name), value.clone()]);
+        }
+        Value::Array(items)
+    }
+
+    #[test]
+    fn each_snapshot_answer_decodes_into_its_variant() {
+        let decode = SnapshotReply::from_redis_value;
+        assert_eq!(
+            decode(reply("done", &[("boards", Value::Int(0))])).unwrap(),
+            SnapshotReply::Done { boards: 0 }
+        );
+        assert_eq!(
+            decode(reply("more", &[("boards", Value::Int(5))])).unwrap(),
+            SnapshotReply::More { boards: 5 }
+        );
+        assert!(decode(reply("more", &[])).is_err());
+        assert!(decode(reply("paused", &[("boards", Value::Int(5))])).is_err());
+        assert!(decode(reply("more", &[("boards", Value::Array(vec![]))])).is_err());
+        assert!(decode(Value::Array(vec![Value::Int(5), Value::Int(1)])).is_err());
     }
 }

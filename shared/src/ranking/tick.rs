@@ -1,7 +1,8 @@
 //! The rankings' tick: the fold (`fold_tick.lua`) of what the apply calls left in the fold
 //! queue, the roll of the rolling windows (`roll.lua`), taking the buckets that left a window
 //! off its boards, then the live boards' hourly snapshots (`snapshot.rs`), each within its
-//! budget per call and per tick.
+//! budget per call and per tick. The fold's and the roll's answers, a tag and named fields,
+//! decode here (`FoldReply`, `RollReply`).
 
 use std::sync::LazyLock;
 
@@ -12,7 +13,7 @@ use super::rankings::{Rankings, BOARDS_LUA, FOLD_PRELUDES};
 use super::windows::{TICK_CALLS, TICK_FIELDS, TICK_STEPS};
 use crate::clock::Clock;
 use crate::error::Error;
-use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged};
+use crate::store::{assemble, lua_script, Batch, NamedScript, ScriptCall, Staged, Tagged};
 
 /// The tick's fold: the board helpers, the fold, and its one call, which also unlinks a
 /// payment record group in its last hour. Its last keys, the watermark hash and the record
@@ -38,36 +39,64 @@ pub const FOLD_BUDGET_TICK: u32 = 80;
 /// fold); what is left waits for the next tick.
 pub const FOLD_CALLS: u32 = 2000;
 
-/// The tick script's `{fields taken off, more}`.
-struct RollReply {
-    processed: u64,
-    more: bool,
+/// What `roll.lua` answers: the bucket fields taken off, and whether there is more to do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RollReply {
+    Done { fields: u64 },
+    More { fields: u64 },
 }
 
 impl FromRedisValue for RollReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (processed, more): (u64, u8) = FromRedisValue::from_redis_value(v)?;
-        Ok(RollReply {
-            processed,
-            more: more == 1,
+        Tagged::decode("roll", &v, |r| match r.tag() {
+            "done" => Ok(RollReply::Done {
+                fields: r.number("fields")?,
+            }),
+            "more" => Ok(RollReply::More {
+                fields: r.number("fields")?,
+            }),
+            _ => Err(r.unknown()),
         })
     }
 }
 
-/// The tick's fold script's `{entries folded, entries left, entries set aside}`.
-struct FoldReply {
-    folded: u64,
-    left: u64,
-    rejected: u64,
+/// The bucket fields a roll call's `reply` says it took off, for the bench, which sends the
+/// call itself ([`crate::bench_support`]).
+#[cfg(feature = "bench")]
+pub(crate) fn roll_fields(reply: Value) -> Result<u64, ParsingError> {
+    match RollReply::from_redis_value(reply)? {
+        RollReply::Done { fields } | RollReply::More { fields } => Ok(fields),
+    }
+}
+
+/// What `fold_tick.lua` answers: the entries folded and set aside, and, while the fold queue
+/// is not empty, the entries left in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FoldReply {
+    Done {
+        folded: u64,
+        rejected: u64,
+    },
+    More {
+        folded: u64,
+        left: u64,
+        rejected: u64,
+    },
 }
 
 impl FromRedisValue for FoldReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (folded, left, rejected) = FromRedisValue::from_redis_value(v)?;
-        Ok(FoldReply {
-            folded,
-            left,
-            rejected,
+        Tagged::decode("fold", &v, |r| match r.tag() {
+            "done" => Ok(FoldReply::Done {
+                folded: r.number("folded")?,
+                rejected: r.number("rejected")?,
+            }),
+            "more" => Ok(FoldReply::More {
+                folded: r.number("folded")?,
+                left: r.number("left")?,
+                rejected: r.number("rejected")?,
+            }),
+            _ => Err(r.unknown()),
         })
     }
 }
@@ -132,11 +161,11 @@ impl Rankings {
         let mut more = true;
         let mut roll_calls = 0;
         while more && roll_calls < TICK_CALLS {
-            let RollReply {
-                processed,
-                more: now_more,
-            } = self.call(self.roll_call()).await?;
-            tick.processed += processed;
+            let (fields, now_more) = match self.call(self.roll_call()).await? {
+                RollReply::Done { fields } => (fields, false),
+                RollReply::More { fields } => (fields, true),
+            };
+            tick.processed += fields;
             roll_calls += 1;
             more = now_more;
         }
@@ -163,11 +192,14 @@ impl Rankings {
             rejected: 0,
         };
         while fold.left > 0 && fold.calls < FOLD_CALLS {
-            let FoldReply {
-                folded,
-                left,
-                rejected,
-            } = self.call(self.fold_call()).await?;
+            let (folded, left, rejected) = match self.call(self.fold_call()).await? {
+                FoldReply::Done { folded, rejected } => (folded, 0, rejected),
+                FoldReply::More {
+                    folded,
+                    left,
+                    rejected,
+                } => (folded, left, rejected),
+            };
             fold.folded += folded;
             fold.calls += 1;
             fold.left = left;
@@ -211,5 +243,58 @@ impl Rankings {
             .named("budget", TICK_FIELDS)
             .named("steps", TICK_STEPS);
         invocation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FoldReply, RollReply};
+    use crate::store::test_reply as reply;
+    use redis::{FromRedisValue, Value};
+
+    #[test]
+    fn each_fold_and_roll_answer_decodes_into_its_variant() {
+        let fold = |items: &[&str]| FoldReply::from_redis_value(reply(items));
+        assert_eq!(
+            fold(&["done", "folded", "3", "rejected", "0"]).unwrap(),
+            FoldReply::Done {
+                folded: 3,
+                rejected: 0
+            }
+        );
+        assert_eq!(
+            fold(&["more", "folded", "8", "left", "5", "rejected", "1"]).unwrap(),
+            FoldReply::More {
+                folded: 8,
+                left: 5,
+                rejected: 1
+            }
+        );
+        let roll = |items: &[&str]| RollReply::from_redis_value(reply(items));
+        assert_eq!(
+            roll(&["done", "fields", "0"]).unwrap(),
+            RollReply::Done { fields: 0 }
+        );
+        assert_eq!(
+            roll(&["more", "fields", "400"]).unwrap(),
+            RollReply::More { fields: 400 }
+        );
+        for bad in [
+            &["more", "folded", "8", "rejected", "1"][..],
+            &["done", "folded", "-1", "rejected", "0"],
+            &["3", "0", "0"],
+        ] {
+            assert!(fold(bad).is_err(), "{bad:?}");
+        }
+        for bad in [
+            &["done"][..],
+            &["finished", "fields", "1"],
+            &["done", "fields", "x"],
+        ] {
+            assert!(roll(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            RollReply::from_redis_value(Value::Array(vec![Value::Int(1), Value::Int(0)])).is_err()
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Redis access: the connection every function creates once per container ([`Conn`], in
 //! `conn.rs`: its health and renewal), and the script and pipeline plumbing every owner of
 //! keys sends its work through ([`ScriptCall`], [`Batch`], in `script.rs`; each script's text
-//! is put together from its Lua files by [`assemble`], in `assemble.rs`).
+//! is put together from its Lua files by [`assemble`], in `assemble.rs`; a script's reply, a
+//! tag and named fields, is read by [`Tagged`], in `reply.rs`).
 //!
 //! Every key starts with `KEY_PREFIX`. Each owner names its own keys under one hash tag per
 //! script call (the waiting room in [`crate::queue::keys`], the rankings in
@@ -46,11 +47,11 @@
 mod assemble;
 mod budget;
 mod conn;
-mod fields;
+mod reply;
 mod script;
 
 pub use assemble::assemble;
-pub use fields::Fields;
+pub use reply::Tagged;
 
 /// A fixed-window rate limit per user and per source IP, in two hashes used in turn, that any
 /// script may begin with (`over_rate_limit`); assembled out of a script that never calls it.
@@ -60,6 +61,8 @@ pub const RATE_LIMIT_LUA: &str = include_str!("rate_limit.lua");
 pub const FIELDS_LUA: &str = include_str!("fields.lua");
 pub use budget::{request, REQUEST_BUDGET};
 pub use conn::{connect, Conn};
+#[cfg(test)]
+pub(crate) use reply::test_reply;
 #[cfg(test)]
 pub(crate) use script::bindings;
 #[cfg(feature = "bench")]
