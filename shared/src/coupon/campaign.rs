@@ -9,9 +9,9 @@ use redis::{FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
 
+use super::coupons::{coupon_lua, Coupons, STORED_KEYS};
 use super::keys::Home;
 use super::limits::{MAX_QUANTITY, RETENTION};
-use super::{coupon_lua, Coupons, STORED_KEYS};
 use crate::bounds::{Bounds, CHALLENGE_COST};
 use crate::door::{ChallengeMode, DEFAULT_COST_MIN};
 use crate::error::Error;

@@ -8,9 +8,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 use serde::Serialize;
 
+use super::coupons::{coupon_lua, Coupons};
 use super::decode::unknown_campaign;
 use super::keys::Home;
-use super::{coupon_lua, Coupons};
 use crate::door::{Proof, Refused, Scope};
 use crate::error::{Error, Refusal, Turned};
 use crate::ids::{CouponId, QueueId, UserId};

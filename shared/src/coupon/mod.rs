@@ -20,10 +20,11 @@
 //! Each script's call sits beside the enum its answer decodes into, one variant per tag
 //! (`store/reply.rs` reads a tag and named fields): the claim in `claim.rs`, the configure
 //! and read scripts in `campaign.rs`, the outbox read in `outbox.rs`, the registry's two in
-//! `registry.rs`.
+//! `registry.rs`. `coupons.rs` holds the handle, [`Coupons`], and what those calls share.
 
 mod campaign;
 mod claim;
+mod coupons;
 mod decode;
 pub mod keys;
 mod limits;
@@ -32,59 +33,21 @@ mod registry;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::RateLimits;
 use crate::door::{Challenge, DoorKey, Proof, Scope, CHALLENGE_TTL, DEFAULT_COST_MIN};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId, UserId};
-use crate::store::{assemble, Batch, Conn, Staged, FIELDS_LUA, RATE_LIMIT_LUA};
+use crate::store::{Batch, Staged};
 use campaign::{ConfigureReply, ReadReply, Step, Write};
-use keys::{CouponKeys, Home};
+use keys::Home;
 
 pub use campaign::{Campaign, CampaignChange, CampaignSettings};
 pub use claim::{Claim, ClaimReply, ClaimView};
+pub use coupons::{Coupons, Registered};
 use decode::unknown_campaign;
 pub use limits::{MAX_CAMPAIGNS, MAX_QUANTITY, RETENTION};
 pub use outbox::{CouponClaimed, Pending, DETAIL_TYPE, SOURCE};
 
-/// The prelude every coupon script that reads a campaign begins with (`common.lua`).
-const COMMON_LUA: &str = include_str!("common.lua");
-
-/// A coupon script's text: the prelude and the store's helpers, then `body`.
-fn coupon_lua(body: &str) -> String {
-    assemble(&[COMMON_LUA, RATE_LIMIT_LUA, FIELDS_LUA], body)
-}
-
-/// The keys the configure and pending scripts take ([`CouponKeys::stored`]).
-const STORED_KEYS: &[&str] = &["CAMPAIGN", "CLAIMS", "OUTBOX"];
-
-/// The coupon campaigns over one Redis. Cheap to clone.
-#[derive(Clone)]
-pub struct Coupons {
-    conn: Conn,
-    prefix: String,
-    limits: RateLimits,
-}
-
-/// A campaign as the publisher knows it from the registry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Registered {
-    pub coupon: CouponId,
-    pub home: Home,
-}
-
 impl Coupons {
-    pub fn new(conn: Conn, prefix: impl Into<String>, limits: RateLimits) -> Self {
-        Coupons {
-            conn,
-            prefix: prefix.into(),
-            limits,
-        }
-    }
-
-    fn keys(&self, coupon: &CouponId, home: &Home) -> CouponKeys {
-        CouponKeys::new(&self.prefix, coupon, home)
-    }
-
     /// Creates or updates `coupon`. Returns the campaign now and whether it was created. A
     /// campaign's queue is fixed once set: changing it, or giving one to a campaign created
     /// without, is a conflict. So is a quantity below what was already claimed.
@@ -235,11 +198,6 @@ impl Coupons {
             cmd.arg(user.as_str());
         }
         let _: Staged<u64> = batch.stage_command(&outbox, cmd);
-    }
-
-    /// Sends a batch staged by [`Coupons::stage_pending`] or [`Coupons::stage_ack`].
-    pub async fn send(&self, batch: &Batch) -> Result<Vec<redis::Value>, Error> {
-        Ok(self.conn.send(batch).await?)
     }
 }
 

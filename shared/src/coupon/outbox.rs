@@ -6,8 +6,8 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::claim::{Claim, ClaimView};
+use super::coupons::{coupon_lua, Coupons, Registered, STORED_KEYS};
 use super::decode::instant;
-use super::{coupon_lua, Coupons, Registered, STORED_KEYS};
 use crate::ids::{CouponId, UserId};
 use crate::store::{primary_read_script, Batch, NamedScript, ScriptCall, Staged, Tagged};
 

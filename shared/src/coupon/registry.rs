@@ -7,9 +7,9 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, ParsingError, Value};
 
+use super::coupons::{Coupons, Registered};
 use super::keys::{coupon_registry_key, registry_member, Home};
 use super::limits::MAX_CAMPAIGNS;
-use super::{Coupons, Registered};
 use crate::error::Error;
 use crate::ids::{CouponId, QueueId};
 use crate::store::{lua_script, primary_read_script, NamedScript, ScriptCall, Tagged};
