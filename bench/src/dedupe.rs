@@ -6,7 +6,7 @@
 //!
 //! - For each run: 200 concerts, each with details and a payment in the run's genres, fill
 //!   every board (calendar, rate, rolling, trending) and the window fields. Then 5 000
-//!   payments for those 200 concerts go through the updater in batches of 100, and the tick
+//!   payments for those 200 concerts go through the event applier in batches of 100, and the tick
 //!   folds what the batches left. Payment ids are 36-character UUIDs.
 //! - The figure is `used_memory` after less before, ÷ the payments: the payment records, and
 //!   whatever else a payment adds once its concert is on its boards (nothing, by design).

@@ -1,4 +1,4 @@
-//! Ranking events per second through the updater, batched and one by one, against updates
+//! Ranking events per second through the event applier, batched and one by one, against updates
 //! sent command by command.
 //!
 //! # Method

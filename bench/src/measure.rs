@@ -390,8 +390,8 @@ impl Bench {
     }
 
     /// `concerts` concerts on `board` and its rate board, each with details, written directly
-    /// in the formats the updater writes (seats 1–5 000, capacities 1 000–50 999); the page
-    /// cache deleted, as the updater's writes delete it.
+    /// in the formats the event applier writes (seats 1–5 000, capacities 1 000–50 999); the page
+    /// cache deleted, as the event applier's writes delete it.
     pub async fn seed_board(&self, rankings: &Rankings, board: &Board, concerts: u64) {
         let mut seats_board = redis::cmd("ZADD");
         let mut rate_board = redis::cmd("ZADD");

@@ -5,7 +5,7 @@
 //! # Method
 //!
 //! - 10 000 concerts, each with details (so a capacity) and a payment in rock and pop, fill
-//!   today's boards. Then 20 batches of 10 payments (2 genres each) go through the updater as SQS
+//!   today's boards. Then 20 batches of 10 payments (2 genres each) go through the event applier as SQS
 //!   batches, one script call each.
 //! - The fold queue is never empty during them, so each call spends its whole fold budget; the
 //!   tick's fold then takes what they left.

@@ -1,6 +1,6 @@
 //! Redis time of board reads at 10 000 concerts, through the read the handler makes
 //! (`Rankings::page`, `Rankings::around`): a seat board, its rate board and 10 000 concerts'
-//! details, written straight into Redis in the format the updater writes.
+//! details, written straight into Redis in the format the event applier writes.
 //!
 //! # Method
 //!

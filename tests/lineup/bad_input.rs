@@ -71,7 +71,7 @@ enum Input {
     Token(String),
     /// A ranking read with one wrong parameter.
     RankingQuery { period: String, query: String },
-    /// An event for the updater.
+    /// An event for the event applier.
     Event(Value),
     /// An authorizer request with junk headers.
     Authorizer { token: String, queue: String },
@@ -186,7 +186,7 @@ fn input() -> impl Strategy<Value = Input> {
             detail
         )
             .prop_filter("an invalid detail", |(kind, detail)| {
-                // Keep only details the updater must refuse (a bare {} cancel is invalid too).
+                // Keep only details the event applier must refuse (a bare {} cancel is invalid too).
                 let event = envelope(kind, detail.clone());
                 lineup::ranking::parse_event(&event, "lineup.payments").is_err()
             })

@@ -358,7 +358,7 @@ fn every_payment_event_that_cannot_be_applied_ends_in_the_dead_letter_queue() {
 }
 
 #[test]
-fn the_queues_the_updater_reads_hide_a_message_for_six_of_its_timeouts() {
+fn the_queues_the_event_applier_reads_hide_a_message_for_six_of_its_timeouts() {
     let template = read_yaml("template.yaml");
     let resources = &template["Resources"];
     let timeout = resources["EventApplierFunction"]["Properties"]["Timeout"]

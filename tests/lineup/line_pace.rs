@@ -84,7 +84,7 @@ async fn the_booking_systems_health_paces_the_line_and_0_halts_it_at_once() {
     let tokens = served.joined("sale", 24, 100).await;
     clock.advance(2000);
 
-    // Level 0: every stripe halts in the updater's round trip; the tick admits nobody, and a
+    // Level 0: every stripe halts in the event applier's round trip; the tick admits nobody, and a
     // waiter is told admissions are paused, with no estimate.
     assert_eq!(
         served.deliver(booking_health("sale", 0.0, 3)).await,
@@ -500,7 +500,7 @@ async fn a_pool_shares_its_capacity_between_two_lines() {
     assert_eq!(active("pb").await, 10);
 
     // The booking system says the whole pool is down: every stripe of both queues halts in
-    // the updater's round trip, and a place freed meanwhile stays empty. Level 1 lifts it.
+    // the event applier's round trip, and a place freed meanwhile stays empty. Level 1 lifts it.
     let pool_health = |level: f64, ms_ago: i64| {
         let mut event = booking_health("pa", level, ms_ago);
         event["detail"] = json!({"pool": "shared", "level": level});

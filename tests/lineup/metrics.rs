@@ -1,4 +1,4 @@
-//! The promoter, reaper and updater write valid CloudWatch Embedded Metric Format lines.
+//! The promoter, reaper and event applier write valid CloudWatch Embedded Metric Format lines.
 
 use std::time::{Duration, Instant};
 
@@ -59,7 +59,7 @@ fn valid_emf(line: &str) -> Value {
 }
 
 #[tokio::test]
-async fn scheduled_functions_and_the_updater_write_valid_emf() {
+async fn scheduled_functions_and_the_event_applier_write_valid_emf() {
     let app = TestApp::spawn(&[("QUEUE_CAPACITY", "1")]).await;
     join(&app, "show", "u1").await;
     join(&app, "show", "u2").await;
@@ -102,7 +102,7 @@ async fn scheduled_functions_and_the_updater_write_valid_emf() {
     let rankings = records
         .iter()
         .find(|r| r["service"] == "rankings")
-        .expect("the updater's record");
+        .expect("the event applier's record");
     assert_eq!(rankings["eventsApplied"], 2);
     assert_eq!(rankings["eventsDuplicate"], 1);
     assert_eq!(rankings["eventsLate"], 1);

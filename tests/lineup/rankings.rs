@@ -1,4 +1,4 @@
-//! Rankings: payment events through the updater, boards through the ranking API.
+//! Rankings: payment events through the event applier, boards through the ranking API.
 
 use chrono::{Duration as Days, Utc};
 use futures::future::join_all;
@@ -35,7 +35,7 @@ async fn send(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
     lineup_tests::rankings::pay(app, events).await
 }
 
-/// Applies `events` alone, as the updater does: one round trip, the fold's leftovers left.
+/// Applies `events` alone, as the event applier does: one round trip, the fold's leftovers left.
 async fn apply(app: &TestApp, events: &[Value]) -> Vec<Outcome> {
     event_applier::apply_events(events, &app.stack.event_applier).await
 }
@@ -495,7 +495,7 @@ fn results(verdicts: &[Outcome]) -> Vec<String> {
     verdicts.iter().map(result).collect()
 }
 
-/// The counts of the updater's EMF records so far, summed per metric.
+/// The counts of the event applier's EMF records so far, summed per metric.
 fn ranking_metric(app: &TestApp, name: &str) -> u64 {
     app.metrics
         .lines()

@@ -1,6 +1,6 @@
-//! Rolling windows (last-24h, last-7d) and trending boards: payment events through the
-//! updater, the tick through the updater's schedule handler, boards through the ranking API
-//! and, for trending scores, straight from Redis.
+//! Rolling windows (last-24h, last-7d) and trending boards: payment events and the tick
+//! through the event applier, boards through the ranking API and, for trending scores,
+//! straight from Redis.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use lineup::ranking::Outcome;

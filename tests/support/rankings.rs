@@ -82,7 +82,7 @@ pub async fn sell_at(app: &TestApp, at: DateTime<Utc>, sales: &[(&str, &str, u32
     );
 }
 
-/// Runs the tick as the schedule does: a `Scheduled Event` through the updater's handler.
+/// Runs the tick as the schedule does: a `Scheduled Event` through the event applier's handler.
 pub async fn tick(app: &TestApp) -> Value {
     use lambda_runtime::{Context, LambdaEvent};
     event_applier::handle(
@@ -160,7 +160,7 @@ pub async fn server_now(app: &TestApp) -> chrono::DateTime<Utc> {
 }
 
 /// Schedules `concert` through `event-applier`: a `ConcertScheduled` event with these
-/// details, which the updater stores and from which it rates the concert on every board it
+/// details, which the event applier stores and from which it rates the concert on every board it
 /// is already on.
 pub async fn schedule(
     app: &TestApp,

@@ -213,8 +213,8 @@ fn redact_tokens(path: &str) -> String {
         .join("/")
 }
 
-/// `POST /events`: one EventBridge event or a JSON array of them, applied by the ranking
-/// updater's own code. Answers with one verdict per event, or with the problem that kept
+/// `POST /events`: one EventBridge event or a JSON array of them, applied by the event
+/// applier's own code. Answers with one verdict per event, or with the problem that kept
 /// them from being applied (503 with `Retry-After` when Redis is out of reach).
 async fn post_events(request: &lambda_http::Request, stack: &Stack) -> lambda_http::Response<Body> {
     if request.method() != Method::POST {

@@ -17,7 +17,7 @@ pub const ROLL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 pub fn spawn_schedules(stack: &Stack, local: &LocalSettings) -> tokio::task::JoinHandle<()> {
     let promoter = stack.promoter.clone();
     let reaper = stack.reaper.clone();
-    let updater = stack.event_applier.clone();
+    let applier = stack.event_applier.clone();
     let coupons = stack.coupon_publisher.clone();
     let tick_every = promoter.room.tick_every();
     let reap_interval = local.reap_interval;
@@ -47,7 +47,7 @@ pub fn spawn_schedules(stack: &Stack, local: &LocalSettings) -> tokio::task::Joi
                     }
                 }
                 _ = roll.tick() => {
-                    if let Err(err) = event_applier::handle(scheduled_event(), &updater).await {
+                    if let Err(err) = event_applier::handle(scheduled_event(), &applier).await {
                         tracing::warn!(error = %err, "rankings tick failed");
                     }
                 }

@@ -53,7 +53,7 @@ pub const MAX_PENDING_REFUNDS: u32 = 8;
 pub const FOLD_BUDGET_APPLY: u32 = 40;
 
 /// What became of one event: what applying its command did, or why it was not applied. Every
-/// answer about one event, on every path (the updater's direct invocation, the local stack's
+/// answer about one event, on every path (the event applier's direct invocation, the local stack's
 /// `POST /events`), is this as JSON: `{"result": …}`, with a `reason` for all but `applied`,
 /// `duplicate` and `pending`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -153,7 +153,7 @@ impl StagedApply {
 
 impl Rankings {
     /// Stages `commands` in `batch`, atomically per call of up to [`EVENTS_PER_CALL`], so
-    /// they share one round trip with other work (the updater's releases); the handle reads
+    /// they share one round trip with other work (the event applier's releases); the handle reads
     /// their outcomes.
     pub fn stage_apply(&self, batch: &mut Batch, commands: &[Command]) -> StagedApply {
         let calls = commands

@@ -329,7 +329,7 @@ pub(crate) fn model(stream: &Stream) -> Boards {
     boards
 }
 
-/// One delivery call: how the events reach the updater.
+/// One delivery call: how the events reach the event applier.
 pub(crate) enum Delivery {
     /// The local stack's and the handlers' shared entry, many calls at once.
     Direct(Vec<Value>),
