@@ -22,47 +22,18 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use lineup::clock::SystemClock;
-use lineup::cold_start::{Publishing, Started};
-use lineup::config::{ConfigError, RankingSettings, SecretPolicy};
-use lineup::metrics::{MetricsSink, Record};
-use lineup::publish::Outlet;
-use lineup::queue::{Paid, WaitingRoom};
-use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed, Rankings};
+use lineup::metrics::Record;
+use lineup::queue::Paid;
+use lineup::ranking::{local_day, parse_event, Command, Outcome, Parsed};
 use lineup::store::Batch;
 use serde_json::Value;
 
+mod deps;
 mod queue_events;
 
+pub use deps::{Deps, PUBLISHING, SECRETS};
+
 use queue_events::{Kind, QueueApplied, QueueAsk, QueueAsks};
-
-/// What the handler needs, created once per container.
-#[derive(Clone)]
-pub struct Deps {
-    pub rankings: Rankings,
-    pub room: WaitingRoom,
-    pub outlet: Outlet,
-}
-
-/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
-/// so does the test of what each function reads.
-pub const SECRETS: SecretPolicy = SecretPolicy::Unused;
-/// Whether the function publishes (`EVENT_BUS_NAME`).
-pub const PUBLISHING: Publishing = Publishing::QueueEvents;
-
-impl Deps {
-    /// The handler's dependencies from what cold start built, writing metrics to `metrics`:
-    /// the one place they are wired.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
-        Ok(Deps {
-            rankings: started.rankings(RankingSettings {
-                snapshot_top: started.config.env.snapshot_top()?,
-                ..started.config.env.ranking()?
-            }),
-            room: started.room()?,
-            outlet: started.outlet(metrics),
-        })
-    }
-}
 
 /// Handles an EventBridge event or an SQS batch of them.
 pub async fn handle(

@@ -12,7 +12,7 @@ use lineup::store::Batch;
 use redis::Value as Reply;
 use serde_json::Value;
 
-use crate::Deps;
+use crate::deps::Deps;
 
 /// One of the waiting room's own events.
 pub(crate) enum QueueAsk {

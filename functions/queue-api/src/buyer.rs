@@ -15,7 +15,7 @@ use lineup::token::TokenClaims;
 use lineup::Error;
 use serde::{Deserialize, Serialize};
 
-use crate::Deps;
+use crate::deps::Deps;
 
 /// How long a CDN or browser may reuse a queue summary.
 pub const SUMMARY_CACHE_CONTROL: &str = "public, max-age=2";

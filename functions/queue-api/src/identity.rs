@@ -9,7 +9,7 @@ use lineup::admission::{self, Issuer};
 use lineup::http;
 use lineup::Error;
 
-use crate::Deps;
+use crate::deps::Deps;
 
 /// The admission issuer, or 404 where none is configured.
 fn issuer(deps: &Deps) -> Result<&Issuer, Error> {

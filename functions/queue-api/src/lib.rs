@@ -28,25 +28,19 @@
 //! freed place; an issue admitted at once publishes `QueueTokenActivated`.
 
 mod buyer;
+mod deps;
 mod identity;
 mod operator;
 mod pages;
 mod samples;
 
 use lambda_http::{Body, Request, Response};
-use lineup::admission::Issuer;
-use lineup::cold_start::{Publishing, Started};
-use lineup::config::{ConfigError, QueueConfig, SecretPolicy};
-use lineup::door::DoorKey;
 use lineup::http::{self, segments, Route};
 use lineup::ids::{PoolId, QueueId, UserId};
-use lineup::metrics::MetricsSink;
-use lineup::publish::Publisher;
-use lineup::queue::WaitingRoom;
-use lineup::token::TokenKey;
 use lineup::Error;
 
 pub use buyer::SUMMARY_CACHE_CONTROL;
+pub use deps::{Deps, PUBLISHING, SECRETS};
 use operator::BuyerList;
 
 /// What a route does, as the dispatch matches it.
@@ -114,50 +108,6 @@ pub const ROUTES: &[Route<Op>] = &[
     route("GET", "/queues/{queueId}/wait/{asset}", "its script (`wait.js`), styles (`page.css`), the queue's theme (`theme.css`), its service worker (`worker.js`) and the door's solver (`altcha.js`)", Op::WaitAsset),
     route("GET", "/queues/{queueId}/wait/i18n/{lang}", "its string table in one language (JSON)", Op::WaitStrings),
 ];
-
-/// What the handler needs, created once per container.
-#[derive(Clone)]
-pub struct Deps {
-    pub room: WaitingRoom,
-    pub token_key: TokenKey,
-    /// Signs and checks the door's challenges; derived from the token key.
-    pub door_key: DoorKey,
-    pub publisher: Publisher,
-    /// `ALLOW_BODY_USER_ID=unsafe`: without a JWT, the body's `userId` is the buyer.
-    pub allow_body_user_id: bool,
-    /// Where the door's counts go.
-    pub metrics: MetricsSink,
-    /// Signs the admission JWT; `None` without `ADMISSION_ISSUER`.
-    pub admission: Option<Issuer>,
-}
-
-/// Whether cold start reads `TOKEN_SECRET`. `main.rs` starts with it and [`PUBLISHING`], and
-/// so does the test of what each function reads.
-pub const SECRETS: SecretPolicy = SecretPolicy::Required;
-/// Whether the function publishes (`EVENT_BUS_NAME`).
-pub const PUBLISHING: Publishing = Publishing::QueueEvents;
-
-impl Deps {
-    /// The handler's dependencies from what cold start built, with the settings this
-    /// function reads, writing metrics to `metrics`: the one place they are wired.
-    pub fn new(started: &Started, metrics: MetricsSink) -> Result<Self, ConfigError> {
-        let env = &started.config.env;
-        Ok(Deps {
-            room: started.room_with(QueueConfig {
-                creation: env.queue_creation()?,
-                max_queues: env.max_queues()?,
-                rate_limits: env.rate_limits()?,
-                ..QueueConfig::new(env.waiting_room()?)
-            }),
-            token_key: started.config.token_key.clone(),
-            door_key: DoorKey::derive(&started.config.token_key),
-            publisher: started.publisher.clone(),
-            allow_body_user_id: env.body_user_id()?,
-            metrics,
-            admission: env.admission()?,
-        })
-    }
-}
 
 /// Handles one HTTP request. Never fails: every error becomes a problem response.
 pub async fn handle(request: Request, deps: &Deps) -> http::Answered {

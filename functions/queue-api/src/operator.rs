@@ -11,7 +11,7 @@ use lineup::queue::SettingsChange;
 use lineup::Error;
 use serde::{Deserialize, Serialize};
 
-use crate::Deps;
+use crate::deps::Deps;
 
 pub(super) async fn configure(
     request: &Request,

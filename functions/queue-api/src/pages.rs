@@ -9,7 +9,7 @@ use lineup::pages;
 use lineup::pages::settings::{PageSettings, Theme};
 use lineup::Error;
 
-use crate::Deps;
+use crate::deps::Deps;
 
 /// The waiting-room page. A `return` URL must be on the queue's allow-list (400 otherwise:
 /// no open redirect). One `HGET` of the queue's page settings.
