@@ -90,8 +90,10 @@ async fn run_in_chromium(script: &str) {
         .expect("node starts");
     let mut stdin = node.stdin.take().unwrap();
     let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
-    // Each snapshot the script asks for is taken an hour after the last, so a round starts.
-    let mut snapshot_at = chrono::Utc::now().timestamp_millis();
+    // Each snapshot the script asks for is taken an hour ahead of now and of the last, so
+    // that its hour is past any round the running tick started: a round the tick starts at
+    // the turn of a real hour would otherwise leave the script's snapshot nothing to do.
+    let mut snapshot_at = 0;
     while let Some(line) = lines.next_line().await.unwrap() {
         let answer = match line.as_str() {
             "lineup:redis stop" => {
@@ -103,10 +105,11 @@ async fn run_in_chromium(script: &str) {
                 "ok".to_owned()
             }
             "lineup:snapshot" => {
-                snapshot_at += 3_600_000;
+                snapshot_at = (snapshot_at + 3_600_000)
+                    .max(chrono::Utc::now().timestamp_millis() + 3_600_000);
                 let rankings = &app.stack.event_applier.rankings;
                 let round = rankings.snapshot(&snapshot_at).await.expect("a snapshot");
-                assert!(!round.more, "{round:?}");
+                assert!(!round.more && round.boards > 0, "{round:?}");
                 snapshot_at.to_string()
             }
             other => {
