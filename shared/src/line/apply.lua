@@ -13,8 +13,9 @@
 -- KEYS: the stripe's keys, then the mark of each walked user.
 -- ARGV: now, session_ms, keep_ms, sealed (ms, or ''), published (text), fence, walk_count,
 -- empty_count, allow, allow_ms, then the walked users and the empty segments.
--- Returns {'applied', admitted users, dropped users}: those really moved; {'fenced', the
--- stripe's fence}; or {'halted', why}.
+-- Returns a tag and named fields (apply.rs ApplyReply): {'applied', 'admitted', users,
+-- 'dropped', users}, those really moved; {'fenced', 'fence', the stripe's}; or
+-- {'halted', 'why', why}.
 local LINE, ACTIVE, SEGMENTS, SEALED, PUBLISHED, FENCE, HALT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local ALLOW = KEYS[8]
 local first_mark = 9
@@ -24,13 +25,13 @@ local walk_count, empty_count = tonumber(ARGV[7]), tonumber(ARGV[8])
 local allow, allow_ms = tonumber(ARGV[9]), ARGV[10]
 local lists_from = 11
 local seen = tonumber(redis.call('GET', FENCE) or '0')
-if seen > fence then return {'fenced', seen} end
+if seen > fence then return {'fenced', 'fence', seen} end
 redis.call('SET', FENCE, fence, 'PX', keep_ms)
 local halted = redis.call('GET', HALT)
 if halted and walk_count > 0 then
   if sealed ~= '' then redis.call('SET', SEALED, sealed, 'PX', keep_ms) end
   redis.call('PEXPIRE', HALT, keep_ms)
-  return {'halted', halted}
+  return {'halted', 'why', halted}
 end
 local admitted, dropped = {}, {}
 local until_ms = now + session_ms
@@ -66,4 +67,4 @@ if sealed ~= '' then
     redis.call('PEXPIRE', key, keep_ms)
   end
 end
-return {'applied', admitted, dropped}
+return {'applied', 'admitted', admitted, 'dropped', dropped}

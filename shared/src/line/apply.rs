@@ -11,7 +11,7 @@ use super::allowance::ALLOW_FOR;
 use super::fence::Fence;
 use super::halt::Halt;
 use super::keys::StripeKeys;
-use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
+use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged, Tagged};
 
 /// The tick's work on one stripe; its keys and arguments, named as `apply.lua` binds them.
 pub(super) static APPLY: NamedScript = NamedScript::new(
@@ -46,8 +46,8 @@ pub(super) static APPLY: NamedScript = NamedScript::new(
 /// a millisecond of Redis's time.
 pub const APPLY_CHUNK: usize = 50;
 
-/// `apply.lua`'s reply: `{'applied', admitted users, dropped users}`, `{'fenced', fence}` or
-/// `{'halted', why}`.
+/// `apply.lua`'s reply: `applied` with the users `admitted` and `dropped`, `fenced` with the
+/// stripe's `fence`, or `halted` with `why`.
 pub(super) enum ApplyReply {
     Applied {
         admitted: Vec<String>,
@@ -59,33 +59,15 @@ pub(super) enum ApplyReply {
 
 impl FromRedisValue for ApplyReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let fields: Vec<Value> = FromRedisValue::from_redis_value(v)?;
-        let mut fields = fields.into_iter();
-        let outcome: String = match fields.next() {
-            Some(v) => FromRedisValue::from_redis_value(v)?,
-            None => return Err(ParsingError::from("apply: an empty reply")),
-        };
-        let mut next = || {
-            fields
-                .next()
-                .ok_or_else(|| ParsingError::from(format!("apply: {outcome} is short")))
-        };
-        match outcome.as_str() {
+        Tagged::decode("apply", &v, |r| match r.tag() {
             "applied" => Ok(ApplyReply::Applied {
-                admitted: FromRedisValue::from_redis_value(next()?)?,
-                dropped: FromRedisValue::from_redis_value(next()?)?,
+                admitted: r.texts("admitted")?,
+                dropped: r.texts("dropped")?,
             }),
-            "fenced" => Ok(ApplyReply::Fenced(Fence(FromRedisValue::from_redis_value(
-                next()?,
-            )?))),
-            "halted" => {
-                let why: String = FromRedisValue::from_redis_value(next()?)?;
-                Ok(ApplyReply::Halted(Halt::parse(&why)))
-            }
-            other => Err(ParsingError::from(format!(
-                "apply: unknown outcome {other}"
-            ))),
-        }
+            "fenced" => Ok(ApplyReply::Fenced(Fence(r.number("fence")?))),
+            "halted" => Ok(ApplyReply::Halted(Halt::parse(&r.text("why")?))),
+            _ => Err(r.unknown()),
+        })
     }
 }
 
@@ -172,5 +154,40 @@ mod tests {
     #[test]
     fn the_apply_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("apply.lua"), &super::APPLY);
+    }
+
+    #[test]
+    fn each_apply_answer_decodes_into_its_variant() {
+        use super::super::halt::Halt;
+        use super::ApplyReply;
+        use redis::{FromRedisValue, Value};
+        let text = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let users = |names: &[&str]| Value::Array(names.iter().map(|n| text(n)).collect());
+        let applied = Value::Array(vec![
+            text("applied"),
+            text("admitted"),
+            users(&["ann", "ben"]),
+            text("dropped"),
+            users(&[]),
+        ]);
+        match ApplyReply::from_redis_value(applied).unwrap() {
+            ApplyReply::Applied { admitted, dropped } => {
+                assert_eq!(admitted, ["ann", "ben"]);
+                assert!(dropped.is_empty());
+            }
+            _ => panic!("not applied"),
+        }
+        let fenced = Value::Array(vec![text("fenced"), text("fence"), Value::Int(7)]);
+        assert!(matches!(
+            ApplyReply::from_redis_value(fenced).unwrap(),
+            ApplyReply::Fenced(super::Fence(7))
+        ));
+        let halted = Value::Array(vec![text("halted"), text("why"), text("sold-out")]);
+        assert!(matches!(
+            ApplyReply::from_redis_value(halted).unwrap(),
+            ApplyReply::Halted(Some(Halt::SoldOut))
+        ));
+        let positional = Value::Array(vec![text("applied"), users(&["ann"]), users(&[])]);
+        assert!(ApplyReply::from_redis_value(positional).is_err());
     }
 }

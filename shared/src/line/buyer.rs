@@ -12,7 +12,7 @@ use super::keys::Stripe;
 use super::shape::{ms, Place, Published};
 use crate::error::Error;
 use crate::ids::UserId;
-use crate::store::{lua_script, Batch, NamedScript, ScriptCall};
+use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Tagged};
 
 /// The join; its keys and arguments, named as `join.lua` binds them.
 pub(super) static JOIN: NamedScript = NamedScript::new(
@@ -104,8 +104,10 @@ pub enum Joined {
     Turned(Turned),
 }
 
-/// `join.lua`'s reply: `{'joined' | 'waiting' | 'active' | 'admitted' | 'refused' | 'denied'
-/// | 'full', ms}` or `{'door', why}`.
+/// `join.lua`'s reply: `joined` or `waiting` with the place's `score`, `active` or `admitted`
+/// with the session's `until`, `full` with `retry_ms`, `door` with `why`, `refused` or
+/// `denied`.
+#[derive(Debug, PartialEq, Eq)]
 enum JoinReply {
     Joined(i64),
     Waiting(i64),
@@ -119,28 +121,26 @@ enum JoinReply {
 
 impl FromRedisValue for JoinReply {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (outcome, value): (String, String) = FromRedisValue::from_redis_value(v)?;
-        let ms = || -> Result<i64, ParsingError> {
-            Ok(value
-                .parse::<f64>()
-                .map_err(|_| ParsingError::from(format!("join: not a score: {value}")))?
-                as i64)
-        };
-        match (outcome.as_str(), value.as_str()) {
-            ("joined", _) => Ok(JoinReply::Joined(ms()?)),
-            ("waiting", _) => Ok(JoinReply::Waiting(ms()?)),
-            ("active", _) => Ok(JoinReply::Active(ms()?)),
-            ("admitted", _) => Ok(JoinReply::Admitted(ms()?)),
-            ("full", _) => Ok(JoinReply::Full(ms()?)),
-            ("refused", _) => Ok(JoinReply::Refused),
-            ("denied", _) => Ok(JoinReply::Denied),
-            ("door", "required") => Ok(JoinReply::Turned(Turned::Required)),
-            ("door", "failed") => Ok(JoinReply::Turned(Turned::Failed)),
-            ("door", "replayed") => Ok(JoinReply::Turned(Turned::Replayed)),
-            (other, why) => Err(ParsingError::from(format!(
-                "join: unknown outcome {other} {why}"
-            ))),
-        }
+        Tagged::decode("join", &v, |r| {
+            // A place's score as ZSCORE writes it: a double's text.
+            let score = || r.number::<f64>("score").map(|score| score as i64);
+            match r.tag() {
+                "joined" => Ok(JoinReply::Joined(score()?)),
+                "waiting" => Ok(JoinReply::Waiting(score()?)),
+                "active" => Ok(JoinReply::Active(r.number("until")?)),
+                "admitted" => Ok(JoinReply::Admitted(r.number("until")?)),
+                "full" => Ok(JoinReply::Full(r.number("retry_ms")?)),
+                "refused" => Ok(JoinReply::Refused),
+                "denied" => Ok(JoinReply::Denied),
+                "door" => match r.text("why")?.as_str() {
+                    "required" => Ok(JoinReply::Turned(Turned::Required)),
+                    "failed" => Ok(JoinReply::Turned(Turned::Failed)),
+                    "replayed" => Ok(JoinReply::Turned(Turned::Replayed)),
+                    other => Err(r.error(format!("names no door refusal: {other:?}"))),
+                },
+                _ => Err(r.unknown()),
+            }
+        })
     }
 }
 
@@ -527,6 +527,56 @@ mod tests {
     #[test]
     fn the_join_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("join.lua"), &super::JOIN);
+    }
+
+    #[test]
+    fn each_join_answer_decodes_into_its_variant_and_a_stray_one_is_refused() {
+        use super::super::door::Turned;
+        use super::JoinReply;
+        use crate::store::test_reply as reply;
+        use redis::FromRedisValue;
+        let decode = |items: &[&str]| JoinReply::from_redis_value(reply(items));
+        let lane = "-9005403177593664";
+        assert_eq!(
+            decode(&["joined", "score", lane]).unwrap(),
+            JoinReply::Joined(-9_005_403_177_593_664)
+        );
+        assert_eq!(
+            decode(&["waiting", "score", "1796077147328"]).unwrap(),
+            JoinReply::Waiting(1_796_077_147_328)
+        );
+        assert_eq!(
+            decode(&["active", "until", "1796077147328"]).unwrap(),
+            JoinReply::Active(1_796_077_147_328)
+        );
+        assert_eq!(
+            decode(&["admitted", "until", "5"]).unwrap(),
+            JoinReply::Admitted(5)
+        );
+        assert_eq!(
+            decode(&["full", "retry_ms", "1000"]).unwrap(),
+            JoinReply::Full(1000)
+        );
+        assert_eq!(decode(&["refused"]).unwrap(), JoinReply::Refused);
+        assert_eq!(decode(&["denied"]).unwrap(), JoinReply::Denied);
+        for (why, turned) in [
+            ("required", Turned::Required),
+            ("failed", Turned::Failed),
+            ("replayed", Turned::Replayed),
+        ] {
+            assert_eq!(
+                decode(&["door", "why", why]).unwrap(),
+                JoinReply::Turned(turned)
+            );
+        }
+        for stray in [
+            &["door", "why", "late"][..],
+            &["joined", "until", "5"],
+            &["refused", "score", "0"],
+            &["left"],
+        ] {
+            assert!(decode(stray).is_err(), "{stray:?}");
+        }
     }
 
     #[test]

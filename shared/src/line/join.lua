@@ -24,9 +24,10 @@
 -- halted and its allowance (ALLOW, the tick's) has one left, which it takes; its session is
 -- scored `admitted_score` in its mark. Otherwise it is refused 'full', with when to retry
 -- (ms): once the stripe's first live session ends and a tick allows its room again, 1 to 10 s.
--- Returns {'active', until} | {'waiting', score} | {'joined', score} | {'admitted', until} |
--- {'refused', 0} | {'denied', 0} | {'full', retry ms} |
--- {'door', 'required' | 'failed' | 'replayed'}.
+-- Returns a tag and named fields (buyer.rs JoinReply): {'active', 'until', ms} |
+-- {'waiting', 'score', the place's} | {'joined', 'score', the place's} |
+-- {'admitted', 'until', ms} | {'refused'} | {'denied'} | {'full', 'retry_ms', ms} |
+-- {'door', 'why', 'required' | 'failed' | 'replayed'}.
 local LINE, ACTIVE, SEGMENTS, SEALED, DRAWS, MARK = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local ACCESS, REDEEMED, HALT, ALLOW, PRIORITY = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local user, now, segment_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -45,23 +46,23 @@ local function redeem()
   end
 end
 local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, user))
-if until_ms and until_ms > now then return {'active', string.format('%d', until_ms)} end
+if until_ms and until_ms > now then return {'active', 'until', string.format('%d', until_ms)} end
 -- Whether the buyer holds a place is read first only where a refusal, the door, passthrough,
 -- the lane or the draw depends on it. Otherwise (the common arrival: a queue that takes anyone
 -- new, after the opening) `ZADD NX` finds a held place as it adds a new one, one call fewer.
 local gated = takes_new ~= '1' or access == 'none' or access == 'list' or door ~= ''
   or passthrough == '1' or lane == '1' or draw ~= nil
 local held = gated and redis.call('ZSCORE', LINE, user)
-if not held and takes_new ~= '1' then return {'refused', '0'} end
+if not held and takes_new ~= '1' then return {'refused'} end
 if not held and (access == 'none'
     or (access == 'list' and redis.call('SISMEMBER', ACCESS, user) == 0)) then
-  return {'denied', '0'}
+  return {'denied'}
 end
 if not held and door ~= '' then
-  if door == 'absent' then return {'door', 'required'} end
-  if door == 'bad' then return {'door', 'failed'} end
+  if door == 'absent' then return {'door', 'why', 'required'} end
+  if door == 'bad' then return {'door', 'why', 'failed'} end
   if redis.call('GETBIT', REDEEMED, tonumber(door) % SERIALS_PER_BITMAP) == 1 then
-    return {'door', 'replayed'}
+    return {'door', 'why', 'replayed'}
   end
 end
 if not held and passthrough == '1' then
@@ -69,19 +70,19 @@ if not held and passthrough == '1' then
     local first = redis.call('ZRANGEBYSCORE', ACTIVE, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     local retry = 1000
     if #first == 2 then retry = math.max(1000, math.min(10000, tonumber(first[2]) - now + 1000)) end
-    return {'full', string.format('%d', retry)}
+    return {'full', 'retry_ms', string.format('%d', retry)}
   end
   redis.call('DECR', ALLOW)
   redeem()
   local admitted_until = now + session_ms
   redis.call('ZADD', ACTIVE, admitted_until, user)
   redis.call('SET', MARK, 'a:' .. admitted_until .. ':' .. admitted_score, 'PX', 2 * session_ms)
-  return {'admitted', string.format('%d', admitted_until)}
+  return {'admitted', 'until', string.format('%d', admitted_until)}
 end
 local present_for = tonumber(presence_ms)
 if draw and opens_at > now then present_for = present_for + opens_at - now end
 redis.call('SET', MARK, 'w', 'PX', present_for)
-if held then return {'waiting', held} end
+if held then return {'waiting', 'score', held} end
 local sealed = tonumber(redis.call('GET', SEALED) or '0')
 local score, segment
 if lane == '1' and redis.call('SISMEMBER', PRIORITY, user) == 1 then
@@ -97,8 +98,8 @@ else
   segment = math.floor(score / segment_ms)
 end
 if redis.call('ZADD', LINE, 'NX', string.format('%d', score), user) == 0 then
-  return {'waiting', redis.call('ZSCORE', LINE, user)}
+  return {'waiting', 'score', redis.call('ZSCORE', LINE, user)}
 end
 redis.call('SADD', SEGMENTS, string.format('%d', segment))
 redeem()
-return {'joined', string.format('%d', score)}
+return {'joined', 'score', string.format('%d', score)}

@@ -13,7 +13,7 @@ use super::fence::Fence;
 use super::handle::Line;
 use super::shape::ms;
 use crate::error::Error;
-use crate::store::{lua_script, NamedScript, ScriptCall};
+use crate::store::{lua_script, NamedScript, ScriptCall, Tagged};
 
 /// The lease; its keys and arguments, named as `lease.lua` binds them.
 pub(super) static LEASE: NamedScript = NamedScript::new(
@@ -31,16 +31,16 @@ pub enum Lease {
     Held { for_ms: i64 },
 }
 
+/// `lease.lua`'s reply: `taken` or `renewed` with the `fence`, or `held` with `for_ms`.
 impl FromRedisValue for Lease {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (outcome, number): (String, i64) = FromRedisValue::from_redis_value(v)?;
-        match outcome.as_str() {
-            "taken" | "renewed" => Ok(Lease::Granted(Fence(number.max(0) as u64))),
-            "held" => Ok(Lease::Held { for_ms: number }),
-            other => Err(ParsingError::from(format!(
-                "lease: unknown outcome {other}"
-            ))),
-        }
+        Tagged::decode("lease", &v, |r| match r.tag() {
+            "taken" | "renewed" => Ok(Lease::Granted(Fence(r.number("fence")?))),
+            "held" => Ok(Lease::Held {
+                for_ms: r.number("for_ms")?,
+            }),
+            _ => Err(r.unknown()),
+        })
     }
 }
 
@@ -63,5 +63,27 @@ mod tests {
     #[test]
     fn the_lease_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("lease.lua"), &super::LEASE);
+    }
+
+    #[test]
+    fn each_lease_answer_decodes_into_its_variant() {
+        use super::{Fence, Lease};
+        use crate::store::test_reply as reply;
+        use redis::FromRedisValue;
+        let decode = |items: &[&str]| Lease::from_redis_value(reply(items));
+        assert_eq!(
+            decode(&["taken", "fence", "3"]).unwrap(),
+            Lease::Granted(Fence(3))
+        );
+        assert_eq!(
+            decode(&["renewed", "fence", "3"]).unwrap(),
+            Lease::Granted(Fence(3))
+        );
+        assert_eq!(
+            decode(&["held", "for_ms", "2500"]).unwrap(),
+            Lease::Held { for_ms: 2500 }
+        );
+        assert!(decode(&["held", "fence", "3"]).is_err());
+        assert!(decode(&["taken", "3"]).is_err());
     }
 }

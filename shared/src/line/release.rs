@@ -11,7 +11,7 @@ use super::buyer::{score_of, ticket_of};
 use super::handle::Line;
 use super::shape::ms;
 use crate::ids::{PaymentId, UserId};
-use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged};
+use crate::store::{lua_script, Batch, NamedScript, ScriptCall, Staged, Tagged};
 
 /// The release; its keys and arguments, named as `release.lua` binds them.
 pub(super) static RELEASE: NamedScript = NamedScript::new(
@@ -39,24 +39,16 @@ pub enum Released {
     Kept,
 }
 
+/// `release.lua`'s reply: `ended` with the place's `score`, or `kept`.
 impl FromRedisValue for Released {
     fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
-        let (outcome, score): (String, String) = FromRedisValue::from_redis_value(v)?;
-        match outcome.as_str() {
-            "ended" => {
-                let score: i64 = score
-                    .parse::<f64>()
-                    .map_err(|_| ParsingError::from(format!("release: not a score: {score}")))?
-                    as i64;
-                Ok(Released::Ended {
-                    ticket: ticket_of(score),
-                })
-            }
+        Tagged::decode("release", &v, |r| match r.tag() {
+            "ended" => Ok(Released::Ended {
+                ticket: ticket_of(r.number::<f64>("score")? as i64),
+            }),
             "kept" => Ok(Released::Kept),
-            other => Err(ParsingError::from(format!(
-                "release: unknown outcome {other}"
-            ))),
-        }
+            _ => Err(r.unknown()),
+        })
     }
 }
 
@@ -109,5 +101,24 @@ mod tests {
     #[test]
     fn the_release_binds_its_keys_and_arguments_as_named() {
         crate::store::bindings::assert_binds(include_str!("release.lua"), &super::RELEASE);
+    }
+
+    #[test]
+    fn each_release_answer_decodes_into_its_variant() {
+        use super::super::buyer::{score_of, ticket_of};
+        use super::Released;
+        use crate::store::test_reply as reply;
+        use redis::FromRedisValue;
+        let decode = |items: &[&str]| Released::from_redis_value(reply(items));
+        let score = score_of(41).to_string();
+        assert_eq!(
+            decode(&["ended", "score", &score]).unwrap(),
+            Released::Ended {
+                ticket: ticket_of(score_of(41))
+            }
+        );
+        assert_eq!(decode(&["kept"]).unwrap(), Released::Kept);
+        assert!(decode(&["kept", "0"]).is_err());
+        assert!(decode(&["ended"]).is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! A script's reply as a tag followed by named fields: `{tag, name, value, name, value, …}`,
-//! the form every coupon script and every writing ranking script answers in. Each call decodes
+//! the form every coupon script, every writing ranking script and the striped line's join,
+//! release, lease and apply answer in. Each call decodes
 //! its reply into its own enum, one variant per tag, through [`Tagged::decode`]: the errors
 //! name the reply, the tag and the field when a field is missing, is not what it should be, or
 //! is one the variant does not read.
@@ -82,7 +83,7 @@ impl<'a> Tagged<'a> {
     }
 
     /// An error about this reply.
-    fn error(&self, what: impl std::fmt::Display) -> ParsingError {
+    pub fn error(&self, what: impl std::fmt::Display) -> ParsingError {
         format!("{} reply {:?} {what}", self.reply, self.tag).into()
     }
 
