@@ -64,6 +64,9 @@ impl ChallengeMode {
 
 /// The key derivation every challenge asks for.
 pub const ALGORITHM: &str = "PBKDF2/SHA-256";
+/// Serials per redemption bitmap, on the queue and on the striped line: a bitmap holds at
+/// most 128 KiB. `queue/issue.lua` and `line/join.lua` say the same, and tests hold them to it.
+pub const SERIALS_PER_BITMAP: u64 = 1 << 20;
 /// How long a challenge may be solved and redeemed after it is made.
 pub const CHALLENGE_TTL: Duration = Duration::from_secs(300);
 /// The floor of a challenge's cost where none is set: 0.06 s in headless Chromium on the bench

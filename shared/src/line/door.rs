@@ -8,12 +8,10 @@ use std::time::Duration;
 
 use super::handle::Line;
 use super::shape::ms;
+use crate::door::SERIALS_PER_BITMAP;
 use crate::error::Error;
 use crate::ids::UserId;
 use crate::store::{Batch, Staged};
-
-/// Serials per redemption bitmap: a bitmap holds at most 128 KiB (`join.lua` has the same).
-pub const SERIALS_PER_BITMAP: u64 = 1 << 20;
 
 /// A window of the challenge count: a minute.
 const WINDOW_MS: i64 = 60_000;
@@ -116,5 +114,18 @@ impl Line {
             serial: serial.read(&replies)?,
             per_minute: per_stripe * u64::from(self.shape.stripes.max(1)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The join keeps as many serials in a redemption bitmap as the key names say.
+    #[test]
+    fn join_knows_the_serials_per_redemption_bitmap() {
+        let line = format!(
+            "local SERIALS_PER_BITMAP = {}\n",
+            crate::door::SERIALS_PER_BITMAP
+        );
+        assert!(include_str!("join.lua").contains(&line), "{line}");
     }
 }

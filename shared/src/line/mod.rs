@@ -92,7 +92,7 @@ pub use buyer::{
 pub use check::Checked;
 pub use codes::{Bound, Unbound};
 pub use counts::{counts_key, Counts};
-pub use door::{Pass, Serial, Turned, SERIALS_PER_BITMAP};
+pub use door::{Pass, Serial, Turned};
 pub use draw::DRAW_VALUE_BITS;
 pub use fence::Fence;
 pub use halt::Halt;

@@ -24,8 +24,6 @@ use crate::door::{
 use crate::error::Error;
 use crate::ids::{QueueId, UserId};
 
-/// Serials per redemption bitmap: a bitmap holds at most 128 KiB.
-pub const SERIALS_PER_BITMAP: u64 = 1 << 20;
 /// How long a redemption is kept past its challenge's expiry, and the door hash past the last
 /// challenge's: room for a function's clock to run behind the server's.
 pub const REDEMPTION_SLACK: Duration = Duration::from_secs(300);

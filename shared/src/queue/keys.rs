@@ -143,11 +143,11 @@ pub fn door_key(prefix: &str, queue: &QueueId) -> String {
 }
 
 /// The redemption bitmap holding `serial` in `queue`: one bit per challenge serial, set when
-/// its solution takes a place, [`super::door::SERIALS_PER_BITMAP`] serials to a bitmap
+/// its solution takes a place, [`crate::door::SERIALS_PER_BITMAP`] serials to a bitmap
 /// (`issue.lua`). Expires a minute after the last challenge it redeemed could, which is never
 /// after the door hash: a serial is never handed out again while its bit is kept.
 pub fn redeemed_key(prefix: &str, queue: &QueueId, serial: u64) -> String {
-    let bitmap = serial / super::door::SERIALS_PER_BITMAP;
+    let bitmap = serial / crate::door::SERIALS_PER_BITMAP;
     format!("{prefix}:{{q:{queue}}}:redeemed:{bitmap}")
 }
 

@@ -547,7 +547,7 @@ mod tests {
     fn issue_knows_the_serials_per_redemption_bitmap() {
         let line = format!(
             "local SERIALS_PER_BITMAP = {}\n",
-            super::door::SERIALS_PER_BITMAP
+            crate::door::SERIALS_PER_BITMAP
         );
         assert!(include_str!("issue.lua").contains(&line), "{line}");
     }
