@@ -592,52 +592,9 @@ async fn health_send_puts_booking_health_on_the_stacks_bus_with_its_payment_sour
     )
     .await;
     // Every BookingHealth event on the stack's bus goes to an SQS queue.
-    let sqs = moto.sqs();
-    let queue_url = sqs
-        .create_queue()
-        .queue_name("health-events")
-        .send()
-        .await
-        .expect("create queue")
-        .queue_url()
-        .expect("queue url")
-        .to_owned();
-    let queue_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .expect("queue attributes")
-        .attributes()
-        .and_then(|a| {
-            a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-                .cloned()
-        })
-        .expect("queue arn");
-    let events = moto.eventbridge();
-    events
-        .put_rule()
-        .name("health")
-        .event_bus_name(&bus)
-        .event_pattern(json!({"detail-type": ["BookingHealth"]}).to_string())
-        .send()
-        .await
-        .expect("rule");
-    events
-        .put_targets()
-        .rule("health")
-        .event_bus_name(&bus)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("sqs")
-                .arn(queue_arn)
-                .build()
-                .expect("target"),
-        )
-        .send()
-        .await
-        .expect("targets");
+    let queue_url = moto
+        .route_to_queue(&bus, "health", json!({"detail-type": ["BookingHealth"]}))
+        .await;
 
     let sent = run_cli(
         &[

@@ -13,52 +13,10 @@ use serde_json::{json, Value};
 
 /// A bus whose rule sends every `lineup.queue` event to a fresh SQS queue.
 pub(crate) async fn bus_to_queue(moto: &Moto) -> (String, String) {
-    let events = moto.eventbridge();
-    let sqs = moto.sqs();
     let bus = moto.bus("lineup-test").await;
-    let queue_url = sqs
-        .create_queue()
-        .queue_name("queue-events")
-        .send()
-        .await
-        .expect("create queue")
-        .queue_url()
-        .expect("queue url")
-        .to_owned();
-    let attributes = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .expect("queue attributes");
-    let queue_arn = attributes
-        .attributes()
-        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
-        .expect("queue arn")
-        .clone();
-    events
-        .put_rule()
-        .name("queue-events")
-        .event_bus_name(bus)
-        .event_pattern(json!({"source": [SOURCE]}).to_string())
-        .send()
-        .await
-        .expect("rule");
-    events
-        .put_targets()
-        .rule("queue-events")
-        .event_bus_name(bus)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("sqs")
-                .arn(queue_arn)
-                .build()
-                .expect("target"),
-        )
-        .send()
-        .await
-        .expect("targets");
+    let queue_url = moto
+        .route_to_queue(bus, "queue-events", json!({"source": [SOURCE]}))
+        .await;
     (bus.to_owned(), queue_url)
 }
 

@@ -950,6 +950,62 @@ impl Moto {
     pub fn sqs(&self) -> aws_sdk_sqs::Client {
         aws_sdk_sqs::Client::new(&self.aws_config())
     }
+
+    /// A rule `name` on `bus` that sends every event matching `pattern` to a new SQS queue,
+    /// also named `name`; returns the queue's URL.
+    pub async fn route_to_queue(
+        &self,
+        bus: &str,
+        name: &str,
+        pattern: serde_json::Value,
+    ) -> String {
+        let sqs = self.sqs();
+        let queue_url = sqs
+            .create_queue()
+            .queue_name(name)
+            .send()
+            .await
+            .expect("create queue")
+            .queue_url()
+            .expect("queue url")
+            .to_owned();
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(&queue_url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .expect("queue attributes");
+        let queue_arn = attributes
+            .attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+            .expect("queue arn")
+            .clone();
+        let events = self.eventbridge();
+        events
+            .put_rule()
+            .name(name)
+            .event_bus_name(bus)
+            .event_pattern(pattern.to_string())
+            .send()
+            .await
+            .expect("rule");
+        events
+            .put_targets()
+            .rule(name)
+            .event_bus_name(bus)
+            .targets(
+                aws_sdk_eventbridge::types::Target::builder()
+                    .id("sqs")
+                    .arn(queue_arn)
+                    .build()
+                    .expect("target"),
+            )
+            .send()
+            .await
+            .expect("targets");
+        queue_url
+    }
 }
 
 /// An AWS configuration for a local endpoint: a region, test keys, and lineup's own HTTP
